@@ -1,0 +1,27 @@
+# The two commands a newcomer needs:  make run  (demo)  and  make test  (suite).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_WAREHOUSE ?= demo-warehouse
+
+.PHONY: install run test lint clean
+
+$(BIN)/paimond: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(BIN)/paimond
+
+# Builds a local demo warehouse (a Paimon table written by pypaimon in several commits)
+# and shows what paimond sees in it.
+run: install
+	$(BIN)/python -m paimond.daemon.demo $(DEMO_WAREHOUSE)
+	$(BIN)/paimond status $(DEMO_WAREHOUSE)
+
+test: install
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) $(DEMO_WAREHOUSE) .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""paimond.maintenance"""
