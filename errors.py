@@ -11,6 +11,15 @@ class PaimondError(Exception):
     """Root of every error paimond raises on purpose."""
 
 
+class CodecError(PaimondError):
+    """Bytes that do not decode. Codecs raise it without a path; ``table/`` re-raises it as
+    :class:`CorruptFileError` naming the file."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
 class CorruptFileError(PaimondError):
     """A file exists but cannot be parsed. Never retried; nothing is deleted because of it."""
 
