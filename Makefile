@@ -17,7 +17,7 @@ install: $(BIN)/paimond
 # Builds a local demo warehouse (a Paimon table written by pypaimon in several commits)
 # and shows what paimond sees in it.
 run: install
-	$(BIN)/python -m paimond.daemon.demo $(DEMO_WAREHOUSE)
+	$(BIN)/python examples/demo_warehouse.py $(DEMO_WAREHOUSE)
 	$(BIN)/paimond status $(DEMO_WAREHOUSE)
 
 test: install

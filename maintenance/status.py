@@ -1,0 +1,175 @@
+"""What a table looks like now: schema, snapshots, and per bucket its LSM shape.
+
+Read-only and built from metadata alone (plus one listing per bucket when verifying that
+data files exist). The daemon's prioritisation and ``paimond status`` both read it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from paimond.errors import PaimondError
+from paimond.format.binary_row import decode_manifest_row
+from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH
+from paimond.format.schema import TableSchema
+from paimond.table.catalog import Table
+from paimond.table.options import TableOptions
+from paimond.table.paths import partition_path
+from paimond.table.scan import BucketFiles, SnapshotFiles, scan_snapshot, verify_data_files
+
+
+@dataclass(frozen=True, slots=True)
+class LevelStatus:
+    level: int
+    files: int
+    size_bytes: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class BucketStatus:
+    partition: str
+    bucket: int
+    levels: tuple[LevelStatus, ...]
+    sorted_runs: int
+    files_with_dv: int
+    dv_deleted_rows: int
+
+    @property
+    def files(self) -> int:
+        return sum(level.files for level in self.levels)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(level.size_bytes for level in self.levels)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestStatus:
+    base_files: int
+    base_bytes: int
+    delta_files: int
+    delta_bytes: int
+    index_files: Counter[str]
+
+
+@dataclass(frozen=True, slots=True)
+class TableStatus:
+    name: str
+    path: str
+    schema_id: int | None = None
+    primary_keys: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    merge_engine: str | None = None
+    bucket_mode: str | None = None
+    buckets_option: int | None = None
+    file_format: str | None = None
+    deletion_vectors: bool = False
+    compaction_trigger: int | None = None
+    stop_trigger: int | None = None
+    earliest_snapshot: int | None = None
+    latest_snapshot: int | None = None
+    snapshot_count: int = 0
+    latest_commit_kind: str | None = None
+    latest_time_millis: int | None = None
+    total_record_count: int | None = None
+    tags: tuple[str, ...] = ()
+    consumers: dict[str, int] = field(default_factory=dict)
+    manifests: ManifestStatus | None = None
+    buckets: tuple[BucketStatus, ...] = ()
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.manifests is not None:
+            out["manifests"]["index_files"] = dict(self.manifests.index_files)
+        for bucket, source in zip(out["buckets"], self.buckets):
+            bucket["files"] = source.files
+            bucket["size_bytes"] = source.size_bytes
+            bucket["needs_compaction"] = (self.compaction_trigger is not None
+                                          and source.sorted_runs > self.compaction_trigger)
+        return out
+
+
+def _partition_text(schema: TableSchema, options: TableOptions, partition: bytes) -> str:
+    partition_type = schema.partition_type
+    if not partition_type.fields:
+        return ""
+    values = decode_manifest_row(partition, partition_type.field_types)
+    return partition_path(partition_type.field_names, partition_type.field_types, values,
+                          default_name=options.partition_default_name,
+                          legacy_name=options.partition_legacy_name)
+
+
+def _bucket_status(schema: TableSchema, options: TableOptions, bucket: BucketFiles,
+                   dv_cardinality: dict[str, int]) -> BucketStatus:
+    levels = []
+    files_with_dv = deleted = 0
+    for level in sorted(bucket.levels):
+        files = bucket.levels[level]
+        levels.append(LevelStatus(level, len(files), sum(f.meta.file_size for f in files),
+                                  sum(f.meta.row_count for f in files)))
+        for live in files:
+            if live.meta.file_name in dv_cardinality:
+                files_with_dv += 1
+                deleted += dv_cardinality[live.meta.file_name]
+    return BucketStatus(_partition_text(schema, options, bucket.partition), bucket.bucket,
+                        tuple(levels), bucket.sorted_run_count(), files_with_dv, deleted)
+
+
+def _dv_cardinality_by_bucket(files: SnapshotFiles) -> dict[tuple[bytes, int], dict[str, int]]:
+    out: dict[tuple[bytes, int], dict[str, int]] = {}
+    for entry in files.index_entries:
+        meta = entry.index_file
+        if meta.index_type != INDEX_TYPE_DELETION_VECTORS or not meta.dv_ranges:
+            continue
+        per_file = out.setdefault((entry.partition, entry.bucket), {})
+        for dv in meta.dv_ranges:
+            per_file[dv.data_file_name] = dv.cardinality or 0
+    return out
+
+
+def table_status(table: Table, *, verify_files: bool = True, parallelism: int = 8) -> TableStatus:
+    """Describe one table; any PaimondError is reported in ``error`` instead of raised."""
+    try:
+        return _table_status(table, verify_files, parallelism)
+    except PaimondError as error:
+        return TableStatus(table.name, table.path, error=f"{type(error).__name__}: {error}")
+
+
+def _table_status(table: Table, verify_files: bool, parallelism: int) -> TableStatus:
+    schema = table.latest_schema()
+    options = TableOptions.of(schema)
+    snapshots = table.snapshots
+    ids = snapshots.list_ids()
+    latest = snapshots.latest()
+    status = TableStatus(
+        name=table.name, path=table.path, schema_id=schema.id,
+        primary_keys=schema.primary_keys, partition_keys=schema.partition_keys,
+        merge_engine=options.merge_engine if schema.primary_keys else None,
+        bucket_mode=options.bucket_mode(schema), buckets_option=options.bucket,
+        file_format=options.file_format, deletion_vectors=options.deletion_vectors_enabled,
+        compaction_trigger=options.num_sorted_run_compaction_trigger,
+        stop_trigger=options.num_sorted_run_stop_trigger,
+        earliest_snapshot=snapshots.earliest_id(), latest_snapshot=latest.id if latest else None,
+        snapshot_count=len(ids), tags=tuple(table.tags()), consumers=table.consumers(),
+    )
+    if latest is None:
+        return status
+    files = scan_snapshot(table, latest, parallelism=parallelism)
+    if verify_files:
+        verify_data_files(table, schema, files)
+    base, delta = files.base_manifests, files.delta_manifests
+    manifests = ManifestStatus(
+        len(base), sum(m.file_size for m in base), len(delta), sum(m.file_size for m in delta),
+        Counter(e.index_file.index_type for e in files.index_entries
+                if e.index_file.index_type in (INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH)),
+    )
+    dvs = _dv_cardinality_by_bucket(files)
+    buckets = tuple(_bucket_status(schema, options, b, dvs.get(key, {}))
+                    for key, b in files.buckets().items())
+    return replace(status, manifests=manifests, buckets=buckets,
+                    latest_commit_kind=latest.commit_kind, latest_time_millis=latest.time_millis,
+                    total_record_count=latest.total_record_count)

@@ -1,0 +1,126 @@
+"""Tables of a filesystem warehouse: Java ``FileSystemCatalog``, ``SchemaManager``,
+``TagManager``, ``ConsumerManager``, ``BranchManager`` (read side).
+
+A warehouse holds ``<db>.db/<table>/`` directories; a directory is a table when it has a
+``schema/`` directory with at least one ``schema-<id>`` file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from paimond.errors import CodecError, CorruptFileError, MissingFileError
+from paimond.format.schema import TableSchema, decode_schema
+from paimond.format.snapshot import Snapshot, decode_snapshot
+from paimond.table.options import TableOptions
+from paimond.table.snapshots import Snapshots, parse_numbered_name
+from paimond.table.storage import Storage
+
+DB_SUFFIX = ".db"
+SCHEMA_PREFIX = "schema-"
+TAG_PREFIX = "tag-"
+CONSUMER_PREFIX = "consumer-"
+BRANCH_PREFIX = "branch-"
+
+
+@dataclass
+class Table:
+    """One table on storage. Schemas are cached by id (schema files are immutable)."""
+
+    storage: Storage
+    path: str
+    name: str
+    _schemas: dict[int, TableSchema] = field(default_factory=dict, repr=False)
+
+    @property
+    def snapshots(self) -> Snapshots:
+        return Snapshots(self.storage, self.path)
+
+    def file_path(self, *parts: str) -> str:
+        return self.storage.join(self.path, *parts)
+
+    def schema_ids(self) -> list[int]:
+        listing = self.storage.list_dir(self.file_path("schema"))
+        ids = (parse_numbered_name(s.name, SCHEMA_PREFIX) for s in listing if not s.is_dir)
+        return sorted(i for i in ids if i is not None)
+
+    def schema(self, schema_id: int) -> TableSchema:
+        cached = self._schemas.get(schema_id)
+        if cached is not None:
+            return cached
+        path = self.file_path("schema", f"{SCHEMA_PREFIX}{schema_id}")
+        try:
+            schema = decode_schema(self.storage.read_bytes(path))
+        except CodecError as error:
+            raise CorruptFileError(path, error.reason) from None
+        if schema.id != schema_id:
+            raise CorruptFileError(path, f"holds schema id {schema.id}, expected {schema_id}")
+        self._schemas[schema_id] = schema
+        return schema
+
+    def latest_schema(self) -> TableSchema:
+        ids = self.schema_ids()
+        if not ids:
+            raise MissingFileError(self.file_path("schema", f"{SCHEMA_PREFIX}0"))
+        return self.schema(ids[-1])
+
+    def options(self) -> TableOptions:
+        return TableOptions.of(self.latest_schema())
+
+    def tags(self) -> dict[str, Snapshot]:
+        """Tag name -> the snapshot it pins."""
+        tags = {}
+        for status in self.storage.list_dir(self.file_path("tag")):
+            if status.is_dir or not status.name.startswith(TAG_PREFIX):
+                continue
+            try:
+                tags[status.name[len(TAG_PREFIX):]] = decode_snapshot(
+                    self.storage.read_bytes(status.path))
+            except CodecError as error:
+                raise CorruptFileError(status.path, error.reason) from None
+        return dict(sorted(tags.items()))
+
+    def consumers(self) -> dict[str, int]:
+        """Consumer id -> the next snapshot it will read (it protects that one and later)."""
+        consumers = {}
+        for status in self.storage.list_dir(self.file_path("consumer")):
+            if status.is_dir or not status.name.startswith(CONSUMER_PREFIX):
+                continue
+            try:
+                consumers[status.name[len(CONSUMER_PREFIX):]] = int(
+                    json.loads(self.storage.read_bytes(status.path))["nextSnapshot"])
+            except (ValueError, KeyError, TypeError) as error:
+                raise CorruptFileError(status.path, f"invalid consumer JSON: {error}") from None
+        return dict(sorted(consumers.items()))
+
+    def branches(self) -> list[str]:
+        listing = self.storage.list_dir(self.file_path("branch"))
+        return sorted(s.name[len(BRANCH_PREFIX):] for s in listing
+                      if s.is_dir and s.name.startswith(BRANCH_PREFIX))
+
+
+def open_table(storage: Storage, warehouse: str, name: str) -> Table:
+    """Open ``db.table`` of a warehouse; MissingFileError if it has no schema."""
+    database, _, table_name = name.partition(".")
+    if not database or not table_name:
+        raise ValueError(f"table name must be DB.TABLE, got {name!r}")
+    table = Table(storage, storage.join(warehouse, database + DB_SUFFIX, table_name), name)
+    if not table.schema_ids():
+        raise MissingFileError(table.file_path("schema", f"{SCHEMA_PREFIX}0"))
+    return table
+
+
+def list_tables(storage: Storage, warehouse: str) -> list[Table]:
+    """Every table of the warehouse, sorted by name."""
+    tables = []
+    for database in storage.list_dir(warehouse):
+        if not database.is_dir or not database.name.endswith(DB_SUFFIX):
+            continue
+        for candidate in storage.list_dir(database.path):
+            if candidate.is_dir and any(
+                    s.name.startswith(SCHEMA_PREFIX)
+                    for s in storage.list_dir(storage.join(candidate.path, "schema"))):
+                db_name = database.name[: -len(DB_SUFFIX)]
+                tables.append(Table(storage, candidate.path, f"{db_name}.{candidate.name}"))
+    return sorted(tables, key=lambda t: t.name)

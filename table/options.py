@@ -1,0 +1,140 @@
+"""Table options with Paimon's defaults: the subset of Java ``CoreOptions`` paimond reads.
+
+Schema files hold only the options a user set; every default lives here, named after the
+Java option key. Values are parsed lazily so that one bad option only fails what reads it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from paimond.errors import UnsupportedError
+from paimond.format.schema import TableSchema
+
+BUCKET_POSTPONE = -2
+BUCKET_DYNAMIC = -1
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+               "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
+               "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "bytes": 1}
+_SIZE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_memory_size(text: str) -> int:
+    """Parse Paimon's MemorySize strings (``128 mb``, ``64kb``, ``1024``) into bytes."""
+    match = _SIZE.match(text)
+    if not match or match.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(f"not a memory size: {text!r}")
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+
+
+@dataclass(frozen=True, slots=True)
+class TableOptions:
+    """Typed, defaulted access to a schema's options (and its compatibility rules)."""
+
+    raw: Mapping[str, str]
+    schema_version: int = 3
+    has_primary_key: bool = False
+
+    @classmethod
+    def of(cls, schema: TableSchema) -> TableOptions:
+        return cls(dict(schema.options), schema.version, bool(schema.primary_keys))
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.raw.get(key, default)
+
+    def _int(self, key: str, default: int) -> int:
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        try:
+            return int(value.strip())
+        except ValueError:
+            raise UnsupportedError(f"option {key}={value!r} is not an integer") from None
+
+    def _bool(self, key: str, default: bool) -> bool:
+        value = self.raw.get(key)
+        return default if value is None else value.strip().lower() == "true"
+
+    def _size(self, key: str, default: int) -> int:
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        try:
+            return parse_memory_size(value)
+        except ValueError:
+            raise UnsupportedError(f"option {key}={value!r} is not a memory size") from None
+
+    @property
+    def bucket(self) -> int:
+        # Schemas of version <= 1 without a bucket option meant one bucket.
+        return self._int("bucket", 1 if self.schema_version <= 1 else BUCKET_DYNAMIC)
+
+    @property
+    def merge_engine(self) -> str:
+        return (self.raw.get("merge-engine") or "deduplicate").strip().lower()
+
+    @property
+    def file_format(self) -> str:
+        # Schemas of version <= 2 without file.format were written as ORC.
+        default = "orc" if self.schema_version <= 2 else "parquet"
+        return (self.raw.get("file.format") or default).strip().lower()
+
+    @property
+    def num_sorted_run_compaction_trigger(self) -> int:
+        return self._int("num-sorted-run.compaction-trigger", 5)
+
+    @property
+    def num_sorted_run_stop_trigger(self) -> int:
+        return self._int("num-sorted-run.stop-trigger", self.num_sorted_run_compaction_trigger + 3)
+
+    @property
+    def num_levels(self) -> int:
+        return self._int("num-levels", self.num_sorted_run_compaction_trigger + 1)
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        return self._bool("deletion-vectors.enabled", False)
+
+    @property
+    def partition_default_name(self) -> str:
+        return self.raw.get("partition.default-name") or "__DEFAULT_PARTITION__"
+
+    @property
+    def partition_legacy_name(self) -> bool:
+        return self._bool("partition.legacy-name", True)
+
+    @property
+    def changelog_producer(self) -> str:
+        return (self.raw.get("changelog-producer") or "none").strip().lower()
+
+    @property
+    def data_file_path_directory(self) -> str | None:
+        return self.raw.get("data-file.path-directory")
+
+    @property
+    def target_file_size_bytes(self) -> int:
+        return self._size("target-file-size", (128 if self.has_primary_key else 256) << 20)
+
+    @property
+    def manifest_target_file_size_bytes(self) -> int:
+        return self._size("manifest.target-file-size", 8 << 20)
+
+    @property
+    def manifest_merge_min_count(self) -> int:
+        return self._int("manifest.merge-min-count", 30)
+
+    def bucket_mode(self, schema: TableSchema) -> str:
+        """Java ``BucketMode``: HASH_FIXED, HASH_DYNAMIC, KEY_DYNAMIC, BUCKET_UNAWARE, POSTPONE_MODE."""
+        bucket = self.bucket
+        if bucket > 0:
+            return "HASH_FIXED"
+        if bucket == BUCKET_POSTPONE:
+            return "POSTPONE_MODE"
+        if not schema.primary_keys:
+            return "BUCKET_UNAWARE"
+        if set(schema.partition_keys) <= set(schema.primary_keys):
+            return "HASH_DYNAMIC"
+        return "KEY_DYNAMIC"

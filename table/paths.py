@@ -1,0 +1,140 @@
+"""Where Paimon puts a table's files: Java ``FileStorePathFactory``, ``PartitionPathUtils``,
+``InternalRowPartitionComputer`` (Paimon 1.x/2.x).
+
+A data file's location is implied by its partition values and bucket:
+``<table>/[<data-file.path-directory>/]<k1=v1/k2=v2>/bucket-<b>/<file name>``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import struct
+from collections.abc import Sequence
+from decimal import Decimal
+
+from paimond.format.types import (
+    BooleanType,
+    DataType,
+    DateType,
+    DoubleType,
+    FloatType,
+    LocalZonedTimestampType,
+    TimestampType,
+    TimeType,
+)
+from paimond.format.values import Timestamp
+from paimond.table.options import BUCKET_POSTPONE
+
+_ESCAPED = set(range(0x01, 0x20)) | {ord(c) for c in "\"#%'*/:=?\\{}[]^"} | {0x7F}
+_EPOCH_DAY = datetime.date(1970, 1, 1)
+
+
+def escape_path_name(text: str) -> str:
+    """Escape a partition key or value the way Java ``PartitionPathUtils.escapePathName`` does."""
+    return "".join(f"%{ord(ch):02X}" if ord(ch) in _ESCAPED else ch for ch in text)
+
+
+def unescape_path_name(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "%" and _is_hex(text[i + 1:i + 3]):
+            out.append(chr(int(text[i + 1:i + 3], 16)))
+            i += 3
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _is_hex(pair: str) -> bool:
+    return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
+
+
+def _java_local_date_time(ts: Timestamp) -> str:
+    """Java ``LocalDateTime.toString()``: seconds and fraction only when non-zero."""
+    seconds, milli = divmod(ts.millis, 1000)
+    moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=seconds)
+    nanos = milli * 1_000_000 + ts.nano_of_milli
+    text = moment.strftime("%Y-%m-%dT%H:%M")
+    if moment.second or nanos:
+        text += f":{moment.second:02d}"
+    if nanos:
+        if nanos % 1_000_000 == 0:
+            text += f".{nanos // 1_000_000:03d}"
+        elif nanos % 1000 == 0:
+            text += f".{nanos // 1000:06d}"
+        else:
+            text += f".{nanos:09d}"
+    return text
+
+
+def _java_float(value: float, single: bool) -> str:
+    """Java ``Float.toString``/``Double.toString`` for the common range (no exponent)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if single:
+        value = struct.unpack("<f", struct.pack("<f", value))[0]
+        text = repr(float(f"{value:.8g}"))
+    else:
+        text = repr(value)
+    if "e" in text or "E" in text:
+        mantissa, exponent = text.lower().split("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return f"{mantissa}E{int(exponent)}"
+    return text
+
+
+def partition_value_text(value: object, data_type: DataType, legacy_name: bool) -> str:
+    """The text of one partition value before escaping (legacy: Java ``toString()`` of the
+    internal value; otherwise a cast to string)."""
+    if isinstance(data_type, BooleanType):
+        return "true" if value else "false"
+    if isinstance(data_type, (FloatType, DoubleType)):
+        return _java_float(float(value), isinstance(data_type, FloatType))  # type: ignore[arg-type]
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(data_type, DateType) and not legacy_name:
+        return (_EPOCH_DAY + datetime.timedelta(days=int(value))).isoformat()  # type: ignore[call-overload]
+    if isinstance(data_type, TimeType) and not legacy_name:
+        millis = int(value)  # type: ignore[call-overload]
+        text = (datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=millis)).strftime("%H:%M:%S")
+        return text if data_type.precision == 0 else f"{text}.{millis % 1000:03d}"
+    if isinstance(value, Timestamp):
+        if legacy_name:
+            return _java_local_date_time(value)
+        precision = data_type.precision if isinstance(
+            data_type, (TimestampType, LocalZonedTimestampType)) else 6
+        base = value.to_datetime().strftime("%Y-%m-%d %H:%M:%S")
+        if precision == 0:
+            return base
+        fraction = f"{value.millis % 1000:03d}{value.nano_of_milli:06d}"[:precision]
+        return f"{base}.{fraction}"
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def partition_path(
+    names: Sequence[str],
+    types: Sequence[DataType],
+    values: Sequence[object],
+    *,
+    default_name: str = "__DEFAULT_PARTITION__",
+    legacy_name: bool = True,
+) -> str:
+    """``k1=v1/k2=v2`` for one partition; '' for an unpartitioned table."""
+    parts = []
+    for name, data_type, value in zip(names, types, values, strict=True):
+        text = None if value is None else partition_value_text(value, data_type, legacy_name)
+        if text is None or not text.strip():
+            text = default_name
+        parts.append(f"{escape_path_name(name)}={escape_path_name(text)}")
+    return "/".join(parts)
+
+
+def bucket_dir_name(bucket: int) -> str:
+    return "bucket-postpone" if bucket == BUCKET_POSTPONE else f"bucket-{bucket}"
