@@ -26,6 +26,8 @@ def _time(millis: int | None) -> str:
 
 
 def _runs(bucket: BucketStatus, status: TableStatus) -> str:
+    if not status.primary_keys:
+        return "-"  # append tables have no LSM sorted runs
     text = f"{bucket.sorted_runs}/{status.compaction_trigger}"
     if status.stop_trigger is not None and bucket.sorted_runs >= status.stop_trigger:
         return text + " STOP"
@@ -70,8 +72,9 @@ def render_text(status: TableStatus) -> str:
         lines.append(
             f"  manifests: base {m.base_files} ({format_bytes(m.base_bytes)}), delta "
             f"{m.delta_files} ({format_bytes(m.delta_bytes)}); index files: {index}")
-    lines.append(f"  sorted runs against compaction trigger {status.compaction_trigger}, "
-                 f"stop trigger {status.stop_trigger}:")
+    if status.primary_keys:
+        lines.append(f"  sorted runs against compaction trigger {status.compaction_trigger}, "
+                     f"stop trigger {status.stop_trigger}:")
     rows = [["partition", "bucket", "runs", "files", "size", "dv files", "levels"]]
     for bucket in status.buckets:
         rows.append([bucket.partition or "-", str(bucket.bucket), _runs(bucket, status),

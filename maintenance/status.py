@@ -88,7 +88,8 @@ class TableStatus:
         for bucket, source in zip(out["buckets"], self.buckets):
             bucket["files"] = source.files
             bucket["size_bytes"] = source.size_bytes
-            bucket["needs_compaction"] = (self.compaction_trigger is not None
+            bucket["needs_compaction"] = (bool(self.primary_keys)
+                                          and self.compaction_trigger is not None
                                           and source.sorted_runs > self.compaction_trigger)
         return out
 
@@ -158,6 +159,7 @@ def _table_status(table: Table, verify_files: bool, parallelism: int) -> TableSt
     )
     if latest is None:
         return status
+    table.schema(latest.schema_id)  # the snapshot's own schema must be readable too
     files = scan_snapshot(table, latest, parallelism=parallelism)
     if verify_files:
         verify_data_files(table, schema, files)

@@ -112,15 +112,20 @@ def open_table(storage: Storage, warehouse: str, name: str) -> Table:
 
 
 def list_tables(storage: Storage, warehouse: str) -> list[Table]:
-    """Every table of the warehouse, sorted by name."""
+    """Every table of the warehouse, sorted by name.
+
+    A directory counts as a table when it has a ``schema/`` or ``snapshot/`` directory, so a
+    table whose schema files were lost is still listed (and reported unreadable).
+    """
     tables = []
     for database in storage.list_dir(warehouse):
         if not database.is_dir or not database.name.endswith(DB_SUFFIX):
             continue
+        db_name = database.name[: -len(DB_SUFFIX)]
         for candidate in storage.list_dir(database.path):
-            if candidate.is_dir and any(
-                    s.name.startswith(SCHEMA_PREFIX)
-                    for s in storage.list_dir(storage.join(candidate.path, "schema"))):
-                db_name = database.name[: -len(DB_SUFFIX)]
+            if not candidate.is_dir:
+                continue
+            children = {s.name for s in storage.list_dir(candidate.path) if s.is_dir}
+            if children & {"schema", "snapshot"}:
                 tables.append(Table(storage, candidate.path, f"{db_name}.{candidate.name}"))
     return sorted(tables, key=lambda t: t.name)

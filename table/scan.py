@@ -33,6 +33,7 @@ from paimond.table.paths import bucket_dir_name, partition_path
 from paimond.table.storage import Storage
 
 T = TypeVar("T")
+A = TypeVar("A")
 MANIFEST_DIR = "manifest"
 INDEX_DIR = "index"
 
@@ -93,32 +94,39 @@ class SnapshotFiles:
         return dict(sorted(grouped.items()))
 
 
-def _read(storage: Storage, path: str, decode: Callable[[bytes], T], referenced_by: str) -> T:
+def _read(storage: Storage, path: str, decode: Callable[[bytes], T], referenced_by: str,
+          expected_size: int | None = None) -> T:
     try:
         data = storage.read_bytes(path)
     except MissingFileError:
         raise MissingFileError(path, referenced_by) from None
+    if expected_size is not None and len(data) != expected_size:
+        # An Avro file cut between two blocks still decodes, to fewer entries: the size that
+        # the referencing metadata recorded is what catches it.
+        raise CorruptFileError(path, f"has {len(data)} bytes, {referenced_by} records "
+                                     f"{expected_size}")
     try:
         return decode(data)
     except CodecError as error:
         raise CorruptFileError(path, error.reason) from None
 
 
-def _parallel(fn: Callable[[str], T], names: Sequence[str], parallelism: int) -> list[T]:
-    if parallelism <= 1 or len(names) <= 1:
-        return [fn(n) for n in names]
-    with ThreadPoolExecutor(max_workers=min(parallelism, len(names))) as pool:
-        return list(pool.map(fn, names))
+def _parallel(fn: Callable[[A], T], items: Sequence[A], parallelism: int) -> list[T]:
+    if parallelism <= 1 or len(items) <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(parallelism, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
-def read_manifest_list(table: Table, name: str, referenced_by: str) -> list[ManifestFileMeta]:
+def read_manifest_list(table: Table, name: str, referenced_by: str,
+                       expected_size: int | None = None) -> list[ManifestFileMeta]:
     return _read(table.storage, table.file_path(MANIFEST_DIR, name), decode_manifest_list,
-                 referenced_by)
+                 referenced_by, expected_size)
 
 
-def read_manifest(table: Table, name: str, referenced_by: str) -> list[ManifestEntry]:
-    return _read(table.storage, table.file_path(MANIFEST_DIR, name), decode_manifest,
-                 referenced_by)
+def read_manifest(table: Table, meta: ManifestFileMeta, referenced_by: str) -> list[ManifestEntry]:
+    return _read(table.storage, table.file_path(MANIFEST_DIR, meta.file_name), decode_manifest,
+                 referenced_by, meta.file_size)
 
 
 def read_index_manifest(table: Table, snapshot: Snapshot) -> list[IndexManifestEntry]:
@@ -150,12 +158,15 @@ def merge_entries(entries: Iterable[tuple[ManifestEntry, str]], where: str) -> l
 def scan_snapshot(table: Table, snapshot: Snapshot, *, parallelism: int = 8) -> SnapshotFiles:
     """Every live data file of ``snapshot`` plus its index manifest entries."""
     snapshot_path = table.snapshots.path(snapshot.id)
-    base = read_manifest_list(table, snapshot.base_manifest_list, snapshot_path)
-    delta = read_manifest_list(table, snapshot.delta_manifest_list, snapshot_path)
-    list_names = [m.file_name for m in base + delta]
-    contents = _parallel(lambda n: read_manifest(table, n, snapshot_path), list_names,
-                         parallelism)
-    files = merge_entries(((e, name) for name, entries in zip(list_names, contents)
+    base = read_manifest_list(table, snapshot.base_manifest_list, snapshot_path,
+                              snapshot.base_manifest_list_size)
+    delta = read_manifest_list(table, snapshot.delta_manifest_list, snapshot_path,
+                               snapshot.delta_manifest_list_size)
+    base_path = table.file_path(MANIFEST_DIR, snapshot.base_manifest_list)
+    delta_path = table.file_path(MANIFEST_DIR, snapshot.delta_manifest_list)
+    metas = [(m, base_path) for m in base] + [(m, delta_path) for m in delta]
+    contents = _parallel(lambda pair: read_manifest(table, *pair), metas, parallelism)
+    files = merge_entries(((e, meta.file_name) for (meta, _), entries in zip(metas, contents)
                            for e in entries), snapshot_path)
     return SnapshotFiles(snapshot, base, delta, files, read_index_manifest(table, snapshot))
 
