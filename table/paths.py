@@ -70,22 +70,41 @@ def _java_local_date_time(ts: Timestamp) -> str:
 
 
 def _java_float(value: float, single: bool) -> str:
-    """Java ``Float.toString``/``Double.toString`` for the common range (no exponent)."""
+    """Java ``Float.toString``/``Double.toString``: shortest digits, plain notation for
+    10^-3 <= |x| < 10^7, otherwise ``d.dddE<n>``."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     if single:
         value = struct.unpack("<f", struct.pack("<f", value))[0]
-        text = repr(float(f"{value:.8g}"))
+        digits_text = _shortest_float32(value)
     else:
-        text = repr(value)
-    if "e" in text or "E" in text:
-        mantissa, exponent = text.lower().split("e")
-        if "." not in mantissa:
-            mantissa += ".0"
-        return f"{mantissa}E{int(exponent)}"
-    return text
+        digits_text = repr(value)
+    sign, digit_tuple, exp = Decimal(digits_text).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    exponent = len(digits) + int(exp) - 1  # value = 0.d1d2.. * 10^(exponent+1)
+    minus = "-" if sign else ""
+    if 1e-3 <= abs(value) < 1e7:
+        if exponent >= 0:
+            integer = (digits + "0" * (exponent + 1))[: exponent + 1]
+            return f"{minus}{integer}.{digits[exponent + 1:] or '0'}"
+        return f"{minus}0.{'0' * (-exponent - 1)}{digits}"
+    return f"{minus}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+
+
+def _shortest_float32(value: float) -> str:
+    """Fewest significant digits that still round-trip through float32."""
+    for precision in range(1, 10):
+        text = f"{value:.{precision}g}"
+        try:
+            if struct.unpack("<f", struct.pack("<f", float(text)))[0] == value:
+                return text
+        except OverflowError:  # rounded past float32's max: needs more digits
+            continue
+    return repr(value)
 
 
 def partition_value_text(value: object, data_type: DataType, legacy_name: bool) -> str:

@@ -77,9 +77,16 @@ def test_null_and_blank_values_use_the_default_name() -> None:
     assert partition_path(["a"], [STRING], [None], default_name="null") == "a=null"
 
 
-def test_floats_print_like_java() -> None:
-    assert partition_path(["f", "d"], [FloatType(), DoubleType()], [1.5, 1e20]) == (
-        "f=1.5/d=1.0E20")
+@pytest.mark.parametrize("value, single, java", [
+    (1.5, True, "1.5"), (1e20, False, "1.0E20"), (14967611.765625, False, "1.4967611765625E7"),
+    (9999999.0, False, "9999999.0"), (1e7, False, "1.0E7"), (0.001, False, "0.001"),
+    (0.0001, False, "1.0E-4"), (-0.00123, False, "-0.00123"), (100.0, False, "100.0"),
+    (-0.0, False, "-0.0"), (3.4028235e38, True, "3.4028235E38"), (0.1, True, "0.1"),
+    (float("nan"), False, "NaN"), (float("-inf"), True, "-Infinity"),
+])
+def test_floats_print_like_java(value: float, single: bool, java: str) -> None:
+    data_type = FloatType() if single else DoubleType()
+    assert partition_path(["f"], [data_type], [value]) == f"f={java}"
 
 
 def test_unpartitioned_and_bucket_dirs() -> None:

@@ -1,0 +1,468 @@
+"""The one storage interface: every byte paimond reads or writes goes through a `Storage`.
+
+Java counterpart: `org.apache.paimon.fs.FileIO` (`LocalFileIO`, the S3 FileIO) and the atomic
+step of `RenamingSnapshotCommit` (release-1.3). Unlike Paimon, `create_exclusive` needs no
+lock: a hard link locally and a conditional PUT (`If-None-Match: *`) on S3.
+
+Paths given to a `Storage` are full URIs (`s3://bucket/key`, `/abs/path`, `file:///abs`) or
+paths relative to its root; paths it returns or names in errors are full URIs.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Protocol, cast
+
+import fsspec
+
+from paimond.errors import (
+    CorruptFileError,
+    MissingFileError,
+    StorageUnavailableError,
+    UnsupportedError,
+)
+
+_READ_BLOCK_BYTES = 8 * 2**20
+_CONFLICT_ATTEMPTS = 5  # S3 409 ConditionalRequestConflict: a concurrent conditional PUT
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
+_MEMORY_CREATE_LOCK = threading.Lock()  # memory:// lives in this process only
+_VERBATIM_OPTIONS = frozenset(
+    {"key", "access_key_id", "secret", "secret_access_key", "token", "session_token"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    path: str
+    name: str
+    size_bytes: int
+    mtime_s: float | None
+    is_dir: bool
+
+
+class Storage(Protocol):
+    root: str
+
+    def join(self, *parts: str) -> str: ...
+    def read_bytes(self, path: str) -> bytes: ...
+    def read_text(self, path: str) -> str: ...
+    def open_input(self, path: str) -> BinaryIO: ...
+    def write_bytes(self, path: str, data: bytes) -> None: ...
+    def create_exclusive(self, path: str, data: bytes) -> bool: ...
+    def exists(self, path: str) -> bool: ...
+    def size(self, path: str) -> int: ...
+    def list_dir(self, path: str) -> list[FileStatus]: ...
+    def delete(self, path: str) -> bool: ...
+    def delete_dir_if_empty(self, path: str) -> bool: ...
+    def mtime(self, path: str) -> float | None: ...
+
+
+def open_storage(uri: str, options: Mapping[str, Any] | None = None) -> Storage:
+    """Open `uri` (a local path, `file://`, `s3://`, or any fsspec URL) as a `Storage`.
+
+    S3 options: `endpoint_url`, `key`/`access_key_id`, `secret`/`secret_access_key`,
+    `token`/`session_token`, `region`, `anon`, `connect_timeout_s`, `read_timeout_s`,
+    `max_attempts`; any other option is passed to s3fs. Unset ones fall back to
+    `PAIMOND_S3_ENDPOINT_URL` and the variables botocore reads itself (`AWS_*`).
+    """
+    protocol, _, rest = uri.partition("://") if "://" in uri else ("", "", uri)
+    if protocol == "" and rest.startswith("file:"):
+        protocol, rest = "file", rest[5:]
+    options = dict(options or {})
+    if protocol in ("", "file", "local"):
+        prefix = "file://" if protocol else ""
+        fs = fsspec.filesystem("file")
+        return FsspecStorage(fs, "local", prefix, os.path.abspath(rest), frozenset())
+    if protocol in ("s3", "s3a"):
+        kwargs, secrets, attempts = _s3_kwargs(options)
+        fs = fsspec.filesystem("s3", **kwargs)
+        if attempts is not None:
+            fs.retries = attempts
+        unavailable = _s3_unavailable_errors()
+        return FsspecStorage(fs, "s3", f"{protocol}://", rest, secrets, unavailable)
+    fs = fsspec.filesystem(protocol, **_parse_values(options))
+    kind = "memory" if protocol == "memory" else "other"
+    return FsspecStorage(fs, kind, f"{protocol}://", fs._strip_protocol(uri), frozenset())
+
+
+class FsspecStorage:
+    """A `Storage` over one fsspec file system, with listing caches off so that a file
+    another process wrote is seen at once."""
+
+    __slots__ = ("_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable", "root")
+
+    def __init__(
+        self,
+        fs: Any,
+        kind: str,
+        prefix: str,
+        root_path: str,
+        secrets: frozenset[str],
+        unavailable: tuple[type[BaseException], ...] = (OSError,),
+    ) -> None:
+        self._fs = fs
+        self._kind = kind
+        self._prefix = prefix
+        self._root_path = root_path.rstrip("/") or "/"
+        self._secrets = secrets
+        self._unavailable = unavailable
+        self.root = prefix + self._root_path
+
+    def __repr__(self) -> str:
+        return f"FsspecStorage(root={self.root!r})"
+
+    def join(self, *parts: str) -> str:
+        """Join onto `parts[0]` if it is absolute (a URI or `/path`), else onto the root."""
+        if parts and ("://" in parts[0] or parts[0].startswith(("/", "file:"))):
+            base, rest = self._uri(self._path(parts[0])), parts[1:]
+        else:
+            base, rest = self.root, parts
+        tail = "/".join(p.strip("/") for p in rest if p.strip("/"))
+        return f"{base.rstrip('/')}/{tail}" if tail else base
+
+    def read_bytes(self, path: str) -> bytes:
+        p = self._path(path)
+        with self._errors(p):
+            if self._kind == "local":
+                with open(p, "rb") as f:
+                    return f.read()
+            return cast(bytes, self._fs.cat_file(p))
+
+    def read_text(self, path: str) -> str:
+        data = self.read_bytes(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorruptFileError(self._uri(self._path(path)), f"not UTF-8: {e}") from e
+
+    def open_input(self, path: str) -> BinaryIO:
+        """A seekable binary stream; errors while reading it are not translated."""
+        p = self._path(path)
+        with self._errors(p):
+            if self._kind == "local":
+                return open(p, "rb")
+            return cast(BinaryIO, self._fs.open(p, "rb", block_size=_READ_BLOCK_BYTES))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Overwrite `path`; readers see the old or the new content, never a mix, locally
+        (temp file + rename) and on S3 (a PUT is atomic)."""
+        p = self._path(path)
+        with self._errors(p):
+            if self._kind == "local":
+                _replace_local(p, data)
+            else:
+                self._fs.pipe_file(p, data)
+                self._fs.invalidate_cache(p)
+
+    def create_exclusive(self, path: str, data: bytes) -> bool:
+        """Create `path` holding `data` unless it exists; True if this call created it.
+
+        The file appears complete or not at all (except on local file systems without hard
+        links). On S3, if a lost response made botocore resend the PUT, the resend sees our
+        own object and this returns False: callers that must know (the commit) compare the
+        content, as Paimon's `RenamingSnapshotCommit` does.
+        """
+        p = self._path(path)
+        with self._errors(p):
+            if self._kind == "local":
+                return _create_local(p, data)
+            if self._kind == "s3":
+                return self._create_s3(p, data)
+            if self._kind == "memory":
+                with _MEMORY_CREATE_LOCK:
+                    if self._fs.exists(p):
+                        return False
+                    self._fs.pipe_file(p, data)
+                    return True
+        raise UnsupportedError(f"exclusive create on {self._prefix}", self._uri(p))
+
+    def exists(self, path: str) -> bool:
+        p = self._path(path)
+        with self._errors(p):
+            if self._kind == "local":
+                return os.path.exists(p)
+            if self._kind == "s3" and "/" not in p:  # s3fs.exists hides errors for buckets
+                try:
+                    self._fs.call_s3("head_bucket", Bucket=p)
+                except FileNotFoundError:
+                    return False
+                return True
+            return bool(self._fs.exists(p))
+
+    def size(self, path: str) -> int:
+        return self._status(path).size_bytes
+
+    def mtime(self, path: str) -> float | None:
+        return self._status(path).mtime_s
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        p = self._path(path)
+        try:
+            with self._errors(p):
+                refresh = {} if self._kind == "local" else {"refresh": True}
+                infos = self._fs.ls(p, detail=True, **refresh)
+        except MissingFileError:
+            return []
+        children: dict[str, FileStatus] = {}
+        for status in map(self._file_status, infos):
+            known = children.get(status.name)
+            if status.path != self._uri(p) and (known is None or status.is_dir > known.is_dir):
+                children[status.name] = status  # a `dir/` marker and its prefix: one dir
+        return sorted(children.values(), key=lambda s: s.name)
+
+    def delete(self, path: str) -> bool:
+        """False if no file was at `path`. On object stores the answer comes from a HEAD just
+        before the DELETE, since S3 deletes of absent keys succeed silently."""
+        p = self._path(path)
+        with self._errors(p):
+            if self._kind == "local":
+                try:
+                    os.remove(p)
+                except FileNotFoundError:
+                    return False
+                return True
+            try:
+                if self._fs.info(p)["type"] != "file":
+                    return False
+            except FileNotFoundError:
+                return False
+            self._fs.rm_file(p)
+            self._fs.invalidate_cache(p)
+            return True
+
+    def delete_dir_if_empty(self, path: str) -> bool:
+        """True if an empty directory was removed. On S3, directories exist only through
+        their children, so this removes at most a `dir/` marker object."""
+        p = self._path(path)
+        with self._errors(p):
+            if self._kind == "s3":
+                bucket, key, _ = self._fs.split_path(p)
+                if not key or self.list_dir(path):
+                    return False
+                try:  # s3fs strips the trailing slash from paths, so call S3 directly
+                    self._fs.call_s3("head_object", Bucket=bucket, Key=f"{key}/")
+                except FileNotFoundError:
+                    return False
+                self._fs.call_s3("delete_object", Bucket=bucket, Key=f"{key}/")
+                self._fs.invalidate_cache(p)
+                return True
+            try:
+                if self._kind == "local":
+                    os.rmdir(p)
+                else:
+                    self._fs.rmdir(p)
+            except FileNotFoundError:
+                return False
+            except OSError as e:
+                if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                    return False
+                raise
+            return True
+
+    def _create_s3(self, p: str, data: bytes) -> bool:
+        for attempt in range(_CONFLICT_ATTEMPTS):
+            try:
+                self._fs.pipe_file(p, data, mode="create")  # PutObject with IfNoneMatch="*"
+                return True
+            except FileExistsError:
+                return False  # 412 PreconditionFailed, Condition: If-None-Match
+            except OSError as e:
+                code, status = _s3_error(e)
+                if code == "PreconditionFailed" or status == 412:
+                    return False  # a server that omits <Condition> in the 412
+                if code != "ConditionalRequestConflict" or attempt + 1 == _CONFLICT_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * 2**attempt)  # the other PUT is in flight: ask again
+            finally:
+                self._fs.invalidate_cache(p)
+        raise AssertionError("unreachable")
+
+    def _status(self, path: str) -> FileStatus:
+        p = self._path(path)
+        with self._errors(p):
+            return self._file_status(self._fs.info(p))
+
+    def _file_status(self, info: Mapping[str, Any]) -> FileStatus:
+        name = str(info["name"]).rstrip("/")
+        is_dir = info.get("type") == "directory" or str(info["name"]).endswith("/")
+        raw = info.get("mtime", info.get("LastModified", info.get("created")))
+        mtime_s = raw.timestamp() if hasattr(raw, "timestamp") else raw and float(raw)
+        return FileStatus(
+            path=self._uri(name),
+            name=name.rsplit("/", 1)[-1],
+            size_bytes=0 if is_dir else int(info.get("size") or 0),
+            mtime_s=mtime_s,
+            is_dir=is_dir,
+        )
+
+    def _path(self, path: str) -> str:
+        """A full URI or root-relative path -> the path this fsspec file system takes."""
+        if "://" in path or (self._kind == "local" and path.startswith("file:")):
+            scheme = path.split(":", 1)[0]
+            protocol = self._fs.protocol
+            if scheme not in ((protocol,) if isinstance(protocol, str) else protocol):
+                raise UnsupportedError(f"a {scheme} path in storage at {self.root}", path)
+            return cast(str, self._fs._strip_protocol(path)).rstrip("/") or "/"
+        if self._kind == "local" and os.path.isabs(path):
+            return os.path.normpath(path)
+        rel = path.strip("/")
+        return f"{self._root_path.rstrip('/')}/{rel}" if rel else self._root_path
+
+    def _uri(self, fs_path: str) -> str:
+        return self._prefix + fs_path
+
+    @contextmanager
+    def _errors(self, fs_path: str) -> Iterator[None]:
+        """Translate a missing file and an unreachable store into paimond errors that name
+        the full URI; messages are scrubbed of credentials."""
+        try:
+            yield
+        except (FileNotFoundError, MissingFileError) as e:
+            raise MissingFileError(self._uri(fs_path)) from e
+        except (IsADirectoryError, NotADirectoryError, FileExistsError):
+            raise
+        except self._unavailable as e:
+            reason = f"{type(e).__name__}: {e}"
+            for secret in self._secrets:
+                reason = reason.replace(secret, "***")
+            raise StorageUnavailableError(self._uri(fs_path), reason) from e
+
+
+def _replace_local(target: str, data: bytes) -> None:
+    temp = _synced_temp(target, data)
+    try:
+        os.replace(temp, target)
+    except BaseException:
+        _remove_quietly(temp)
+        raise
+    _fsync_dir(os.path.dirname(target))
+
+
+def _create_local(target: str, data: bytes) -> bool:
+    """Link a complete, synced temp file to `target`: link(2) refuses an existing target,
+    across processes, and the target never shows partial content."""
+    temp = _synced_temp(target, data)
+    try:
+        os.link(temp, target)
+    except FileExistsError:
+        return False
+    except OSError as e:
+        if e.errno not in _NO_HARD_LINKS:
+            raise
+        return _create_local_excl(target, data)
+    finally:
+        _remove_quietly(temp)
+    _fsync_dir(os.path.dirname(target))
+    return True
+
+
+def _create_local_excl(target: str, data: bytes) -> bool:
+    """Fallback without hard links: exclusive, but a reader may see the file filling up."""
+    created = False
+    try:
+        with open(target, "xb") as f:  # O_CREAT | O_EXCL
+            created = True
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except FileExistsError:
+        return False
+    except BaseException:
+        if created:
+            _remove_quietly(target)  # ours, and never to be left half written
+        raise
+    return True
+
+
+def _synced_temp(target: str, data: bytes) -> str:
+    """`data` in a new `.<name>.<uuid>.tmp` beside `target`, flushed to disk."""
+    directory, name = os.path.split(target)
+    os.makedirs(directory, exist_ok=True)
+    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(temp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        _remove_quietly(temp)
+        raise
+    return temp
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a new directory entry durable; best effort, as not every OS opens directories."""
+    with suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _remove_quietly(path: str) -> None:
+    with suppress(FileNotFoundError):
+        os.remove(path)
+
+
+def _s3_kwargs(options: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str], int | None]:
+    """s3fs constructor arguments, the secrets to scrub from messages, and max attempts."""
+    opts = _parse_values(options)
+    for alias, name in (("access_key_id", "key"), ("secret_access_key", "secret"),
+                        ("session_token", "token")):
+        if alias in opts:
+            opts[name] = opts.pop(alias)
+    opts.setdefault("endpoint_url", os.environ.get("PAIMOND_S3_ENDPOINT_URL") or None)
+    region = opts.pop("region", None)
+    if region:
+        opts["client_kwargs"] = {**opts.get("client_kwargs", {}), "region_name": region}
+    config = dict(opts.pop("config_kwargs", {}))
+    if "connect_timeout_s" in opts:
+        config["connect_timeout"] = float(opts.pop("connect_timeout_s"))
+    if "read_timeout_s" in opts:
+        config["read_timeout"] = float(opts.pop("read_timeout_s"))
+    attempts = opts.pop("max_attempts", None)
+    if attempts is not None:
+        attempts = int(attempts)
+        config["retries"] = {"total_max_attempts": attempts, "mode": "standard"}
+    env_names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+    credentials = [opts.get("key"), opts.get("secret"), opts.get("token")]
+    secrets = {str(s) for s in (*credentials, *map(os.environ.get, env_names)) if s}
+    opts.update(config_kwargs=config, skip_instance_cache=True, use_listings_cache=False)
+    return opts, frozenset(s for s in secrets if len(s) >= 4), attempts
+
+
+def _parse_values(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Config files give strings: "true"/"false" become bools and digits ints, except in
+    credentials."""
+    parsed = dict(options)
+    for k, v in options.items():
+        if not isinstance(v, str) or k in _VERBATIM_OPTIONS:
+            continue
+        if v.lower() in ("true", "false"):
+            parsed[k] = v.lower() == "true"
+        elif v.isdigit():
+            parsed[k] = int(v)
+    return parsed
+
+
+def _s3_unavailable_errors() -> tuple[type[BaseException], ...]:
+    import aiohttp
+    from botocore import exceptions as b
+
+    return (OSError, b.ConnectionError, b.HTTPClientError, b.NoCredentialsError,
+            b.PartialCredentialsError, b.CredentialRetrievalError, aiohttp.ClientError)
+
+
+def _s3_error(e: BaseException) -> tuple[str | None, int | None]:
+    """The S3 error code and HTTP status behind an s3fs-translated OSError."""
+    response = getattr(e.__cause__, "response", None) or {}
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return response.get("Error", {}).get("Code"), status
