@@ -1,11 +1,13 @@
-"""The one storage interface: every byte paimond reads or writes goes through a `Storage`.
+"""The one storage interface: every byte paimond reads or writes goes through a ``Storage``.
 
-Java counterpart: `org.apache.paimon.fs.FileIO` (`LocalFileIO`, the S3 FileIO) and the atomic
-step of `RenamingSnapshotCommit` (release-1.3). Unlike Paimon, `create_exclusive` needs no
-lock: a hard link locally and a conditional PUT (`If-None-Match: *`) on S3.
+Java counterparts: ``FileIO`` (``LocalFileIO``, the S3 FileIO) and the atomic step of
+``RenamingSnapshotCommit`` (apache/paimon master @ 5dacde516b, as in the reference notes).
+Unlike Paimon, ``create_exclusive`` needs no lock: a hard link locally, a conditional PUT
+(``If-None-Match: *``) on S3.
 
-Paths given to a `Storage` are full URIs (`s3://bucket/key`, `/abs/path`, `file:///abs`) or
-paths relative to its root; paths it returns or names in errors are full URIs.
+Paths given to a ``Storage`` are full URIs (``s3://bucket/key``, ``/abs/path``,
+``file:///abs``) or paths relative to its root; paths it returns or names in errors are full
+URIs.
 """
 
 from __future__ import annotations
@@ -65,12 +67,12 @@ class Storage(Protocol):
 
 
 def open_storage(uri: str, options: Mapping[str, Any] | None = None) -> Storage:
-    """Open `uri` (a local path, `file://`, `s3://`, or any fsspec URL) as a `Storage`.
+    """Open ``uri`` (a local path, ``file://``, ``s3://``, or any fsspec URL) as a ``Storage``.
 
-    S3 options: `endpoint_url`, `key`/`access_key_id`, `secret`/`secret_access_key`,
-    `token`/`session_token`, `region`, `anon`, `connect_timeout_s`, `read_timeout_s`,
-    `max_attempts`; any other option is passed to s3fs. Unset ones fall back to
-    `PAIMOND_S3_ENDPOINT_URL` and the variables botocore reads itself (`AWS_*`).
+    S3 options: ``endpoint_url``, ``key``/``access_key_id``, ``secret``/``secret_access_key``,
+    ``token``/``session_token``, ``region``, ``anon``, ``connect_timeout_s``, ``read_timeout_s``,
+    ``max_attempts``; any other option is passed to s3fs. Unset ones fall back to
+    ``PAIMOND_S3_ENDPOINT_URL`` and the variables botocore reads itself (``AWS_*``).
     """
     protocol, _, rest = uri.partition("://") if "://" in uri else ("", "", uri)
     if protocol == "" and rest.startswith("file:"):
@@ -87,13 +89,14 @@ def open_storage(uri: str, options: Mapping[str, Any] | None = None) -> Storage:
             fs.retries = attempts
         unavailable = _s3_unavailable_errors()
         return FsspecStorage(fs, "s3", f"{protocol}://", rest, secrets, unavailable)
-    fs = fsspec.filesystem(protocol, **_parse_values(options))
+    kwargs = {"skip_instance_cache": True, "use_listings_cache": False, **options}
+    fs = fsspec.filesystem(protocol, **_parse_values(kwargs))
     kind = "memory" if protocol == "memory" else "other"
     return FsspecStorage(fs, kind, f"{protocol}://", fs._strip_protocol(uri), frozenset())
 
 
 class FsspecStorage:
-    """A `Storage` over one fsspec file system, with listing caches off so that a file
+    """A ``Storage`` over one fsspec file system, with listing caches off so that a file
     another process wrote is seen at once."""
 
     __slots__ = ("_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable", "root")
@@ -119,7 +122,7 @@ class FsspecStorage:
         return f"FsspecStorage(root={self.root!r})"
 
     def join(self, *parts: str) -> str:
-        """Join onto `parts[0]` if it is absolute (a URI or `/path`), else onto the root."""
+        """Join onto ``parts[0]`` if it is absolute (a URI or ``/path``), else onto the root."""
         if parts and ("://" in parts[0] or parts[0].startswith(("/", "file:"))):
             base, rest = self._uri(self._path(parts[0])), parts[1:]
         else:
@@ -151,7 +154,7 @@ class FsspecStorage:
             return cast(BinaryIO, self._fs.open(p, "rb", block_size=_READ_BLOCK_BYTES))
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        """Overwrite `path`; readers see the old or the new content, never a mix, locally
+        """Overwrite ``path``; readers see the old or the new content, never a mix, locally
         (temp file + rename) and on S3 (a PUT is atomic)."""
         p = self._path(path)
         with self._errors(p):
@@ -162,12 +165,12 @@ class FsspecStorage:
                 self._fs.invalidate_cache(p)
 
     def create_exclusive(self, path: str, data: bytes) -> bool:
-        """Create `path` holding `data` unless it exists; True if this call created it.
+        """Create ``path`` holding ``data`` unless it exists; True if this call created it.
 
         The file appears complete or not at all (except on local file systems without hard
         links). On S3, if a lost response made botocore resend the PUT, the resend sees our
         own object and this returns False: callers that must know (the commit) compare the
-        content, as Paimon's `RenamingSnapshotCommit` does.
+        content, as Paimon's ``RenamingSnapshotCommit`` does.
         """
         p = self._path(path)
         with self._errors(p):
@@ -214,11 +217,11 @@ class FsspecStorage:
         for status in map(self._file_status, infos):
             known = children.get(status.name)
             if status.path != self._uri(p) and (known is None or status.is_dir > known.is_dir):
-                children[status.name] = status  # a `dir/` marker and its prefix: one dir
+                children[status.name] = status  # a ``dir/`` marker and its prefix: one dir
         return sorted(children.values(), key=lambda s: s.name)
 
     def delete(self, path: str) -> bool:
-        """False if no file was at `path`. On object stores the answer comes from a HEAD just
+        """False if no file was at ``path``. On object stores the answer comes from a HEAD just
         before the DELETE, since S3 deletes of absent keys succeed silently."""
         p = self._path(path)
         with self._errors(p):
@@ -239,7 +242,7 @@ class FsspecStorage:
 
     def delete_dir_if_empty(self, path: str) -> bool:
         """True if an empty directory was removed. On S3, directories exist only through
-        their children, so this removes at most a `dir/` marker object."""
+        their children, so this removes at most a ``dir/`` marker object."""
         p = self._path(path)
         with self._errors(p):
             if self._kind == "s3":
@@ -346,7 +349,7 @@ def _replace_local(target: str, data: bytes) -> None:
 
 
 def _create_local(target: str, data: bytes) -> bool:
-    """Link a complete, synced temp file to `target`: link(2) refuses an existing target,
+    """Link a complete, synced temp file to ``target``: link(2) refuses an existing target,
     across processes, and the target never shows partial content."""
     temp = _synced_temp(target, data)
     try:
@@ -382,7 +385,7 @@ def _create_local_excl(target: str, data: bytes) -> bool:
 
 
 def _synced_temp(target: str, data: bytes) -> str:
-    """`data` in a new `.<name>.<uuid>.tmp` beside `target`, flushed to disk."""
+    """``data`` in a new ``.<name>.<uuid>.tmp`` beside ``target``, flushed to disk."""
     directory, name = os.path.split(target)
     os.makedirs(directory, exist_ok=True)
     temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")

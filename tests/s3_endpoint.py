@@ -1,8 +1,8 @@
 """A real S3 endpoint on loopback: moto's server, in this process, on a free port.
 
-`s3_endpoint` (session) starts it once; `s3_storage` (function) opens a `Storage` rooted at
+``s3_endpoint`` (session) starts it once; ``s3_storage`` (function) opens a ``Storage`` rooted at
 a fresh bucket. Nothing here contacts anything but 127.0.0.1. Without moto the tests skip,
-except under `CI=true`, where they fail.
+except under ``CI=true``, where they fail.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class S3Endpoint:
 
     @property
     def storage_options(self) -> dict[str, str]:
-        """Options for `open_storage`; a fresh dict each time."""
+        """Options for ``open_storage``; a fresh dict each time."""
         return {
             "endpoint_url": self.endpoint_url,
             "key": _KEY,
@@ -46,7 +46,7 @@ class S3Endpoint:
         return f"s3://{name}"
 
     def put_raw(self, bucket: str, key: str, data: bytes) -> None:
-        """Put a key as other tools write it, e.g. a `dir/` marker a Storage never writes."""
+        """Put a key as other tools write it, e.g. a ``dir/`` marker a Storage never writes."""
         self._fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data)
 
 
@@ -73,7 +73,7 @@ def _fake_aws_env(mp: pytest.MonkeyPatch) -> None:
 
 def _serialise_conditional_puts(mp: pytest.MonkeyPatch) -> None:
     """moto 5.2.5 checks If-None-Match and then stores the object in two steps
-    (moto/s3/responses.py `put_object`), so two racing PUTs could both pass the check.
+    (moto/s3/responses.py ``put_object``), so two racing PUTs could both pass the check.
     AWS S3 makes the conditional PUT atomic; one lock around moto's handler does the same,
     so the race tests check paimond and not a moto window."""
     from moto.s3.responses import S3Response

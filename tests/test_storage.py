@@ -151,7 +151,7 @@ def test_delete_dir_if_empty(backend: Backend) -> None:
 
 @pytest.mark.s3
 def test_s3_directory_markers(s3_endpoint: S3Endpoint, s3_storage: Storage) -> None:
-    """Tools such as Hadoop's S3A write `dir/` marker objects; they read as directories."""
+    """Tools such as Hadoop's S3A write ``dir/`` marker objects; they read as directories."""
     bucket = s3_storage.root.removeprefix("s3://")
     s3_endpoint.put_raw(bucket, "t/part=1/", b"")
     s3_storage.write_bytes("t/part=1/data-0.parquet", b"1")
