@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_WAREHOUSE ?= demo-warehouse
 
-.PHONY: install run test lint clean
+.PHONY: install run test lint typecheck clean
 
 $(BIN)/paimond: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,5 +23,14 @@ run: install
 test: install
 	$(BIN)/python -m pytest -q
 
+lint: install
+	$(BIN)/pip install --quiet ruff==0.17.5
+	$(BIN)/ruff check format table lsm maintenance daemon config errors.py
+
+typecheck: install
+	$(BIN)/pip install --quiet mypy==2.4.1
+	mkdir -p .typecheck && ln -sfn .. .typecheck/paimond
+	MYPYPATH=.typecheck $(BIN)/mypy -p paimond
+
 clean:
-	rm -rf $(VENV) $(DEMO_WAREHOUSE) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(DEMO_WAREHOUSE) .pytest_cache .hypothesis .typecheck

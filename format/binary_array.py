@@ -158,4 +158,4 @@ def decode_map(data: bytes, start: int, size: int, key_codec: SlotCodec,
     values = decode_array(data, start + 4 + key_size, size - 4 - key_size, value_codec)
     if len(keys) != len(values):
         raise CodecError(f"map has {len(keys)} keys but {len(values)} values")
-    return list(zip(keys, values))
+    return list(zip(keys, values, strict=True))

@@ -157,7 +157,7 @@ def _encode(layout: _RowLayout, values: Sequence[object], row_kind: int) -> byte
         raise ValueError(f"{len(values)} values for a row of {len(layout.types)} fields")
     row = bytearray(layout.fixed_size)
     row[0] = row_kind
-    for i, (value, codec) in enumerate(zip(values, layout.codecs)):
+    for i, (value, codec) in enumerate(zip(values, layout.codecs, strict=True)):
         position = layout.null_size + 8 * i
         if value is None:
             row[(i + 8) >> 3] |= 1 << ((i + 8) & 7)
@@ -186,7 +186,7 @@ def _decode(layout: _RowLayout, data: bytes, start: int, size: int) -> tuple[obj
     return tuple([
         None if nulls >> i & 1 else value if codec.read is None
         else codec.read(data, start, size, value)
-        for i, (value, codec) in enumerate(zip(raw, layout.codecs))
+        for i, (value, codec) in enumerate(zip(raw, layout.codecs, strict=True))
     ])
 
 

@@ -11,13 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paimond.errors import CodecError
-from paimond.format.types import (
-    DataField,
-    RowType,
-    TypeParseError,
-    field_to_json,
-    parse_field,
-)
+from paimond.format.type_json import TypeParseError, field_to_json, parse_field
+from paimond.format.types import DataField, RowType
 
 CURRENT_SCHEMA_VERSION = 3
 _KNOWN_KEYS = ("version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys",

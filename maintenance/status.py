@@ -85,7 +85,7 @@ class TableStatus:
         out = asdict(self)
         if self.manifests is not None:
             out["manifests"]["index_files"] = dict(self.manifests.index_files)
-        for bucket, source in zip(out["buckets"], self.buckets):
+        for bucket, source in zip(out["buckets"], self.buckets, strict=True):
             bucket["files"] = source.files
             bucket["size_bytes"] = source.size_bytes
             bucket["needs_compaction"] = (bool(self.primary_keys)

@@ -112,14 +112,14 @@ def partition_value_text(value: object, data_type: DataType, legacy_name: bool) 
     internal value; otherwise a cast to string)."""
     if isinstance(data_type, BooleanType):
         return "true" if value else "false"
-    if isinstance(data_type, (FloatType, DoubleType)):
-        return _java_float(float(value), isinstance(data_type, FloatType))  # type: ignore[arg-type]
+    if isinstance(data_type, (FloatType, DoubleType)) and isinstance(value, (int, float)):
+        return _java_float(float(value), isinstance(data_type, FloatType))
     if isinstance(value, Decimal):
         return format(value, "f")
-    if isinstance(data_type, DateType) and not legacy_name:
-        return (_EPOCH_DAY + datetime.timedelta(days=int(value))).isoformat()  # type: ignore[call-overload]
-    if isinstance(data_type, TimeType) and not legacy_name:
-        millis = int(value)  # type: ignore[call-overload]
+    if isinstance(data_type, DateType) and not legacy_name and isinstance(value, int):
+        return (_EPOCH_DAY + datetime.timedelta(days=value)).isoformat()
+    if isinstance(data_type, TimeType) and not legacy_name and isinstance(value, int):
+        millis = value
         text = (datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=millis)).strftime("%H:%M:%S")
         return text if data_type.precision == 0 else f"{text}.{millis % 1000:03d}"
     if isinstance(value, Timestamp):

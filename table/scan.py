@@ -166,7 +166,7 @@ def scan_snapshot(table: Table, snapshot: Snapshot, *, parallelism: int = 8) -> 
     delta_path = table.file_path(MANIFEST_DIR, snapshot.delta_manifest_list)
     metas = [(m, base_path) for m in base] + [(m, delta_path) for m in delta]
     contents = _parallel(lambda pair: read_manifest(table, *pair), metas, parallelism)
-    files = merge_entries(((e, meta.file_name) for (meta, _), entries in zip(metas, contents)
+    files = merge_entries(((e, meta.file_name) for (meta, _), entries in zip(metas, contents, strict=True)
                            for e in entries), snapshot_path)
     return SnapshotFiles(snapshot, base, delta, files, read_index_manifest(table, snapshot))
 

@@ -16,9 +16,8 @@ import errno
 import os
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol, cast
 
@@ -30,14 +29,17 @@ from paimond.errors import (
     StorageUnavailableError,
     UnsupportedError,
 )
+from paimond.table.local_files import create_file_exclusive, replace_file
+from paimond.table.s3_options import (
+    parse_option_values,
+    s3_error_code,
+    s3_unavailable_errors,
+    s3fs_arguments,
+)
 
 _READ_BLOCK_BYTES = 8 * 2**20
 _CONFLICT_ATTEMPTS = 5  # S3 409 ConditionalRequestConflict: a concurrent conditional PUT
-_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
 _MEMORY_CREATE_LOCK = threading.Lock()  # memory:// lives in this process only
-_VERBATIM_OPTIONS = frozenset(
-    {"key", "access_key_id", "secret", "secret_access_key", "token", "session_token"}
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +85,14 @@ def open_storage(uri: str, options: Mapping[str, Any] | None = None) -> Storage:
         fs = fsspec.filesystem("file")
         return FsspecStorage(fs, "local", prefix, os.path.abspath(rest), frozenset())
     if protocol in ("s3", "s3a"):
-        kwargs, secrets, attempts = _s3_kwargs(options)
+        kwargs, secrets, attempts = s3fs_arguments(options)
         fs = fsspec.filesystem("s3", **kwargs)
         if attempts is not None:
             fs.retries = attempts
-        unavailable = _s3_unavailable_errors()
+        unavailable = s3_unavailable_errors()
         return FsspecStorage(fs, "s3", f"{protocol}://", rest, secrets, unavailable)
     kwargs = {"skip_instance_cache": True, "use_listings_cache": False, **options}
-    fs = fsspec.filesystem(protocol, **_parse_values(kwargs))
+    fs = fsspec.filesystem(protocol, **parse_option_values(kwargs))
     kind = "memory" if protocol == "memory" else "other"
     return FsspecStorage(fs, kind, f"{protocol}://", fs._strip_protocol(uri), frozenset())
 
@@ -159,7 +161,7 @@ class FsspecStorage:
         p = self._path(path)
         with self._errors(p):
             if self._kind == "local":
-                _replace_local(p, data)
+                replace_file(p, data)
             else:
                 self._fs.pipe_file(p, data)
                 self._fs.invalidate_cache(p)
@@ -175,7 +177,7 @@ class FsspecStorage:
         p = self._path(path)
         with self._errors(p):
             if self._kind == "local":
-                return _create_local(p, data)
+                return create_file_exclusive(p, data)
             if self._kind == "s3":
                 return self._create_s3(p, data)
             if self._kind == "memory":
@@ -277,7 +279,7 @@ class FsspecStorage:
             except FileExistsError:
                 return False  # 412 PreconditionFailed, Condition: If-None-Match
             except OSError as e:
-                code, status = _s3_error(e)
+                code, status = s3_error_code(e)
                 if code == "PreconditionFailed" or status == 412:
                     return False  # a server that omits <Condition> in the 412
                 if code != "ConditionalRequestConflict" or attempt + 1 == _CONFLICT_ATTEMPTS:
@@ -336,136 +338,3 @@ class FsspecStorage:
             for secret in self._secrets:
                 reason = reason.replace(secret, "***")
             raise StorageUnavailableError(self._uri(fs_path), reason) from e
-
-
-def _replace_local(target: str, data: bytes) -> None:
-    temp = _synced_temp(target, data)
-    try:
-        os.replace(temp, target)
-    except BaseException:
-        _remove_quietly(temp)
-        raise
-    _fsync_dir(os.path.dirname(target))
-
-
-def _create_local(target: str, data: bytes) -> bool:
-    """Link a complete, synced temp file to ``target``: link(2) refuses an existing target,
-    across processes, and the target never shows partial content."""
-    temp = _synced_temp(target, data)
-    try:
-        os.link(temp, target)
-    except FileExistsError:
-        return False
-    except OSError as e:
-        if e.errno not in _NO_HARD_LINKS:
-            raise
-        return _create_local_excl(target, data)
-    finally:
-        _remove_quietly(temp)
-    _fsync_dir(os.path.dirname(target))
-    return True
-
-
-def _create_local_excl(target: str, data: bytes) -> bool:
-    """Fallback without hard links: exclusive, but a reader may see the file filling up."""
-    created = False
-    try:
-        with open(target, "xb") as f:  # O_CREAT | O_EXCL
-            created = True
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except FileExistsError:
-        return False
-    except BaseException:
-        if created:
-            _remove_quietly(target)  # ours, and never to be left half written
-        raise
-    return True
-
-
-def _synced_temp(target: str, data: bytes) -> str:
-    """``data`` in a new ``.<name>.<uuid>.tmp`` beside ``target``, flushed to disk."""
-    directory, name = os.path.split(target)
-    os.makedirs(directory, exist_ok=True)
-    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(temp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        _remove_quietly(temp)
-        raise
-    return temp
-
-
-def _fsync_dir(directory: str) -> None:
-    """Make a new directory entry durable; best effort, as not every OS opens directories."""
-    with suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _remove_quietly(path: str) -> None:
-    with suppress(FileNotFoundError):
-        os.remove(path)
-
-
-def _s3_kwargs(options: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str], int | None]:
-    """s3fs constructor arguments, the secrets to scrub from messages, and max attempts."""
-    opts = _parse_values(options)
-    for alias, name in (("access_key_id", "key"), ("secret_access_key", "secret"),
-                        ("session_token", "token")):
-        if alias in opts:
-            opts[name] = opts.pop(alias)
-    opts.setdefault("endpoint_url", os.environ.get("PAIMOND_S3_ENDPOINT_URL") or None)
-    region = opts.pop("region", None)
-    if region:
-        opts["client_kwargs"] = {**opts.get("client_kwargs", {}), "region_name": region}
-    config = dict(opts.pop("config_kwargs", {}))
-    if "connect_timeout_s" in opts:
-        config["connect_timeout"] = float(opts.pop("connect_timeout_s"))
-    if "read_timeout_s" in opts:
-        config["read_timeout"] = float(opts.pop("read_timeout_s"))
-    attempts = opts.pop("max_attempts", None)
-    if attempts is not None:
-        attempts = int(attempts)
-        config["retries"] = {"total_max_attempts": attempts, "mode": "standard"}
-    env_names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
-    credentials = [opts.get("key"), opts.get("secret"), opts.get("token")]
-    secrets = {str(s) for s in (*credentials, *map(os.environ.get, env_names)) if s}
-    opts.update(config_kwargs=config, skip_instance_cache=True, use_listings_cache=False)
-    return opts, frozenset(s for s in secrets if len(s) >= 4), attempts
-
-
-def _parse_values(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Config files give strings: "true"/"false" become bools and digits ints, except in
-    credentials."""
-    parsed = dict(options)
-    for k, v in options.items():
-        if not isinstance(v, str) or k in _VERBATIM_OPTIONS:
-            continue
-        if v.lower() in ("true", "false"):
-            parsed[k] = v.lower() == "true"
-        elif v.isdigit():
-            parsed[k] = int(v)
-    return parsed
-
-
-def _s3_unavailable_errors() -> tuple[type[BaseException], ...]:
-    import aiohttp
-    from botocore import exceptions as b
-
-    return (OSError, b.ConnectionError, b.HTTPClientError, b.NoCredentialsError,
-            b.PartialCredentialsError, b.CredentialRetrievalError, aiohttp.ClientError)
-
-
-def _s3_error(e: BaseException) -> tuple[str | None, int | None]:
-    """The S3 error code and HTTP status behind an s3fs-translated OSError."""
-    response = getattr(e.__cause__, "response", None) or {}
-    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return response.get("Error", {}).get("Code"), status

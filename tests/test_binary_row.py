@@ -59,8 +59,8 @@ from paimond.format.types import (
     VarCharType,
     VariantType,
     VectorType,
-    parse_type_string,
 )
+from paimond.format.type_json import parse_type_string
 from paimond.format.values import Timestamp
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

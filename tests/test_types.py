@@ -28,11 +28,13 @@ from paimond.format.types import (
     TimestampType,
     TimeType,
     TinyIntType,
-    TypeParseError,
     VarBinaryType,
     VarCharType,
     VariantType,
     is_fixed_length,
+)
+from paimond.format.type_json import (
+    TypeParseError,
     parse_field,
     parse_type,
     parse_type_string,

@@ -1,0 +1,91 @@
+"""Atomic local file writes: complete-or-absent files, and exclusive creation without locks.
+
+Java ``LocalFileIO`` renames under a JVM-local lock, which does not exclude other processes;
+here ``link(2)`` of a synced temp file refuses an existing target across processes.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import uuid
+from contextlib import suppress
+
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
+
+
+def replace_file(target: str, data: bytes) -> None:
+    temp = _synced_temp(target, data)
+    try:
+        os.replace(temp, target)
+    except BaseException:
+        _remove_quietly(temp)
+        raise
+    _fsync_dir(os.path.dirname(target))
+
+
+def create_file_exclusive(target: str, data: bytes) -> bool:
+    """Link a complete, synced temp file to ``target``: link(2) refuses an existing target,
+    across processes, and the target never shows partial content."""
+    temp = _synced_temp(target, data)
+    try:
+        os.link(temp, target)
+    except FileExistsError:
+        return False
+    except OSError as e:
+        if e.errno not in _NO_HARD_LINKS:
+            raise
+        return _create_exclusive_without_link(target, data)
+    finally:
+        _remove_quietly(temp)
+    _fsync_dir(os.path.dirname(target))
+    return True
+
+
+def _create_exclusive_without_link(target: str, data: bytes) -> bool:
+    """Fallback without hard links: exclusive, but a reader may see the file filling up."""
+    created = False
+    try:
+        with open(target, "xb") as f:  # O_CREAT | O_EXCL
+            created = True
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except FileExistsError:
+        return False
+    except BaseException:
+        if created:
+            _remove_quietly(target)  # ours, and never to be left half written
+        raise
+    return True
+
+
+def _synced_temp(target: str, data: bytes) -> str:
+    """``data`` in a new ``.<name>.<uuid>.tmp`` beside ``target``, flushed to disk."""
+    directory, name = os.path.split(target)
+    os.makedirs(directory, exist_ok=True)
+    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(temp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        _remove_quietly(temp)
+        raise
+    return temp
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a new directory entry durable; best effort, as not every OS opens directories."""
+    with suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _remove_quietly(path: str) -> None:
+    with suppress(FileNotFoundError):
+        os.remove(path)
