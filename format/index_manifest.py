@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from paimond.errors import CodecError
-from paimond.format.avro_schemas import INDEX_MANIFEST_ENTRY_SCHEMA, int32, write_records
+from paimond.format.avro_container import write_records
+from paimond.format.avro_schemas import INDEX_MANIFEST_ENTRY_SCHEMA, int32
 from paimond.format.manifest import (
     Record,
     check_kind,

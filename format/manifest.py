@@ -14,13 +14,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from paimond.errors import CodecError
-from paimond.format.avro_schemas import (
-    MANIFEST_ENTRY_SCHEMA,
-    int32,
-    optional_int32,
-    read_records,
-    write_records,
-)
+from paimond.format.avro_container import read_records, write_records
+from paimond.format.avro_schemas import MANIFEST_ENTRY_SCHEMA, int32, optional_int32
 
 MANIFEST_ENTRY_VERSION = 2
 FILE_KIND_ADD, FILE_KIND_DELETE = 0, 1

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from paimond.format.avro_schemas import MANIFEST_FILE_META_SCHEMA, optional_int32, write_records
+from paimond.format.avro_container import write_records
+from paimond.format.avro_schemas import MANIFEST_FILE_META_SCHEMA, optional_int32
 from paimond.format.manifest import (
     Record,
     SimpleStats,

@@ -20,7 +20,7 @@ from pypaimon.manifest.schema.manifest_file_meta import MANIFEST_FILE_META_SCHEM
 from pypaimon_manifest_oracle import file_kind, manifest_dir, read_with_pypaimon, write_tables
 
 from paimond.errors import CodecError
-from paimond.format import avro_schemas
+from paimond.format import avro_container
 from paimond.format.avro_schemas import (
     INDEX_MANIFEST_ENTRY_SCHEMA,
     MANIFEST_ENTRY_SCHEMA,
@@ -122,7 +122,7 @@ def test_reads_zstd_frames_as_java_writes_them(monkeypatch: pytest.MonkeyPatch) 
         return cctx.compress(data[:100]) + cctx.compress(data[100:])
 
     entries = [_entry(f"data-{i}.parquet") for i in range(50)]
-    monkeypatch.setattr(avro_schemas, "_compress", java_like)
+    monkeypatch.setattr(avro_container, "_compress", java_like)
     data = encode_manifest(entries)
     monkeypatch.undo()
     frame = data[data.index(b"\x28\xb5\x2f\xfd", _header_end(data)):]  # zstd magic

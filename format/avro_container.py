@@ -1,0 +1,258 @@
+"""The Avro object-container file (header, sync-delimited blocks, codecs) of manifest files.
+
+The container is framed here and only the record bytes go through fastavro, because
+fastavro's own ``zstandard`` codec needs ``backports.zstd``, which paimond does not depend
+on; zstd frames without a content size (as Java's zstd-jni streams them) are accepted.
+Reading drops logical types from the writer schema, so ``_CREATION_TIME`` comes back as the
+raw ``long`` of millis.
+"""
+
+from __future__ import annotations
+
+import bz2
+import functools
+import io
+import json
+import lzma
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+import fastavro
+import zstandard
+
+from paimond.errors import CodecError
+
+_MAGIC = b"Obj\x01"
+_SYNC_SIZE = 16
+_SYNC_INTERVAL_BYTES = 64000  # Avro Java DataFileConstants.DEFAULT_SYNC_INTERVAL
+_DEFLATE_LEVEL = 6  # Avro Java deflate default (-1 = zlib's 6)
+_XZ_LEVEL = 6  # Avro Java XZCodec default
+Schema = dict[str, Any]
+
+
+
+def _zigzag(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _read_long(data: memoryview, pos: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        if pos >= len(data):
+            raise CodecError("truncated Avro container: a varint runs past the end")
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (n >> 1) ^ -(n & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CodecError("malformed Avro container: varint longer than 10 bytes")
+
+
+def _take(data: memoryview, pos: int, size: int, what: str) -> tuple[memoryview, int]:
+    if size < 0 or pos + size > len(data):
+        raise CodecError(f"truncated Avro container: {what} of {size} bytes runs past the end")
+    return data[pos:pos + size], pos + size
+
+
+def _read_header(data: memoryview) -> tuple[dict[str, bytes], bytes, int]:
+    if bytes(data[:4]) != _MAGIC:
+        raise CodecError(f"not an Avro object container file (starts {bytes(data[:4])!r})")
+    meta: dict[str, bytes] = {}
+    pos = 4
+    while True:
+        count, pos = _read_long(data, pos)
+        if count == 0:
+            break
+        if count < 0:  # a negative count is followed by the block's byte size
+            count = -count
+            _, pos = _read_long(data, pos)
+        for _ in range(count):
+            size, pos = _read_long(data, pos)
+            key, pos = _take(data, pos, size, "metadata key")
+            size, pos = _read_long(data, pos)
+            value, pos = _take(data, pos, size, "metadata value")
+            meta[bytes(key).decode("utf-8", "replace")] = bytes(value)
+    sync, pos = _take(data, pos, _SYNC_SIZE, "sync marker")
+    return meta, bytes(sync), pos
+
+
+def _header(meta: dict[str, bytes], sync: bytes) -> bytes:
+    parts = [_MAGIC, _zigzag(len(meta))]
+    for key, value in meta.items():
+        raw = key.encode()
+        parts += [_zigzag(len(raw)), raw, _zigzag(len(value)), value]
+    parts += [_zigzag(0), sync]
+    return b"".join(parts)
+
+
+def _zstd_decompress(data: bytes) -> bytes:
+    out = []
+    dctx = zstandard.ZstdDecompressor()
+    while data:  # Avro blocks are one frame, but frames may be concatenated
+        dobj = dctx.decompressobj()
+        out.append(dobj.decompress(data))
+        if not dobj.eof:
+            raise CodecError("truncated zstd frame in an Avro block")
+        data = dobj.unused_data
+    return b"".join(out)
+
+
+def _snappy() -> Any:
+    """cramjam's snappy, or None: paimond does not depend on it, pypaimon does."""
+    try:
+        import cramjam
+    except ImportError:
+        return None
+    return cramjam.snappy
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    # Avro snappy: raw snappy, then the big-endian CRC32 of the uncompressed bytes.
+    snappy = _snappy()
+    if snappy is None:
+        raise CodecError("reading the Avro snappy codec needs the cramjam package")
+    out = bytes(snappy.decompress_raw(data[:-4]))
+    if zlib.crc32(out).to_bytes(4, "big") != data[-4:]:
+        raise CodecError("snappy block CRC32 mismatch")
+    return out
+
+
+def _decompress(codec: str, data: bytes) -> bytes:
+    if codec == "null":
+        return data
+    if codec == "zstandard":
+        return _zstd_decompress(data)
+    if codec == "deflate":
+        return zlib.decompress(data, -15)
+    if codec == "snappy":
+        return _snappy_decompress(data)
+    if codec == "bzip2":
+        return bz2.decompress(data)
+    if codec == "xz":
+        return lzma.decompress(data)
+    raise CodecError(f"unsupported Avro codec {codec!r}")
+
+
+def _compress(codec: str, data: bytes, zstd_level: int) -> bytes:
+    if codec == "zstandard":
+        return zstandard.ZstdCompressor(level=zstd_level).compress(data)
+    if codec == "deflate":
+        c = zlib.compressobj(_DEFLATE_LEVEL, zlib.DEFLATED, -15)
+        return c.compress(data) + c.flush()
+    if codec == "snappy":
+        snappy = _snappy()
+        if snappy is None:
+            raise ValueError("writing the Avro snappy codec needs the cramjam package")
+        return bytes(snappy.compress_raw(data)) + zlib.crc32(data).to_bytes(4, "big")
+    if codec == "bzip2":
+        return bz2.compress(data)
+    if codec == "xz":
+        return lzma.compress(data, preset=_XZ_LEVEL)
+    return data
+
+
+_CODECS = {"zstd": "zstandard", "zstandard": "zstandard", "null": "null", "none": "null",
+           "deflate": "deflate", "snappy": "snappy", "bzip2": "bzip2", "xz": "xz"}
+
+
+def avro_codec(compression: str) -> str:
+    """The Avro codec name for a ``manifest.compression`` value (``zstd`` -> ``zstandard``).
+
+    Raises ValueError for a compression Avro has no codec for."""
+    codec = _CODECS.get(compression.lower())
+    if codec is None:
+        raise ValueError(f"unsupported manifest compression {compression!r}; "
+                         f"expected one of {sorted(_CODECS)}")
+    return codec
+
+
+def _strip_logical_types(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strip_logical_types(n) for n in node]
+    if isinstance(node, dict):
+        return {k: _strip_logical_types(v) for k, v in node.items() if k != "logicalType"}
+    return node
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_schema(schema_json: bytes) -> bytes:
+    """The writer schema without logical types, so values come back as stored."""
+    try:
+        schema = json.loads(schema_json)
+    except ValueError as e:
+        raise CodecError(f"Avro header holds an unparsable schema: {e}") from e
+    return json.dumps(_strip_logical_types(schema)).encode()
+
+
+def _blocks(data: memoryview, pos: int, sync: bytes) -> Iterable[tuple[int, memoryview]]:
+    index = 0
+    while pos < len(data):
+        count, pos = _read_long(data, pos)
+        size, pos = _read_long(data, pos)
+        if count < 0:
+            raise CodecError(f"malformed Avro block {index}: negative record count {count}")
+        block, pos = _take(data, pos, size, f"block {index}")
+        marker, pos = _take(data, pos, _SYNC_SIZE, f"sync marker after block {index}")
+        if bytes(marker) != sync:
+            raise CodecError(f"malformed Avro container: wrong sync marker after block {index}")
+        yield count, block
+        index += 1
+
+
+def read_records(data: bytes) -> list[dict[str, Any]]:
+    """Every record of an Avro object container file, as dicts keyed by writer field names.
+
+    Raises CodecError for anything that is not a well-formed container."""
+    view = memoryview(data)
+    meta, sync, pos = _read_header(view)
+    codec = meta.get("avro.codec", b"null").decode("utf-8", "replace")
+    schema_json = meta.get("avro.schema")
+    if schema_json is None:
+        raise CodecError("Avro header has no avro.schema")
+    plain = [_header({"avro.schema": _plain_schema(schema_json), "avro.codec": b"null"}, sync)]
+    try:
+        for count, block in _blocks(view, pos, sync):
+            raw = _decompress(codec, bytes(block))
+            plain += [_zigzag(count), _zigzag(len(raw)), raw, sync]
+        values = list(fastavro.reader(io.BytesIO(b"".join(plain))))
+    except CodecError:
+        raise
+    except Exception as e:  # fastavro, zstd, zlib, ... raise many types on bad bytes
+        raise CodecError(f"malformed Avro data ({codec}): {type(e).__name__}: {e}") from e
+    records = [v for v in values if isinstance(v, dict)]
+    if len(records) != len(values):
+        raise CodecError("Avro file holds values that are not records")
+    return records
+
+
+def write_records(schema: Schema, records: Iterable[dict[str, Any]], *,
+                  compression: str, zstd_level: int) -> bytes:
+    """An Avro object container file of ``records`` with ``schema`` and the given codec.
+
+    Raises ValueError for an unknown compression or a value outside its Avro type."""
+    codec = avro_codec(compression)
+    buf = io.BytesIO()
+    try:
+        fastavro.writer(buf, schema, records, codec="null", sync_interval=_SYNC_INTERVAL_BYTES,
+                        disable_tuple_notation=True)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(f"value does not fit the manifest schema: {e}") from e
+    if codec == "null":
+        return buf.getvalue()
+    view = memoryview(buf.getvalue())
+    meta, sync, pos = _read_header(view)
+    meta["avro.codec"] = codec.encode()
+    out = [_header(meta, sync)]
+    for count, block in _blocks(view, pos, sync):
+        packed = _compress(codec, bytes(block), zstd_level)
+        out += [_zigzag(count), _zigzag(len(packed)), packed, sync]
+    return b"".join(out)
