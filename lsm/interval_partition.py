@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from paimond.format.manifest import DataFileMeta
 from paimond.format.types import DataType
-from paimond.lsm.keys import SortKey, max_key_order, min_key_order
+from paimond.format.key_order import SortKey, max_key_order, min_key_order
 
 
 @dataclass(frozen=True, slots=True)

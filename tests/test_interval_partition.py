@@ -12,7 +12,7 @@ from paimond.format.binary_row import encode_manifest_row
 from paimond.format.manifest import EMPTY_STATS, DataFileMeta
 from paimond.format.types import DoubleType, IntType, VarCharType
 from paimond.lsm.interval_partition import partition_intervals
-from paimond.lsm.keys import sort_key_function
+from paimond.format.key_order import sort_key_function
 
 KEY = [IntType()]
 _names = itertools.count()

@@ -1,0 +1,224 @@
+"""The optimistic commit of a table change: Java ``FileStoreCommitImpl.tryCommit`` /
+``tryCommitOnce``, ``ConflictDetection``, ``RenamingSnapshotCommit`` (apache/paimon 5dacde516b).
+
+Each attempt re-reads the latest snapshot, checks that every file the change deletes is still
+live there (and, for primary-key tables, that levels >= 1 stay non-overlapping), writes the
+delta manifest (DELETE entries first, copied verbatim from the live ADD entries, then ADDs),
+a base list of the latest base + delta manifests, the index manifest if index files changed,
+and creates ``snapshot-<latest+1>`` exclusively. Losing the race retries with backoff; a
+conflict raises :class:`CommitConflictError` so the job re-plans. A snapshot is never
+overwritten and a concurrent writer's commit is never lost: it becomes part of our base.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from paimond import __version__
+from paimond.errors import CommitConflictError, PaimondError
+from paimond.format.index_manifest import IndexManifestEntry
+from paimond.format.key_order import max_key_order, min_key_order
+from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
+from paimond.format.schema import TableSchema
+from paimond.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, encode_snapshot
+from paimond.table.catalog import Table
+from paimond.table.manifest_files import ManifestWriter
+from paimond.table.scan import read_index_manifest, read_manifest_list, scan_snapshot
+from paimond.table.snapshots import LATEST_HINT
+
+WRITER_VERSION = f"paimond-{__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class CommitChanges:
+    """What one job changes. ``deleted`` are live ADD entries exactly as scanned."""
+
+    deleted: Sequence[ManifestEntry] = ()
+    added: Sequence[ManifestEntry] = ()
+    index_added: Sequence[IndexManifestEntry] = ()
+    index_deleted: Sequence[IndexManifestEntry] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.deleted or self.added or self.index_added or self.index_deleted)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_retries: int = 10
+    min_wait_s: float = 0.010
+    max_wait_s: float = 10.0
+
+    def wait_s(self, attempt: int, rng: random.Random) -> float:
+        base = min(self.min_wait_s * (2 ** attempt), self.max_wait_s)
+        return base + base * 0.2 * rng.random()
+
+
+@dataclass
+class Committer:
+    """Commits changes to one table. One fresh ``commit_user`` per instance (per job run)."""
+
+    table: Table
+    commit_kind: str = "COMPACT"
+    check_conflicts: bool = True
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
+    sleep: Callable[[float], None] = time.sleep
+    commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
+    rng: random.Random = field(default_factory=random.Random)
+
+    def commit(self, changes: CommitChanges) -> Snapshot:
+        """Commit ``changes`` as the next snapshot; returns it."""
+        if changes.is_empty:
+            raise ValueError("nothing to commit")
+        for attempt in range(self.retry.max_retries + 1):
+            snapshot = self._try_once(changes)
+            if snapshot is not None:
+                return snapshot
+            if attempt < self.retry.max_retries:
+                self.sleep(self.retry.wait_s(attempt, self.rng))
+        raise CommitConflictError(f"{self.table.name}: lost the race for the next snapshot "
+                                  f"{self.retry.max_retries + 1} times")
+
+    def _try_once(self, changes: CommitChanges) -> Snapshot | None:
+        table = self.table
+        latest = table.snapshots.latest()
+        if latest is None and changes.deleted:
+            raise CommitConflictError(f"{table.name}: the table has no snapshot any more")
+        schema = table.latest_schema()
+        if self.check_conflicts and latest is not None:
+            self._check_conflicts(latest, schema, changes)
+        writer = ManifestWriter(table.storage, table.path, schema.partition_type.field_types,
+                                table.options().raw.get("manifest.compression", "zstd"))
+        try:
+            snapshot = self._write_snapshot(writer, latest, schema, changes)
+        except BaseException:
+            writer.remove_written()  # nothing was published: these files are ours alone
+            raise
+        path = table.snapshots.path(snapshot.id)
+        try:
+            created = table.storage.create_exclusive(path, encode_snapshot(snapshot))
+        except PaimondError:
+            if self._committed_by_us(snapshot.id):
+                created = True
+            else:
+                raise  # outcome unknown: leave our files; orphan removal takes them later
+        if not created:
+            if self._committed_by_us(snapshot.id):
+                created = True
+            else:
+                writer.remove_written()
+                return None
+        self._write_latest_hint(snapshot.id)
+        return snapshot
+
+    def _committed_by_us(self, snapshot_id: int) -> bool:
+        """After an ambiguous create (e.g. a retried PUT), is ``snapshot_id`` ours?"""
+        try:
+            existing = self.table.snapshots.load(snapshot_id)
+        except PaimondError:
+            return False
+        return existing.commit_user == self.commit_user
+
+    def _write_latest_hint(self, snapshot_id: int) -> None:
+        try:
+            self.table.storage.write_bytes(self.table.snapshots.hint_path(LATEST_HINT),
+                                           str(snapshot_id).encode())
+        except PaimondError:
+            pass  # hints are advisory; readers fall back to listing
+
+    def _check_conflicts(self, latest: Snapshot, schema: TableSchema,
+                         changes: CommitChanges) -> None:
+        live = {f.entry.identifier: f.entry for f in scan_snapshot(self.table, latest).files}
+        for entry in changes.deleted:
+            if entry.identifier not in live:
+                raise CommitConflictError(
+                    f"{self.table.name}: file {entry.file.file_name} (bucket {entry.bucket}, "
+                    f"level {entry.file.level}) is no longer live in snapshot {latest.id}")
+            live.pop(entry.identifier)
+        for entry in changes.added:
+            if entry.identifier in live:
+                raise CommitConflictError(f"{self.table.name}: file {entry.file.file_name} "
+                                          f"is already live in snapshot {latest.id}")
+            live[entry.identifier] = entry
+        if schema.primary_keys:
+            touched = {(e.partition, e.bucket) for e in (*changes.added, *changes.deleted)}
+            _check_levels_do_not_overlap(self.table.name, schema,
+                                         [e for e in live.values()
+                                          if (e.partition, e.bucket) in touched])
+
+    def _write_snapshot(self, writer: ManifestWriter, latest: Snapshot | None,
+                        schema: TableSchema, changes: CommitChanges) -> Snapshot:
+        table = self.table
+        delta_entries = [replace(e, kind=FILE_KIND_DELETE) for e in changes.deleted]
+        delta_entries += [replace(e, kind=FILE_KIND_ADD) for e in changes.added]
+        base_metas = []
+        if latest is not None:
+            where = table.snapshots.path(latest.id)
+            base_metas = (read_manifest_list(table, latest.base_manifest_list, where)
+                          + read_manifest_list(table, latest.delta_manifest_list, where))
+        delta_metas = [writer.write_manifest(delta_entries)] if delta_entries else []
+        base_name, base_size = writer.write_manifest_list(base_metas)
+        delta_name, delta_size = writer.write_manifest_list(delta_metas)
+        index_manifest = latest.index_manifest if latest else None
+        if changes.index_added or changes.index_deleted:
+            previous = read_index_manifest(table, latest) if latest else []
+            combined = combine_index_entries(previous, changes.index_deleted, changes.index_added)
+            index_manifest = writer.write_index_manifest(combined) if combined else None
+        delta_rows = (sum(e.file.row_count for e in changes.added)
+                      - sum(e.file.row_count for e in changes.deleted))
+        previous_total = (latest.total_record_count or 0) if latest else 0
+        return Snapshot(
+            id=(latest.id if latest else 0) + 1, schema_id=schema.id,
+            base_manifest_list=base_name, base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
+            index_manifest=index_manifest, commit_user=self.commit_user,
+            commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind=self.commit_kind,
+            time_millis=self.clock_ms(), total_record_count=previous_total + delta_rows,
+            delta_record_count=delta_rows,
+            watermark=latest.watermark if latest else None,
+            statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
+            next_row_id=(latest.next_row_id or 0) if latest else 0,
+            uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
+
+
+def combine_index_entries(previous: Sequence[IndexManifestEntry],
+                          deleted: Sequence[IndexManifestEntry],
+                          added: Sequence[IndexManifestEntry]) -> list[IndexManifestEntry]:
+    """Java's bucketed combiner: one index file per (partition, bucket, index type); a DELETE
+    removes it, an ADD puts or replaces it. Entries of other buckets stay as they were."""
+    combined: dict[tuple[bytes, int, str], IndexManifestEntry] = {}
+    for entry in previous:
+        combined[(entry.partition, entry.bucket, entry.index_file.index_type)] = entry
+    for entry in deleted:
+        key = (entry.partition, entry.bucket, entry.index_file.index_type)
+        if key in combined and combined[key].index_file.file_name == entry.index_file.file_name:
+            del combined[key]
+    for entry in added:
+        combined[(entry.partition, entry.bucket, entry.index_file.index_type)] = replace(
+            entry, kind=FILE_KIND_ADD)
+    return list(combined.values())
+
+
+def _check_levels_do_not_overlap(table_name: str, schema: TableSchema,
+                                 entries: Sequence[ManifestEntry]) -> None:
+    """Java's LSM conflict check: per (partition, bucket, level >= 1), files sorted by min key
+    must satisfy max(a) < min(b)."""
+    key_types = schema.key_type.field_types
+    min_of, max_of = min_key_order(key_types), max_key_order(key_types)
+    by_level: dict[tuple[bytes, int, int], list[ManifestEntry]] = defaultdict(list)
+    for entry in entries:
+        if entry.file.level > 0:
+            by_level[(entry.partition, entry.bucket, entry.file.level)].append(entry)
+    for (_, bucket, level), files in by_level.items():
+        ordered = sorted(files, key=lambda e: min_of(e.file))
+        for a, b in zip(ordered, ordered[1:], strict=False):
+            if not max_of(a.file) < min_of(b.file):
+                raise CommitConflictError(
+                    f"{table_name}: LSM conflict in bucket {bucket} level {level}: "
+                    f"{a.file.file_name} overlaps {b.file.file_name}")
