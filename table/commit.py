@@ -55,7 +55,7 @@ class RetryPolicy:
     max_wait_s: float = 10.0
 
     def wait_s(self, attempt: int, rng: random.Random) -> float:
-        base = min(self.min_wait_s * (2 ** attempt), self.max_wait_s)
+        base: float = min(self.min_wait_s * 2.0 ** attempt, self.max_wait_s)
         return base + base * 0.2 * rng.random()
 
 
