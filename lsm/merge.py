@@ -131,12 +131,13 @@ class _RunCursor:
         low, high = 0, self.pending.num_rows
         if bound is None:
             low = high
-        while low < high:  # first row whose key > bound
-            middle = (low + high) // 2
-            if self._key_at(middle) <= bound:
-                low = middle + 1
-            else:
-                high = middle
+        else:
+            while low < high:  # first row whose key > bound
+                middle = (low + high) // 2
+                if self._key_at(middle) <= bound:
+                    low = middle + 1
+                else:
+                    high = middle
         taken = self.pending.slice(0, low)
         self.pending, self._keys = self.pending.slice(low), self._keys.slice(low)
         return taken if taken.num_rows else None
