@@ -1,0 +1,63 @@
+"""One bucket's compaction as plain data: the task a planner emits and the result an
+executor returns (Java ``CompactUnit`` + ``CompactResult``; executed by ``lsm.rewrite``).
+
+Tasks and results are frozen, picklable and free of storage handles, so they can be printed
+by ``--dry-run``, sent to a process pool or to a Spark executor, and committed centrally.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from paimond.format.manifest import ManifestEntry
+
+
+@dataclass(frozen=True, slots=True)
+class CompactTask:
+    table_name: str
+    table_path: str
+    base_snapshot_id: int
+    schema_id: int
+    partition: bytes
+    partition_text: str
+    bucket: int
+    total_buckets: int
+    output_level: int
+    max_level: int
+    inputs: tuple[ManifestEntry, ...]
+    drop_deletes: bool
+    trigger: str
+    reason: str
+    file_rewrite: bool = False
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(e.file.file_size for e in self.inputs)
+
+    @property
+    def input_rows(self) -> int:
+        return sum(e.file.row_count for e in self.inputs)
+
+    def describe(self) -> str:
+        where = f"{self.partition_text or '-'} bucket {self.bucket}"
+        levels = sorted({e.file.level for e in self.inputs})
+        return (f"{where}: {len(self.inputs)} files ({self.input_bytes} bytes) from levels "
+                f"{levels} -> level {self.output_level} [{self.trigger}: {self.reason}]")
+
+
+@dataclass(frozen=True, slots=True)
+class CompactResult:
+    task: CompactTask
+    deleted: tuple[ManifestEntry, ...] = ()
+    added: tuple[ManifestEntry, ...] = ()
+    rows_read: int = 0
+    rows_written: int = 0
+    files_rewritten: int = 0
+    files_upgraded: int = 0
+    duration_s: float = 0.0
+    written_paths: tuple[str, ...] = field(default=())
+
+    @property
+    def bytes_written(self) -> int:
+        upgraded = {e.file.file_name for e in self.deleted}
+        return sum(e.file.file_size for e in self.added if e.file.file_name not in upgraded)
