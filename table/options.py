@@ -138,3 +138,76 @@ class TableOptions:
         if set(schema.partition_keys) <= set(schema.primary_keys):
             return "HASH_DYNAMIC"
         return "KEY_DYNAMIC"
+
+    # ---- data files (Java CoreOptions: file.*, metadata.stats-*, data-file.*) ----
+
+    def _level_map(self, key: str) -> dict[int, str]:
+        """A Java map option such as ``0:avro,3:parquet``, keyed by level."""
+        value = self.raw.get(key)
+        if not value or not value.strip():
+            return {}
+        result = {}
+        for item in value.split(","):
+            level, sep, setting = item.partition(":")
+            try:
+                if not sep:
+                    raise ValueError(item)
+                result[int(level.strip())] = setting.strip()
+            except ValueError:
+                raise UnsupportedError(f"option {key}={value!r} is not a map of level:value") from None
+        return result
+
+    @property
+    def file_format_per_level(self) -> dict[int, str]:
+        """``file.format.per.level``: level -> format (lower case); other levels use ``file_format``."""
+        return {level: fmt.lower() for level, fmt in self._level_map("file.format.per.level").items()}
+
+    @property
+    def file_compression(self) -> str:
+        return (self.raw.get("file.compression") or "zstd").strip().lower()
+
+    @property
+    def file_compression_per_level(self) -> dict[int, str]:
+        return {level: c.lower() for level, c in self._level_map("file.compression.per.level").items()}
+
+    @property
+    def file_compression_zstd_level(self) -> int:
+        return self._int("file.compression.zstd-level", 1)
+
+    @property
+    def file_block_size_bytes(self) -> int:
+        """``file.block-size``; Java has no default, the ``.row`` format uses 64 KiB."""
+        return self._size("file.block-size", 64 << 10)
+
+    @property
+    def file_suffix_include_compression(self) -> bool:
+        return self._bool("file.suffix.include.compression", False)
+
+    @property
+    def data_file_prefix(self) -> str:
+        return self.raw.get("data-file.prefix") or "data-"
+
+    @property
+    def data_file_thin_mode(self) -> bool:
+        return self._bool("data-file.thin-mode", False)
+
+    @property
+    def stats_mode(self) -> str:
+        return (self.raw.get("metadata.stats-mode") or "truncate(16)").strip()
+
+    @property
+    def stats_mode_per_level(self) -> dict[int, str]:
+        return self._level_map("metadata.stats-mode.per.level")
+
+    @property
+    def stats_dense_store(self) -> bool:
+        return self._bool("metadata.stats-dense-store", True)
+
+    @property
+    def stats_keep_first_n_columns(self) -> int:
+        return self._int("metadata.stats-keep-first-n-columns", -1)
+
+    @property
+    def avro_codec(self) -> str | None:
+        """``avro.codec``: overrides ``file.compression`` for avro data files."""
+        return self.raw.get("avro.codec")

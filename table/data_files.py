@@ -1,0 +1,330 @@
+"""Data files as Arrow: Java ``KeyValueFileReaderFactory`` / ``SchemaEvolutionUtil`` (read)
+and ``KeyValueDataFileWriter``, ``RowDataFileWriter``, ``RollingFileWriterImpl`` (write),
+apache/paimon 5dacde516b ``paimon-core/.../io`` and ``.../schema``.
+
+Batches are in a file's physical layout (:mod:`paimond.table.kv_layout`). Reading maps the
+file's columns to the read schema by field id, so renamed columns follow their id, added
+ones read as null, dropped ones disappear and changed types are cast. Writing computes the
+complete ``DataFileMeta`` a Java writer would, including the exact delete count.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimond.errors import CodecError, CorruptFileError, UnsupportedError
+from paimond.format.binary_row import EMPTY_MANIFEST_ROW, encode_manifest_row
+from paimond.format.manifest import EMPTY_STATS, DataFileMeta
+from paimond.format.schema import TableSchema
+from paimond.format.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
+from paimond.table.file_formats import open_format_writer, read_format_batches
+from paimond.table.file_stats import (
+    ColumnStatsCollector,
+    encode_dense_stats,
+    encode_stats,
+    row_values,
+    stats_modes,
+)
+from paimond.table.kv_layout import (
+    KEY_FIELD_ID_START,
+    SEQUENCE_NUMBER,
+    VALUE_KIND,
+    conform,
+    key_fields,
+    physical_arrow_schema,
+    physical_row_type,
+    retract_mask,
+    thin_mode,
+)
+from paimond.table.options import TableOptions
+from paimond.table.storage import Storage
+
+FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
+_COMPRESSION_EXTENSIONS = {"none": None, "gzip": "gz", "bzip2": "bz2", "deflate": "deflate",
+                           "snappy": "snappy", "lz4": "lz4", "zstd": "zst"}
+
+
+def file_format_for_level(options: TableOptions, level: int) -> str:
+    """``file.format.per.level`` for ``level``, else ``file.format``."""
+    return options.file_format_per_level.get(level, options.file_format)
+
+
+def local_wall_clock_millis() -> int:
+    """Now as Java's ``_CREATION_TIME``: local wall-clock millis read as if UTC."""
+    local = datetime.datetime.now()
+    return (local - datetime.datetime(1970, 1, 1)) // datetime.timedelta(milliseconds=1)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema: TableSchema,
+                   read_schema: TableSchema, key_value: bool, batch_rows: int = 65536,
+                   projection: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """Batches of a data file written under ``file_schema`` in ``read_schema``'s physical
+    layout (``projection``: the physical column names wanted, in that order).
+
+    Streams: Parquet row groups, ORC stripes and Avro blocks are read one at a time.
+    Raises CorruptFileError for a file that does not parse, UnsupportedError for a type
+    change Arrow cannot cast."""
+    file_row = physical_row_type(file_schema, key_value=key_value,
+                                 thin=thin_mode(file_schema, TableOptions.of(file_schema)))
+    read_row = physical_row_type(read_schema, key_value=key_value)
+    if projection is not None:
+        read_row = read_row.project(list(projection))
+    if not read_row.fields:
+        raise ValueError("read_data_file needs at least one column")
+    sources = _field_sources(file_row, read_row)
+    wanted = {f.id: f for f in sources if f is not None}
+    file_subset = RowType(fields=tuple(f for f in file_row.fields if f.id in wanted))
+    target = physical_arrow_schema(read_row)
+    stream = storage.open_input(path)
+    try:
+        if not file_subset.fields:  # every read column is new: count rows from any column
+            file_subset = RowType(fields=file_row.fields[:1])
+        batches = read_format_batches(file_format, stream, file_subset, path=path,
+                                      file_size=storage.size(path) if file_format == "row" else -1,
+                                      batch_rows=batch_rows)
+        for batch in batches:
+            columns = [pa.nulls(batch.num_rows, t.type) if source is None
+                       else _evolve(batch.column(source.name), source.type, read.type, t.type, path)
+                       for source, read, t in zip(sources, read_row.fields, target, strict=True)]
+            yield pa.RecordBatch.from_arrays(columns, schema=target)
+    except CodecError as error:
+        raise CorruptFileError(path, error.reason) from None
+    except (ValueError, EOFError) as error:  # incl. ArrowInvalid; OSError may be the network
+        raise CorruptFileError(path, f"{type(error).__name__}: {error}") from None
+    finally:
+        stream.close()
+
+
+def _field_sources(file_row: RowType, read_row: RowType) -> list[DataField | None]:
+    """The file field each read field comes from, by id; a thin-mode file's keys come from
+    the value column whose id is the key's minus ``KEY_FIELD_ID_START``."""
+    by_id = {f.id: f for f in file_row.fields}
+    sources = []
+    for field in read_row.fields:
+        source = by_id.get(field.id)
+        if source is None and field.id >= KEY_FIELD_ID_START and field.id < VALUE_KIND.id:
+            source = by_id.get(field.id - KEY_FIELD_ID_START)
+        sources.append(source)
+    return sources
+
+
+def _evolve(array: pa.Array, file_type: DataType, read_type: DataType, target: pa.DataType,
+            path: str) -> pa.Array:
+    """A column written as ``file_type`` read as ``read_type`` (Java ``createCastExecutor``):
+    rows by field id, arrays and map values element-wise, other types by cast."""
+    if isinstance(file_type, RowType) and isinstance(read_type, RowType):
+        by_id = {f.id: (i, f) for i, f in enumerate(file_type.fields)}
+        children = []
+        for field, arrow_field in zip(read_type.fields, target, strict=True):
+            found = by_id.get(field.id)
+            # flatten(), unlike field(), applies the slice offset of ``array``
+            children.append(pa.nulls(len(array), arrow_field.type) if found is None else
+                            _evolve(array.flatten()[found[0]], found[1].type, field.type,
+                                    arrow_field.type, path))
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=array.is_null())
+    if isinstance(file_type, ArrayType) and isinstance(read_type, ArrayType):
+        values = _evolve(array.values, file_type.element, read_type.element, target.value_type, path)
+        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
+    if isinstance(file_type, MapType) and isinstance(read_type, MapType):
+        items = _evolve(array.items, file_type.value, read_type.value, target.item_type, path)
+        keys = conform(array.keys, target.key_type)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=array.is_null())
+    if isinstance(file_type, MultisetType) or type(file_type) is type(read_type):
+        try:
+            return conform(array, target)
+        except CodecError:
+            pass
+    try:
+        return array.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise UnsupportedError(f"reading {file_type} as {read_type}: {error}", path) from None
+
+
+# ---------------------------------------------------------------- writing
+
+
+class DataFileWriter:
+    """Writes one data file of a bucket; ``close`` returns its metadata (None if empty).
+
+    Batches are in the physical layout of ``schema`` and, for primary-key files, sorted by
+    key with each key once. ``sequence_start`` numbers the rows of an append file."""
+
+    def __init__(self, storage: Storage, path: str, schema: TableSchema, options: TableOptions, *,
+                 level: int, key_value: bool, file_source: int, now_millis: Callable[[], int],
+                 schema_id: int | None = None, sequence_start: int = 0) -> None:
+        self._storage, self._path, self._schema = storage, path, schema
+        self._level, self._key_value, self._file_source = level, key_value, file_source
+        self._now_millis = now_millis
+        self._schema_id = schema.id if schema_id is None else schema_id
+        self._dense = options.stats_dense_store
+        file_format = file_format_for_level(options, level)
+        self._thin = key_value and thin_mode(schema, options)
+        self._row_type = physical_row_type(schema, key_value=key_value, thin=self._thin)
+        self._arrow_schema = physical_arrow_schema(self._row_type)
+        compression = options.file_compression_per_level.get(level, options.file_compression)
+        self._format = open_format_writer(file_format, self._row_type, compression=compression,
+                                          options=options)
+        names = self._row_type.field_names
+        modes = stats_modes(options, names, level=level if key_value else None,
+                            avro_key_value=key_value and file_format == "avro",
+                            thin_key_names=[f.name for f in key_fields(schema)] if self._thin else ())
+        self._collectors = [ColumnStatsCollector(f.type, m)
+                            for f, m in zip(self._row_type.fields, modes, strict=True)]
+        self.row_count = 0
+        self._sequence_start = self._min_sequence = self._max_sequence = sequence_start
+        self._delete_rows = 0
+        self._first_key: list[object] | None = None
+        self._last_key: list[object] = []
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def estimated_size_bytes(self) -> int:
+        return self._format.estimated_size_bytes
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if batch.schema.names != self._arrow_schema.names:
+            raise ValueError(f"batch columns {batch.schema.names} are not the physical layout "
+                             f"{self._arrow_schema.names}")
+        try:
+            batch = pa.RecordBatch.from_arrays(
+                [conform(c, f.type) for c, f in zip(batch.columns, self._arrow_schema, strict=True)],
+                schema=self._arrow_schema)
+        except CodecError as error:
+            raise ValueError(f"batch does not fit the physical layout: {error.reason}") from None
+        self._format.write(batch)
+        for column, collector in zip(batch.columns, self._collectors, strict=True):
+            collector.update(column)
+        if self._key_value:
+            self._track_keys(batch)
+        self.row_count += batch.num_rows
+
+    def _track_keys(self, batch: pa.RecordBatch) -> None:
+        names, types = self._key_columns()
+        if self._first_key is None:
+            self._first_key = row_values(batch, 0, names, types)
+            self._min_sequence = self._max_sequence = batch.column(SEQUENCE_NUMBER.name)[0].as_py()
+        self._last_key = row_values(batch, batch.num_rows - 1, names, types)
+        low, high = (s.as_py() for s in pc.min_max(batch.column(SEQUENCE_NUMBER.name)).values())
+        self._min_sequence, self._max_sequence = min(self._min_sequence, low), max(self._max_sequence, high)
+        self._delete_rows += int(pc.sum(retract_mask(batch.column(VALUE_KIND.name))).as_py() or 0)
+
+    def _key_columns(self) -> tuple[list[str], list[DataType]]:
+        key_type = self._schema.key_type
+        names = ([f.name for f in key_type.fields] if self._thin
+                 else [f.name for f in key_fields(self._schema)])
+        return names, key_type.field_types
+
+    def close(self) -> DataFileMeta | None:
+        """Write the file to storage and return its metadata (None, nothing written, if empty)."""
+        data = self._format.finish()
+        if self.row_count == 0:
+            return None
+        self._storage.write_bytes(self._path, data)
+        stats = [c.result() for c in self._collectors]
+        fields = self._row_type.fields
+        if self._key_value:
+            key_count = 0 if self._thin else len(self._schema.key_type.fields)
+            value_stats = stats[key_count + 2:]
+            by_name = {f.name: s for f, s in zip(fields[key_count + 2:], value_stats, strict=True)}
+            key_stats = (stats[:key_count] if not self._thin
+                         else [by_name[f.name] for f in self._schema.key_type.fields])
+            key_types = self._schema.key_type.field_types
+            value_cols, value_simple = encode_dense_stats(value_stats, self._schema.fields,
+                                                          dense=self._dense)
+            min_key = encode_manifest_row(self._first_key or [], key_types)
+            max_key = encode_manifest_row(self._last_key, key_types)
+            key_simple = encode_stats(key_stats, key_types)
+            sequences, deletes = (self._min_sequence, self._max_sequence), self._delete_rows
+        else:
+            value_cols, value_simple = encode_dense_stats(stats, fields, dense=self._dense)
+            min_key = max_key = EMPTY_MANIFEST_ROW
+            key_simple = EMPTY_STATS
+            sequences = (self._sequence_start, self._sequence_start + self.row_count - 1)
+            deletes = 0
+        return DataFileMeta(
+            file_name=self._path.rsplit("/", 1)[-1], file_size=len(data), row_count=self.row_count,
+            min_key=min_key, max_key=max_key, key_stats=key_simple, value_stats=value_simple,
+            min_sequence_number=sequences[0], max_sequence_number=sequences[1],
+            schema_id=self._schema_id, level=self._level, extra_files=(),
+            creation_time_millis=self._now_millis(), delete_row_count=deletes,
+            embedded_index=None, file_source=self._file_source, value_stats_cols=value_cols,
+            external_path=None, first_row_id=None, write_cols=None, write_cols_sequences=None)
+
+
+class RollingDataFileWriter:
+    """Writes a bucket's rows into files of about ``target-file-size`` each, named
+    ``<data-file.prefix><uuid>-<n>.<format>`` in ``directory``; ``close`` returns their
+    metadata in write order, ``abort`` deletes what was written."""
+
+    def __init__(self, storage: Storage, directory: str, schema: TableSchema,
+                 options: TableOptions, *, level: int, key_value: bool, file_source: int,
+                 now_millis: Callable[[], int], schema_id: int | None = None,
+                 sequence_start: int = 0) -> None:
+        self._storage, self._directory, self._schema, self._options = storage, directory, schema, options
+        self._level, self._key_value, self._file_source = level, key_value, file_source
+        self._now_millis, self._schema_id = now_millis, schema_id
+        self._next_sequence = sequence_start
+        self._target_bytes = options.target_file_size_bytes
+        self._uuid, self._count = uuid.uuid4(), 0
+        self._current: DataFileWriter | None = None
+        self._written: list[DataFileMeta] = []
+
+    def _file_name(self) -> str:
+        file_format = file_format_for_level(self._options, self._level)
+        compression = self._options.file_compression_per_level.get(self._level,
+                                                                   self._options.file_compression)
+        extension = f".{file_format}"
+        if self._options.file_suffix_include_compression:
+            compressed = _COMPRESSION_EXTENSIONS.get(compression, compression)
+            extension = f".{compressed}.{file_format}" if compressed else extension
+        name = f"{self._options.data_file_prefix}{self._uuid}-{self._count}{extension}"
+        self._count += 1
+        return name
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Rolls on a batch boundary; large batches are cut so a file overshoots the target
+        by at most a quarter of it (sizes before compression)."""
+        rows = max(1, self._target_bytes * batch.num_rows // (4 * max(batch.nbytes, 1)))
+        for offset in range(0, batch.num_rows, rows):
+            if self._current is None:
+                path = self._storage.join(self._directory, self._file_name())
+                self._current = DataFileWriter(
+                    self._storage, path, self._schema, self._options, level=self._level,
+                    key_value=self._key_value, file_source=self._file_source,
+                    now_millis=self._now_millis, schema_id=self._schema_id,
+                    sequence_start=self._next_sequence)
+            self._current.write(batch.slice(offset, rows))
+            if self._current.estimated_size_bytes >= self._target_bytes:
+                self._roll()
+
+    def _roll(self) -> None:
+        current, self._current = self._current, None
+        if current is not None:
+            meta = current.close()
+            if meta is not None:
+                self._written.append(meta)
+                self._next_sequence += meta.row_count
+
+    def close(self) -> list[DataFileMeta]:
+        self._roll()
+        return list(self._written)
+
+    def abort(self) -> None:
+        """Delete every file this writer completed (the open one was never stored)."""
+        self._current = None
+        for meta in self._written:
+            self._storage.delete(self._storage.join(self._directory, meta.file_name))
+        self._written.clear()

@@ -1,0 +1,237 @@
+"""Data file formats as Arrow streams: Java ``ParquetFileFormat``, ``OrcFileFormat``,
+``AvroFileFormat`` and ``RowFileFormat`` (apache/paimon 5dacde516b, ``paimon-format``).
+
+Writers fill an in-memory sink (``Storage`` takes whole files) and report their size so the
+rolling writer can cut files; readers stream: Parquet by row group, ORC by stripe, Avro by
+block. Every batch read is conformed to the Arrow types of the file's Paimon row type.
+
+Physical choices, checked against Java's readers: Parquet DECIMAL(p <= 18) as INT32/INT64
+(``store_decimal_as_integer``, as Java writes), TIMESTAMP(0..3) as INT64 millis,
+TIMESTAMP(4..6) micros, TIMESTAMP(7..9) INT64 nanos (Java writes INT96 but reads both; pypaimon
+writes nanos), field ids on every Parquet field incl. list elements and map keys/values.
+ORC goes through pyarrow as pypaimon does: TIME as INT, CHAR/VARCHAR as string (Java writes
+char/varchar), no ``paimon.id`` attributes and no ZSTD level (pyarrow's ORC writer has none).
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+from collections.abc import Iterator
+from typing import IO, Any, Protocol
+
+import pyarrow as pa
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+
+from paimond.errors import UnsupportedError
+from paimond.format.types import RowType
+from paimond.table.avro_data import AvroDataWriter, avro_codec, read_avro_batches
+from paimond.table.kv_layout import conform, physical_arrow_schema
+from paimond.table.options import TableOptions
+
+FORMATS = ("parquet", "orc", "avro", "row")
+_PARQUET_CODECS = {"zstd": "zstd", "none": "none", "uncompressed": "none", "snappy": "snappy",
+                   "gzip": "gzip", "lz4": "lz4", "brotli": "brotli"}
+_ORC_CODECS = {"zstd": "zstd", "none": "uncompressed", "uncompressed": "uncompressed",
+               "snappy": "snappy", "lz4": "lz4", "zlib": "zlib", "gzip": "zlib", "deflate": "zlib"}
+_ROW_GROUP_BYTES = 16 << 20  # Arrow bytes buffered into one Parquet row group
+_ORC_STRIPE_BYTES = 16 << 20
+
+
+class FormatWriter(Protocol):
+    def write(self, batch: pa.RecordBatch) -> None: ...
+
+    @property
+    def estimated_size_bytes(self) -> int: ...
+
+    def finish(self) -> bytes: ...
+
+
+def open_format_writer(file_format: str, row_type: RowType, *, compression: str,
+                       options: TableOptions) -> FormatWriter:
+    """A writer of one data file; batches must have ``physical_arrow_schema(row_type)``."""
+    if file_format == "parquet":
+        return _ParquetWriter(row_type, _codec(_PARQUET_CODECS, compression, "parquet"),
+                              options.file_compression_zstd_level)
+    if file_format == "orc":
+        return _OrcWriter(row_type, _codec(_ORC_CODECS, compression, "orc"))
+    if file_format == "avro":
+        return _AvroWriter(row_type, avro_codec(compression, options.avro_codec),
+                           options.file_compression_zstd_level)
+    if file_format == "row":
+        return _RowWriter(row_type, options)
+    raise UnsupportedError(f"data file format {file_format!r} (paimond writes {', '.join(FORMATS)})")
+
+
+def _codec(codecs: dict[str, str], compression: str, file_format: str) -> str:
+    if compression not in codecs:
+        raise UnsupportedError(f"file.compression {compression!r} for {file_format} data files")
+    return codecs[compression]
+
+
+class _ParquetWriter:
+    def __init__(self, row_type: RowType, codec: str, zstd_level: int) -> None:
+        self._sink = io.BytesIO()
+        self._writer = pq.ParquetWriter(
+            self._sink, physical_arrow_schema(row_type), compression=codec,
+            compression_level=zstd_level if codec == "zstd" else None,
+            store_decimal_as_integer=True, write_page_index=True)
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_bytes = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._pending.append(batch)
+        self._pending_bytes += batch.nbytes
+        if self._pending_bytes >= _ROW_GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            table = pa.Table.from_batches(self._pending)
+            self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self._pending, self._pending_bytes = [], 0
+
+    @property
+    def estimated_size_bytes(self) -> int:
+        return self._sink.tell() + self._pending_bytes
+
+    def finish(self) -> bytes:
+        self._flush()
+        self._writer.close()
+        return self._sink.getvalue()
+
+
+class _OrcWriter:
+    def __init__(self, row_type: RowType, codec: str) -> None:
+        self._schema = physical_arrow_schema(row_type)
+        self._sink = io.BytesIO()
+        self._writer = orc.ORCWriter(self._sink, compression=codec, stripe_size=_ORC_STRIPE_BYTES)
+        self._unflushed_bytes, self._flushed_at = 0, 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        columns = [c.cast(_orc_type(c.type)) if _orc_type(c.type) != c.type else c
+                   for c in batch.columns]
+        self._writer.write(pa.Table.from_arrays(columns, names=batch.schema.names))
+        if self._sink.tell() > self._flushed_at:  # a stripe went out
+            self._flushed_at, self._unflushed_bytes = self._sink.tell(), 0
+        self._unflushed_bytes += batch.nbytes
+
+    @property
+    def estimated_size_bytes(self) -> int:
+        return self._sink.tell() + self._unflushed_bytes
+
+    def finish(self) -> bytes:
+        self._writer.close()
+        return self._sink.getvalue()
+
+
+def _orc_type(arrow_type: pa.DataType) -> pa.DataType:
+    """pyarrow's ORC writer has no TIME: store millis of the day as INT (pypaimon does too)."""
+    if pa.types.is_time32(arrow_type):
+        return pa.int32()
+    if pa.types.is_list(arrow_type):
+        return pa.list_(arrow_type.value_field.with_type(_orc_type(arrow_type.value_type)))
+    if pa.types.is_map(arrow_type):
+        return pa.map_(arrow_type.key_field.with_type(_orc_type(arrow_type.key_type)),
+                       arrow_type.item_field.with_type(_orc_type(arrow_type.item_type)))
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([f.with_type(_orc_type(f.type)) for f in arrow_type])
+    return arrow_type
+
+
+class _AvroWriter:
+    def __init__(self, row_type: RowType, codec: str, zstd_level: int) -> None:
+        self._sink = io.BytesIO()
+        self._writer = AvroDataWriter(self._sink, row_type, codec=codec, zstd_level=zstd_level)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._writer.write_batch(batch)
+
+    @property
+    def estimated_size_bytes(self) -> int:
+        return self._sink.tell()  # fastavro flushes a block every 16 KB
+
+    def finish(self) -> bytes:
+        self._writer.close()
+        return self._sink.getvalue()
+
+
+def _row_file_module() -> Any:
+    try:
+        return importlib.import_module("paimond.format.row_file")
+    except ImportError:
+        raise UnsupportedError("the .row data file format (paimond.format.row_file is not "
+                               "available yet)") from None
+
+
+class _RowWriter:
+    def __init__(self, row_type: RowType, options: TableOptions) -> None:
+        self._sink = io.BytesIO()
+        self._writer = _row_file_module().RowFileWriter(
+            self._sink, row_type, block_size_bytes=options.file_block_size_bytes,
+            zstd_level=options.file_compression_zstd_level)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._writer.write_batch(batch)
+
+    @property
+    def estimated_size_bytes(self) -> int:
+        return int(self._writer.bytes_written)
+
+    def finish(self) -> bytes:
+        self._writer.close()
+        return self._sink.getvalue()
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read_format_batches(file_format: str, source: IO[bytes], row_type: RowType, *, path: str,
+                        file_size: int, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The ``row_type`` columns (a subset of the file's, by name) of a data file, in batches
+    of at most about ``batch_rows`` rows, conformed to ``physical_arrow_schema(row_type)``."""
+    schema = physical_arrow_schema(row_type)
+    if file_format == "parquet":
+        batches = _read_parquet(source, row_type, batch_rows)
+    elif file_format == "orc":
+        batches = _read_orc(source, row_type, batch_rows)
+    elif file_format == "avro":
+        batches = read_avro_batches(source, row_type, schema, batch_rows=batch_rows)
+    elif file_format == "row":
+        reader = _row_file_module().RowFileReader(source, row_type, path=path, file_size=file_size)
+        batches = reader.read_batches()
+    else:
+        raise UnsupportedError(f"data file format {file_format!r}", path)
+    for batch in batches:
+        yield pa.RecordBatch.from_arrays(
+            [conform(batch.column(f.name), f.type) for f in schema], schema=schema)
+
+
+def _read_parquet(source: IO[bytes], row_type: RowType, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    parquet = pq.ParquetFile(source)
+    present = set(parquet.schema_arrow.names)
+    names = [n for n in row_type.field_names if n in present]
+    for batch in parquet.iter_batches(batch_size=batch_rows, columns=names):
+        yield _with_missing(batch, row_type)
+
+
+def _read_orc(source: IO[bytes], row_type: RowType, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    orc_file = orc.ORCFile(source)
+    present = set(orc_file.schema.names)
+    names = [n for n in row_type.field_names if n in present]
+    for stripe in range(orc_file.nstripes):
+        batch = _with_missing(orc_file.read_stripe(stripe, columns=names), row_type)
+        for offset in range(0, batch.num_rows, batch_rows):
+            yield batch.slice(offset, batch_rows)
+
+
+def _with_missing(batch: pa.RecordBatch, row_type: RowType) -> pa.RecordBatch:
+    """Columns the file lacks (e.g. files with ``write_cols``) read as nulls."""
+    missing = [n for n in row_type.field_names if n not in batch.schema.names]
+    if not missing:
+        return batch
+    schema = physical_arrow_schema(row_type)
+    columns = [batch.column(n) if n in batch.schema.names else pa.nulls(batch.num_rows, schema.field(n).type)
+               for n in row_type.field_names]
+    return pa.RecordBatch.from_arrays(columns, names=row_type.field_names)
