@@ -214,6 +214,11 @@ class AvroDataWriter:
         for values in zip(*columns, strict=True):
             self._writer.write(dict(zip(names, values, strict=True)))
 
+    @property
+    def buffered_bytes(self) -> int:
+        """Encoded bytes of the block not yet flushed (before compression)."""
+        return int(self._writer.io.tell())
+
     def close(self) -> None:
         self._writer.flush()
 

@@ -97,7 +97,11 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
             yield pa.RecordBatch.from_arrays(columns, schema=target)
     except CodecError as error:
         raise CorruptFileError(path, error.reason) from None
-    except (ValueError, EOFError) as error:  # incl. ArrowInvalid; OSError may be the network
+    except (ValueError, EOFError, OSError) as error:
+        # Arrow reports unparsable bytes as ArrowInvalid (a ValueError) or as a plain OSError
+        # without errno; OSError subclasses and errno-carrying ones are I/O failures.
+        if isinstance(error, OSError) and (type(error) is not OSError or error.errno is not None):
+            raise
         raise CorruptFileError(path, f"{type(error).__name__}: {error}") from None
     finally:
         stream.close()

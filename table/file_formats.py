@@ -150,7 +150,7 @@ class _AvroWriter:
 
     @property
     def estimated_size_bytes(self) -> int:
-        return self._sink.tell()  # fastavro flushes a block every 16 KB
+        return self._sink.tell() + self._writer.buffered_bytes
 
     def finish(self) -> bytes:
         self._writer.close()
