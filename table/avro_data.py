@@ -217,7 +217,8 @@ class AvroDataWriter:
     @property
     def buffered_bytes(self) -> int:
         """Encoded bytes of the block not yet flushed (before compression)."""
-        return int(self._writer.io.tell())
+        io: Any = self._writer.io  # fastavro's MemoryIO of the open block
+        return int(io.tell())
 
     def close(self) -> None:
         self._writer.flush()

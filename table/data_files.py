@@ -87,7 +87,7 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
     try:
         if not file_subset.fields:  # every read column is new: count rows from any column
             file_subset = RowType(fields=file_row.fields[:1])
-        batches = read_format_batches(file_format, stream, file_subset, path=path,
+        batches = read_format_batches(file_format, stream, file_row, file_subset, path=path,
                                       file_size=storage.size(path) if file_format == "row" else -1,
                                       batch_rows=batch_rows)
         for batch in batches:

@@ -11,20 +11,21 @@ TIMESTAMP(4..6) micros, TIMESTAMP(7..9) INT64 nanos (Java writes INT96 but reads
 writes nanos), field ids on every Parquet field incl. list elements and map keys/values.
 ORC goes through pyarrow as pypaimon does: TIME as INT, CHAR/VARCHAR as string (Java writes
 char/varchar), no ``paimon.id`` attributes and no ZSTD level (pyarrow's ORC writer has none).
+``.row`` files go through :mod:`paimond.format.row_file` (``file.block-size``, zstd level).
 """
 
 from __future__ import annotations
 
-import importlib
 import io
 from collections.abc import Iterator
-from typing import IO, Any, Protocol
+from typing import BinaryIO, Protocol
 
 import pyarrow as pa
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from paimond.errors import UnsupportedError
+from paimond.format.row_file import RowFileReader, RowFileWriter
 from paimond.format.types import RowType
 from paimond.table.avro_data import AvroDataWriter, avro_codec, read_avro_batches
 from paimond.table.kv_layout import conform, physical_arrow_schema
@@ -157,18 +158,10 @@ class _AvroWriter:
         return self._sink.getvalue()
 
 
-def _row_file_module() -> Any:
-    try:
-        return importlib.import_module("paimond.format.row_file")
-    except ImportError:
-        raise UnsupportedError("the .row data file format (paimond.format.row_file is not "
-                               "available yet)") from None
-
-
 class _RowWriter:
     def __init__(self, row_type: RowType, options: TableOptions) -> None:
         self._sink = io.BytesIO()
-        self._writer = _row_file_module().RowFileWriter(
+        self._writer = RowFileWriter(
             self._sink, row_type, block_size_bytes=options.file_block_size_bytes,
             zstd_level=options.file_compression_zstd_level)
 
@@ -187,28 +180,33 @@ class _RowWriter:
 # ---------------------------------------------------------------- reading
 
 
-def read_format_batches(file_format: str, source: IO[bytes], row_type: RowType, *, path: str,
-                        file_size: int, batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """The ``row_type`` columns (a subset of the file's, by name) of a data file, in batches
-    of at most about ``batch_rows`` rows, conformed to ``physical_arrow_schema(row_type)``."""
-    schema = physical_arrow_schema(row_type)
+def read_format_batches(file_format: str, source: BinaryIO, file_row: RowType, columns: RowType, *,
+                        path: str, file_size: int, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The ``columns`` (fields of ``file_row``, the file's whole row type) of a data file, in
+    batches of at most about ``batch_rows`` rows, conformed to ``physical_arrow_schema(columns)``.
+
+    Raises CodecError (or the format library's own errors) for bytes that do not parse."""
+    schema = physical_arrow_schema(columns)
     if file_format == "parquet":
-        batches = _read_parquet(source, row_type, batch_rows)
+        batches = _read_parquet(source, columns, batch_rows)
     elif file_format == "orc":
-        batches = _read_orc(source, row_type, batch_rows)
+        batches = _read_orc(source, columns, batch_rows)
     elif file_format == "avro":
-        batches = read_avro_batches(source, row_type, schema, batch_rows=batch_rows)
+        batches = read_avro_batches(source, columns, schema, batch_rows=batch_rows)
     elif file_format == "row":
-        reader = _row_file_module().RowFileReader(source, row_type, path=path, file_size=file_size)
-        batches = reader.read_batches()
+        # A .row file holds whole rows of the file's row type: project by position.
+        reader = RowFileReader(source, file_row, path=path, file_size=file_size)
+        positions = {f.name: i for i, f in enumerate(file_row.fields)}
+        batches = reader.read_batches(projection=[positions[n] for n in columns.field_names],
+                                      batch_rows=batch_rows)
     else:
         raise UnsupportedError(f"data file format {file_format!r}", path)
     for batch in batches:
         yield pa.RecordBatch.from_arrays(
-            [conform(batch.column(f.name), f.type) for f in schema], schema=schema)
+            [conform(batch.column(i), f.type) for i, f in enumerate(schema)], schema=schema)
 
 
-def _read_parquet(source: IO[bytes], row_type: RowType, batch_rows: int) -> Iterator[pa.RecordBatch]:
+def _read_parquet(source: BinaryIO, row_type: RowType, batch_rows: int) -> Iterator[pa.RecordBatch]:
     parquet = pq.ParquetFile(source)
     present = set(parquet.schema_arrow.names)
     names = [n for n in row_type.field_names if n in present]
@@ -216,7 +214,7 @@ def _read_parquet(source: IO[bytes], row_type: RowType, batch_rows: int) -> Iter
         yield _with_missing(batch, row_type)
 
 
-def _read_orc(source: IO[bytes], row_type: RowType, batch_rows: int) -> Iterator[pa.RecordBatch]:
+def _read_orc(source: BinaryIO, row_type: RowType, batch_rows: int) -> Iterator[pa.RecordBatch]:
     orc_file = orc.ORCFile(source)
     present = set(orc_file.schema.names)
     names = [n for n in row_type.field_names if n in present]

@@ -54,7 +54,7 @@ from paimond.table.options import TableOptions
 from paimond.table.storage import Storage, open_storage
 
 STRING = VarCharType(length=2147483647)
-FORMATS = ("parquet", "orc", "avro")
+FORMATS = ("parquet", "orc", "avro", "row")
 ROW_TYPE = RowType(fields=(DataField(100, "x", IntType()), DataField(101, "y", STRING),
                            DataField(102, "z", ArrayType(element=DoubleType()))))
 # (name, type, formats that cannot hold it)
