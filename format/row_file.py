@@ -229,7 +229,7 @@ class RowFileReader:
         except CodecError as exc:
             raise CorruptFileError(self.path, f"footer: {exc.reason}") from None
         start, length = footer.index_offset, footer.index_length
-        if start < 0 or length < 0 or start + length > size - FOOTER_SIZE:
+        if start + length > size - FOOTER_SIZE:
             raise CorruptFileError(self.path, f"block index at [{start}, {start + length}) is "
                                               f"outside the {size - FOOTER_SIZE} bytes before "
                                               f"the footer")

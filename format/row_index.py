@@ -53,7 +53,8 @@ def encode_footer(footer: RowFileFooter) -> bytes:
 
 
 def decode_footer(data: bytes) -> RowFileFooter:
-    """The footer of exactly 32 bytes; raises CodecError for a wrong size, magic or version."""
+    """The footer of exactly 32 bytes; raises CodecError for a wrong size, magic or version,
+    or a negative field."""
     if len(data) != FOOTER_SIZE:
         raise CodecError(f"footer of {len(data)} bytes, expected {FOOTER_SIZE}")
     rows, blocks, index_offset, index_length, version, magic = _FOOTER.unpack(data)
@@ -61,6 +62,9 @@ def decode_footer(data: bytes) -> RowFileFooter:
         raise CodecError(f"bad magic 0x{magic:08X}, expected 0x{MAGIC:08X} (\"ROWS\")")
     if version != VERSION:
         raise CodecError(f"unsupported .row version {version}, expected {VERSION}")
+    if min(rows, blocks, index_offset, index_length) < 0:
+        raise CodecError(f"negative count or offset: {rows} rows, {blocks} blocks, index of "
+                         f"{index_length} bytes at {index_offset}")
     return RowFileFooter(rows, blocks, index_offset, index_length, version)
 
 
@@ -92,8 +96,6 @@ def check_block_index(footer: RowFileFooter, index: BlockIndex) -> None:
     per block, blocks ending where the index starts, row starts from 0 strictly increasing
     below the row count, and room in each block for its offsets and row count."""
     blocks = footer.block_count
-    if footer.total_row_count < 0 or blocks < 0:
-        raise CodecError(f"footer declares {footer.total_row_count} rows in {blocks} blocks")
     lengths = (len(index.compressed_sizes), len(index.uncompressed_sizes), len(index.row_starts))
     if lengths != (blocks,) * 3:
         raise CodecError(f"index arrays of {lengths} entries for {blocks} blocks")
