@@ -143,7 +143,7 @@ def schema_of(fields: list[tuple[str, DataType]], *, primary_keys: tuple[str, ..
 def value_batch(schema: TableSchema, rows: int, seed: int = 7) -> pa.RecordBatch:
     rng = random.Random(seed)
     arrow_schema = physical_arrow_schema(schema.row_type)
-    columns = [_column(rng, f, d.type, rows) for f, d in zip(arrow_schema, schema.fields)]
+    columns = [_column(rng, f, d.type, rows) for f, d in zip(arrow_schema, schema.fields, strict=True)]
     if schema.primary_keys:  # ascending, unique INT keys
         columns[0] = pa.array(sorted(rng.sample(range(-10**6, 10**6), rows)), pa.int32())
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
@@ -233,7 +233,8 @@ def test_rolling_files_have_exact_metadata(storage: Storage, file_format: str) -
     metas = write(storage, schema, [whole.slice(i, 50) for i in range(0, 600, 50)], key_value=True)
     assert len(metas) >= 3
     uuid = metas[0].file_name.split("-")[1:6]
-    assert [m.file_name for m in metas] == [f"data-{'-'.join(uuid)}-{i}.{file_format}" for i in range(len(metas))]
+    expected_names = [f"data-{'-'.join(uuid)}-{i}.{file_format}" for i in range(len(metas))]
+    assert [m.file_name for m in metas] == expected_names
     offset = 0
     for meta in metas:
         rows = read_all(storage, meta, schema, key_value=True)
@@ -256,7 +257,7 @@ def test_rolling_append_files_continue_sequence_numbers(storage: Storage) -> Non
     assert len(metas) > 1
     ranges = [(m.min_sequence_number, m.max_sequence_number) for m in metas]
     assert ranges[0][0] == 7 and ranges[-1][1] == 2006
-    assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:]))
+    assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:], strict=False))
 
 
 def _value_stats(meta: Any, schema: TableSchema) -> dict[str, tuple[Any, Any, Any]]:
@@ -264,7 +265,8 @@ def _value_stats(meta: Any, schema: TableSchema) -> dict[str, tuple[Any, Any, An
     types = [schema.field(n).type for n in names]
     mins = decode_manifest_row(meta.value_stats.min_values, types)
     maxs = decode_manifest_row(meta.value_stats.max_values, types)
-    return {n: (lo, hi, c) for n, lo, hi, c in zip(names, mins, maxs, meta.value_stats.null_counts)}
+    counts = meta.value_stats.null_counts
+    return {n: (lo, hi, c) for n, lo, hi, c in zip(names, mins, maxs, counts, strict=True)}
 
 
 @pytest.mark.parametrize("file_format", FORMATS)
@@ -347,7 +349,8 @@ def test_thin_mode_files_have_no_key_columns_but_read_with_them(storage: Storage
     raw = pq.read_table(storage.join("bucket-0", meta.file_name).removeprefix("file://"))
     assert raw.column_names == ["_SEQUENCE_NUMBER", "_VALUE_KIND", "id", "v"]
     assert read_all(storage, meta, schema, key_value=True).equals(pa.Table.from_batches([batch]))
-    assert decode_manifest_row(meta.key_stats.max_values, [IntType()]) == (max(batch.column("id").to_pylist()),)
+    largest = max(batch.column("id").to_pylist())
+    assert decode_manifest_row(meta.key_stats.max_values, [IntType()]) == (largest,)
 
 
 def test_file_format_and_compression_per_level(storage: Storage) -> None:
@@ -387,4 +390,5 @@ def test_timestamp_stats_keep_nanoseconds(storage: Storage) -> None:
     batch = pa.RecordBatch.from_arrays([pa.array([1_000_000_007, -3], pa.timestamp("ns"))],
                                        schema=physical_arrow_schema(schema.row_type))
     (meta,) = write(storage, schema, [batch], key_value=False, level=0)
-    assert _value_stats(meta, schema)["t"] == (Timestamp.from_nanos(-3), Timestamp.from_nanos(1_000_000_007), 0)
+    bounds = (Timestamp.from_nanos(-3), Timestamp.from_nanos(1_000_000_007), 0)
+    assert _value_stats(meta, schema)["t"] == bounds

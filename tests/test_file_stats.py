@@ -49,7 +49,8 @@ BYTES = VarBinaryType(length=2147483647)
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 
 
-def _collect(values: list, data_type, mode: StatsMode, arrow_type: pa.DataType, batches: int = 3) -> ColumnStats:
+def _collect(values: list, data_type, mode: StatsMode, arrow_type: pa.DataType,  # type: ignore[no-untyped-def]
+             batches: int = 3) -> ColumnStats:
     collector = ColumnStatsCollector(data_type, mode)
     size = max(1, len(values) // batches)
     for start in range(0, len(values), size):
@@ -111,7 +112,8 @@ def test_typed_min_max_values() -> None:
 
 
 def test_nan_makes_float_bounds_unknown() -> None:
-    assert _collect([1.0, math.nan, None], DoubleType(), FULL_MODE, pa.float64()) == ColumnStats(None, None, 1)
+    unknown = ColumnStats(None, None, 1)
+    assert _collect([1.0, math.nan, None], DoubleType(), FULL_MODE, pa.float64()) == unknown
     assert _collect([1.5, -2.0], FloatType(), FULL_MODE, pa.float32()) == ColumnStats(-2.0, 1.5, 0)
 
 
@@ -141,7 +143,8 @@ def test_dense_store_drops_columns_without_stats() -> None:
     assert encoded.null_counts == (0, 4)
     cols, encoded = encode_dense_stats(stats, fields, dense=False)
     assert cols is None and encoded.null_counts == (0, None, 4)
-    cols, _ = encode_dense_stats([ColumnStats(1, 1, 0), ColumnStats("x", "y", 0), ColumnStats(2, 2, 0)], fields)
+    every = [ColumnStats(1, 1, 0), ColumnStats("x", "y", 0), ColumnStats(2, 2, 0)]
+    cols, _ = encode_dense_stats(every, fields)
     assert cols is None  # every column kept
 
 
