@@ -135,12 +135,14 @@ def _evolve(array: pa.Array, file_type: DataType, read_type: DataType, target: p
                                     arrow_field.type, path))
         return pa.StructArray.from_arrays(children, fields=list(target), mask=array.is_null())
     if isinstance(file_type, ArrayType) and isinstance(read_type, ArrayType):
-        values = _evolve(array.values, file_type.element, read_type.element, target.value_type, path)
-        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
+        offsets, (values,) = _rebased(array, array.values)
+        values = _evolve(values, file_type.element, read_type.element, target.value_type, path)
+        return pa.ListArray.from_arrays(offsets, values, type=target, mask=array.is_null())
     if isinstance(file_type, MapType) and isinstance(read_type, MapType):
-        items = _evolve(array.items, file_type.value, read_type.value, target.item_type, path)
-        keys = conform(array.keys, target.key_type)
-        return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=array.is_null())
+        offsets, (keys, items) = _rebased(array, array.keys, array.items)
+        items = _evolve(items, file_type.value, read_type.value, target.item_type, path)
+        keys = conform(keys, target.key_type)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=array.is_null())
     if isinstance(file_type, MultisetType) or type(file_type) is type(read_type):
         try:
             return conform(array, target)
@@ -150,6 +152,14 @@ def _evolve(array: pa.Array, file_type: DataType, read_type: DataType, target: p
         return array.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
         raise UnsupportedError(f"reading {file_type} as {read_type}: {error}", path) from None
+
+
+def _rebased(array: pa.Array, *children: pa.Array) -> tuple[pa.Array, list[pa.Array]]:
+    """Offsets from 0 and the children slices of a (possibly sliced) list or map array:
+    Arrow cannot rebuild one with a null mask from sliced offsets."""
+    offsets = array.offsets
+    start, stop = offsets[0].as_py(), offsets[-1].as_py()
+    return pc.subtract(offsets, start), [c.slice(start, stop - start) for c in children]
 
 
 # ---------------------------------------------------------------- writing

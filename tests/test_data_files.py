@@ -338,6 +338,30 @@ def test_schema_evolution_maps_columns_by_field_id(storage: Storage, file_format
     assert projected.to_pydict() == {"b2": ["p", "q"], "d": [None, None], "_KEY_id": [1, 2]}
 
 
+def test_nested_columns_evolve_inside_arrays_and_maps(storage: Storage) -> None:
+    """Rows inside an ARRAY and as MAP values follow their field ids too (read one row per
+    batch, so every column arrives sliced)."""
+    inner0 = RowType(fields=(DataField(10, "p", IntType()),))
+    inner1 = RowType(fields=(DataField(10, "p", BigIntType()), DataField(11, "q", STRING)))
+    value0 = RowType(fields=(DataField(12, "w", IntType()),))
+    value1 = RowType(fields=(DataField(12, "w2", IntType()),))
+    fields0 = (DataField(0, "l", ArrayType(element=inner0)),
+               DataField(1, "m", MapType(key=STRING, value=value0)))
+    fields1 = (DataField(0, "l", ArrayType(element=inner1)),
+               DataField(1, "m", MapType(key=STRING, value=value1)))
+    for file_format in FORMATS:
+        schema0 = TableSchema(0, fields0, 12, (), (), {"file.format": file_format})
+        schema1 = TableSchema(1, fields1, 12, (), (), {"file.format": file_format})
+        arrow0 = physical_arrow_schema(schema0.row_type)
+        rows0 = [{"l": [{"p": 1}, None], "m": [("k", {"w": 5})]}, {"l": None, "m": None},
+                 {"l": [{"p": None}], "m": [("a", None), ("b", {"w": 6})]}]
+        (meta,) = write(storage, schema0, [pa.RecordBatch.from_pylist(rows0, schema=arrow0)], key_value=False)
+        rows = read_all(storage, meta, schema0, schema1, key_value=False, batch_rows=1)
+        assert rows.to_pylist() == [
+            {"l": [{"p": 1, "q": None}, None], "m": [("k", {"w2": 5})]}, {"l": None, "m": None},
+            {"l": [{"p": None, "q": None}], "m": [("a", None), ("b", {"w2": 6})]}], file_format
+
+
 def test_thin_mode_files_have_no_key_columns_but_read_with_them(storage: Storage) -> None:
     schema = schema_of([("id", IntType(nullable=False)), ("v", STRING)], primary_keys=("id",),
                        options={"data-file.thin-mode": "true"})
