@@ -126,13 +126,12 @@ def _evolve(array: pa.Array, file_type: DataType, read_type: DataType, target: p
     rows by field id, arrays and map values element-wise, other types by cast."""
     if isinstance(file_type, RowType) and isinstance(read_type, RowType):
         by_id = {f.id: (i, f) for i, f in enumerate(file_type.fields)}
+        flat = array.flatten()  # unlike field(i), flatten() applies the slice offset
         children = []
         for field, arrow_field in zip(read_type.fields, target, strict=True):
             found = by_id.get(field.id)
-            # flatten(), unlike field(), applies the slice offset of ``array``
             children.append(pa.nulls(len(array), arrow_field.type) if found is None else
-                            _evolve(array.flatten()[found[0]], found[1].type, field.type,
-                                    arrow_field.type, path))
+                            _evolve(flat[found[0]], found[1].type, field.type, arrow_field.type, path))
         return pa.StructArray.from_arrays(children, fields=list(target), mask=array.is_null())
     if isinstance(file_type, ArrayType) and isinstance(read_type, ArrayType):
         offsets, (values,) = _rebased(array, array.values)
