@@ -169,8 +169,8 @@ def test_metadata_of_pypaimon_files_as_paimond_computes_it(oracle_warehouse: tup
             theirs["key_stats"]["null_counts"]), meta.file_name
         kinds = rows.column("_VALUE_KIND").to_pylist()
         assert ours.delete_row_count == kinds.count(1) + kinds.count(3)
-        assert theirs["delete_row_count"] == 0  # pypaimon's divergence
-        hidden_deletes += ours.delete_row_count > 0
+        assert theirs["delete_row_count"] in (0, ours.delete_row_count)
+        hidden_deletes += theirs["delete_row_count"] < ours.delete_row_count  # pypaimon's zero
         assert theirs["value_stats_cols"] == [] and ours.value_stats_cols is None
         values = decode_manifest_row(ours.value_stats.min_values, file_schema.row_type)
         assert len(values) == len(file_schema.fields)
