@@ -89,9 +89,9 @@ def comparable_keys(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:
     columns = []
     for name in key_columns:
         column = table.column(name)
-        if pa.types.is_timestamp(column.type) or pa.types.is_time(column.type):
+        if pa.types.is_timestamp(column.type) or pa.types.is_time64(column.type):
             column = column.cast(pa.int64())
-        elif pa.types.is_date(column.type):
+        elif pa.types.is_date32(column.type) or pa.types.is_time32(column.type):
             column = column.cast(pa.int32())
         columns.append(column)
     return pa.table(columns, names=list(key_columns))

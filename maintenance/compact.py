@@ -1,0 +1,166 @@
+"""The ``compact`` job: plan every bucket, execute the tasks in parallel, commit once.
+
+Java's ``compact`` procedure (batch): one COMPACT snapshot for all buckets, with conflict
+checks; a bucket whose task fails is left out of the commit (its files deleted) while the
+others still land. A conflict (an input compacted or removed meanwhile) deletes this
+attempt's new files and re-plans from the new latest snapshot.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from paimond.errors import CommitConflictError, PaimondError
+from paimond.format.snapshot import Snapshot
+from paimond.lsm.rewrite import execute_compaction
+from paimond.lsm.task import CompactResult, CompactTask
+from paimond.maintenance.compact_plan import CompactionPlan, plan_compaction
+from paimond.table.catalog import Table
+from paimond.table.commit import CommitChanges, Committer
+from paimond.table.data_files import local_wall_clock_millis
+from paimond.table.storage import Storage, open_storage
+
+Progress = Callable[[int, int, CompactTask], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BucketFailure:
+    task: CompactTask
+    error: str
+
+
+@dataclass
+class CompactionSummary:
+    table_name: str
+    plan: CompactionPlan | None = None
+    snapshot: Snapshot | None = None
+    results: list[CompactResult] = field(default_factory=list)
+    failures: list[BucketFailure] = field(default_factory=list)
+    attempts: int = 0
+    duration_s: float = 0.0
+
+    @property
+    def files_in(self) -> int:
+        return sum(len(r.deleted) for r in self.results)
+
+    @property
+    def files_out(self) -> int:
+        return sum(len(r.added) for r in self.results)
+
+    @property
+    def bytes_in(self) -> int:
+        return sum(e.file.file_size for r in self.results for e in r.deleted)
+
+    @property
+    def bytes_out(self) -> int:
+        return sum(e.file.file_size for r in self.results for e in r.added)
+
+    @property
+    def rows_read(self) -> int:
+        return sum(r.rows_read for r in self.results)
+
+    @property
+    def rows_written(self) -> int:
+        return sum(r.rows_written for r in self.results)
+
+    def describe(self) -> str:
+        if self.plan is not None and not self.plan.tasks and not self.failures:
+            return f"{self.table_name}: nothing to compact"
+        committed = f"snapshot {self.snapshot.id}" if self.snapshot else "nothing committed"
+        lines = [
+            f"{self.table_name}: {committed} after {self.attempts} attempt(s) in "
+            f"{self.duration_s:.2f} s",
+            f"  buckets compacted {len(self.results)}, failed {len(self.failures)}",
+            f"  files {self.files_in} -> {self.files_out}, bytes {self.bytes_in} -> "
+            f"{self.bytes_out}",
+            f"  rows read {self.rows_read}, written {self.rows_written}, merged or dropped "
+            f"{self.rows_read - self.rows_written}",
+        ]
+        lines += [f"  FAILED {f.task.partition_text or '-'} bucket {f.task.bucket}: {f.error}"
+                  for f in self.failures]
+        return "\n".join(lines)
+
+
+def _run_task(task: CompactTask, storage_root: str, storage_options: Mapping[str, Any],
+              batch_rows: int) -> CompactResult:
+    """Worker entry point: opens its own storage (process pools share nothing)."""
+    storage = open_storage(storage_root, storage_options)
+    return execute_compaction(task, storage, now_millis=local_wall_clock_millis,
+                              batch_rows=batch_rows)
+
+
+@dataclass
+class CompactJob:
+    table: Table
+    storage_root: str
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    full: bool = False
+    partitions: Mapping[str, str] | None = None
+    parallelism: int = field(default_factory=lambda: os.cpu_count() or 1)
+    use_processes: bool = True
+    batch_rows: int = 65536
+    max_attempts: int = 3
+    now: Callable[[], datetime.datetime] = datetime.datetime.now
+    progress: Progress | None = None
+
+    def plan(self) -> CompactionPlan:
+        return plan_compaction(self.table, full=self.full, partitions=self.partitions,
+                               now=self.now)
+
+    def run(self) -> CompactionSummary:
+        started = time.monotonic()
+        summary = CompactionSummary(self.table.name)
+        committer = Committer(self.table)
+        for attempt in range(1, self.max_attempts + 1):
+            summary.attempts = attempt
+            summary.plan = self.plan()
+            summary.results, summary.failures = self._execute(summary.plan.tasks)
+            if not summary.results:
+                break
+            changes = CommitChanges(
+                deleted=[e for r in summary.results for e in r.deleted],
+                added=[e for r in summary.results for e in r.added])
+            try:
+                summary.snapshot = committer.commit(changes)
+                break
+            except CommitConflictError:
+                _delete_written(self.table.storage, summary.results)
+                summary.results = []
+                if attempt == self.max_attempts:
+                    raise
+        summary.duration_s = time.monotonic() - started
+        return summary
+
+    def _execute(self, tasks: Sequence[CompactTask]
+                 ) -> tuple[list[CompactResult], list[BucketFailure]]:
+        if not tasks:
+            return [], []
+        results: list[CompactResult] = []
+        failures: list[BucketFailure] = []
+        workers = max(1, min(self.parallelism, len(tasks)))
+        pool_type = ProcessPoolExecutor if self.use_processes and workers > 1 else ThreadPoolExecutor
+        with pool_type(max_workers=workers) as pool:
+            futures: list[tuple[CompactTask, Future[CompactResult]]] = [
+                (t, pool.submit(_run_task, t, self.storage_root, dict(self.storage_options),
+                                self.batch_rows)) for t in tasks]
+            for done, (task, future) in enumerate(futures, start=1):
+                try:
+                    results.append(future.result())
+                except PaimondError as error:
+                    failures.append(BucketFailure(task, f"{type(error).__name__}: {error}"))
+                if self.progress is not None:
+                    self.progress(done, len(tasks), task)
+        return results, failures
+
+
+def _delete_written(storage: Storage, results: Sequence[CompactResult]) -> None:
+    """New files of an attempt that will never be committed."""
+    for result in results:
+        for path in result.written_paths:
+            storage.delete(path)
