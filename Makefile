@@ -14,11 +14,13 @@ $(BIN)/paimond: pyproject.toml
 
 install: $(BIN)/paimond
 
-# Builds a local demo warehouse (a Paimon table written by pypaimon in several commits)
-# and shows what paimond sees in it.
+# Builds a local demo warehouse (tables written by pypaimon in many commits, all in level 0),
+# shows what paimond sees, compacts the primary-key table and shows the result.
 run: install
 	$(BIN)/python examples/demo_warehouse.py $(DEMO_WAREHOUSE)
 	$(BIN)/paimond status $(DEMO_WAREHOUSE)
+	$(BIN)/paimond compact $(DEMO_WAREHOUSE) --table demo.orders
+	$(BIN)/paimond status $(DEMO_WAREHOUSE) --table demo.orders
 
 test: install
 	$(BIN)/python -m pytest -q
