@@ -13,8 +13,9 @@ past the arity are ignored, as Java ignores them.
 
 Two value dialects share one codec. The Python dialect follows ``paimond.format.values``. The
 Arrow dialect is what ``row_arrow`` exchanges with Arrow: timestamps are integers in the Arrow
-unit of ``arrow_types.timestamp_unit`` (precision 0 keeps whole seconds, as pypaimon does) and
-strings stay UTF-8 ``bytes``, so Arrow validates them in one cast.
+unit of ``arrow_types.timestamp_unit`` (precision 0 keeps whole seconds, as pypaimon does),
+strings stay UTF-8 ``bytes``, so Arrow validates them in one cast, and DECIMALs up to precision
+18 are their unscaled int64, which Arrow views as decimals and checks in one pass.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from paimond.errors import CodecError, UnsupportedError
 from paimond.format.row_scalars import (
     PLAIN_CODES,
     Decoder,
-    Encoder,
     FieldCodec,
     decode_varint,
     encode_varint,
@@ -148,7 +148,11 @@ def _row_functions(fields: list[FieldCodec], names: list[str]) -> tuple[
     arity, header_size = len(fields), (len(fields) + 7) // 8
     zero_header, mask = bytes(header_size), (1 << arity) - 1
     encoders, decoders = [f.encode for f in fields], [f.decode for f in fields]
-    runs: list[tuple[int, int, struct.Struct | None, Encoder, Decoder]] = []
+    # For rows without NULLs: a run of plain fields is one struct call, each other field one
+    # closure call. Encode steps are (first field, stop or 0, pack or encoder), decode steps
+    # (unpack_from or None, size, decoder).
+    encode_steps: list[tuple[int, int, Any]] = []
+    decode_steps: list[tuple[Any, int, Decoder]] = []
     start = 0
     while start < arity:
         stop = start
@@ -156,11 +160,14 @@ def _row_functions(fields: list[FieldCodec], names: list[str]) -> tuple[
             stop += 1
         if stop > start:
             packer = struct.Struct("<" + "".join(f.code for f in fields[start:stop]))
-            runs.append((start, stop, packer, encoders[start], decoders[start]))
+            encode_steps.append((start, stop, packer.pack))
+            decode_steps.append((packer.unpack_from, packer.size, decoders[start]))
             start = stop
         else:
-            runs.append((start, start + 1, None, encoders[start], decoders[start]))
+            encode_steps.append((start, 0, encoders[start]))
+            decode_steps.append((None, 0, decoders[start]))
             start += 1
+    one_byte_header = header_size == 1
 
     def encode(out: bytearray, values: Any) -> None:
         if isinstance(values, Mapping):  # Arrow's to_pylist gives structs as dicts
@@ -169,11 +176,11 @@ def _row_functions(fields: list[FieldCodec], names: list[str]) -> tuple[
             raise ValueError(f"{len(values)} values for a row of {arity} fields")
         if None not in values:
             out += zero_header
-            for first, stop, packer, encoder, _ in runs:
-                if packer is None:
-                    encoder(out, values[first])
+            for first, stop, encoder in encode_steps:
+                if stop:
+                    out += encoder(*values[first:stop])
                 else:
-                    out += packer.pack(*values[first:stop])
+                    encoder(out, values[first])
             return
         header = bytearray(header_size)
         for i, value in enumerate(values):
@@ -185,17 +192,20 @@ def _row_functions(fields: list[FieldCodec], names: list[str]) -> tuple[
                 encoder(out, value)
 
     def decode(data: bytes, pos: int) -> tuple[list[Any], int]:
-        nulls = int.from_bytes(data[pos:pos + header_size], "little") & mask
+        if one_byte_header:
+            nulls = data[pos] & mask
+        else:
+            nulls = int.from_bytes(data[pos:pos + header_size], "little") & mask
         pos += header_size
         values: list[Any] = []
         if not nulls:
-            for _, _, packer, _, decoder in runs:
-                if packer is None:
+            for unpack_from, size, decoder in decode_steps:
+                if unpack_from is None:
                     value, pos = decoder(data, pos)
                     values.append(value)
                 else:
-                    values.extend(packer.unpack_from(data, pos))
-                    pos += packer.size
+                    values += unpack_from(data, pos)
+                    pos += size
             return values, pos
         for i, decoder in enumerate(decoders):
             if nulls >> i & 1:

@@ -8,7 +8,8 @@ unscaled value up to precision 18, else ``varint length | minimal big-endian two
 nano-of-milli`` above precision 3. Varints are unsigned LEB128 of at most 5 bytes.
 
 Values come in two dialects (see ``row_codec``): Python values of ``paimond.format.values``, or
-the Arrow dialect, where timestamps are integers in their Arrow unit and strings UTF-8 bytes.
+the Arrow dialect, where timestamps are integers in their Arrow unit, strings UTF-8 bytes and
+DECIMALs up to precision 18 their unscaled int64.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def scalar_field(data_type: DataType, arrow: bool) -> FieldCodec | None:
     if name in ("BINARY", "VARBINARY"):
         return FieldCodec(write_bytes, read_bytes)
     if isinstance(data_type, DecimalType):
+        if arrow and data_type.precision <= 18:
+            return plain_field("q")  # the unscaled value; row_arrow checks the precision
         return _decimal_field(data_type.precision, data_type.scale)
     if isinstance(data_type, (TimestampType, LocalZonedTimestampType)):
         return _arrow_timestamp_field(data_type.precision) if arrow \
@@ -101,9 +104,16 @@ def write_varint(out: bytearray, value: int) -> None:
 
 
 def read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    byte = data[pos]
-    if byte < 0x80:
-        return byte, pos + 1
+    """``decode_varint`` with the common one- to three-byte cases inline."""
+    first = data[pos]
+    if first < 0x80:
+        return first, pos + 1
+    second = data[pos + 1]
+    if second < 0x80:
+        return first & 0x7F | second << 7, pos + 2
+    third = data[pos + 2]
+    if third < 0x80:
+        return first & 0x7F | (second & 0x7F) << 7 | third << 14, pos + 3
     return decode_varint(data, pos)
 
 
@@ -127,7 +137,10 @@ def plain_field(code: str) -> FieldCodec:
 def write_bytes(out: bytearray, value: Any) -> None:
     if not isinstance(value, (bytes, bytearray, memoryview)):
         raise TypeError(f"expected bytes, got {type(value).__name__}")
-    write_varint(out, len(value))
+    if len(value) < 0x80:
+        out.append(len(value))
+    else:
+        write_varint(out, len(value))
     out += value
 
 

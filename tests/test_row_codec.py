@@ -175,11 +175,13 @@ def _timestamp(precision: int, arrow: bool) -> st.SearchStrategy[Timestamp]:
 
 def non_null_values(data_type: DataType, arrow: bool = False) -> st.SearchStrategy[Any]:
     """Python values (``paimond.format.values``) the type round-trips exactly; with ``arrow``,
-    also through the type's Arrow type (no NULL map keys, timestamps in the unit's range)."""
+    also through the type's Arrow type (no NULL map keys, times of day, timestamps in the unit's
+    range)."""
     simple = {
         "BOOLEAN": st.booleans(), "TINYINT": st.integers(-128, 127),
         "SMALLINT": st.integers(-(2**15), 2**15 - 1), "INT": st.integers(-(2**31), 2**31 - 1),
-        "DATE": st.integers(-(2**31), 2**31 - 1), "TIME": st.integers(-(2**31), 2**31 - 1),
+        "DATE": st.integers(-(2**31), 2**31 - 1),
+        "TIME": st.integers(0, 86_399_999) if arrow else st.integers(-(2**31), 2**31 - 1),
         "BIGINT": st.integers(*INT64), "FLOAT": st.floats(width=32), "DOUBLE": st.floats(),
         "CHAR": st.text(max_size=12), "VARCHAR": st.text(max_size=12),
         "BINARY": st.binary(max_size=12), "VARBINARY": st.binary(max_size=12),

@@ -432,6 +432,21 @@ def test_corrupt_files_raise_corrupt_file_error_naming_the_file(case: str) -> No
     assert raised.value.path == PATH and PATH in str(raised.value)
 
 
+@pytest.mark.parametrize("rtype", [row_type(("d", DecimalType(precision=4, scale=2))),
+                                   row_type(("d", ArrayType(element=DecimalType(precision=4,
+                                                                                scale=2))))])
+def test_decimals_beyond_their_precision_are_corrupt(rtype: RowType) -> None:
+    """The Arrow path keeps compact decimals unscaled and checks them per column."""
+    value = struct.pack("<q", 10_000)
+    row = value if isinstance(rtype.fields[0].type, DecimalType) else b"\x01\x00" + value
+    data = assemble([block_of([b"\x00" + row])], [0], 1)
+    r = reader(data, rtype)
+    with pytest.raises(CorruptFileError, match="10000"):
+        r.read_row(0)
+    with pytest.raises(CorruptFileError, match="precision"):
+        list(r.read_batches())
+
+
 def test_a_file_shorter_than_its_stated_size_is_corrupt() -> None:
     with pytest.raises(CorruptFileError, match="truncated"):
         _read_everything(VALID, INT_ROW, file_size=len(VALID) + 10)
