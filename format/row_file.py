@@ -138,14 +138,18 @@ class RowFileReader:
 
     The footer and index are read once. ``read_row`` costs one binary search, one seek and
     read, and one decompression; the last decompressed block is kept, and ``blocks_read`` /
-    ``blocks_decompressed`` count the I/O and the decompressions."""
+    ``blocks_decompressed`` count the I/O and the decompressions. Not for concurrent use: the
+    source's position and the kept block are shared."""
 
     def __init__(self, source: BinaryIO, row_type: RowType, *, path: str,
                  file_size: int | None = None) -> None:
         self._source, self.row_type, self.path = source, row_type, path
         self.file_size = source.seek(0, os.SEEK_END) if file_size is None else file_size
         self.blocks_read = self.blocks_decompressed = 0
-        self._codec = row_codec(row_type)
+        try:
+            self._codec = row_codec(row_type)
+        except UnsupportedError as exc:
+            raise UnsupportedError(exc.what, path) from None
         self._decompressor = zstandard.ZstdDecompressor()
         self._cached: tuple[int, bytes] | None = None
         self.footer, index = self._read_metadata()
@@ -196,6 +200,10 @@ class RowFileReader:
             raise ValueError(f"batch_rows must be positive, got {batch_rows}")
         for column in columns:  # UnsupportedError before any I/O
             to_arrow_type(self.row_type.fields[column].type)
+        return self._batches(columns, selection, batch_rows)
+
+    def _batches(self, columns: list[int], selection: AbstractBitMap | None,
+                 batch_rows: int) -> Iterator[pa.RecordBatch]:
         codec = row_codec(self.row_type, arrow=True)
         pending: list[list[Any]] = []
         for block_number in range(self.block_count):

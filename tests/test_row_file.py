@@ -41,10 +41,13 @@ from paimond.format.types import (
     BigIntType,
     DecimalType,
     DoubleType,
+    FloatType,
     IntType,
     MapType,
     RowType,
     VarCharType,
+    VariantType,
+    VectorType,
     row_type,
 )
 
@@ -298,6 +301,19 @@ def test_projection_returns_the_chosen_columns_in_order() -> None:
         == 2000
     with pytest.raises(IndexError):
         list(reader(data, SIMPLE).read_batches(projection=[3]))
+
+
+def test_types_without_arrow_or_python_values_are_unsupported() -> None:
+    vector = row_type(("id", IntType()), ("v", VectorType(element=FloatType(), length=2)))
+    data = write(vector, [(1, [0.5, 2.0])])
+    r = reader(data, vector)
+    assert r.read_row(0) == (1, [0.5, 2.0])
+    with pytest.raises(UnsupportedError):
+        r.read_batches()  # raised at the call, before any I/O
+    assert r.blocks_read == 1
+    assert pa.Table.from_batches(list(r.read_batches(projection=[0]))).to_pylist() == [{"id": 1}]
+    with pytest.raises(UnsupportedError, match=PATH):
+        reader(data, row_type(("id", IntType()), ("v", VariantType())))
 
 
 # ---------------------------------------------------------------- writer API
