@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from pypaimon_tables import (
     build_pk_deduplicate_orc,
     build_pk_first_row,
     build_pk_partial_update,
+    catalog_for,
 )
 
 from paimond.maintenance.compact import CompactJob
@@ -25,7 +27,44 @@ from paimond.table.catalog import Table, open_table
 from paimond.table.scan import scan_snapshot
 from paimond.table.storage import open_storage
 
+
+def build_pk_row_format(warehouse: str) -> Any:
+    """Deduplicate, unpartitioned, 2 buckets, the .row format, 5 commits with -U/+U/-D."""
+    import random
+
+    import pyarrow as pa
+    from pypaimon import Schema
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()),
+                        ("score", pa.float64()), ("rk", pa.string())])
+    catalog = catalog_for(warehouse)
+    catalog.create_database("db", True)
+    catalog.create_table("db.pk_row", Schema.from_pyarrow_schema(
+        schema, primary_keys=["id"],
+        options={"bucket": "2", "file.format": "row", "rowkind.field": "rk"}), False)
+    table = catalog.get_table("db.pk_row")
+    rng = random.Random(11)
+    for commit_no in range(5):
+        ids = sorted(rng.sample(range(80), 30))
+        kinds = [rng.choice(["+I", "+U", "-U", "-D"]) if commit_no else "+I" for _ in ids]
+        rows = pa.table({"id": ids, "name": [f"n{i}-{commit_no}" for i in ids],
+                         "score": [rng.random() for _ in ids], "rk": kinds}, schema=schema)
+        builder = table.new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        write.write_arrow(rows)
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
+    return TableSpecLike("db.pk_row")
+
+
+@dataclass(frozen=True)
+class TableSpecLike:
+    name: str
+
+
 BUILDERS = {
+    "deduplicate-row": build_pk_row_format,
     "deduplicate-parquet": build_pk_deduplicate,
     "deduplicate-orc": build_pk_deduplicate_orc,
     "partial-update-avro": build_pk_partial_update,
@@ -76,7 +115,10 @@ def test_compaction_keeps_what_pypaimon_reads(name: str, pristine: dict[str, tup
         assert all(f.meta.delete_row_count == 0 for f in bucket.files)
     # Batch readers that skip level 0 now see everything; pypaimon-rust agrees.
     assert read_rows(warehouse, spec.name).equals(content)
-    rust = read_rows_rust(warehouse, spec.name)
+    # pypaimon-rust 0.4.0 misreads .row primary-key files it can read without merging (its
+    # raw path decodes rows with only the value columns: a pypaimon-written one-commit .row
+    # table reads back names '', '\x00', ...), so it is no oracle for the .row table.
+    rust = None if name.endswith("-row") else read_rows_rust(warehouse, spec.name)
     if rust is not None:
         assert rust.equals(content)
     # Every earlier snapshot reads exactly as before.
