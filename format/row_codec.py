@@ -141,32 +141,37 @@ def decode_row(data: bytes, row_type: RowType) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def _row_functions(fields: list[FieldCodec], names: list[str]) -> tuple[
-        Callable[[bytearray, Sequence[Any]], None], Callable[[bytes, int], tuple[list[Any], int]]]:
-    """Encoder and decoder of a row; rows without NULLs take runs of plain fields in one
-    struct call."""
-    arity, header_size = len(fields), (len(fields) + 7) // 8
-    zero_header, mask = bytes(header_size), (1 << arity) - 1
-    encoders, decoders = [f.encode for f in fields], [f.decode for f in fields]
-    # For rows without NULLs: a run of plain fields is one struct call, each other field one
-    # closure call. Encode steps are (first field, stop or 0, pack or encoder), decode steps
-    # (unpack_from or None, size, decoder).
+def _steps(fields: list[FieldCodec]) -> tuple[list[tuple[int, int, Any]],
+                                              list[tuple[Any, int, Decoder]]]:
+    """How rows without NULLs are encoded and decoded: a run of plain fields is one struct
+    call, each other field one closure call. Encode steps are ``(first field, stop or 0, pack
+    or encoder)``, decode steps ``(unpack_from or None, size, decoder)``."""
     encode_steps: list[tuple[int, int, Any]] = []
     decode_steps: list[tuple[Any, int, Decoder]] = []
     start = 0
-    while start < arity:
+    while start < len(fields):
         stop = start
-        while stop < arity and fields[stop].code:
+        while stop < len(fields) and fields[stop].code:
             stop += 1
         if stop > start:
             packer = struct.Struct("<" + "".join(f.code for f in fields[start:stop]))
             encode_steps.append((start, stop, packer.pack))
-            decode_steps.append((packer.unpack_from, packer.size, decoders[start]))
+            decode_steps.append((packer.unpack_from, packer.size, fields[start].decode))
             start = stop
         else:
-            encode_steps.append((start, 0, encoders[start]))
-            decode_steps.append((None, 0, decoders[start]))
+            encode_steps.append((start, 0, fields[start].encode))
+            decode_steps.append((None, 0, fields[start].decode))
             start += 1
+    return encode_steps, decode_steps
+
+
+def _row_functions(fields: list[FieldCodec], names: list[str]) -> tuple[
+        Callable[[bytearray, Sequence[Any]], None], Callable[[bytes, int], tuple[list[Any], int]]]:
+    """Encoder and decoder of a row (a Mapping is taken by field name)."""
+    arity, header_size = len(fields), (len(fields) + 7) // 8
+    zero_header, mask = bytes(header_size), (1 << arity) - 1
+    encoders, decoders = [f.encode for f in fields], [f.decode for f in fields]
+    encode_steps, decode_steps = _steps(fields)
     one_byte_header = header_size == 1
 
     def encode(out: bytearray, values: Any) -> None:

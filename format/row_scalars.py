@@ -95,7 +95,6 @@ def decode_varint(data: bytes, pos: int) -> tuple[int, int]:
     return result, pos
 
 
-
 def write_varint(out: bytearray, value: int) -> None:
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
@@ -115,7 +114,6 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
     if third < 0x80:
         return first & 0x7F | (second & 0x7F) << 7 | third << 14, pos + 3
     return decode_varint(data, pos)
-
 
 
 # ---------------------------------------------------------------- values
@@ -164,7 +162,8 @@ def _read_str(data: bytes, pos: int) -> tuple[str, int]:
 
 
 def _decimal_field(precision: int, scale: int) -> FieldCodec:
-    """Python values are ``Decimal`` in both dialects, with exactly ``scale`` digits."""
+    """``Decimal`` values with exactly ``scale`` digits (the Arrow dialect uses this codec only
+    above precision 18)."""
     bound, exponent = 10 ** precision, f"E-{scale}"
 
     def unscaled_of(value: Any) -> int:
