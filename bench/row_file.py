@@ -130,8 +130,8 @@ def main(rows: int) -> None:
             row_p50, row_p99 = latencies_us(reader.read_row, row_numbers)
             print(f"\npoint lookups ({LOOKUPS} random rows; {reader.block_count} blocks, "
                   f"{reader.blocks_decompressed} decompressed)")
-            print(f"{'format':42} {'p50 us':>10} {'p99 us':>10} {'p50 ratio':>10} {'p99 ratio':>10}")
-            print(f"{'.row':42} {row_p50:10.1f} {row_p99:10.1f}")
+            print(f"{'format':52} {'p50 us':>10} {'p99 us':>10} {'p50 ratio':>10} {'p99 ratio':>10}")
+            print(f"{'.row':52} {row_p50:10.1f} {row_p99:10.1f}")
             for name in variants:
                 path = os.path.join(directory, name.replace(" ", "_") + ".parquet")
                 lookup = parquet_lookup(path)
@@ -139,7 +139,7 @@ def main(rows: int) -> None:
                 groups = pq.ParquetFile(path).metadata.num_row_groups
                 sample = row_numbers[:LOOKUPS_WHOLE_FILE_GROUP] if groups == 1 else row_numbers
                 p50, p99 = latencies_us(lookup, sample)
-                print(f"{name + f' [{len(sample)} rows]':42} {p50:10.1f} {p99:10.1f} "
+                print(f"{name + f' [{len(sample)} rows]':52} {p50:10.1f} {p99:10.1f} "
                       f"{p50 / row_p50:10.1f} {p99 / row_p99:10.1f}")
 
             print(f"\nfull scan to Arrow\n{'format':42} {'s':>8} {'rows/s':>12}")
