@@ -1,0 +1,246 @@
+"""The daemon's settings: a TOML (or YAML) file overridden by ``PAIMOND_*`` environment
+variables, validated into frozen dataclasses. Nothing is read at import time.
+
+Every key can be overridden as ``PAIMOND_<SECTION>_<KEY>`` (``PAIMOND_HTTP_PORT=9200``,
+``PAIMOND_JOBS_COMPACT_INTERVAL_S=30``); ``PAIMOND_WAREHOUSE`` adds a warehouse URI.
+Credentials never live in the file: the trigger token comes from ``PAIMOND_TRIGGER_TOKEN`` or
+``http.trigger_token_file``, S3 credentials from the usual AWS variables or files.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from paimond.errors import ConfigError
+
+JOB_NAMES = ("compact", "expire", "merge_manifests", "remove_orphans")
+_JOB_DEFAULTS: dict[str, tuple[bool, float]] = {
+    "compact": (True, 60.0), "expire": (True, 300.0), "merge_manifests": (True, 600.0),
+    "remove_orphans": (False, 86400.0),
+}
+_SECRET_KEYS = {"key", "secret", "token", "access_key_id", "secret_access_key", "session_token",
+                "password"}
+
+
+@dataclass(frozen=True, slots=True)
+class WarehouseSettings:
+    uri: str
+    storage_options: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        shown = {k: ("***" if k in _SECRET_KEYS else v) for k, v in self.storage_options.items()}
+        return f"WarehouseSettings(uri={self.uri!r}, storage_options={shown!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    enabled: bool
+    interval_s: float
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    warehouses: tuple[WarehouseSettings, ...]
+    include: tuple[str, ...] = ("*.*",)
+    exclude: tuple[str, ...] = ()
+    jobs: Mapping[str, JobSettings] = field(default_factory=dict)
+    concurrency: int = 2
+    memory_budget_mb: int = 1024
+    executor: str = "local"
+    http_host: str = "127.0.0.1"
+    http_port: int = 9181
+    trigger_token: str | None = field(default=None, repr=False)
+    log_format: str = "auto"
+    log_level: str = "info"
+    lease_ttl_s: float = 120.0
+    grace_s: float = 30.0
+    check_interval_s: float = 10.0
+    discovery_interval_s: float = 60.0
+    backoff_base_s: float = 30.0
+    backoff_max_s: float = 3600.0
+    quarantine_after: int = 5
+
+    def wants(self, table_name: str) -> bool:
+        """Whether ``db.table`` is maintained (include patterns, minus exclude patterns)."""
+        return (any(fnmatch.fnmatchcase(table_name, p) for p in self.include)
+                and not any(fnmatch.fnmatchcase(table_name, p) for p in self.exclude))
+
+    def job(self, name: str) -> JobSettings:
+        return self.jobs.get(name) or JobSettings(*_JOB_DEFAULTS[name])
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(str(path), f"cannot read the config file: {error.strerror}") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise ConfigError(str(path), "YAML config needs PyYAML; use TOML") from None
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as error:
+            raise ConfigError(str(path), f"invalid YAML: {error}") from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(str(path), f"invalid TOML: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "the config file must hold a table of settings")
+    return data
+
+
+def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """``PAIMOND_<SECTION>_<KEY>`` (and ``PAIMOND_JOBS_<JOB>_<KEY>``) override file values."""
+    sections = ("tables", "limits", "http", "log", "lease", "shutdown", "daemon")
+    for name, value in env.items():
+        if not name.startswith("PAIMOND_"):
+            continue
+        rest = name[len("PAIMOND_"):].lower()
+        if rest == "warehouse":
+            data.setdefault("warehouses", []).append({"uri": value})
+        elif rest.startswith("jobs_"):
+            for job in JOB_NAMES:
+                if rest.startswith(f"jobs_{job}_"):
+                    data.setdefault("jobs", {}).setdefault(job, {})[rest[len(f"jobs_{job}_"):]] = value
+        else:
+            for section in sections:
+                if rest.startswith(section + "_"):
+                    data.setdefault(section, {})[rest[len(section) + 1:]] = value
+
+
+def _number(raw: Any, key: str, kind: type, minimum: float) -> Any:
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(key, f"expected a {kind.__name__}, got {raw!r}") from None
+    if isinstance(raw, bool) or value < minimum:
+        raise ConfigError(key, f"must be a {kind.__name__} >= {minimum}, got {raw!r}")
+    return value
+
+
+def _flag(raw: Any, key: str) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return raw.lower() in ("true", "1", "yes")
+    raise ConfigError(key, f"expected true or false, got {raw!r}")
+
+
+def _choice(raw: Any, key: str, choices: tuple[str, ...]) -> str:
+    value = str(raw).lower()
+    if value not in choices:
+        raise ConfigError(key, f"must be one of {', '.join(choices)}, got {raw!r}")
+    return value
+
+
+def _patterns(raw: Any, key: str) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        raw = [p.strip() for p in raw.split(",") if p.strip()]
+    if not isinstance(raw, list) or not all(isinstance(p, str) for p in raw):
+        raise ConfigError(key, "expected a list of db.table patterns")
+    return tuple(raw)
+
+
+def _warehouses(raw: Any) -> tuple[WarehouseSettings, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError("warehouses", "at least one warehouse is needed "
+                                        "([[warehouses]] uri = ... or PAIMOND_WAREHOUSE)")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("uri"), str) or not item["uri"]:
+            raise ConfigError(f"warehouses[{i}].uri", "a warehouse needs a uri")
+        options = item.get("storage_options", {})
+        if not isinstance(options, dict):
+            raise ConfigError(f"warehouses[{i}].storage_options", "expected a table of options")
+        secrets = sorted(set(options) & _SECRET_KEYS)
+        if secrets:
+            raise ConfigError(f"warehouses[{i}].storage_options.{secrets[0]}",
+                              "credentials do not belong in the config file; use the "
+                              "environment (AWS_ACCESS_KEY_ID, ...) or credential files")
+        out.append(WarehouseSettings(item["uri"], {str(k): str(v) for k, v in options.items()}))
+    return tuple(out)
+
+
+def _jobs(raw: Any) -> dict[str, JobSettings]:
+    if not isinstance(raw, dict):
+        raise ConfigError("jobs", "expected a table of jobs")
+    unknown = sorted(set(raw) - set(JOB_NAMES))
+    if unknown:
+        raise ConfigError(f"jobs.{unknown[0]}", f"unknown job; jobs are {', '.join(JOB_NAMES)}")
+    jobs = {}
+    for name in JOB_NAMES:
+        section = dict(raw.get(name, {}))
+        enabled, interval = _JOB_DEFAULTS[name]
+        enabled = _flag(section.pop("enabled", enabled), f"jobs.{name}.enabled")
+        interval = _number(section.pop("interval_s", interval), f"jobs.{name}.interval_s", float, 1)
+        jobs[name] = JobSettings(enabled, interval, section)
+    return jobs
+
+
+def _token(http: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    if env.get("PAIMOND_TRIGGER_TOKEN"):
+        return env["PAIMOND_TRIGGER_TOKEN"]
+    path = http.get("trigger_token_file")
+    if not path:
+        return None
+    try:
+        token = Path(str(path)).read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise ConfigError("http.trigger_token_file", f"cannot read {path}: {error.strerror}") from None
+    if not token:
+        raise ConfigError("http.trigger_token_file", f"{path} is empty")
+    return token
+
+
+def load_settings(path: str | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Settings from ``path`` (TOML, or YAML by extension) and ``env`` (default os.environ).
+
+    Raises ConfigError naming the offending key."""
+    env = os.environ if env is None else env
+    data = _read_file(Path(path)) if path else {}
+    _apply_env(data, env)
+    known = {"warehouses", "tables", "jobs", "limits", "executor", "http", "log", "lease",
+             "shutdown", "daemon"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(unknown[0], f"unknown section; known: {', '.join(sorted(known))}")
+    tables, limits, http = data.get("tables", {}), data.get("limits", {}), data.get("http", {})
+    log, daemon = data.get("log", {}), data.get("daemon", {})
+    return Settings(
+        warehouses=_warehouses(data.get("warehouses")),
+        include=_patterns(tables.get("include", ["*.*"]), "tables.include"),
+        exclude=_patterns(tables.get("exclude", []), "tables.exclude"),
+        jobs=_jobs(data.get("jobs", {})),
+        concurrency=_number(limits.get("concurrency", 2), "limits.concurrency", int, 1),
+        memory_budget_mb=_number(limits.get("memory_budget_mb", 1024), "limits.memory_budget_mb",
+                                 int, 64),
+        executor=_choice(data.get("executor", "local"), "executor", ("local", "spark")),
+        http_host=str(http.get("host", "127.0.0.1")),
+        http_port=_number(http.get("port", 9181), "http.port", int, 0),
+        trigger_token=_token(http, env),
+        log_format=_choice(log.get("format", "auto"), "log.format", ("auto", "json", "console")),
+        log_level=_choice(log.get("level", "info"), "log.level",
+                          ("debug", "info", "warning", "error")),
+        lease_ttl_s=_number(data.get("lease", {}).get("ttl_s", 120), "lease.ttl_s", float, 5),
+        grace_s=_number(data.get("shutdown", {}).get("grace_s", 30), "shutdown.grace_s", float, 0),
+        check_interval_s=_number(daemon.get("check_interval_s", 10), "daemon.check_interval_s",
+                                 float, 0.1),
+        discovery_interval_s=_number(daemon.get("discovery_interval_s", 60),
+                                     "daemon.discovery_interval_s", float, 0.1),
+        backoff_base_s=_number(daemon.get("backoff_base_s", 30), "daemon.backoff_base_s", float, 0),
+        backoff_max_s=_number(daemon.get("backoff_max_s", 3600), "daemon.backoff_max_s", float, 0),
+        quarantine_after=_number(daemon.get("quarantine_after", 5), "daemon.quarantine_after",
+                                 int, 1),
+    )
