@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from paimond import __version__
+from paimond.daemon import cli_daemon
 from paimond.daemon.report import render_json, render_text
 from paimond.errors import PaimondError
 from paimond.lsm.task import CompactTask
@@ -127,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="bucket tasks at once (default: CPU count)")
     _add_storage_option(compact)
     compact.set_defaults(run=_compact)
+
+    cli_daemon.register(commands)
     return parser
 
 

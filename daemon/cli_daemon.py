@@ -1,0 +1,127 @@
+"""The daemon's commands: ``run``, ``run-once`` and ``trigger``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import urllib.error
+import urllib.request
+from typing import Any
+
+from prometheus_client import CollectorRegistry, write_to_textfile
+
+from paimond.config.settings import Settings, load_settings
+from paimond.daemon.http import HttpServer, run_to_json
+from paimond.daemon.logging import configure_logging, get_logger
+from paimond.daemon.metrics import Metrics
+from paimond.daemon.scheduler import start_scheduler
+from paimond.daemon.service import Service
+from paimond.errors import ConfigError
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+log = get_logger(__name__)
+
+
+def _settings(args: argparse.Namespace) -> Settings | None:
+    try:
+        return load_settings(args.config)
+    except ConfigError as error:
+        print(f"paimond: bad configuration: {error}", file=sys.stderr)
+        return None
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if settings is None:
+        return EXIT_CONFIG
+    configure_logging(settings.log_format, settings.log_level)
+    registry = CollectorRegistry()
+    service = Service(settings, Metrics(registry))
+    http = HttpServer(service, registry, settings.http_host, settings.http_port,
+                      settings.trigger_token)
+    http.start()
+    host, port = http.address
+    log.info("daemon_started", metrics_url=f"http://{host}:{port}/metrics",
+             warehouses=[w.uri for w in settings.warehouses], owner=service.owner)
+    print(f"paimond: serving http://{host}:{port}/metrics", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())  # a signal only sets a flag
+    scheduler = start_scheduler(service, settings.check_interval_s)
+    stop.wait()
+    log.info("daemon_stopping", grace_s=settings.grace_s)
+    scheduler.shutdown(wait=False)
+    clean = service.stop(settings.grace_s)
+    http.stop()
+    log.info("daemon_stopped", clean=clean)
+    return EXIT_OK if clean else EXIT_FAILED
+
+
+def _run_once(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if settings is None:
+        return EXIT_CONFIG
+    configure_logging(settings.log_format, settings.log_level)
+    registry = CollectorRegistry()
+    service = Service(settings, Metrics(registry))
+    runs = service.run_once()
+    service.stop(0)
+    for run in runs:
+        print(json.dumps(run_to_json(run)))
+    if args.textfile:
+        write_to_textfile(args.textfile, registry)
+    return EXIT_FAILED if any(r.error for r in runs) else EXIT_OK
+
+
+def _trigger(args: argparse.Namespace) -> int:
+    token = os.environ.get("PAIMOND_TRIGGER_TOKEN")
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+    if not token:
+        print("paimond: a trigger token is needed (--token-file or PAIMOND_TRIGGER_TOKEN)",
+              file=sys.stderr)
+        return EXIT_CONFIG
+    body = json.dumps({"table": args.table, "wait": args.wait}).encode()
+    request = urllib.request.Request(f"{args.url.rstrip('/')}/trigger", data=body, method="POST",
+                                     headers={"Authorization": f"Bearer {token}",
+                                              "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=args.timeout_s) as response:
+            reply: Any = json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        print(f"paimond: trigger refused ({error.code}): {error.read().decode(errors='replace')}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    except urllib.error.URLError as error:
+        print(f"paimond: cannot reach {args.url}: {error.reason}", file=sys.stderr)
+        return EXIT_FAILED
+    print(json.dumps(reply))
+    return EXIT_FAILED if reply.get("error") else EXIT_OK
+
+
+def register(commands: Any) -> None:
+    """Add the daemon commands to the ``paimond`` parser's subcommands."""
+    run = commands.add_parser("run", help="run the maintenance daemon",
+                              description="Watch the configured warehouses and keep their tables "
+                                          "healthy. SIGTERM/SIGINT stop it gracefully.")
+    run.add_argument("--config", help="TOML or YAML settings file (PAIMOND_* env overrides)")
+    run.set_defaults(run=_run)
+
+    once = commands.add_parser("run-once", help="one full maintenance pass over every table")
+    once.add_argument("--config", help="TOML or YAML settings file (PAIMOND_* env overrides)")
+    once.add_argument("--textfile", help="write the metrics to this Prometheus textfile")
+    once.set_defaults(run=_run_once)
+
+    trigger = commands.add_parser("trigger", help="ask a running daemon to maintain a table now")
+    trigger.add_argument("url", help="the daemon's HTTP address, e.g. http://paimond:9181")
+    trigger.add_argument("--table", metavar="DB.TABLE", required=True)
+    trigger.add_argument("--wait", action="store_true", help="return when the jobs finished")
+    trigger.add_argument("--token-file", help="file holding the bearer token (or set "
+                                              "PAIMOND_TRIGGER_TOKEN; never on the command line)")
+    trigger.add_argument("--timeout-s", type=float, default=3600.0)
+    trigger.set_defaults(run=_trigger)

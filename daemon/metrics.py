@@ -1,0 +1,94 @@
+"""Every metric paimond exports, on a registry passed in (prometheus-client).
+
+Names: ``paimond_`` prefix, base units, ``_total`` counters. Labels are bounded: ``job``,
+``outcome``, ``table`` (only tables the config selects); never partition, bucket or file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+OUTCOMES = ("success", "failure", "conflict", "skipped")
+_DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+
+
+@dataclass
+class Metrics:
+    registry: CollectorRegistry
+    clock: Callable[[], float] = time.time
+    _last_success: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.up = Gauge("paimond_up", "1 while the daemon runs", registry=r)
+        self.up.set(1)
+        self.jobs_started = Counter("paimond_jobs_started", "Jobs started",
+                                    ["job", "table"], registry=r)
+        self.jobs_finished = Counter("paimond_jobs_finished", "Jobs finished, by outcome",
+                                     ["job", "table", "outcome"], registry=r)
+        self.job_duration = Histogram("paimond_job_duration_seconds", "Job duration",
+                                      ["job", "table"], buckets=_DURATION_BUCKETS, registry=r)
+        self.read_bytes = Counter("paimond_read_bytes", "Bytes read by jobs", ["job", "table"],
+                                  registry=r)
+        self.written_bytes = Counter("paimond_written_bytes", "Bytes written by jobs",
+                                     ["job", "table"], registry=r)
+        self.read_rows = Counter("paimond_read_rows", "Rows read by jobs", ["job", "table"],
+                                 registry=r)
+        self.written_rows = Counter("paimond_written_rows", "Rows written by jobs",
+                                    ["job", "table"], registry=r)
+        self.commit_conflicts = Counter("paimond_commit_conflicts", "Commits that conflicted",
+                                        ["table"], registry=r)
+        self.commit_retries = Counter("paimond_commit_retries", "Job attempts re-planned",
+                                      ["table"], registry=r)
+        self.quarantined_tables = Gauge("paimond_quarantined_tables", "Tables in quarantine",
+                                        registry=r)
+        self.table_quarantined = Gauge("paimond_table_quarantined", "1 if quarantined",
+                                       ["table"], registry=r)
+        gauges = {
+            "level0_files": "Level-0 files of the table",
+            "max_sorted_runs": "Most sorted runs in any bucket",
+            "compaction_trigger": "num-sorted-run.compaction-trigger",
+            "stop_trigger": "num-sorted-run.stop-trigger",
+            "compaction_debt_bytes": "Bytes in buckets past the compaction trigger",
+            "snapshots": "Snapshots retained",
+            "manifest_files": "Manifest files of the latest snapshot",
+            "dv_cardinality": "Rows deleted by deletion vectors",
+        }
+        self.table_gauges = {name: Gauge(f"paimond_table_{name}", help_text, ["table"], registry=r)
+                             for name, help_text in gauges.items()}
+        since = Gauge("paimond_seconds_since_last_success", "Seconds since the last successful "
+                      "run of a job on a table", ["job", "table"], registry=r)
+        self._since = since
+
+    def job_started(self, job: str, table: str) -> None:
+        self.jobs_started.labels(job, table).inc()
+        if (job, table) not in self._last_success:
+            self._last_success[(job, table)] = self.clock()
+            self._since.labels(job, table).set_function(
+                lambda: self.clock() - self._last_success[(job, table)])
+
+    def job_finished(self, job: str, table: str, outcome: str, duration_s: float) -> None:
+        self.jobs_finished.labels(job, table, outcome).inc()
+        self.job_duration.labels(job, table).observe(duration_s)
+        if outcome == "success":
+            self._last_success[(job, table)] = self.clock()
+
+    def io(self, job: str, table: str, *, read_bytes: int = 0, written_bytes: int = 0,
+           read_rows: int = 0, written_rows: int = 0) -> None:
+        self.read_bytes.labels(job, table).inc(read_bytes)
+        self.written_bytes.labels(job, table).inc(written_bytes)
+        self.read_rows.labels(job, table).inc(read_rows)
+        self.written_rows.labels(job, table).inc(written_rows)
+
+    def set_table(self, table: str, **values: float) -> None:
+        for name, value in values.items():
+            self.table_gauges[name].labels(table).set(value)
+
+    def set_quarantine(self, quarantined: set[str], known: set[str]) -> None:
+        self.quarantined_tables.set(len(quarantined))
+        for table in known:
+            self.table_quarantined.labels(table).set(1 if table in quarantined else 0)

@@ -1,0 +1,185 @@
+"""The daemon service in-process: jobs run and metrics move, leases exclude replicas,
+failing tables back off into quarantine, triggers need the token."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from pypaimon_oracle import read_rows
+from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
+
+from paimond.config.settings import load_settings
+from paimond.daemon import jobs as daemon_jobs
+from paimond.daemon.http import HttpServer
+from paimond.daemon.lease import Leases
+from paimond.daemon.metrics import Metrics
+from paimond.daemon.service import Service
+from paimond.table.storage import open_storage
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
+    warehouse = tmp_path_factory.mktemp("daemon") / "wh"
+    return warehouse, [build_pk_deduplicate(str(warehouse)), build_pk_aggregation(str(warehouse))]
+
+
+@pytest.fixture
+def warehouse(pristine: tuple[Path, list[Any]], tmp_path: Path) -> tuple[str, list[Any]]:
+    shutil.copytree(pristine[0], tmp_path / "wh")
+    return str(tmp_path / "wh"), pristine[1]
+
+
+def _service(warehouse: str, **env: str) -> tuple[Service, CollectorRegistry]:
+    settings = load_settings(None, env={
+        "PAIMOND_WAREHOUSE": warehouse, "PAIMOND_JOBS_EXPIRE_ENABLED": "false",
+        "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false", "PAIMOND_DAEMON_BACKOFF_BASE_S": "0",
+        **env})
+    registry = CollectorRegistry()
+    return Service(settings, Metrics(registry)), registry
+
+
+def _metric(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
+    value = registry.get_sample_value(name, labels)
+    return value
+
+
+def test_tick_compacts_every_table_and_sets_gauges(warehouse: tuple[str, list[Any]]) -> None:
+    path, specs = warehouse
+    before = {s.name: read_rows(path, s.name, include_level0=True) for s in specs}
+    service, registry = _service(path)
+    runs = [f.result() for f in service.tick()]
+    assert sorted(r.table for r in runs) == sorted(s.name for s in specs)
+    assert all(r.error is None and r.reports["compact"].outcome == "success" for r in runs)
+    for spec in specs:
+        assert read_rows(path, spec.name, include_level0=True).equals(before[spec.name])
+        assert _metric(registry, "paimond_jobs_finished_total", job="compact", table=spec.name,
+                       outcome="success") == 1
+        assert (_metric(registry, "paimond_written_rows_total", job="compact", table=spec.name)
+                or 0) > 0
+        assert _metric(registry, "paimond_table_max_sorted_runs", table=spec.name) is not None
+    # Nothing new: the next tick finds nothing due.
+    assert service.tick() == []
+    text = generate_latest(registry).decode()
+    assert "paimond_seconds_since_last_success" in text and "paimond_up 1.0" in text
+
+
+def test_leases_exclude_a_second_replica(warehouse: tuple[str, list[Any]]) -> None:
+    path, specs = warehouse
+    now = [1000.0]
+    storage = open_storage(path)
+    a = Leases(storage, path, "a", ttl_s=60, clock=lambda: now[0])
+    b = Leases(storage, path, "b", ttl_s=60, clock=lambda: now[0])
+    assert a.acquire("db.t") and not b.acquire("db.t")
+    assert a.renew("db.t") and not b.renew("db.t")
+    now[0] += 61  # a died: its lease expires
+    assert b.acquire("db.t") and not a.renew("db.t")
+    b.release("db.t")
+    assert a.acquire("db.t")
+    racers = [Leases(storage, path, f"r{i}", 60, lambda: now[0] + 1000) for i in range(8)]
+    wins = []
+    threads = [threading.Thread(target=lambda r=r: wins.append(r.acquire("db.race"))) for r in racers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wins.count(True) == 1
+
+
+def test_two_replicas_never_work_on_one_table_at_once(warehouse: tuple[str, list[Any]],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    path, specs = warehouse
+    active: dict[str, int] = {}
+    overlaps, runs = [], []
+    lock = threading.Lock()
+    original = daemon_jobs.JOBS["compact"]
+
+    def counting(ctx: Any) -> Any:
+        name = ctx.table.name
+        with lock:
+            active[name] = active.get(name, 0) + 1
+            if active[name] > 1:
+                overlaps.append(name)
+            runs.append(name)
+        try:
+            time.sleep(0.2)
+            return original(ctx)
+        finally:
+            with lock:
+                active[name] -= 1
+
+    monkeypatch.setitem(daemon_jobs.JOBS, "compact", counting)
+    first, _ = _service(path)
+    second, _ = _service(path)
+    futures = first.tick() + second.tick()
+    results = [f.result() for f in futures]
+    assert overlaps == []
+    assert set(runs) == {s.name for s in specs}, "every table is still maintained"
+    skipped = [r for r in results if r.reports.get("compact") and
+               r.reports["compact"].outcome == "skipped"]
+    assert len(runs) + len(skipped) == len(results)
+
+
+def test_unreadable_table_is_quarantined_and_others_keep_going(
+        warehouse: tuple[str, list[Any]]) -> None:
+    path, specs = warehouse
+    victim = specs[0].name
+    manifest_dir = Path(path) / "db.db" / victim.split(".")[1] / "manifest"
+    for manifest in manifest_dir.glob("manifest-[!l]*"):
+        manifest.write_bytes(b"garbage")
+    service, registry = _service(path, PAIMOND_DAEMON_QUARANTINE_AFTER="2",
+                                 PAIMOND_JOBS_COMPACT_INTERVAL_S="1")
+    healthy = specs[1].name
+    for _ in range(3):
+        for future in service.tick():
+            future.result()
+        service.tables[victim].next_attempt_at = 0  # skip the wait, keep the count
+        service.tables[victim].last_snapshot_id = service.tables[victim].table.snapshots.latest_id()
+    status = service.status()
+    assert status[victim]["quarantined"] and "CorruptFileError" in str(status[victim]["error"])
+    assert not status[healthy]["quarantined"]
+    assert _metric(registry, "paimond_table_quarantined", table=victim) == 1
+    assert _metric(registry, "paimond_quarantined_tables") == 1
+    assert _metric(registry, "paimond_jobs_finished_total", job="compact", table=healthy,
+                   outcome="success") == 1
+    assert all(f.result().table != victim for f in service.tick()), "quarantined: left alone"
+
+
+def test_trigger_needs_the_token(warehouse: tuple[str, list[Any]]) -> None:
+    path, specs = warehouse
+    service, registry = _service(path, PAIMOND_TRIGGER_TOKEN="letmein")
+    service.discover()
+    server = HttpServer(service, registry, "127.0.0.1", 0, "letmein")
+    server.start()
+    host, port = server.address
+    url = f"http://{host}:{port}"
+    try:
+        body = json.dumps({"table": specs[0].name, "wait": True}).encode()
+        for headers in ({}, {"Authorization": "Bearer nope"}):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(urllib.request.Request(
+                    f"{url}/trigger", data=body, method="POST", headers=headers), timeout=30)
+            assert refused.value.code == 401
+        assert _metric(registry, "paimond_jobs_started_total", job="compact",
+                       table=specs[0].name) is None, "a refused trigger runs nothing"
+        ok = urllib.request.urlopen(urllib.request.Request(
+            f"{url}/trigger", data=body, method="POST",
+            headers={"Authorization": "Bearer letmein"}), timeout=60)
+        reply = json.loads(ok.read())
+        assert reply["table"] == specs[0].name and reply["jobs"]["compact"]["outcome"] == "success"
+        for path_, code in (("/healthz", 200), ("/readyz", 200), ("/metrics", 200), ("/x", 404)):
+            try:
+                assert urllib.request.urlopen(f"{url}{path_}", timeout=10).status == code
+            except urllib.error.HTTPError as error:
+                assert error.code == code
+    finally:
+        server.stop()
+        service.stop(5)
