@@ -1,0 +1,163 @@
+"""`paimond run` as a real process while pypaimon keeps committing (local and S3)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pypaimon_oracle import read_rows
+from pypaimon_tables import catalog_for
+from s3_endpoint import S3Endpoint
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+DEADLINE_S = 90
+
+
+def _create(warehouse: str, names: list[str], options: dict[str, str] | None) -> None:
+    from pypaimon import Schema
+
+    catalog = catalog_for(warehouse, options)
+    catalog.create_database("db", True)
+    for name in names:
+        catalog.create_table(name, Schema.from_pyarrow_schema(
+            SCHEMA, primary_keys=["id"],
+            options={"bucket": "1", "num-sorted-run.compaction-trigger": "3"}), False)
+
+
+def _commit(warehouse: str, name: str, start: int, options: dict[str, str] | None) -> None:
+    table = catalog_for(warehouse, options).get_table(name)
+    builder = table.new_batch_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    ids = list(range(start, start + 20))
+    write.write_arrow(pa.table({"id": ids, "v": [f"v{start}-{i}" for i in ids]}, schema=SCHEMA))
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+
+
+def _scrape(url: str) -> dict[str, float]:
+    text = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            out[key] = float(value)
+    return out
+
+
+def _start(config: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen([sys.executable, "-m", "paimond.daemon.cli", "run", "--config",
+                                str(config)], env=env, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    started = time.monotonic()
+    while time.monotonic() - started < 60:
+        line = process.stderr.readline()
+        match = re.search(r"serving (http://\S+)/metrics", line)
+        if match:
+            threading.Thread(target=process.stderr.read, daemon=True).start()  # drain logs
+            return process, match.group(1)
+        if process.poll() is not None:
+            break
+    process.kill()
+    raise AssertionError("the daemon did not start")
+
+
+def _maintain_while_writing(tmp_path: Path, warehouse: str, options: dict[str, str] | None,
+                            storage_options: str) -> None:
+    names = ["db.busy", "db.quiet"]
+    _create(warehouse, names, options)
+    for i in range(4):
+        _commit(warehouse, "db.quiet", i * 10, options)
+    config = tmp_path / "paimond.toml"
+    config.write_text(f"""
+[[warehouses]]
+uri = "{warehouse}"
+storage_options = {{ {storage_options} }}
+[jobs.compact]
+interval_s = 1
+[jobs.expire]
+interval_s = 1
+retain_max = 3
+retain_min = 1
+older_than = "1 ms"
+[daemon]
+check_interval_s = 0.3
+discovery_interval_s = 1
+[http]
+port = 0
+[shutdown]
+grace_s = 20
+[log]
+format = "json"
+""")
+    env = {**os.environ, "PAIMOND_TRIGGER_TOKEN": "e2e-token"}
+    process, url = _start(config, env)
+    try:
+        for i in range(8):  # an ingestion job keeps committing while the daemon works
+            _commit(warehouse, "db.busy", i * 7, options)
+            expected = read_rows(warehouse, "db.busy", catalog_options=options,
+                                 include_level0=True)
+            assert read_rows(warehouse, "db.busy", catalog_options=options,
+                             include_level0=True).equals(expected)
+        deadline = time.monotonic() + DEADLINE_S
+        metrics: dict[str, float] = {}
+        while time.monotonic() < deadline:
+            metrics = _scrape(url)
+            runs = [metrics.get(f'paimond_table_max_sorted_runs{{table="{n}"}}') for n in names]
+            if all(r is not None and r <= 3 for r in runs):
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"sorted runs stayed above the trigger: {metrics}")
+        finished = {k: v for k, v in metrics.items() if "jobs_finished" in k}
+        for name in names:
+            assert finished.get(f'paimond_jobs_finished_total{{job="compact",outcome="success",'
+                                f'table="{name}"}}', 0) >= 1, finished
+            assert f'paimond_table_level0_files{{table="{name}"}}' in metrics
+        final = read_rows(warehouse, "db.busy", catalog_options=options, include_level0=True)
+        assert final.num_rows == 7 * 7 + 20 and read_rows(
+            warehouse, "db.busy", catalog_options=options).equals(final)
+        reply = subprocess.run([sys.executable, "-m", "paimond.daemon.cli", "trigger", url,
+                                "--table", "db.quiet", "--wait"], env=env, capture_output=True,
+                               text=True, timeout=120)
+        assert reply.returncode == 0, reply.stderr
+        assert '"compact": {"outcome": "success"' in reply.stdout
+        refused = subprocess.run([sys.executable, "-m", "paimond.daemon.cli", "trigger", url,
+                                  "--table", "db.quiet"], capture_output=True, text=True,
+                                 env={**os.environ, "PAIMOND_TRIGGER_TOKEN": "wrong"}, timeout=60)
+        assert refused.returncode == 1 and "401" in refused.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert code == 0, "SIGTERM: a clean exit within the grace period"
+    assert read_rows(warehouse, "db.busy", catalog_options=options,
+                     include_level0=True).num_rows == 7 * 7 + 20
+
+
+def test_daemon_maintains_a_local_warehouse(tmp_path: Path) -> None:
+    _maintain_while_writing(tmp_path, str(tmp_path / "wh"), None, "")
+
+
+@pytest.mark.s3
+def test_daemon_maintains_an_s3_warehouse(tmp_path: Path, s3_endpoint: S3Endpoint) -> None:
+    bucket = s3_endpoint.make_bucket("daemon")
+    options: dict[str, Any] = {
+        "s3.endpoint": s3_endpoint.endpoint_url, "s3.access-key": s3_endpoint.storage_options["key"],
+        "s3.secret-key": s3_endpoint.storage_options["secret"], "s3.region": s3_endpoint.region,
+        "s3.path.style.access": "true"}
+    _maintain_while_writing(tmp_path, f"{bucket}/wh", options,
+                            f'endpoint_url = "{s3_endpoint.endpoint_url}"')
