@@ -4,10 +4,15 @@
 Each attempt re-reads the latest snapshot, checks that every file the change deletes is still
 live there (and, for primary-key tables, that levels >= 1 stay non-overlapping), writes the
 delta manifest (DELETE entries first, copied verbatim from the live ADD entries, then ADDs),
-a base list of the latest base + delta manifests, the index manifest if index files changed,
-and creates ``snapshot-<latest+1>`` exclusively. Losing the race retries with backoff; a
-conflict raises :class:`CommitConflictError` so the job re-plans. A snapshot is never
-overwritten and a concurrent writer's commit is never lost: it becomes part of our base.
+a base list of the latest base + delta manifests (merged as Java's ``ManifestFileMerger``
+does at every commit), the index manifest if index files changed, and creates
+``snapshot-<latest+1>`` exclusively. Losing the race retries with backoff; a conflict raises
+:class:`CommitConflictError` so the job re-plans. A snapshot is never overwritten and a
+concurrent writer's commit is never lost: it becomes part of our base.
+
+``compact_manifests`` is Java's ``compactManifestOnce`` through the same attempt loop: the
+latest base + delta manifests merged with forced settings become the base of a COMPACT
+snapshot with an empty delta, checked to describe exactly the latest snapshot's live files.
 """
 
 from __future__ import annotations
@@ -18,20 +23,34 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar, cast
 
 from paimond import __version__
 from paimond.errors import CommitConflictError, PaimondError
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.key_order import max_key_order, min_key_order
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
+from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, encode_snapshot
 from paimond.table.catalog import Table
 from paimond.table.manifest_files import ManifestWriter
-from paimond.table.scan import read_index_manifest, read_manifest_list, scan_snapshot
+from paimond.table.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
+from paimond.table.scan import (
+    merge_entries,
+    read_index_manifest,
+    read_manifest,
+    read_manifest_list,
+    scan_snapshot,
+)
 from paimond.table.snapshots import LATEST_HINT
 
 WRITER_VERSION = f"paimond-{__version__}"
+T = TypeVar("T")
+
+
+class ManifestsUnchanged:
+    """What ``compact_manifests`` found: merging would change nothing, so nothing was committed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,19 +90,35 @@ class Committer:
     sleep: Callable[[float], None] = time.sleep
     commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
     rng: random.Random = field(default_factory=random.Random)
+    merge_manifests: bool = True  # Java merges the base manifests at every commit
 
     def commit(self, changes: CommitChanges) -> Snapshot:
         """Commit ``changes`` as the next snapshot; returns it."""
         if changes.is_empty:
             raise ValueError("nothing to commit")
-        for attempt in range(self.retry.max_retries + 1):
-            snapshot = self._try_once(changes)
-            if snapshot is not None:
-                return snapshot
-            if attempt < self.retry.max_retries:
-                self.sleep(self.retry.wait_s(attempt, self.rng))
+        return self._retry(lambda: self._try_once(changes))
+
+    def compact_manifests(self) -> Snapshot | ManifestsUnchanged:
+        """Rewrite the latest snapshot's manifests (Java ``compact_manifest``) as a COMPACT
+        snapshot with an empty delta; ``ManifestsUnchanged`` if merging changes nothing."""
+        # mypy cannot solve T for a union; the attempt returns exactly this union or None.
+        return cast("Snapshot | ManifestsUnchanged", self._retry(self._try_compact_manifests_once))
+
+    def _retry(self, attempt: Callable[[], T | None]) -> T:
+        """Run ``attempt`` until it returns something other than None (a lost race)."""
+        for number in range(self.retry.max_retries + 1):
+            result = attempt()
+            if result is not None:
+                return result
+            if number < self.retry.max_retries:
+                self.sleep(self.retry.wait_s(number, self.rng))
         raise CommitConflictError(f"{self.table.name}: lost the race for the next snapshot "
                                   f"{self.retry.max_retries + 1} times")
+
+    def _writer(self, schema: TableSchema) -> ManifestWriter:
+        return ManifestWriter(self.table.storage, self.table.path,
+                              schema.partition_type.field_types,
+                              self.table.options().raw.get("manifest.compression", "zstd"))
 
     def _try_once(self, changes: CommitChanges) -> Snapshot | None:
         table = self.table
@@ -93,13 +128,38 @@ class Committer:
         schema = table.latest_schema()
         if self.check_conflicts and latest is not None:
             self._check_conflicts(latest, schema, changes)
-        writer = ManifestWriter(table.storage, table.path, schema.partition_type.field_types,
-                                table.options().raw.get("manifest.compression", "zstd"))
+        writer = self._writer(schema)
         try:
             snapshot = self._write_snapshot(writer, latest, schema, changes)
         except BaseException:
             writer.remove_written()  # nothing was published: these files are ours alone
             raise
+        return self._publish(writer, snapshot)
+
+    def _try_compact_manifests_once(self) -> Snapshot | ManifestsUnchanged | None:
+        table = self.table
+        latest = table.snapshots.latest()
+        if latest is None:
+            return ManifestsUnchanged()
+        schema = table.latest_schema()
+        writer = self._writer(schema)
+        try:
+            before = self._latest_manifests(latest)
+            after = self._merged(writer, latest, schema, before, forced=True)
+            if {m.file_name for m in after} == {m.file_name for m in before}:
+                writer.remove_written()
+                return ManifestsUnchanged()
+            if self.check_conflicts:
+                self._check_same_live_files(latest, after)
+            snapshot = self._manifest_compaction_snapshot(writer, latest, after)
+        except BaseException:
+            writer.remove_written()
+            raise
+        return self._publish(writer, snapshot)
+
+    def _publish(self, writer: ManifestWriter, snapshot: Snapshot) -> Snapshot | None:
+        """Create the snapshot file exclusively; None if another commit took its id."""
+        table = self.table
         path = table.snapshots.path(snapshot.id)
         try:
             created = table.storage.create_exclusive(path, encode_snapshot(snapshot))
@@ -152,6 +212,48 @@ class Committer:
                                          [e for e in live.values()
                                           if (e.partition, e.bucket) in touched])
 
+    def _latest_manifests(self, latest: Snapshot) -> list[ManifestFileMeta]:
+        where = self.table.snapshots.path(latest.id)
+        return (read_manifest_list(self.table, latest.base_manifest_list, where)
+                + read_manifest_list(self.table, latest.delta_manifest_list, where))
+
+    def _merged(self, writer: ManifestWriter, latest: Snapshot, schema: TableSchema,
+                metas: list[ManifestFileMeta], *, forced: bool) -> list[ManifestFileMeta]:
+        options = ManifestMergeOptions.of(self.table.options())
+        if forced:
+            options = options.forced()
+        where = self.table.snapshots.path(latest.id)
+        return merge_manifests(
+            metas, options, lambda meta: read_manifest(self.table, meta, where),
+            lambda entries: write_rolling(writer, entries, options.target_file_size_bytes),
+            schema.partition_type.field_types)
+
+    def _check_same_live_files(self, latest: Snapshot, metas: list[ManifestFileMeta]) -> None:
+        """Merged manifests must describe exactly the live files of ``latest``."""
+        before = {f.entry.identifier for f in scan_snapshot(self.table, latest).files}
+        where = self.table.snapshots.path(latest.id)
+        after = {f.entry.identifier for f in merge_entries(
+            ((e, m.file_name) for m in metas for e in read_manifest(self.table, m, where)), where)}
+        if before != after:
+            raise AssertionError(f"{self.table.name}: merged manifests describe "
+                                 f"{len(after)} live files, snapshot {latest.id} has {len(before)}")
+
+    def _manifest_compaction_snapshot(self, writer: ManifestWriter, latest: Snapshot,
+                                      base_metas: list[ManifestFileMeta]) -> Snapshot:
+        """Java ``compactManifestOnce``: new base, empty delta, everything else inherited."""
+        base_name, base_size = writer.write_manifest_list(base_metas)
+        delta_name, delta_size = writer.write_manifest_list([])
+        return Snapshot(
+            id=latest.id + 1, schema_id=latest.schema_id,
+            base_manifest_list=base_name, base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
+            index_manifest=latest.index_manifest, commit_user=self.commit_user,
+            commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind="COMPACT",
+            time_millis=self.clock_ms(), total_record_count=latest.total_record_count,
+            delta_record_count=0, watermark=latest.watermark, statistics=latest.statistics,
+            properties=latest.properties, next_row_id=latest.next_row_id or 0,
+            uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
+
     def _write_snapshot(self, writer: ManifestWriter, latest: Snapshot | None,
                         schema: TableSchema, changes: CommitChanges) -> Snapshot:
         table = self.table
@@ -159,9 +261,9 @@ class Committer:
         delta_entries += [replace(e, kind=FILE_KIND_ADD) for e in changes.added]
         base_metas = []
         if latest is not None:
-            where = table.snapshots.path(latest.id)
-            base_metas = (read_manifest_list(table, latest.base_manifest_list, where)
-                          + read_manifest_list(table, latest.delta_manifest_list, where))
+            base_metas = self._latest_manifests(latest)
+            if self.merge_manifests:
+                base_metas = self._merged(writer, latest, schema, base_metas, forced=False)
         delta_metas = [writer.write_manifest(delta_entries)] if delta_entries else []
         base_name, base_size = writer.write_manifest_list(base_metas)
         delta_name, delta_size = writer.write_manifest_list(delta_metas)
