@@ -14,13 +14,13 @@ $(BIN)/paimond: pyproject.toml
 
 install: $(BIN)/paimond
 
-# Builds a local demo warehouse (tables written by pypaimon in many commits, all in level 0),
-# shows what paimond sees, compacts the primary-key table and shows the result.
+# A local demo warehouse (tables written by pypaimon, all in level 0), an ingestion job that
+# keeps committing to it, and the paimond daemon maintaining it for DEMO_SECONDS (0 = until
+# Ctrl-C); metrics on http://127.0.0.1:9181/metrics. Then the tables' status.
+DEMO_SECONDS ?= 60
 run: install
-	$(BIN)/python examples/demo_warehouse.py $(DEMO_WAREHOUSE)
+	$(BIN)/python examples/demo.py $(DEMO_WAREHOUSE) $(DEMO_SECONDS)
 	$(BIN)/paimond status $(DEMO_WAREHOUSE)
-	$(BIN)/paimond compact $(DEMO_WAREHOUSE) --table demo.orders
-	$(BIN)/paimond status $(DEMO_WAREHOUSE) --table demo.orders
 
 test: install
 	$(BIN)/python -m pytest -q
