@@ -1,0 +1,110 @@
+"""The ``bloom-filter`` file index: Java ``BloomFilterFileIndex`` over ``BloomFilter64`` with
+``FastHash`` (apache/paimon ``5dacde516b``).
+
+Payload: int32 BE number of hash functions, then the bit set (bit ``i`` is byte ``i >> 3``,
+mask ``1 << (i & 7)``). Sizing: ``nb = (int)(-items * ln(fpp) / ln(2)^2)``, ``numBits = nb +
+8 - nb % 8``, ``k = max(1, round(numBits / items * ln 2))``. A 64-bit hash sets bits
+``c = h1 + i * h2`` (int32 wrap, ``~c`` if negative) ``mod numBits`` for i = 1..k, where h1 and
+h2 are its low and high 32 bits. NULLs are not added.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from paimond.errors import CodecError, UnsupportedError
+from paimond.format.file_index.hashing import thomas_wang_hash, xxh64
+from paimond.format.file_index.keys import Key, KeyType, key_type
+from paimond.format.file_index.options import option_float, option_int
+from paimond.format.java_order import int32
+from paimond.format.types import DataType
+
+BLOOM_FILTER = "bloom-filter"
+DEFAULT_ITEMS = 1_000_000
+DEFAULT_FPP = 0.1
+_UNSUPPORTED = {"BOOLEAN": "Does not support type boolean",
+                "DECIMAL": "Does not support decimal"}
+_SCALARS = {"CHAR", "VARCHAR", "BINARY", "VARBINARY", "TINYINT", "SMALLINT", "INT", "BIGINT",
+            "FLOAT", "DOUBLE", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
+
+
+def bloom_key_type(data_type: DataType) -> KeyType:
+    """Raises UnsupportedError for the types ``FastHash`` rejects."""
+    name = data_type.name
+    if name not in _SCALARS:
+        raise UnsupportedError(_UNSUPPORTED.get(name, f"Does not support type {name.lower()}"))
+    return key_type(data_type)
+
+
+def bloom_hash(key: Key) -> int:
+    """``FastHash`` of a key: XXH64 of bytes, Thomas Wang's mix of anything numeric."""
+    return xxh64(key) if isinstance(key, bytes) else thomas_wang_hash(int(key))
+
+
+def bloom_sizing(items: int, fpp: float) -> tuple[int, int]:
+    """``(number of hash functions, number of bits)`` of ``BloomFilter64(items, fpp)``."""
+    if not 0 < fpp < 1 or items <= 0:
+        raise UnsupportedError(f"bloom filter needs items > 0 and 0 < fpp < 1, got {items}, {fpp}")
+    nb = int(-items * math.log(fpp) / (math.log(2) * math.log(2)))
+    num_bits = nb + (8 - nb % 8)
+    return max(1, math.floor(num_bits / items * math.log(2) + 0.5)), num_bits
+
+
+def _positions(hash64: int, num_hashes: int, num_bits: int) -> list[int]:
+    h1 = int32(hash64)
+    h2 = int32(hash64 >> 32)
+    out = []
+    for i in range(1, num_hashes + 1):
+        combined = int32(h1 + i * h2)
+        out.append((~combined if combined < 0 else combined) % num_bits)
+    return out
+
+
+class BloomFilterWriter:
+    """Builds one column's bloom filter; ``write`` takes Python values or an Arrow array."""
+
+    def __init__(self, data_type: DataType, options: Mapping[str, str]) -> None:
+        self._data_type = data_type
+        self._key_type = bloom_key_type(data_type)
+        items = option_int(options, "items", DEFAULT_ITEMS)
+        self.num_hashes, self.num_bits = bloom_sizing(items, option_float(options, "fpp",
+                                                                          DEFAULT_FPP))
+        self._bits = bytearray(self.num_bits // 8)
+        self.empty = True
+
+    def write_keys(self, keys: Sequence[Key | None]) -> None:
+        self.empty = self.empty and not keys
+        bits, num_hashes, num_bits = self._bits, self.num_hashes, self.num_bits
+        for key in keys:
+            if key is not None:
+                for pos in _positions(bloom_hash(key), num_hashes, num_bits):
+                    bits[pos >> 3] |= 1 << (pos & 7)
+
+    def serialized_bytes(self) -> bytes:
+        return struct.pack(">i", self.num_hashes) + bytes(self._bits)
+
+
+class BloomFilterIndex:
+    """A decoded bloom filter: ``might_contain`` never answers False for a written value."""
+
+    def __init__(self, data_type: DataType, payload: bytes) -> None:
+        if len(payload) < 5:
+            raise CodecError(f"bloom filter index of {len(payload)} bytes has no bits")
+        (self.num_hashes,) = struct.unpack_from(">i", payload)
+        self.num_bits = 8 * (len(payload) - 4)
+        if not 0 < self.num_hashes <= self.num_bits:
+            raise CodecError(f"bloom filter with {self.num_hashes} hash functions "
+                             f"over {self.num_bits} bits")
+        self._bits = payload[4:]
+        self._key_type = bloom_key_type(data_type)
+
+    def might_contain(self, value: Any) -> bool:
+        """False only if no row holds ``value``; NULL may always be present."""
+        if value is None:
+            return True
+        pos_list = _positions(bloom_hash(self._key_type.to_key(value)), self.num_hashes,
+                              self.num_bits)
+        return all(self._bits[pos >> 3] >> (pos & 7) & 1 for pos in pos_list)

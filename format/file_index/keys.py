@@ -1,0 +1,183 @@
+"""Index keys: the Java objects Paimon's file indexes hold for each column type, as Python.
+
+Values (``paimond.format.values``) become keys the way the Java writers' value mappers do:
+
+| Paimon type                     | key                                | bytes          |
+|---------------------------------|------------------------------------|----------------|
+| TINYINT, SMALLINT, INT          | int                                | 1, 2, 4 BE     |
+| DATE (days), TIME (millis)      | int                                | 4 BE           |
+| BIGINT                          | int                                | 8 BE           |
+| TIMESTAMP(p), TIMESTAMP_LTZ(p)  | int: epoch millis (p <= 3), micros | 8 BE           |
+| DECIMAL(p, s)                   | int: unscaled value                | 8 BE           |
+| FLOAT, DOUBLE                   | int: ``floatToIntBits`` / ``doubleToLongBits`` | 4, 8 BE |
+| BOOLEAN                         | bool                               | 1              |
+| CHAR, VARCHAR                   | bytes: UTF-8 (a ``BinaryString``)  | int32 BE + bytes |
+| BINARY, VARBINARY               | bytes                              | (bloom only)   |
+
+Floating-point keys are their canonical IEEE bits, so keys compare as Java's boxed
+``equals`` does (NaN equals NaN, -0.0 differs from 0.0) and sort as ``Float.compare``.
+Which index accepts which type is each index's business.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from paimond.errors import CodecError, UnsupportedError
+from paimond.format.file_index.hashing import murmur_hash
+from paimond.format.java_order import java_boolean_hash, java_long_hash
+from paimond.format.types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
+
+Key = int | bytes
+_RANGES = {"b": 1 << 7, "h": 1 << 15, "i": 1 << 31, "q": 1 << 63}
+
+
+def _integer(fmt: str) -> Callable[[Any], Key]:
+    bound = _RANGES[fmt]
+
+    def to_key(value: Any) -> Key:
+        if isinstance(value, bool) or not isinstance(value, int) or not -bound <= value < bound:
+            raise ValueError(f"{value!r} is not a {8 * struct.calcsize(fmt)}-bit integer")
+        return value
+    return to_key
+
+
+def _float_bits(fmt: str) -> Callable[[Any], Key]:
+    bits, nan = ("i", 0x7FC00000) if fmt == "f" else ("q", 0x7FF8000000000000)
+
+    def to_key(value: Any) -> Key:
+        if value != value:
+            return nan  # floatToIntBits collapses every NaN
+        try:
+            return int(struct.unpack(">" + bits, struct.pack(">" + fmt, value))[0])
+        except (struct.error, OverflowError, TypeError) as e:
+            raise ValueError(f"{value!r} is not a {'FLOAT' if fmt == 'f' else 'DOUBLE'}: {e}") from None
+    return to_key
+
+
+def _timestamp(precision: int) -> Callable[[Any], Key]:
+    if precision <= 3:
+        return lambda value: int(value.millis)
+    return lambda value: int(value.micros)
+
+
+def _decimal(scale: int) -> Callable[[Any], Key]:
+    def to_key(value: Any) -> Key:
+        return int(Decimal(value).scaleb(scale).to_integral_value(ROUND_HALF_UP))
+    return to_key
+
+
+def _utf8(value: Any) -> Key:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyType:
+    """How keys of one column type are made, written, hashed and ordered."""
+
+    fmt: str  # big-endian struct code of the key, or "s" for int32-length-prefixed bytes
+    to_key: Callable[[Any], Key]
+    is_float: bool = False
+
+    def pack(self, key: Key) -> bytes:
+        if self.fmt == "s":
+            assert isinstance(key, bytes)
+            return struct.pack(">i", len(key)) + key
+        if self.is_float:
+            return struct.pack(">" + ("i" if self.fmt == "f" else "q"), key)
+        return struct.pack(">" + self.fmt, key)
+
+    def unpack(self, data: bytes, pos: int) -> tuple[Key, int]:
+        """The key at ``data[pos]`` and the position after it."""
+        if self.fmt == "s":
+            length = self._fixed(data, pos, "i")
+            if length < 0 or pos + 4 + length > len(data):
+                raise CodecError(f"truncated index key: {length} bytes at {pos + 4} "
+                                 f"of {len(data)}")
+            return bytes(data[pos + 4:pos + 4 + length]), pos + 4 + length
+        code = {"f": "i", "d": "q"}.get(self.fmt, self.fmt)
+        return self._fixed(data, pos, code), pos + struct.calcsize(code)
+
+    @staticmethod
+    def _fixed(data: bytes, pos: int, code: str) -> Any:
+        if pos < 0 or pos + struct.calcsize(code) > len(data):
+            raise CodecError(f"truncated index key at byte {pos} of {len(data)}")
+        return struct.unpack_from(">" + code, data, pos)[0]
+
+    def size(self, key: Key) -> int:
+        return 4 + len(key) if isinstance(key, bytes) else struct.calcsize(self.fmt)
+
+    def java_hash(self, key: Key) -> int:
+        """``hashCode()`` of the boxed Java key (``Integer``, ``Long``, ``BinaryString``...)."""
+        if isinstance(key, bytes):
+            return murmur_hash(key)
+        if self.fmt == "?":
+            return java_boolean_hash(bool(key))
+        return java_long_hash(key) if self.fmt in ("q", "d") else key
+
+    def order(self, key: Key) -> Key:
+        """A sort key in Java's ``Comparator`` order (``Float.compare`` for floats)."""
+        if self.is_float and isinstance(key, int) and key < 0:
+            return key ^ (0x7FFFFFFF if self.fmt == "f" else 0x7FFFFFFFFFFFFFFF)
+        return key
+
+
+def key_type(data_type: DataType) -> KeyType:
+    """The key type of a scalar column type. Raises UnsupportedError for any other type."""
+    name = data_type.name
+    if name in ("TINYINT", "SMALLINT", "INT", "DATE", "TIME", "BIGINT"):
+        fmt = {"TINYINT": "b", "SMALLINT": "h", "BIGINT": "q"}.get(name, "i")
+        return KeyType(fmt, _integer(fmt))
+    if isinstance(data_type, TimestampType | LocalZonedTimestampType):
+        return KeyType("q", _timestamp(data_type.precision))
+    if isinstance(data_type, DecimalType):
+        return KeyType("q", _decimal(data_type.scale))
+    if name in ("FLOAT", "DOUBLE"):
+        fmt = "f" if name == "FLOAT" else "d"
+        return KeyType(fmt, _float_bits(fmt), is_float=True)
+    if name == "BOOLEAN":
+        return KeyType("?", bool)
+    if name in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+        return KeyType("s", _utf8)
+    raise UnsupportedError(f"no file index key for type {data_type}")
+
+
+def _arrow_ints(array: pa.Array, data_type: DataType) -> list[Any]:
+    """Integers of date, time and timestamp arrays in the key's unit (floor division)."""
+    unit = getattr(array.type, "unit", None)
+    per_second = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[unit] if unit else 0
+    values: list[Any] = array.cast(pa.int64()).to_pylist()
+    if not per_second:
+        return values
+    wanted = 1000 if getattr(data_type, "precision", 0) <= 3 else 10**6
+    if pa.types.is_time(array.type):
+        wanted = 1000  # TIME keys are millis of the day
+    if per_second >= wanted:
+        return [None if v is None else v // (per_second // wanted) for v in values]
+    return [None if v is None else v * (wanted // per_second) for v in values]
+
+
+def keys_of(data_type: DataType, values: Sequence[Any] | pa.Array | pa.ChunkedArray,
+            kind: KeyType | None = None) -> list[Key | None]:
+    """The key of every value (None for NULL), from Python values or an Arrow array.
+
+    Raises ValueError for a value that does not fit the type."""
+    kind = kind or key_type(data_type)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        arrow_type = values.type
+        if pa.types.is_date(arrow_type) or pa.types.is_time(arrow_type) \
+                or pa.types.is_timestamp(arrow_type):
+            return _arrow_ints(values, data_type)
+        if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+            values = values.cast(pa.binary())
+        values = values.to_pylist()
+    to_key = kind.to_key
+    return [None if v is None else to_key(v) for v in values]
