@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime
 import os
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from paimond import __version__
 from paimond.daemon import cli_daemon
 from paimond.daemon.report import render_json, render_text
-from paimond.errors import PaimondError
+from paimond.errors import ConfigError, PaimondError
 from paimond.lsm.task import CompactTask
 from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.expire import ExpireJob, ExpireSettings, parse_duration_ms
+from paimond.maintenance.manifests import ManifestMergeJob
+from paimond.maintenance.orphans import OrphanJob
 from paimond.maintenance.status import TableStatus, table_status
 from paimond.table.catalog import Table, list_tables, open_table
 from paimond.table.storage import open_storage
@@ -96,6 +103,125 @@ def _add_storage_option(parser: argparse.ArgumentParser) -> None:
                         help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000")
 
 
+# ---- expire-snapshots, merge-manifests, remove-orphans -----------------------------------
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _duration_or_timestamp(text: str) -> tuple[int | None, int | None]:
+    """``--older-than``: a duration (``1 h``, ``2d``) gives (window ms, None); a timestamp
+    (``2024-05-01 12:00:00``, local time unless it names a zone) gives (None, epoch ms)."""
+    try:
+        return parse_duration_ms(text), None
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ConfigError("--older-than", f"{text!r} is neither a duration (e.g. '1 d') nor a "
+                          "timestamp (e.g. '2024-05-01 12:00:00')") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # Java parses it in the default time zone
+    return None, int(moment.timestamp() * 1000)
+
+
+def _open_table(args: argparse.Namespace) -> Table:
+    storage = open_storage(args.warehouse, _storage_options(args.storage_option))
+    return open_table(storage, storage.root, args.table)
+
+
+def _expire_snapshots(args: argparse.Namespace) -> int:
+    table = _open_table(args)
+    now_ms = _wall_clock_ms()
+    settings = ExpireSettings.of(table.options())
+    overrides = {"retain_max": args.retain_max, "retain_min": args.retain_min,
+                 "max_deletes": args.max_deletes}
+    settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+    if args.older_than:
+        window_ms, timestamp_ms = _duration_or_timestamp(args.older_than)
+        retained_ms = window_ms if window_ms is not None else now_ms - (timestamp_ms or 0)
+        settings = dataclasses.replace(settings, time_retained_ms=retained_ms)
+    job = ExpireJob(table, now_ms=lambda: now_ms, settings=settings, dry_run=args.dry_run)
+    print(job.run().describe())
+    return EXIT_OK
+
+
+def _merge_manifests(args: argparse.Namespace) -> int:
+    result = ManifestMergeJob(_open_table(args), clock_ms=_wall_clock_ms,
+                              dry_run=args.dry_run).run()
+    print(result.describe())
+    return EXIT_OK
+
+
+def _remove_orphans(args: argparse.Namespace) -> int:
+    table = _open_table(args)
+    now_ms = _wall_clock_ms()
+    older_than_ms = None
+    if args.older_than:
+        window_ms, timestamp_ms = _duration_or_timestamp(args.older_than)
+        older_than_ms = now_ms - window_ms if window_ms is not None else timestamp_ms
+    job = OrphanJob(table, now_ms=lambda: now_ms, older_than_ms=older_than_ms,
+                    dry_run=args.dry_run, force=args.force)
+    print(job.run().describe())
+    return EXIT_OK
+
+
+def _usage_errors_exit_2(run: Callable[[argparse.Namespace], int]
+                         ) -> Callable[[argparse.Namespace], int]:
+    def guarded(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except ConfigError as error:
+            print(f"paimond: {error}", file=sys.stderr)
+            return EXIT_USAGE
+    return guarded
+
+
+def _add_table_maintenance_commands(commands: Any) -> None:
+    expire = commands.add_parser(
+        "expire-snapshots", help="expire old snapshots and delete the files only they used",
+        description="Paimon's snapshot expiration: table options snapshot.num-retained.min/max, "
+                    "snapshot.time-retained, snapshot.expire.limit, overridden by the flags. "
+                    "Tags, consumers and branches keep what they use; EARLIEST is written last.")
+    expire.add_argument("warehouse", help="warehouse path or URI")
+    expire.add_argument("--table", metavar="DB.TABLE", required=True)
+    expire.add_argument("--retain-max", type=int, metavar="N", help="keep at most N snapshots")
+    expire.add_argument("--retain-min", type=int, metavar="N", help="keep at least N snapshots")
+    expire.add_argument("--older-than", metavar="DURATION|TIMESTAMP",
+                        help="expire only snapshots whose successor is older (e.g. '1 h', "
+                             "'2024-05-01 12:00:00')")
+    expire.add_argument("--max-deletes", type=int, metavar="N",
+                        help="expire at most N snapshots in this run")
+    expire.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
+    _add_storage_option(expire)
+    expire.set_defaults(run=_usage_errors_exit_2(_expire_snapshots))
+
+    merge = commands.add_parser(
+        "merge-manifests", help="merge the latest snapshot's manifests (Paimon compact_manifest)",
+        description="Merge small manifests and drop cancelled ADD/DELETE entries, committed as a "
+                    "COMPACT snapshot with an empty delta; nothing is committed if nothing merges.")
+    merge.add_argument("warehouse", help="warehouse path or URI")
+    merge.add_argument("--table", metavar="DB.TABLE", required=True)
+    merge.add_argument("--dry-run", action="store_true", help="print the result, commit nothing")
+    _add_storage_option(merge)
+    merge.set_defaults(run=_usage_errors_exit_2(_merge_manifests))
+
+    orphans = commands.add_parser(
+        "remove-orphans", help="delete files no snapshot, tag, changelog or branch references",
+        description="Paimon's orphan file removal. Only files older than the window are "
+                    "considered (default 1 day); windows under 1 hour need --force.")
+    orphans.add_argument("warehouse", help="warehouse path or URI")
+    orphans.add_argument("--table", metavar="DB.TABLE", required=True)
+    orphans.add_argument("--older-than", metavar="DURATION|TIMESTAMP",
+                         help="the window: a duration before now ('2 d') or a timestamp")
+    orphans.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
+    orphans.add_argument("--force", action="store_true", help="allow a window under 1 hour")
+    _add_storage_option(orphans)
+    orphans.set_defaults(run=_usage_errors_exit_2(_remove_orphans))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="paimond", description="Compaction and maintenance for Apache Paimon tables.")
@@ -129,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage_option(compact)
     compact.set_defaults(run=_compact)
 
+    _add_table_maintenance_commands(commands)
     cli_daemon.register(commands)
     return parser
 

@@ -1,0 +1,269 @@
+"""Snapshot expiration: Java ``ExpireSnapshotsImpl``, ``SnapshotDeletion`` and
+``FileDeletionBase`` (apache/paimon 5dacde516b), with the options of ``ExpireConfig``.
+
+The plan picks ``end`` (exclusive) from metadata and an injected ``now``: snapshots below
+``latest - retain_max + 1`` go regardless, none at or above ``latest - retain_min + 1``,
+none a consumer will still read, at most ``max_deletes`` from the earliest, and a snapshot
+goes only if its successor is older than ``time_retained``. Deletion then runs in an order
+that keeps every snapshot from ``end`` on readable at any crash, and lets a rerun finish:
+
+1. data files retired by a DELETE entry in the delta of a snapshot in (begin, end] (an ADD of
+   the same file later in that delta keeps it: an upgrade), unless the newest tag before
+   that snapshot, or a branch, still holds it; changelog files of [begin, end);
+2. for each snapshot in [begin, end): its manifests, each before the manifest list naming it,
+   its index files before its index manifest, its statistics, unless the end snapshot, a tag
+   in range or a branch still names them;
+3. the snapshot files, ascending; 4. ``EARLIEST`` = end, last.
+
+Unlike Java, an unreadable (corrupt) file, or a missing file of a snapshot that must stay
+intact (end, tags, branches), aborts before anything is deleted; files of the snapshots being
+expired may be missing (an interrupted earlier run). Branch snapshots and tags also protect
+files here. Tables whose changelog outlives their snapshots (``changelog.*`` options above the
+snapshot ones, or files under ``changelog/``) are refused: that needs changelog expiration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from paimond.errors import ConfigError, MissingFileError, UnsupportedError
+from paimond.maintenance.references import CHANGELOG_DIR, CHANGELOG_PREFIX, FileTally
+from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired, execute_expiration
+from paimond.table.catalog import Table
+from paimond.table.options import TableOptions
+from paimond.table.snapshots import Snapshots
+
+INT_MAX = 2**31 - 1
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Zµ]*)\s*$")
+_DURATION_UNITS_MS = {
+    "": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}
+
+
+def parse_duration_ms(text: str) -> int:
+    """Paimon's duration strings (Java ``TimeUtils.parseDuration``): ``1 h``, ``30min``, ``2d``,
+    ``500`` (milliseconds). Raises ValueError."""
+    match = _DURATION.match(text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _DURATION_UNITS_MS:
+        raise ValueError(f"not a duration: {text!r}")
+    return int(match.group(1)) * _DURATION_UNITS_MS[unit]
+
+
+def _option_duration_ms(options: TableOptions, key: str, default: int | None) -> int | None:
+    value = options.raw.get(key)
+    if value is None:
+        return default
+    try:
+        return parse_duration_ms(value)
+    except ValueError:
+        raise ConfigError(key, f"{value!r} is not a duration") from None
+
+
+def _option_int(options: TableOptions, key: str, default: int | None) -> int | None:
+    value = options.raw.get(key)
+    if value is None:
+        return default
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise ConfigError(key, f"{value!r} is not an integer") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireSettings:
+    """Java ``ExpireConfig`` for snapshots, with ``CoreOptions`` defaults."""
+
+    retain_min: int = 10  # snapshot.num-retained.min
+    retain_max: int = INT_MAX  # snapshot.num-retained.max
+    time_retained_ms: int = 3_600_000  # snapshot.time-retained
+    max_deletes: int = 50  # snapshot.expire.limit
+    clean_empty_directories: bool = False  # snapshot.clean-empty-directories
+
+    @classmethod
+    def of(cls, options: TableOptions) -> ExpireSettings:
+        default = cls()
+        clean = options.raw.get("snapshot.clean-empty-directories",
+                                options.raw.get("snapshot.expire.clean-empty-directories"))
+        return cls(
+            retain_min=_option_int(options, "snapshot.num-retained.min", default.retain_min) or 0,
+            retain_max=_option_int(options, "snapshot.num-retained.max", default.retain_max) or 0,
+            time_retained_ms=_option_duration_ms(
+                options, "snapshot.time-retained", default.time_retained_ms) or 0,
+            max_deletes=_option_int(options, "snapshot.expire.limit", default.max_deletes) or 0,
+            clean_empty_directories=(clean or "false").strip().lower() == "true")
+
+    def validate(self) -> None:
+        if self.retain_min < 1:
+            raise ConfigError("snapshot.num-retained.min", f"must be at least 1, got {self.retain_min}")
+        if self.retain_max < self.retain_min:
+            raise ConfigError("snapshot.num-retained.max", f"retain max ({self.retain_max}) must "
+                              f"not be less than retain min ({self.retain_min})")
+
+
+def changelog_decoupled(options: TableOptions, settings: ExpireSettings) -> bool:
+    """Java ``CoreOptions.changelogLifecycleDecoupled``: a changelog option above its snapshot
+    counterpart."""
+    retain_max = _option_int(options, "changelog.num-retained.max", None)
+    retain_min = _option_int(options, "changelog.num-retained.min", None)
+    time_ms = _option_duration_ms(options, "changelog.time-retained", None)
+    return ((retain_max is not None and retain_max > settings.retain_max)
+            or (retain_min is not None and retain_min > settings.retain_min)
+            or (time_ms is not None and time_ms > settings.time_retained_ms))
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotHistory:
+    """The metadata the planner needs: ids, consumer positions, and the commit times of the
+    snapshots whose age decides (``id -> timeMillis``; vanished ones are absent)."""
+
+    earliest_id: int | None
+    latest_id: int | None
+    earliest_hint_present: bool
+    min_consumer_next: int | None = None
+    time_millis: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpirePlan:
+    table_name: str
+    base_snapshot_id: int | None  # the latest snapshot when planned
+    earliest_id: int | None
+    end_id: int | None  # exclusive; snapshots [earliest, end) expire
+    bound: str  # what stopped the range: retain-min, consumer, expire-limit, time-retained
+    write_earliest_hint: bool = False  # nothing expires, but the hint is missing
+
+    @property
+    def expires(self) -> bool:
+        return (self.earliest_id is not None and self.end_id is not None
+                and self.end_id > self.earliest_id)
+
+    def describe(self) -> str:
+        if not self.expires or self.end_id is None:
+            return f"{self.table_name}: no snapshot to expire (latest {self.base_snapshot_id})"
+        return (f"{self.table_name}: snapshots {self.earliest_id}..{self.end_id - 1} expire, "
+                f"{self.end_id}..{self.base_snapshot_id} stay (bound: {self.bound})")
+
+
+def read_history(table: Table, settings: ExpireSettings) -> SnapshotHistory:
+    snapshots = table.snapshots
+    latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
+    hint = snapshots.read_hint("EARLIEST") is not None
+    consumers = table.consumers()
+    history = SnapshotHistory(earliest, latest, hint,
+                              min(consumers.values()) if consumers else None)
+    if latest is None or earliest is None:
+        return history
+    low = max(latest - settings.retain_max + 1, earliest)
+    high = min(latest - settings.retain_min + 1, earliest + settings.max_deletes)
+    for snapshot_id in range(low + 1, high + 1):
+        try:
+            history.time_millis[snapshot_id] = snapshots.load(snapshot_id).time_millis
+        except MissingFileError:
+            pass  # expired meanwhile by another process, as Java tolerates
+    return history
+
+
+def plan_expiration(table_name: str, history: SnapshotHistory, settings: ExpireSettings,
+                    now_ms: int) -> ExpirePlan:
+    """Java ``ExpireSnapshotsImpl.expire``: the range to expire, from metadata alone."""
+    settings.validate()
+    latest, earliest = history.latest_id, history.earliest_id
+    if latest is None or earliest is None:
+        return ExpirePlan(table_name, latest, earliest, None, "no snapshots")
+    low = max(latest - settings.retain_max + 1, earliest)
+    end, bound = latest - settings.retain_min + 1, "retain-min"
+    if history.min_consumer_next is not None and history.min_consumer_next < end:
+        end, bound = history.min_consumer_next, "consumer"
+    if earliest + settings.max_deletes < end:
+        end, bound = earliest + settings.max_deletes, "expire-limit"
+    older_than_ms = now_ms - settings.time_retained_ms
+    for snapshot_id in range(low, end):
+        successor_ms = history.time_millis.get(snapshot_id + 1)
+        if successor_ms is not None and older_than_ms <= successor_ms:
+            end, bound = snapshot_id, "time-retained"
+            break
+    plan = ExpirePlan(table_name, latest, earliest, end, bound)
+    if not plan.expires and not history.earliest_hint_present:
+        return ExpirePlan(table_name, latest, earliest, end, bound, write_earliest_hint=True)
+    return plan
+
+
+@dataclass
+class ExpireResult:
+    plan: ExpirePlan
+    work: ExpireWork | None
+    deleted: FileTally
+    dry_run: bool
+
+    def describe(self) -> str:
+        plan, work = self.plan, self.work
+        verb = "would delete" if self.dry_run else "deleted"
+        if work is None or work.begin_id is None:
+            hint = " (EARLIEST hint written)" if plan.write_earliest_hint and not self.dry_run else ""
+            return plan.describe() + hint
+        lines = [f"{plan.table_name}: {'would expire' if self.dry_run else 'expired'} snapshots "
+                 f"{work.begin_id}..{work.end_id - 1} ({work.snapshot_count}); kept "
+                 f"{work.end_id}..{plan.base_snapshot_id} (bound: {plan.bound})",
+                 f"  {verb} {self.deleted.total_files} files, {self.deleted.total_bytes:,} bytes"]
+        lines += self.deleted.lines("    ")
+        if work.protected_data_files:
+            lines.append(f"  kept {work.protected_data_files} retired data files that a tag or "
+                         f"branch still holds")
+        return "\n".join(lines)
+
+
+def refuse_decoupled_changelog(table: Table, options: TableOptions,
+                               settings: ExpireSettings) -> None:
+    """Raise UnsupportedError for tables whose changelog outlives their snapshots."""
+    if changelog_decoupled(options, settings):
+        raise UnsupportedError(
+            "changelog.num-retained.* / changelog.time-retained above the snapshot settings "
+            "(decoupled changelog): paimond does not expire changelogs; expire this table "
+            "with Paimon", table.path)
+    changelogs = Snapshots(table.storage, table.path, directory=CHANGELOG_DIR,
+                           prefix=CHANGELOG_PREFIX)
+    if changelogs.list_ids():
+        raise UnsupportedError(
+            "long-lived changelogs under changelog/ (decoupled changelog): paimond does not "
+            "expire changelogs; expire this table with Paimon", table.path)
+
+
+@dataclass
+class ExpireJob:
+    """Plan, collect and delete. ``settings`` default to the table's options."""
+
+    table: Table
+    now_ms: Callable[[], int]
+    settings: ExpireSettings | None = None
+    dry_run: bool = False
+
+    def resolved_settings(self) -> ExpireSettings:
+        return self.settings or ExpireSettings.of(self.table.options())
+
+    def plan(self) -> ExpirePlan:
+        settings = self.resolved_settings()
+        settings.validate()
+        refuse_decoupled_changelog(self.table, self.table.options(), settings)
+        return plan_expiration(self.table.name, read_history(self.table, settings), settings,
+                               self.now_ms())
+
+    def run(self) -> ExpireResult:
+        plan = self.plan()
+        settings = self.resolved_settings()
+        if not plan.expires:
+            if plan.write_earliest_hint and plan.earliest_id is not None and not self.dry_run:
+                self.table.storage.write_bytes(self.table.snapshots.hint_path("EARLIEST"),
+                                               str(plan.earliest_id).encode())
+            return ExpireResult(plan, None, FileTally(), self.dry_run)
+        assert plan.earliest_id is not None and plan.end_id is not None  # plan.expires
+        work = collect_expired(self.table, plan.earliest_id, plan.end_id)
+        deleted = execute_expiration(self.table, work, dry_run=self.dry_run,
+                                     clean_empty_directories=settings.clean_empty_directories)
+        return ExpireResult(plan, work, deleted, self.dry_run)

@@ -1,0 +1,176 @@
+"""Orphan file removal: Java ``OrphanFilesClean`` / ``LocalOrphanFilesClean``
+(apache/paimon 5dacde516b).
+
+Candidates are the files under ``manifest/``, ``index/``, ``statistics/`` and every bucket
+directory (reached through ``k=v`` directories to the partition depth), plus anything in a
+``snapshot/`` or ``changelog/`` directory that is not a snapshot, changelog or hint file (a
+stale temp file), for the main branch and every branch; ``schema/``, ``tag/`` and
+``consumer/`` are never touched, nor external data paths. A candidate older than the window
+(file mtime before ``older_than``) is removed unless a snapshot, tag or long-lived changelog of
+any branch names it; matching is by file name, as in Java. Candidates are listed before the
+references are read, so a file committed meanwhile is either young or already referenced.
+
+Unlike Java, a referenced file that cannot be read aborts the job before anything is deleted
+(a missing one is tolerated only when the snapshot naming it has vanished meanwhile), and a
+window under one hour is refused unless forced.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from paimond.errors import ConfigError, CorruptFileError
+from paimond.maintenance.references import (
+    CHANGELOG_DIR,
+    CHANGELOG_PREFIX,
+    INDEX,
+    OTHER,
+    STATISTICS,
+    FileTally,
+    SnapshotSource,
+    bucket_file_kind,
+    metadata_kind,
+    referencing_snapshots,
+    used_files,
+)
+from paimond.table.catalog import BRANCH_PREFIX, Table
+from paimond.table.snapshots import EARLIEST_HINT, LATEST_HINT, SNAPSHOT_PREFIX
+from paimond.table.storage import FileStatus, Storage
+
+DEFAULT_WINDOW_MS = 86_400_000  # Java: older_than defaults to now - 1 day
+MIN_WINDOW_MS = 3_600_000  # below this, only with force
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    kind: str
+    status: FileStatus
+    by_name: bool  # False: never referenced by name (temp files beside snapshots)
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanResult:
+    table_name: str
+    older_than_ms: int
+    removed: FileTally
+    young_files: int  # files inside the window, left alone
+    examined_files: int  # files old enough to be candidates
+    sources: tuple[SnapshotSource, ...]
+    dry_run: bool
+
+    def describe(self) -> str:
+        moment = datetime.datetime.fromtimestamp(self.older_than_ms / 1000, datetime.timezone.utc)
+        snapshot_ids = sorted(s.snapshot.id for s in self.sources
+                              if s.kind == "snapshot" and s.branch == "main")
+        span = f"{snapshot_ids[0]}..{snapshot_ids[-1]}" if snapshot_ids else "none"
+        tags = sum(1 for s in self.sources if s.kind == "tag")
+        changelogs = sum(1 for s in self.sources if s.kind == "changelog")
+        branches = len({s.branch for s in self.sources} - {"main"})
+        verb = "would remove" if self.dry_run else "removed"
+        lines = [f"{self.table_name}: {verb} {self.removed.total_files} orphan files, "
+                 f"{self.removed.total_bytes:,} bytes, of {self.examined_files} files older than "
+                 f"{moment:%Y-%m-%d %H:%M:%S} UTC ({self.young_files} younger files left alone)",
+                 *self.removed.lines("    "),
+                 f"  references read from snapshots {span}, {tags} tags, {changelogs} "
+                 f"changelogs, {branches} branches"]
+        return "\n".join(lines)
+
+
+def _files(storage: Storage, directory: str) -> Iterator[FileStatus]:
+    return (s for s in storage.list_dir(directory) if not s.is_dir)
+
+
+def bucket_dirs(storage: Storage, directory: str, depth: int) -> Iterator[str]:
+    """Bucket directories below ``directory`` through ``depth`` levels of ``k=v`` directories
+    (Java ``listFileDirs``); unknown directories are ignored."""
+    for status in storage.list_dir(directory):
+        if not status.is_dir:
+            continue
+        if depth == 0 and status.name.startswith("bucket-"):
+            yield status.path
+        elif depth > 0 and "=" in status.name:
+            yield from bucket_dirs(storage, status.path, depth - 1)
+
+
+def _branch_dirs(table: Table) -> list[str]:
+    """The main table directory and each branch's, refusing branches without a schema."""
+    roots = [table.path]
+    for branch in table.branches():
+        root = table.file_path("branch", BRANCH_PREFIX + branch)
+        if not any(s.name.startswith("schema-") for s in _files(table.storage, f"{root}/schema")):
+            raise CorruptFileError(f"{root}/schema", f"branch {branch} has no schema; orphan "
+                                   "removal aborted, check the branch by hand")
+        roots.append(root)
+    return roots
+
+
+def list_candidates(table: Table) -> list[Candidate]:
+    """Every file orphan removal may consider, whatever its age."""
+    storage = table.storage
+    out = [Candidate(metadata_kind(s.name), s, True)
+           for s in _files(storage, table.file_path("manifest"))]
+    out += [Candidate(INDEX, s, True) for s in _files(storage, table.file_path("index"))]
+    out += [Candidate(STATISTICS, s, True) for s in _files(storage, table.file_path("statistics"))]
+    options = table.options()
+    data_root = (table.file_path(options.data_file_path_directory)
+                 if options.data_file_path_directory else table.path)
+    depth = len(table.latest_schema().partition_keys)
+    for directory in bucket_dirs(storage, data_root, depth):
+        out += [Candidate(bucket_file_kind(s.name), s, True) for s in _files(storage, directory)]
+    for root in _branch_dirs(table):
+        for directory, prefix in (("snapshot", SNAPSHOT_PREFIX), (CHANGELOG_DIR, CHANGELOG_PREFIX)):
+            out += [Candidate(OTHER, s, False) for s in _files(storage, f"{root}/{directory}")
+                    if not s.name.startswith(prefix) and s.name not in (EARLIEST_HINT, LATEST_HINT)]
+    return out
+
+
+def check_window(now_ms: int, older_than_ms: int, force: bool) -> None:
+    window_ms = now_ms - older_than_ms
+    if window_ms <= 0:
+        raise ConfigError("older_than", "must be earlier than now: files being written now "
+                          "are not referenced by any snapshot yet")
+    if window_ms < MIN_WINDOW_MS and not force:
+        raise ConfigError("older_than", f"a window of {window_ms / 1000:.0f} s is under one "
+                          "hour; a running job's files could be taken for orphans (use force)")
+
+
+@dataclass
+class OrphanJob:
+    table: Table
+    now_ms: Callable[[], int]
+    older_than_ms: int | None = None  # absolute (epoch millis); default now - 1 day
+    dry_run: bool = False
+    force: bool = False
+
+    def run(self) -> OrphanResult:
+        now = self.now_ms()
+        older_than = now - DEFAULT_WINDOW_MS if self.older_than_ms is None else self.older_than_ms
+        check_window(now, older_than, self.force)
+        candidates = list_candidates(self.table)
+        old = [c for c in candidates
+               if c.status.mtime_s is not None and c.status.mtime_s * 1000 < older_than]
+        sources = tuple(referencing_snapshots(self.table))
+        used = used_files(self.table, sources).all if old else set()
+        orphans = [c for c in old if not c.by_name or c.status.name not in used]
+        removed = FileTally()
+        emptied: set[str] = set()
+        for candidate in orphans:
+            if self.dry_run or self.table.storage.delete(candidate.status.path):
+                removed.add(candidate.kind, candidate.status.size_bytes)
+                emptied.add(candidate.status.path.rsplit("/", 1)[0])
+        if not self.dry_run:
+            self._remove_empty_bucket_dirs(emptied)
+        return OrphanResult(self.table.name, older_than, removed, len(candidates) - len(old),
+                            len(old), sources, self.dry_run)
+
+    def _remove_empty_bucket_dirs(self, directories: set[str]) -> None:
+        """Bucket directories we emptied, then their partition directories (Java
+        ``cleanEmptyDataDirectory``)."""
+        storage = self.table.storage
+        level = {d for d in directories if d.rsplit("/", 1)[-1].startswith("bucket-")
+                 and storage.delete_dir_if_empty(d)}
+        for _ in range(len(self.table.latest_schema().partition_keys)):
+            level = {p for p in {d.rsplit("/", 1)[0] for d in level}
+                     if p.rsplit("/", 1)[-1].count("=") and storage.delete_dir_if_empty(p)}

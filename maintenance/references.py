@@ -1,0 +1,219 @@
+"""What a table's snapshots, tags, changelogs and branches reference: the files that expiration
+must keep and orphan removal must never delete. Java ``FileDeletionBase`` (skipping sets) and
+``OrphanFilesClean`` (used files), apache/paimon 5dacde516b.
+
+Branches keep their own ``snapshot/``, ``tag/`` and ``changelog/`` under
+``branch/branch-<name>/`` but share the table's ``manifest/``, ``index/`` and data
+directories, so every manifest named here is read from the table's own ``manifest/``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from paimond.errors import MissingFileError
+from paimond.format.index_manifest import IndexManifestEntry
+from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
+from paimond.format.manifest_list import ManifestFileMeta
+from paimond.format.snapshot import Snapshot
+from paimond.table.catalog import BRANCH_PREFIX, Table
+from paimond.table.scan import read_index_manifest, read_manifest, read_manifest_list
+from paimond.table.snapshots import Snapshots
+
+CHANGELOG_DIR = "changelog"
+CHANGELOG_PREFIX = "changelog-"
+_PARALLELISM = 8
+
+# File kinds, as reports name them.
+DATA, CHANGELOG, FILE_INDEX = "data", "changelog", "file-index"
+MANIFEST, MANIFEST_LIST, INDEX_MANIFEST = "manifest", "manifest-list", "index-manifest"
+INDEX, STATISTICS, SNAPSHOT, OTHER = "index", "statistics", "snapshot", "other"
+KIND_ORDER = (SNAPSHOT, MANIFEST_LIST, MANIFEST, INDEX_MANIFEST, INDEX, STATISTICS, DATA,
+              CHANGELOG, FILE_INDEX, OTHER)
+
+
+def metadata_kind(name: str) -> str:
+    """The kind of a file under ``manifest/`` by its name."""
+    if name.startswith("manifest-list-"):
+        return MANIFEST_LIST
+    if name.startswith("index-manifest-"):
+        return INDEX_MANIFEST
+    return MANIFEST if name.startswith("manifest-") else OTHER
+
+
+def bucket_file_kind(name: str) -> str:
+    """The kind of a file in a bucket directory by its name."""
+    if name.startswith(CHANGELOG_PREFIX):
+        return CHANGELOG
+    return FILE_INDEX if name.endswith(".index") else DATA
+
+
+@dataclass
+class FileTally:
+    """Files and bytes per kind (of what was, or would be, deleted)."""
+
+    files: Counter[str] = field(default_factory=Counter)
+    size_bytes: Counter[str] = field(default_factory=Counter)
+
+    def add(self, kind: str, size_bytes: int) -> None:
+        self.files[kind] += 1
+        self.size_bytes[kind] += size_bytes
+
+    @property
+    def total_files(self) -> int:
+        return sum(self.files.values())
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.size_bytes.values())
+
+    def lines(self, indent: str = "  ") -> list[str]:
+        kinds = sorted(self.files, key=lambda k: KIND_ORDER.index(k) if k in KIND_ORDER else 99)
+        width = max((len(k) for k in kinds), default=0)
+        return [f"{indent}{kind:<{width}}  {self.files[kind]:>6} files  "
+                f"{self.size_bytes[kind]:>14,} bytes" for kind in kinds]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotMetadata:
+    """The metadata files one snapshot (or tag, or changelog) names."""
+
+    manifest_lists: tuple[str, ...]
+    manifests: tuple[ManifestFileMeta, ...]  # of the base, delta and changelog lists
+    index_manifest: str | None
+    index_entries: tuple[IndexManifestEntry, ...]
+    statistics: str | None
+
+    def names(self) -> set[str]:
+        """Every file name, for skipping sets (matching is by name, as in Java)."""
+        names = set(self.manifest_lists) | {m.file_name for m in self.manifests}
+        names |= {e.index_file.file_name for e in self.index_entries}
+        names |= {n for n in (self.index_manifest, self.statistics) if n}
+        return names
+
+
+def read_snapshot_metadata(table: Table, snapshot: Snapshot, where: str,
+                           *, changelog: bool = True) -> SnapshotMetadata:
+    """Read the manifest lists and index manifest of ``snapshot`` (found at ``where``);
+    MissingFileError or CorruptFileError name the file that failed."""
+    lists = list(snapshot.manifest_lists()) if changelog else [
+        snapshot.base_manifest_list, snapshot.delta_manifest_list]
+    manifests = [m for name in lists for m in read_manifest_list(table, name, where)]
+    index_entries = read_index_manifest(table, snapshot) if snapshot.index_manifest else []
+    return SnapshotMetadata(tuple(lists), tuple(manifests), snapshot.index_manifest,
+                            tuple(index_entries), snapshot.statistics)
+
+
+def read_manifests(table: Table, metas: Sequence[ManifestFileMeta], where: str
+                   ) -> dict[str, list[ManifestEntry]]:
+    """Entries of each distinct manifest, read in parallel, by file name."""
+    unique = list({m.file_name: m for m in metas}.values())
+    if len(unique) <= 1:
+        return {m.file_name: read_manifest(table, m, where) for m in unique}
+    with ThreadPoolExecutor(max_workers=min(_PARALLELISM, len(unique))) as pool:
+        contents = pool.map(lambda m: read_manifest(table, m, where), unique)
+        return {m.file_name: entries for m, entries in zip(unique, contents, strict=True)}
+
+
+def live_data_files(table: Table, snapshot: Snapshot, where: str) -> set[tuple[bytes, int, str]]:
+    """(partition, bucket, file name) of every data file live in ``snapshot``: Java's tag
+    data-file skipper, which matches by name within a bucket, whatever the level."""
+    meta = read_snapshot_metadata(table, snapshot, where, changelog=False)
+    contents = read_manifests(table, meta.manifests, where)
+    live: dict[tuple[object, ...], ManifestEntry] = {}
+    for manifest in meta.manifests:
+        for entry in contents[manifest.file_name]:
+            if entry.kind == FILE_KIND_ADD:
+                live[entry.identifier] = entry
+            else:
+                live.pop(entry.identifier, None)
+    return {(e.partition, e.bucket, e.file.file_name) for e in live.values()}
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotSource:
+    """Where a referencing snapshot lives, for messages and re-checks."""
+
+    branch: str  # "main" or a branch name
+    kind: str  # snapshot, tag, changelog
+    path: str
+    snapshot: Snapshot
+
+
+def _branch_root(table: Table, branch: str) -> Table:
+    """A view of a branch's own directories (snapshot/, tag/, changelog/, consumer/)."""
+    if branch == "main":
+        return table
+    return Table(table.storage, table.file_path("branch", BRANCH_PREFIX + branch),
+                 f"{table.name}${branch}")
+
+
+def referencing_snapshots(table: Table, *, branches: bool = True,
+                          main: bool = True) -> list[SnapshotSource]:
+    """Every snapshot, tag and long-lived changelog of the main branch and of every branch.
+    A snapshot file that vanishes while listing (expired meanwhile) is left out."""
+    names = (["main"] if main else []) + (table.branches() if branches else [])
+    sources = []
+    for branch in names:
+        root = _branch_root(table, branch)
+        for kind, snapshots in (("snapshot", root.snapshots), ("changelog", Snapshots(
+                table.storage, root.path, directory=CHANGELOG_DIR, prefix=CHANGELOG_PREFIX))):
+            for snapshot_id in snapshots.list_ids():
+                try:
+                    snapshot = snapshots.load(snapshot_id)
+                except MissingFileError:
+                    continue
+                sources.append(SnapshotSource(branch, kind, snapshots.path(snapshot_id), snapshot))
+        for name, tag in root.tags().items():
+            sources.append(SnapshotSource(branch, "tag", root.file_path("tag", f"tag-{name}"), tag))
+    return sources
+
+
+@dataclass
+class UsedFiles:
+    """File names the given snapshots reference: metadata and data (with extra files)."""
+
+    metadata: set[str] = field(default_factory=set)
+    data: set[str] = field(default_factory=set)
+
+    @property
+    def all(self) -> set[str]:
+        return self.metadata | self.data
+
+
+def used_files(table: Table, sources: Iterable[SnapshotSource]) -> UsedFiles:
+    """Names of every file ``sources`` reference. A missing file is skipped only when every
+    snapshot naming it has itself vanished since (expired meanwhile); any other missing or
+    corrupt file raises, so nothing is deleted on a partial view."""
+    used = UsedFiles()
+    manifests: dict[str, tuple[ManifestFileMeta, list[str]]] = {}
+    for source in sources:
+        try:
+            meta = read_snapshot_metadata(table, source.snapshot, source.path)
+        except MissingFileError:
+            if not table.storage.exists(source.path):
+                continue
+            raise
+        used.metadata |= meta.names()
+        for m in meta.manifests:
+            manifests.setdefault(m.file_name, (m, []))[1].append(source.path)
+
+    def read(item: tuple[ManifestFileMeta, list[str]]) -> list[ManifestEntry]:
+        meta, wheres = item
+        try:
+            return read_manifest(table, meta, wheres[0])
+        except MissingFileError:
+            if any(table.storage.exists(where) for where in wheres):
+                raise
+            return []
+
+    items = list(manifests.values())
+    with ThreadPoolExecutor(max_workers=max(1, min(_PARALLELISM, len(items)))) as pool:
+        for entries in pool.map(read, items):
+            for entry in entries:
+                used.data.add(entry.file.file_name)
+                used.data.update(entry.file.extra_files)
+    return used

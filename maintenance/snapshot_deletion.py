@@ -1,0 +1,314 @@
+"""Which files an expiration deletes, and deleting them in an order that survives a crash:
+Java ``SnapshotDeletion`` / ``FileDeletionBase`` and ``ExpireSnapshotsImpl.expireUntil``
+(apache/paimon 5dacde516b). ``expire`` documents the order; this module only reads metadata
+in ``collect_expired`` and only deletes in ``execute_expiration``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from paimond.errors import MissingFileError
+from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
+from paimond.format.manifest_list import ManifestFileMeta
+from paimond.format.schema import TableSchema
+from paimond.format.snapshot import Snapshot
+from paimond.maintenance.references import (
+    CHANGELOG,
+    DATA,
+    FILE_INDEX,
+    INDEX,
+    INDEX_MANIFEST,
+    MANIFEST,
+    MANIFEST_LIST,
+    SNAPSHOT,
+    STATISTICS,
+    FileTally,
+    UsedFiles,
+    live_data_files,
+    read_snapshot_metadata,
+    referencing_snapshots,
+    used_files,
+)
+from paimond.table.catalog import Table
+from paimond.table.scan import bucket_path, read_index_manifest, read_manifest, read_manifest_list
+from paimond.table.snapshots import EARLIEST_HINT
+from paimond.table.storage import Storage
+
+
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    kind: str
+    path: str
+    size_bytes: int | None  # None: not recorded in metadata, asked of storage
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireWork:
+    """Everything one expiration deletes, in order. ``begin_id`` is None when no snapshot of
+    the range was found (expired meanwhile by another process)."""
+
+    begin_id: int | None
+    end_id: int
+    data_files: tuple[Deletion, ...] = ()
+    bucket_dirs: tuple[tuple[str, int], ...] = ()  # (bucket dir, partition depth)
+    metadata: tuple[Deletion, ...] = ()
+    snapshot_files: tuple[Deletion, ...] = ()
+    write_earliest: bool = False
+    protected_data_files: int = 0
+
+    @property
+    def snapshot_count(self) -> int:
+        return len(self.snapshot_files)
+
+
+class _DataPaths:
+    """Where data files live (bucket directories computed once per partition and bucket)."""
+
+    def __init__(self, table: Table, schema: TableSchema) -> None:
+        self._table, self._schema = table, schema
+        self._buckets: dict[tuple[bytes, int], str] = {}
+        self.depth = len(schema.partition_keys)
+
+    def bucket_dir(self, entry: ManifestEntry) -> str:
+        key = (entry.partition, entry.bucket)
+        if key not in self._buckets:
+            self._buckets[key] = bucket_path(self._table, self._schema, *key)
+        return self._buckets[key]
+
+    def data(self, entry: ManifestEntry) -> str:
+        external = entry.file.external_path
+        return external or self._table.storage.join(self.bucket_dir(entry), entry.file.file_name)
+
+    def extra(self, entry: ManifestEntry, name: str) -> str:
+        """Java ``toAlignedPath``: extra files sit beside the data file."""
+        external = entry.file.external_path
+        directory = external.rsplit("/", 1)[0] if external else self.bucket_dir(entry)
+        return self._table.storage.join(directory, name)
+
+
+def _load_range(table: Table, first: int, last: int) -> list[Snapshot]:
+    loaded = []
+    for snapshot_id in range(first, last + 1):
+        try:
+            loaded.append(table.snapshots.load(snapshot_id))
+        except MissingFileError:
+            continue  # expired meanwhile, or a gap an interrupted run left
+    return loaded
+
+
+def _retired_in_delta(table: Table, snapshot: Snapshot, paths: _DataPaths
+                      ) -> dict[str, ManifestEntry] | None:
+    """Data files a DELETE entry in the delta retires, by path; an ADD of the same path
+    after it (an upgrade) keeps the file. None if the delta is gone (an earlier run)."""
+    where = table.snapshots.path(snapshot.id)
+    retired: dict[str, ManifestEntry] = {}
+    try:
+        for meta in read_manifest_list(table, snapshot.delta_manifest_list, where):
+            for entry in read_manifest(table, meta, where):
+                if entry.kind == FILE_KIND_ADD:
+                    retired.pop(paths.data(entry), None)
+                else:
+                    retired[paths.data(entry)] = entry
+    except MissingFileError:
+        return None
+    return retired
+
+
+def _newest_before(tags: list[Snapshot], snapshot_id: int, inclusive: bool = False) -> int:
+    """Index of the newest tag with id < ``snapshot_id`` (<= if inclusive); -1 if none."""
+    index = -1
+    for i, tag in enumerate(tags):
+        if tag.id < snapshot_id or (inclusive and tag.id == snapshot_id):
+            index = i
+    return index
+
+
+def _data_deletions(table: Table, loaded: list[Snapshot], begin: int, tags: list[Snapshot],
+                    tag_paths: dict[int, str], branch_data: set[str], paths: _DataPaths
+                    ) -> tuple[list[Deletion], set[str], int]:
+    deletions: dict[str, Deletion] = {}
+    bucket_dirs: set[str] = set()
+    protected = 0
+    held_by_tag: dict[int, set[tuple[bytes, int, str]]] = {}
+    for snapshot in loaded:
+        if snapshot.id == begin:
+            continue
+        retired = _retired_in_delta(table, snapshot, paths)
+        if not retired:
+            continue
+        index = _newest_before(tags, snapshot.id)
+        held: set[tuple[bytes, int, str]] = set()
+        if index >= 0:
+            tag = tags[index]
+            if tag.id not in held_by_tag:
+                held_by_tag[tag.id] = live_data_files(table, tag, tag_paths[tag.id])
+            held = held_by_tag[tag.id]
+        for path, entry in retired.items():
+            meta = entry.file
+            if (entry.partition, entry.bucket, meta.file_name) in held or meta.file_name in branch_data:
+                protected += 1
+                continue
+            deletions.setdefault(path, Deletion(DATA, path, meta.file_size))
+            for name in meta.extra_files:
+                extra = paths.extra(entry, name)
+                deletions.setdefault(extra, Deletion(FILE_INDEX, extra, None))
+            bucket_dirs.add(paths.bucket_dir(entry))
+    return list(deletions.values()), bucket_dirs, protected
+
+
+def _changelog_deletions(table: Table, expiring: Iterable[Snapshot], paths: _DataPaths
+                         ) -> list[Deletion]:
+    """Changelog files of the expiring snapshots (not decoupled: they go with the snapshot)."""
+    deletions: dict[str, Deletion] = {}
+    for snapshot in expiring:
+        if not snapshot.changelog_manifest_list:
+            continue
+        where = table.snapshots.path(snapshot.id)
+        try:
+            metas = read_manifest_list(table, snapshot.changelog_manifest_list, where)
+        except MissingFileError:
+            continue
+        for meta in metas:
+            try:
+                entries = read_manifest(table, meta, where)
+            except MissingFileError:
+                continue
+            for entry in entries:
+                if entry.kind == FILE_KIND_ADD:
+                    path = paths.data(entry)
+                    deletions.setdefault(path, Deletion(CHANGELOG, path, entry.file.file_size))
+    return list(deletions.values())
+
+
+def _manifest_list_or_empty(table: Table, name: str, where: str) -> list[ManifestFileMeta]:
+    try:
+        return read_manifest_list(table, name, where)
+    except MissingFileError:
+        return []  # deleted by an interrupted run, after the manifests it named
+
+
+def _metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str]) -> list[Deletion]:
+    """Java ``planManifestsCleaner``: each manifest before its list, index files before their
+    index manifest; ``skip`` grows with every name planned, so each file is named once."""
+    where = table.snapshots.path(snapshot.id)
+    out = []
+    lists = [(snapshot.base_manifest_list, snapshot.base_manifest_list_size),
+             (snapshot.delta_manifest_list, snapshot.delta_manifest_list_size),
+             (snapshot.changelog_manifest_list, snapshot.changelog_manifest_list_size)]
+    for name, size in lists:
+        if not name:
+            continue
+        for meta in _manifest_list_or_empty(table, name, where):
+            if meta.file_name not in skip:
+                skip.add(meta.file_name)
+                out.append(Deletion(MANIFEST, table.file_path("manifest", meta.file_name),
+                                    meta.file_size))
+        if name not in skip:
+            skip.add(name)
+            out.append(Deletion(MANIFEST_LIST, table.file_path("manifest", name), size))
+    if snapshot.index_manifest:
+        try:
+            entries = read_index_manifest(table, snapshot)
+        except MissingFileError:
+            entries = None  # deleted by an interrupted run, after its index files
+        if entries is not None:
+            for entry in entries:
+                index_file = entry.index_file
+                if index_file.file_name not in skip:
+                    skip.add(index_file.file_name)
+                    out.append(Deletion(INDEX, index_file.external_path or table.file_path(
+                        "index", index_file.file_name), index_file.file_size))
+            if snapshot.index_manifest not in skip:
+                skip.add(snapshot.index_manifest)
+                out.append(Deletion(INDEX_MANIFEST, table.file_path(
+                    "manifest", snapshot.index_manifest), None))
+    if snapshot.statistics and snapshot.statistics not in skip:
+        skip.add(snapshot.statistics)
+        out.append(Deletion(STATISTICS, table.file_path("statistics", snapshot.statistics), None))
+    return out
+
+
+def _skipping_tags(tags: list[Snapshot], begin: int, end: int) -> list[Snapshot]:
+    """Java ``findSkippingTags``: tags from the newest at or before ``begin`` to the newest
+    before ``end``."""
+    right = _newest_before(tags, end)
+    if right < 0:
+        return []
+    left = max(_newest_before(tags, begin, inclusive=True), 0)
+    return tags[left:right + 1]
+
+
+def collect_expired(table: Table, earliest_id: int, end_id: int) -> ExpireWork:
+    """Read what expiring [earliest, end) deletes; nothing is deleted here."""
+    loaded = _load_range(table, earliest_id, end_id)
+    if not loaded:
+        return ExpireWork(None, end_id)
+    begin = loaded[0].id
+    tag_items = sorted(table.tags().items(), key=lambda item: item[1].id)
+    tags = [tag for _, tag in tag_items]
+    tag_paths = {tag.id: table.file_path("tag", f"tag-{name}") for name, tag in tag_items}
+    branches = (used_files(table, referencing_snapshots(table, main=False))
+                if table.branches() else UsedFiles())
+    schema = table.latest_schema()
+    paths = _DataPaths(table, schema)
+    data, bucket_dirs, protected = _data_deletions(table, loaded, begin, tags, tag_paths,
+                                                   branches.data, paths)
+    expiring = [s for s in loaded if s.id != end_id]
+    data += _changelog_deletions(table, expiring, paths)
+    dirs = tuple((d, paths.depth) for d in sorted(bucket_dirs))
+    if loaded[-1].id != end_id:  # the end snapshot is gone: only the data files are certain
+        return ExpireWork(begin, end_id, tuple(data), dirs, protected_data_files=protected)
+    skip = set(branches.metadata)
+    for tag in _skipping_tags(tags, begin, end_id):
+        skip |= read_snapshot_metadata(table, tag, tag_paths[tag.id], changelog=False).names()
+    skip |= read_snapshot_metadata(table, loaded[-1], table.snapshots.path(end_id),
+                                   changelog=False).names()
+    metadata = [d for s in expiring for d in _metadata_deletions(table, s, skip)]
+    snapshot_files = [Deletion(SNAPSHOT, table.snapshots.path(s.id), None) for s in expiring]
+    return ExpireWork(begin, end_id, tuple(data), dirs, tuple(metadata), tuple(snapshot_files),
+                      write_earliest=True, protected_data_files=protected)
+
+
+def _size(storage: Storage, deletion: Deletion) -> int | None:
+    if deletion.size_bytes is not None:
+        return deletion.size_bytes
+    try:
+        return storage.size(deletion.path)
+    except MissingFileError:
+        return None
+
+
+def _remove_empty_dirs(storage: Storage, bucket_dirs: Iterable[tuple[str, int]]) -> None:
+    """Bucket directories left empty, then their partition directories, deepest first."""
+    level = {d for d, _ in bucket_dirs if storage.delete_dir_if_empty(d)}
+    depth = max((n for _, n in bucket_dirs), default=0)
+    for _ in range(depth):
+        level = {parent for parent in {d.rsplit("/", 1)[0] for d in level}
+                 if storage.delete_dir_if_empty(parent)}
+
+
+def execute_expiration(table: Table, work: ExpireWork, *, dry_run: bool,
+                       clean_empty_directories: bool = False) -> FileTally:
+    """Delete ``work`` in order (or, with ``dry_run``, only count it); returns what went."""
+    storage = table.storage
+    tally = FileTally()
+
+    def delete(deletions: Iterable[Deletion]) -> None:
+        for deletion in deletions:
+            size = _size(storage, deletion)
+            if dry_run:
+                if size is not None:  # None: already gone
+                    tally.add(deletion.kind, size)
+            elif storage.delete(deletion.path):
+                tally.add(deletion.kind, size or 0)
+
+    delete(work.data_files)
+    if clean_empty_directories and not dry_run:
+        _remove_empty_dirs(storage, work.bucket_dirs)
+    delete(work.metadata)
+    delete(work.snapshot_files)
+    if work.write_earliest and not dry_run:
+        storage.write_bytes(table.snapshots.hint_path(EARLIEST_HINT), str(work.end_id).encode())
+    return tally
