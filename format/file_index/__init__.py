@@ -1,0 +1,31 @@
+"""Data-file indexes (Java ``org.apache.paimon.fileindex``, apache/paimon ``5dacde516b``).
+
+- ``build_file_index``: the container ``DataFileIndexWriter`` writes for one data file;
+- ``encode_file_index`` / ``decode_file_index``: the ``FileIndexFormat`` container;
+- ``create_index_writer`` / ``decode_index``: one index type over one column: ``bloom-filter``
+  (``might_contain``), ``bitmap``, ``range-bitmap`` and ``bsi`` (``equal``, ``is_in``,
+  ``is_null``... returning ``pyroaring.BitMap`` row numbers; range queries on the last two);
+- ``options``: the ``file-index.*`` table options.
+"""
+
+from paimond.format.file_index.container import decode_file_index, encode_file_index
+from paimond.format.file_index.data_file_index import (
+    FileIndex,
+    build_file_index,
+    create_index_writer,
+    decode_index,
+)
+from paimond.format.file_index.keys import IndexWriter
+from paimond.format.file_index.options import file_index_columns, in_manifest_threshold_bytes
+
+__all__ = [
+    "FileIndex",
+    "IndexWriter",
+    "build_file_index",
+    "create_index_writer",
+    "decode_file_index",
+    "decode_index",
+    "encode_file_index",
+    "file_index_columns",
+    "in_manifest_threshold_bytes",
+]

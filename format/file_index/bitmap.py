@@ -23,7 +23,7 @@ from typing import Any
 from pyroaring import BitMap
 
 from paimond.errors import CodecError, UnsupportedError
-from paimond.format.file_index.keys import Key, KeyType, key_type
+from paimond.format.file_index.keys import IndexWriter, Key, KeyType, key_type
 from paimond.format.file_index.options import option_int, option_size
 from paimond.format.file_index.roaring import read_bitmap, serialize_bitmap
 from paimond.format.java_order import java_hashmap_order
@@ -47,20 +47,19 @@ def bitmap_key_type(data_type: DataType) -> KeyType:
     return key_type(data_type)
 
 
-class BitmapWriter:
+class BitmapWriter(IndexWriter):
     """Builds one column's bitmap index; options ``version`` and ``index-block-size``."""
 
     def __init__(self, data_type: DataType, options: Mapping[str, str]) -> None:
-        self._key_type = bitmap_key_type(data_type)
+        super().__init__(data_type, bitmap_key_type(data_type))
         self._version = option_int(options, "version", VERSION_2)
         self._block_size = option_size(options, "index-block-size", "16kb")
         self._rows: dict[Key, list[int]] = {}
         self._nulls = BitMap()
         self._row_count = 0
         self._called_after_last_new = False  # a computeIfAbsent after the last new key
-        self.empty = True
 
-    def write_keys(self, keys: Sequence[Key | None]) -> None:
+    def _write_keys(self, keys: Sequence[Key | None]) -> None:
         rows, row = self._rows, self._row_count
         for key in keys:
             if key is None:
@@ -75,13 +74,12 @@ class BitmapWriter:
                     self._called_after_last_new = True
             row += 1
         self._row_count = row
-        self.empty = self.empty and not keys
 
     def _java_order(self) -> list[Key]:
         calls: list[Key] = list(self._rows)
         if self._called_after_last_new:
             calls.append(calls[-1])
-        return java_hashmap_order(calls, self._key_type.java_hash, compute_if_absent=True)
+        return java_hashmap_order(calls, self.key_type.java_hash, compute_if_absent=True)
 
     def serialized_bytes(self) -> bytes:
         if self._version not in (VERSION_1, VERSION_2):
@@ -105,7 +103,7 @@ class BitmapWriter:
         if self._version == VERSION_1:
             if self._nulls:
                 head += struct.pack(">i", null_offset)
-            head += b"".join(self._key_type.pack(k) + struct.pack(">i", o) for k, o, _ in entries)
+            head += b"".join(self.key_type.pack(k) + struct.pack(">i", o) for k, o, _ in entries)
         else:
             if self._nulls:
                 head += struct.pack(">ii", null_offset, len(null_bytes))
@@ -113,7 +111,7 @@ class BitmapWriter:
         return b"".join([head, null_bytes if len(self._nulls) > 1 else b"", *bodies])
 
     def _v2_blocks(self, entries: list[tuple[Key, int, int]]) -> bytes:
-        kt, limit = self._key_type, self._block_size
+        kt, limit = self.key_type, self._block_size
         blocks: list[list[tuple[Key, int, int]]] = []
         block_bytes = 0
         for entry in sorted(entries, key=lambda e: kt.order(e[0])):
@@ -139,7 +137,7 @@ class BitmapIndex:
     """A decoded bitmap index; queries answer the exact row numbers (``pyroaring.BitMap``)."""
 
     def __init__(self, data_type: DataType, payload: bytes) -> None:
-        self._key_type = bitmap_key_type(data_type)
+        self.key_type = bitmap_key_type(data_type)
         self._data = payload
         if len(payload) < 10:
             raise CodecError(f"truncated bitmap index: {len(payload)} bytes")
@@ -166,13 +164,13 @@ class BitmapIndex:
     def _v1_entries(self, pos: int, count: int) -> tuple[dict[Key, tuple[int, int | None]], int]:
         entries: dict[Key, tuple[int, int | None]] = {}
         for _ in range(count):
-            key, pos = self._key_type.unpack(self._data, pos)
+            key, pos = self.key_type.unpack(self._data, pos)
             entries[key] = (self._int(pos), None)
             pos += 4
         return entries, pos
 
     def _v2_entries(self, pos: int, count: int) -> tuple[dict[Key, tuple[int, int | None]], int]:
-        kt, block_count = self._key_type, self._int(pos)
+        kt, block_count = self.key_type, self._int(pos)
         pos += 4
         starts = []
         for _ in range(max(block_count, 0)):
@@ -209,7 +207,7 @@ class BitmapIndex:
         """Rows holding ``value`` (compared as Java's boxed keys: NaN == NaN, -0.0 != 0.0)."""
         if value is None:
             return BitMap()
-        found = self._entries.get(self._key_type.to_key(value))
+        found = self._entries.get(self.key_type.to_key(value))
         return BitMap() if found is None else self._bitmap(*found)
 
     def is_in(self, values: Iterable[Any]) -> BitMap:

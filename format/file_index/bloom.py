@@ -17,7 +17,7 @@ from typing import Any
 
 from paimond.errors import CodecError, UnsupportedError
 from paimond.format.file_index.hashing import thomas_wang_hash, xxh64
-from paimond.format.file_index.keys import Key, KeyType, key_type
+from paimond.format.file_index.keys import IndexWriter, Key, KeyType, key_type
 from paimond.format.file_index.options import option_float, option_int
 from paimond.format.java_order import int32
 from paimond.format.types import DataType
@@ -63,20 +63,17 @@ def _positions(hash64: int, num_hashes: int, num_bits: int) -> list[int]:
     return out
 
 
-class BloomFilterWriter:
+class BloomFilterWriter(IndexWriter):
     """Builds one column's bloom filter; ``write`` takes Python values or an Arrow array."""
 
     def __init__(self, data_type: DataType, options: Mapping[str, str]) -> None:
-        self._data_type = data_type
-        self._key_type = bloom_key_type(data_type)
+        super().__init__(data_type, bloom_key_type(data_type))
         items = option_int(options, "items", DEFAULT_ITEMS)
         self.num_hashes, self.num_bits = bloom_sizing(items, option_float(options, "fpp",
                                                                           DEFAULT_FPP))
         self._bits = bytearray(self.num_bits // 8)
-        self.empty = True
 
-    def write_keys(self, keys: Sequence[Key | None]) -> None:
-        self.empty = self.empty and not keys
+    def _write_keys(self, keys: Sequence[Key | None]) -> None:
         bits, num_hashes, num_bits = self._bits, self.num_hashes, self.num_bits
         for key in keys:
             if key is not None:
@@ -99,12 +96,12 @@ class BloomFilterIndex:
             raise CodecError(f"bloom filter with {self.num_hashes} hash functions "
                              f"over {self.num_bits} bits")
         self._bits = payload[4:]
-        self._key_type = bloom_key_type(data_type)
+        self.key_type = bloom_key_type(data_type)
 
     def might_contain(self, value: Any) -> bool:
         """False only if no row holds ``value``; NULL may always be present."""
         if value is None:
             return True
-        pos_list = _positions(bloom_hash(self._key_type.to_key(value)), self.num_hashes,
+        pos_list = _positions(bloom_hash(self.key_type.to_key(value)), self.num_hashes,
                               self.num_bits)
         return all(self._bits[pos >> 3] >> (pos & 7) & 1 for pos in pos_list)

@@ -22,6 +22,7 @@ Which index accepts which type is each index's business.
 from __future__ import annotations
 
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
@@ -181,3 +182,31 @@ def keys_of(data_type: DataType, values: Sequence[Any] | pa.Array | pa.ChunkedAr
         values = values.to_pylist()
     to_key = kind.to_key
     return [None if v is None else to_key(v) for v in values]
+
+
+class IndexWriter(ABC):
+    """One column's index being built, row by row (Java ``FileIndexWriter``)."""
+
+    def __init__(self, data_type: DataType, key_type: KeyType) -> None:
+        self.data_type = data_type
+        self.key_type = key_type
+        self.empty = True  # nothing written yet, not even a NULL
+
+    def write(self, values: Sequence[Any] | pa.Array | pa.ChunkedArray) -> None:
+        """Append rows: Python values (``paimond.format.values``; None is NULL) or Arrow.
+
+        Raises ValueError for a value that does not fit the column type."""
+        self.write_keys(keys_of(self.data_type, values, self.key_type))
+
+    def write_keys(self, keys: Sequence[Key | None]) -> None:
+        """Append rows given as keys (see :func:`keys_of`)."""
+        if len(keys):
+            self.empty = False
+        self._write_keys(keys)
+
+    @abstractmethod
+    def _write_keys(self, keys: Sequence[Key | None]) -> None: ...
+
+    @abstractmethod
+    def serialized_bytes(self) -> bytes:
+        """The index payload, exactly as Java's ``serializedBytes()``."""
