@@ -1,4 +1,5 @@
-"""Atomic local file writes: complete-or-absent files, and exclusive creation without locks.
+"""Atomic local file writes: complete-or-absent files (whole or streamed), and exclusive
+creation without locks.
 
 Java ``LocalFileIO`` renames under a JVM-local lock, which does not exclude other processes;
 here ``link(2)`` of a synced temp file refuses an existing target across processes.
@@ -10,8 +11,39 @@ import errno
 import os
 import uuid
 from contextlib import suppress
+from typing import BinaryIO
 
 _NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
+_OUTPUT_BUFFER_BYTES = 1 << 20
+
+
+def open_temp_beside(target: str) -> tuple[BinaryIO, str]:
+    """A new ``.<name>.<uuid>.tmp`` beside ``target``, open for writing, and its path; finish
+    it with :func:`publish_temp` or :func:`discard_temp`."""
+    directory, name = os.path.split(target)
+    os.makedirs(directory, exist_ok=True)
+    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    return open(temp, "xb", buffering=_OUTPUT_BUFFER_BYTES), temp
+
+
+def publish_temp(file: BinaryIO, temp: str, target: str) -> None:
+    """Sync the temp file and rename it over ``target``: readers never see it half written.
+    On failure the temp file is removed."""
+    try:
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()
+        os.replace(temp, target)
+    except BaseException:
+        discard_temp(file, temp)
+        raise
+    _fsync_dir(os.path.dirname(target))
+
+
+def discard_temp(file: BinaryIO, temp: str) -> None:
+    with suppress(OSError):
+        file.close()
+    _remove_quietly(temp)
 
 
 def replace_file(target: str, data: bytes) -> None:

@@ -13,12 +13,14 @@ URIs.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, BinaryIO, Protocol, cast
 
 import fsspec
@@ -29,7 +31,13 @@ from paimond.errors import (
     StorageUnavailableError,
     UnsupportedError,
 )
-from paimond.table.local_files import create_file_exclusive, replace_file
+from paimond.table.local_files import (
+    create_file_exclusive,
+    discard_temp,
+    open_temp_beside,
+    publish_temp,
+    replace_file,
+)
 from paimond.table.s3_options import (
     parse_option_values,
     s3_error_code,
@@ -38,6 +46,7 @@ from paimond.table.s3_options import (
 )
 
 _READ_BLOCK_BYTES = 8 * 2**20
+_UPLOAD_PART_BYTES = 16 * 2**20  # S3 multipart part size: what a streamed upload buffers
 _CONFLICT_ATTEMPTS = 5  # S3 409 ConditionalRequestConflict: a concurrent conditional PUT
 _MEMORY_CREATE_LOCK = threading.Lock()  # memory:// lives in this process only
 
@@ -51,13 +60,29 @@ class FileStatus:
     is_dir: bool
 
 
+class OutputStream(Protocol):
+    """A new file being written: ``close`` publishes it, ``abort`` discards it (both
+    idempotent, the first one wins). As a context manager, an exception aborts."""
+
+    @property
+    def closed(self) -> bool: ...
+    def write(self, data: bytes | bytearray | memoryview) -> int: ...
+    def tell(self) -> int: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+    def abort(self) -> None: ...
+    def __enter__(self) -> OutputStream: ...
+    def __exit__(self, kind: object, error: object, trace: object) -> None: ...
+
+
 class Storage(Protocol):
     root: str
 
     def join(self, *parts: str) -> str: ...
     def read_bytes(self, path: str) -> bytes: ...
     def read_text(self, path: str) -> str: ...
-    def open_input(self, path: str) -> BinaryIO: ...
+    def open_input(self, path: str, *, buffered: bool = True) -> BinaryIO: ...
+    def open_output(self, path: str) -> OutputStream: ...
     def write_bytes(self, path: str, data: bytes) -> None: ...
     def create_exclusive(self, path: str, data: bytes) -> bool: ...
     def exists(self, path: str) -> bool: ...
@@ -147,13 +172,48 @@ class FsspecStorage:
         except UnicodeDecodeError as e:
             raise CorruptFileError(self._uri(self._path(path)), f"not UTF-8: {e}") from e
 
-    def open_input(self, path: str) -> BinaryIO:
-        """A seekable binary stream; errors while reading it are not translated."""
+    def open_input(self, path: str, *, buffered: bool = True) -> BinaryIO:
+        """A seekable binary stream; errors while reading it are not translated.
+
+        ``buffered=False`` is for readers that read in large pieces of their own at several
+        places in turn (Parquet's column chunks): on object stores each read is then one
+        ranged GET, where a read-ahead window would be refetched at every switch."""
         p = self._path(path)
         with self._errors(p):
             if self._kind == "local":
                 return open(p, "rb")
-            return cast(BinaryIO, self._fs.open(p, "rb", block_size=_READ_BLOCK_BYTES))
+            cache = {} if buffered else {"cache_type": "none"}
+            return cast(BinaryIO, self._fs.open(p, "rb", block_size=_READ_BLOCK_BYTES, **cache))
+
+    def open_output(self, path: str) -> OutputStream:
+        """A stream that writes ``path`` without holding the file in memory. Readers see the
+        file only once ``close`` returns: locally a temp file beside it is renamed into place,
+        on S3 a multipart upload (parts of ``_UPLOAD_PART_BYTES``) is completed, on memory://
+        a buffer is stored; other file systems publish as their fsspec writer does."""
+        p = self._path(path)
+        errors = partial(self._errors, p)
+        with self._errors(p):
+            if self._kind == "local":
+                file, temp = open_temp_beside(p)
+                return _Output(file, partial(publish_temp, file, temp, p),
+                               partial(discard_temp, file, temp), errors)
+            if self._kind == "memory":
+                buffer = io.BytesIO()
+                return _Output(buffer, lambda: self._fs.pipe_file(p, buffer.getvalue()),
+                               buffer.close, errors)
+            block = {"block_size": _UPLOAD_PART_BYTES} if self._kind == "s3" else {}
+            remote = self._fs.open(p, "wb", **block)
+            return _Output(remote, remote.close, partial(self._discard, remote, p), errors)
+
+    def _discard(self, remote: Any, p: str) -> None:
+        """Abandon an fsspec writer: S3 aborts the multipart upload. Marked closed, since
+        fsspec's finalizer would otherwise close, and so publish, the partial file."""
+        discard = getattr(remote, "discard", None)
+        if discard is not None:
+            discard()
+        remote.closed = True
+        if self._kind != "s3" and self._fs.exists(p):  # a writer that created it early
+            self._fs.rm_file(p)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Overwrite ``path``; readers see the old or the new content, never a mix, locally
@@ -338,3 +398,63 @@ class FsspecStorage:
             for secret in self._secrets:
                 reason = reason.replace(secret, "***")
             raise StorageUnavailableError(self._uri(fs_path), reason) from e
+
+
+class _Output:
+    """An ``OutputStream`` over a file object that ``publish`` or ``discard`` finishes;
+    failures are translated as in every ``Storage`` call. A failed publish discards, and an
+    output dropped unfinished is discarded, never published."""
+
+    def __init__(self, file: Any, publish: Callable[[], object], discard: Callable[[], object],
+                 errors: Callable[[], AbstractContextManager[None]]) -> None:
+        self._file, self._publish, self._discard, self._errors = file, publish, discard, errors
+        self._finished = False
+
+    @property
+    def closed(self) -> bool:
+        return self._finished
+
+    def seekable(self) -> bool:  # fastavro asks
+        return False
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        with self._errors():
+            return int(self._file.write(data))
+
+    def tell(self) -> int:
+        return int(self._file.tell())
+
+    def flush(self) -> None:
+        with self._errors():
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._finished:
+            return
+        try:
+            with self._errors():
+                self._publish()
+        except BaseException:
+            self.abort()
+            raise
+        self._finished = True
+
+    def abort(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        with suppress(Exception):  # best effort: orphan removal deletes what stays behind
+            self._discard()
+
+    def __enter__(self) -> _Output:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_finished", True):
+            self.abort()

@@ -45,6 +45,11 @@ class S3Endpoint:
         self._fs.call_s3("create_bucket", Bucket=name)  # us-east-1: no LocationConstraint
         return f"s3://{name}"
 
+    def multipart_uploads(self, bucket: str) -> list[str]:
+        """Keys of the multipart uploads begun and neither completed nor aborted."""
+        answer = self._fs.call_s3("list_multipart_uploads", Bucket=bucket)
+        return sorted(u["Key"] for u in answer.get("Uploads", []))
+
     def put_raw(self, bucket: str, key: str, data: bytes) -> None:
         """Put a key as other tools write it, e.g. a ``dir/`` marker a Storage never writes."""
         self._fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data)

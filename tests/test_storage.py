@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import io
 import os
 import socket
@@ -27,6 +28,7 @@ from paimond.errors import (
     StorageUnavailableError,
     UnsupportedError,
 )
+from paimond.table import storage as storage_module
 from paimond.table.storage import Storage, open_storage
 from s3_endpoint import S3Endpoint
 
@@ -178,10 +180,101 @@ def test_open_input_feeds_pyarrow(backend: Backend) -> None:
     sink = io.BytesIO()
     pq.write_table(table, sink)
     s.write_bytes("t/bucket-0/data-0.parquet", sink.getvalue())
+    for buffered in (True, False):
+        with s.open_input("t/bucket-0/data-0.parquet", buffered=buffered) as f:
+            assert pq.ParquetFile(f, buffer_size=4096).read().equals(table)
+            f.seek(-4, os.SEEK_END)
+            assert f.read(4) == b"PAR1"
+
+
+def _names(s: Storage, path: str) -> list[str]:
+    return [c.name for c in s.list_dir(path)]
+
+
+def test_open_output_publishes_only_on_close(backend: Backend) -> None:
+    s, other = backend.storage, backend.reopen()
+    chunks = [bytes([i]) * (100_000 + i) for i in range(5)]
+    out = s.open_output("t/bucket-0/data-0.parquet")
+    for i, chunk in enumerate(chunks):
+        assert out.write(chunk) == len(chunk)
+        assert out.tell() == sum(map(len, chunks[: i + 1]))
+        assert not other.exists("t/bucket-0/data-0.parquet")
+    assert not out.closed
+    out.close()
+    assert out.closed
+    assert other.read_bytes("t/bucket-0/data-0.parquet") == b"".join(chunks)
+    assert _names(s, "t/bucket-0") == ["data-0.parquet"]  # no temp file left
+    out.abort()  # after close: changes nothing
+    out.close()
+    assert s.read_bytes("t/bucket-0/data-0.parquet") == b"".join(chunks)
+
+
+def test_open_output_abort_leaves_nothing(backend: Backend) -> None:
+    s = backend.storage
+    s.write_bytes("t/bucket-0/kept", b"1")
+    out = s.open_output("t/bucket-0/data-1.parquet")
+    out.write(b"x" * 300_000)
+    out.abort()
+    out.close()  # after abort: publishes nothing
+    assert not s.exists("t/bucket-0/data-1.parquet")
+    with pytest.raises(RuntimeError, match="writer failed"), \
+            s.open_output("t/bucket-0/data-2.parquet") as failing:
+        failing.write(b"y" * 1000)
+        raise RuntimeError("writer failed")
+    assert failing.closed and not s.exists("t/bucket-0/data-2.parquet")
+    abandoned = s.open_output("t/bucket-0/data-3.parquet")
+    abandoned.write(b"z" * 1000)
+    del abandoned  # dropped unfinished: discarded, never published half written
+    gc.collect()
+    assert _names(s, "t/bucket-0") == ["kept"]
+
+
+def test_open_output_feeds_pyarrow_writers(backend: Backend) -> None:
+    s = backend.storage
+    table = pa.table({"k": list(range(5000)), "v": [str(i) for i in range(5000)]})
+    with s.open_output("t/bucket-0/data-0.parquet") as out:
+        with pq.ParquetWriter(out, table.schema) as writer:
+            for batch in table.to_batches(max_chunksize=1000):
+                writer.write_batch(batch)
+        size = out.tell()
+    assert s.size("t/bucket-0/data-0.parquet") == size
     with s.open_input("t/bucket-0/data-0.parquet") as f:
         assert pq.read_table(f).equals(table)
-        f.seek(-4, os.SEEK_END)
-        assert f.read(4) == b"PAR1"
+
+
+@pytest.mark.s3
+def test_s3_open_output_is_a_multipart_upload(s3_endpoint: S3Endpoint, s3_storage: Storage,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(storage_module, "_UPLOAD_PART_BYTES", 5 * 2**20)  # S3's minimum
+    bucket = s3_storage.root.removeprefix("s3://")
+    chunk = os.urandom(2**20)
+    out = s3_storage.open_output("t/bucket-0/data-0.parquet")
+    for _ in range(12):
+        out.write(chunk)
+    # Parts went out while writing; the object appears only when the upload completes.
+    assert s3_endpoint.multipart_uploads(bucket) == ["t/bucket-0/data-0.parquet"]
+    assert not s3_storage.exists("t/bucket-0/data-0.parquet")
+    out.close()
+    assert s3_endpoint.multipart_uploads(bucket) == []
+    assert s3_storage.read_bytes("t/bucket-0/data-0.parquet") == chunk * 12
+    aborted = s3_storage.open_output("t/bucket-0/data-1.parquet")
+    for _ in range(12):
+        aborted.write(chunk)
+    assert s3_endpoint.multipart_uploads(bucket) == ["t/bucket-0/data-1.parquet"]
+    aborted.abort()
+    assert s3_endpoint.multipart_uploads(bucket) == []
+    assert _names(s3_storage, "t/bucket-0") == ["data-0.parquet"]
+
+
+def test_open_output_failed_publish_leaves_no_temp_file(tmp_path: Path) -> None:
+    s = open_storage(str(tmp_path))
+    (tmp_path / "t" / "data-0.parquet").mkdir(parents=True)  # the rename target is taken
+    out = s.open_output("t/data-0.parquet")
+    out.write(b"x" * 1000)
+    with pytest.raises(IsADirectoryError):
+        out.close()
+    assert out.closed
+    assert _names(s, "t") == ["data-0.parquet"] and _names(s, "t/data-0.parquet") == []
 
 
 def test_read_text_rejects_invalid_utf8(backend: Backend) -> None:
