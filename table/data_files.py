@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from typing import BinaryIO, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -83,7 +84,7 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
     wanted = {f.id: f for f in sources if f is not None}
     file_subset = RowType(fields=tuple(f for f in file_row.fields if f.id in wanted))
     target = physical_arrow_schema(read_row)
-    stream = storage.open_input(path)
+    stream = storage.open_input(path, buffered=file_format != "parquet")
     try:
         if not file_subset.fields:  # every read column is new: count rows from any column
             file_subset = RowType(fields=file_row.fields[:1])
@@ -165,7 +166,8 @@ def _rebased(array: pa.Array, *children: pa.Array) -> tuple[pa.Array, list[pa.Ar
 
 
 class DataFileWriter:
-    """Writes one data file of a bucket; ``close`` returns its metadata (None if empty).
+    """Streams one data file of a bucket to storage; ``close`` publishes it and returns its
+    metadata (None, and nothing published, if empty); ``abort`` discards it.
 
     Batches are in the physical layout of ``schema`` and, for primary-key files, sorted by
     key with each key once. ``sequence_start`` numbers the rows of an append file."""
@@ -183,8 +185,14 @@ class DataFileWriter:
         self._row_type = physical_row_type(schema, key_value=key_value, thin=self._thin)
         self._arrow_schema = physical_arrow_schema(self._row_type)
         compression = options.file_compression_per_level.get(level, options.file_compression)
-        self._format = open_format_writer(file_format, self._row_type, compression=compression,
-                                          options=options)
+        self._output = storage.open_output(path)
+        try:
+            self._format = open_format_writer(file_format, cast(BinaryIO, self._output),
+                                              self._row_type, compression=compression,
+                                              options=options)
+        except BaseException:
+            self._output.abort()
+            raise
         names = self._row_type.field_names
         modes = stats_modes(options, names, level=level if key_value else None,
                             avro_key_value=key_value and file_format == "avro",
@@ -204,6 +212,10 @@ class DataFileWriter:
     @property
     def estimated_size_bytes(self) -> int:
         return self._format.estimated_size_bytes
+
+    def abort(self) -> None:
+        """Discard the file: nothing is published."""
+        self._output.abort()
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -241,11 +253,17 @@ class DataFileWriter:
         return names, key_type.field_types
 
     def close(self) -> DataFileMeta | None:
-        """Write the file to storage and return its metadata (None, nothing written, if empty)."""
-        data = self._format.finish()
+        """Publish the file and return its metadata (None, nothing published, if empty)."""
         if self.row_count == 0:
+            self._output.abort()
             return None
-        self._storage.write_bytes(self._path, data)
+        try:
+            self._format.finish()
+            file_size = self._output.tell()
+        except BaseException:
+            self._output.abort()
+            raise
+        self._output.close()
         stats = [c.result() for c in self._collectors]
         fields = self._row_type.fields
         if self._key_value:
@@ -268,7 +286,7 @@ class DataFileWriter:
             sequences = (self._sequence_start, self._sequence_start + self.row_count - 1)
             deletes = 0
         return DataFileMeta(
-            file_name=self._path.rsplit("/", 1)[-1], file_size=len(data), row_count=self.row_count,
+            file_name=self._path.rsplit("/", 1)[-1], file_size=file_size, row_count=self.row_count,
             min_key=min_key, max_key=max_key, key_stats=key_simple, value_stats=value_simple,
             min_sequence_number=sequences[0], max_sequence_number=sequences[1],
             schema_id=self._schema_id, level=self._level, extra_files=(),
@@ -336,8 +354,10 @@ class RollingDataFileWriter:
         return list(self._written)
 
     def abort(self) -> None:
-        """Delete every file this writer completed (the open one was never stored)."""
-        self._current = None
+        """Discard the open file and delete every file this writer completed."""
+        current, self._current = self._current, None
+        if current is not None:
+            current.abort()
         for meta in self._written:
             self._storage.delete(self._storage.join(self._directory, meta.file_name))
         self._written.clear()

@@ -1,9 +1,10 @@
 """Data file formats as Arrow streams: Java ``ParquetFileFormat``, ``OrcFileFormat``,
 ``AvroFileFormat`` and ``RowFileFormat`` (apache/paimon 5dacde516b, ``paimon-format``).
 
-Writers fill an in-memory sink (``Storage`` takes whole files) and report their size so the
-rolling writer can cut files; readers stream: Parquet by row group, ORC by stripe, Avro by
-block. Every batch read is conformed to the Arrow types of the file's Paimon row type.
+Writers stream into a sink (a ``Storage`` output stream), holding at most a row group,
+stripe or block, and report their size so the rolling writer can cut files; readers stream:
+Parquet by row group (in ``batch_rows`` pieces, column chunks read through a bounded buffer),
+ORC by stripe, Avro by block. Every batch read is conformed to the Arrow types of the file's Paimon row type.
 
 Physical choices, checked against Java's readers: Parquet DECIMAL(p <= 18) as INT32/INT64
 (``store_decimal_as_integer``, as Java writes), TIMESTAMP(0..3) as INT64 millis,
@@ -16,11 +17,11 @@ char/varchar), no ``paimon.id`` attributes and no ZSTD level (pyarrow's ORC writ
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
@@ -38,6 +39,8 @@ _ORC_CODECS = {"zstd": "zstd", "none": "uncompressed", "uncompressed": "uncompre
                "snappy": "snappy", "lz4": "lz4", "zlib": "zlib", "gzip": "zlib", "deflate": "zlib"}
 _ROW_GROUP_BYTES = 16 << 20  # Arrow bytes buffered into one Parquet row group
 _ORC_STRIPE_BYTES = 16 << 20
+_PARQUET_READ_BUFFER_BYTES = 256 << 10
+_DICTIONARY_SAMPLE_ROWS = 65536
 
 
 class FormatWriter(Protocol):
@@ -46,22 +49,24 @@ class FormatWriter(Protocol):
     @property
     def estimated_size_bytes(self) -> int: ...
 
-    def finish(self) -> bytes: ...
+    def finish(self) -> None: ...
 
 
-def open_format_writer(file_format: str, row_type: RowType, *, compression: str,
+def open_format_writer(file_format: str, sink: BinaryIO, row_type: RowType, *, compression: str,
                        options: TableOptions) -> FormatWriter:
-    """A writer of one data file; batches must have ``physical_arrow_schema(row_type)``."""
+    """A writer of one data file into ``sink`` (written from its current position; ``finish``
+    writes the footer and leaves it open); batches must have ``physical_arrow_schema(row_type)``.
+    Raises UnsupportedError for a format or compression paimond does not write."""
     if file_format == "parquet":
-        return _ParquetWriter(row_type, _codec(_PARQUET_CODECS, compression, "parquet"),
+        return _ParquetWriter(sink, row_type, _codec(_PARQUET_CODECS, compression, "parquet"),
                               options.file_compression_zstd_level)
     if file_format == "orc":
-        return _OrcWriter(row_type, _codec(_ORC_CODECS, compression, "orc"))
+        return _OrcWriter(sink, row_type, _codec(_ORC_CODECS, compression, "orc"))
     if file_format == "avro":
-        return _AvroWriter(row_type, avro_codec(compression, options.avro_codec),
+        return _AvroWriter(sink, row_type, avro_codec(compression, options.avro_codec),
                            options.file_compression_zstd_level)
     if file_format == "row":
-        return _RowWriter(row_type, options)
+        return _RowWriter(sink, row_type, options)
     raise UnsupportedError(f"data file format {file_format!r} (paimond writes {', '.join(FORMATS)})")
 
 
@@ -72,12 +77,18 @@ def _codec(codecs: dict[str, str], compression: str, file_format: str) -> str:
 
 
 class _ParquetWriter:
-    def __init__(self, row_type: RowType, codec: str, zstd_level: int) -> None:
-        self._sink = io.BytesIO()
-        self._writer = pq.ParquetWriter(
-            self._sink, physical_arrow_schema(row_type), compression=codec,
-            compression_level=zstd_level if codec == "zstd" else None,
-            store_decimal_as_integer=True, write_page_index=True)
+    """Row groups of about ``_ROW_GROUP_BYTES`` Arrow bytes, each encoded into the sink as
+    soon as it is complete.
+
+    Dictionary encoding is chosen per column from the first row group: a flat column whose
+    first rows hardly repeat (keys, sequence numbers, measurements) would fill the 1 MB
+    dictionary, fall back to plain, and have paid for hashing every value and written both;
+    it is written plain from the start. Readers see standard Parquet either way."""
+
+    def __init__(self, sink: BinaryIO, row_type: RowType, codec: str, zstd_level: int) -> None:
+        self._sink, self._codec, self._zstd_level = sink, codec, zstd_level
+        self._schema = physical_arrow_schema(row_type)
+        self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.RecordBatch] = []
         self._pending_bytes = 0
 
@@ -90,25 +101,63 @@ class _ParquetWriter:
     def _flush(self) -> None:
         if self._pending:
             table = pa.Table.from_batches(self._pending)
+            if self._writer is None:
+                self._writer = self._open(table)
             self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self._pending, self._pending_bytes = [], 0
+
+    def _open(self, first: pa.Table) -> pq.ParquetWriter:
+        sample = first.slice(0, _DICTIONARY_SAMPLE_ROWS)
+        dictionary = [path for field, column in zip(self._schema, sample.columns, strict=True)
+                      if not _distinct_mostly(field.type, column)
+                      for path in parquet_leaf_paths(field)]
+        return pq.ParquetWriter(
+            self._sink, self._schema, compression=self._codec,
+            compression_level=self._zstd_level if self._codec == "zstd" else None,
+            store_decimal_as_integer=True, write_page_index=True, use_dictionary=dictionary)
 
     @property
     def estimated_size_bytes(self) -> int:
         return self._sink.tell() + self._pending_bytes
 
-    def finish(self) -> bytes:
+    def finish(self) -> None:
         self._flush()
+        if self._writer is None:
+            self._writer = self._open(self._schema.empty_table())
         self._writer.close()
-        return self._sink.getvalue()
+
+
+def _distinct_mostly(arrow_type: pa.DataType, sample: pa.ChunkedArray) -> bool:
+    """Are most values of a flat column's sample distinct?"""
+    if pa.types.is_nested(arrow_type) or pa.types.is_boolean(arrow_type) or len(sample) < 2:
+        return False
+    distinct = pc.count_distinct(sample, mode="only_valid").as_py()
+    return bool(distinct > (len(sample) - sample.null_count) // 2)
+
+
+def parquet_leaf_paths(field: pa.Field) -> list[str]:
+    """Dotted Parquet column paths of a field's leaves, as pyarrow names them (compliant
+    nested types: ``list.element``, ``key_value.key``/``value``)."""
+    arrow_type = field.type
+    if pa.types.is_struct(arrow_type):
+        children = [(f.name, f) for f in arrow_type]
+    elif pa.types.is_map(arrow_type):
+        children = [("key_value.key", arrow_type.key_field),
+                    ("key_value.value", arrow_type.item_field)]
+    elif pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        children = [("list.element", arrow_type.value_field)]
+    else:
+        return [field.name]
+    return [f"{field.name}.{prefix}{path[len(child.name):]}"
+            for prefix, child in children for path in parquet_leaf_paths(child)]
 
 
 class _OrcWriter:
-    def __init__(self, row_type: RowType, codec: str) -> None:
+    def __init__(self, sink: BinaryIO, row_type: RowType, codec: str) -> None:
         self._schema = physical_arrow_schema(row_type)
-        self._sink = io.BytesIO()
-        self._writer = orc.ORCWriter(self._sink, compression=codec, stripe_size=_ORC_STRIPE_BYTES)
-        self._unflushed_bytes, self._flushed_at = 0, 0
+        self._sink = sink
+        self._writer = orc.ORCWriter(sink, compression=codec, stripe_size=_ORC_STRIPE_BYTES)
+        self._unflushed_bytes, self._flushed_at = 0, sink.tell()
 
     def write(self, batch: pa.RecordBatch) -> None:
         columns = [c.cast(_orc_type(c.type)) if _orc_type(c.type) != c.type else c
@@ -122,9 +171,8 @@ class _OrcWriter:
     def estimated_size_bytes(self) -> int:
         return self._sink.tell() + self._unflushed_bytes
 
-    def finish(self) -> bytes:
+    def finish(self) -> None:
         self._writer.close()
-        return self._sink.getvalue()
 
 
 def _orc_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -142,9 +190,9 @@ def _orc_type(arrow_type: pa.DataType) -> pa.DataType:
 
 
 class _AvroWriter:
-    def __init__(self, row_type: RowType, codec: str, zstd_level: int) -> None:
-        self._sink = io.BytesIO()
-        self._writer = AvroDataWriter(self._sink, row_type, codec=codec, zstd_level=zstd_level)
+    def __init__(self, sink: BinaryIO, row_type: RowType, codec: str, zstd_level: int) -> None:
+        self._sink = sink
+        self._writer = AvroDataWriter(sink, row_type, codec=codec, zstd_level=zstd_level)
 
     def write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
@@ -153,16 +201,14 @@ class _AvroWriter:
     def estimated_size_bytes(self) -> int:
         return self._sink.tell() + self._writer.buffered_bytes
 
-    def finish(self) -> bytes:
+    def finish(self) -> None:
         self._writer.close()
-        return self._sink.getvalue()
 
 
 class _RowWriter:
-    def __init__(self, row_type: RowType, options: TableOptions) -> None:
-        self._sink = io.BytesIO()
+    def __init__(self, sink: BinaryIO, row_type: RowType, options: TableOptions) -> None:
         self._writer = RowFileWriter(
-            self._sink, row_type, block_size_bytes=options.file_block_size_bytes,
+            sink, row_type, block_size_bytes=options.file_block_size_bytes,
             zstd_level=options.file_compression_zstd_level)
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -172,9 +218,8 @@ class _RowWriter:
     def estimated_size_bytes(self) -> int:
         return int(self._writer.bytes_written)
 
-    def finish(self) -> bytes:
+    def finish(self) -> None:
         self._writer.close()
-        return self._sink.getvalue()
 
 
 # ---------------------------------------------------------------- reading
@@ -207,7 +252,9 @@ def read_format_batches(file_format: str, source: BinaryIO, file_row: RowType, c
 
 
 def _read_parquet(source: BinaryIO, row_type: RowType, batch_rows: int) -> Iterator[pa.RecordBatch]:
-    parquet = pq.ParquetFile(source)
+    # A column chunk is read in pieces, not whole: a reader then holds about a page and a
+    # buffer per column, however large the row group is.
+    parquet = pq.ParquetFile(source, buffer_size=_PARQUET_READ_BUFFER_BYTES)
     present = set(parquet.schema_arrow.names)
     names = [n for n in row_type.field_names if n in present]
     for batch in parquet.iter_batches(batch_size=batch_rows, columns=names):

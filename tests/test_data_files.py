@@ -416,3 +416,40 @@ def test_timestamp_stats_keep_nanoseconds(storage: Storage) -> None:
     (meta,) = write(storage, schema, [batch], key_value=False, level=0)
     bounds = (Timestamp.from_nanos(-3), Timestamp.from_nanos(1_000_000_007), 0)
     assert _value_stats(meta, schema)["t"] == bounds
+
+
+def test_parquet_leaf_paths_match_pyarrow() -> None:
+    import io
+
+    import pyarrow.parquet as pq
+
+    from paimond.table.file_formats import parquet_leaf_paths
+
+    schema = schema_of(_all_types("parquet"))
+    arrow_schema = physical_arrow_schema(schema.row_type)
+    sink = io.BytesIO()
+    pq.write_table(arrow_schema.empty_table(), sink, store_decimal_as_integer=True)
+    parquet_schema = pq.ParquetFile(io.BytesIO(sink.getvalue())).schema
+    written = [parquet_schema.column(i).path for i in range(len(parquet_schema))]
+    assert [p for f in arrow_schema for p in parquet_leaf_paths(f)] == written
+
+
+def test_parquet_dictionary_only_for_repeating_columns(storage: Storage) -> None:
+    import pyarrow.parquet as pq
+
+    schema = schema_of([("id", IntType(nullable=False)), ("tag", STRING), ("n", BigIntType()),
+                        ("z", ArrayType(element=STRING))], primary_keys=("id",))
+    rows = 5000
+    values = pa.RecordBatch.from_arrays(
+        [pa.array(range(rows), pa.int32()), pa.array([f"tag-{i % 7}" for i in range(rows)]),
+         pa.array(range(0, 3 * rows, 3), pa.int64()), pa.array([["x"]] * rows)],
+        schema=physical_arrow_schema(schema.row_type))
+    batch = to_key_value_batch(values, schema, pa.array(range(rows)), pa.array([0] * rows))
+    (meta,) = write(storage, schema, [batch], key_value=True)
+    assert read_all(storage, meta, schema, key_value=True).equals(pa.Table.from_batches([batch]))
+    with storage.open_input(storage.join("bucket-0", meta.file_name)) as f:
+        group = pq.ParquetFile(f).metadata.row_group(0)
+        encodings = {group.column(i).path_in_schema: group.column(i).encodings
+                     for i in range(group.num_columns)}
+    dictionary = {p for p, e in encodings.items() if "RLE_DICTIONARY" in e}
+    assert dictionary == {"_VALUE_KIND", "tag", "z.list.element"}
