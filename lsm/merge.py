@@ -4,16 +4,21 @@
 Each run yields batches sorted by key with unique keys. The merge keeps at most a batch (and
 its unmerged tail) per run in memory: it cuts every buffered run at the smallest "last
 buffered key" among runs that still have data. Rows at or below that bound can have no more
-versions coming, so that slice is sorted by (key, sequence) and reduced to one row per key
+versions coming, so that slice is ordered by (key, sequence) and reduced to one row per key
 with Arrow kernels; the rest waits for the next round.
+
+Only the key, sequence and kind columns are sorted: a slice keeps its rows where they came
+from plus the order, and a reducer takes each surviving row once. Runs are sorted and hold
+each key once, so a stable sort by key alone, over the pieces arranged oldest first, usually
+is the (key, sequence) order already; that is checked, and a full sort is the fallback.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -23,64 +28,160 @@ SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 VALUE_KIND_COLUMN = "_VALUE_KIND"
 KEY_PREFIX = "_KEY_"
 KIND_INSERT, KIND_UPDATE_BEFORE, KIND_UPDATE_AFTER, KIND_DELETE = 0, 1, 2, 3
+_ADD_KINDS = pa.array([KIND_INSERT, KIND_UPDATE_AFTER], pa.int8())
 
 Reducer = Callable[["SortedSlice"], pa.Table]
 
 
-@dataclass(frozen=True, slots=True)
+def is_add(kinds: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """+I/+U rows (retractions are -U/-D)."""
+    return pc.is_in(kinds, _ADD_KINDS)
+
+
 class SortedSlice:
-    """Rows of several runs for a closed key range, sorted by key then sequence; with the
-    position of each row's key group."""
+    """Rows of several runs for a closed key range, viewed in (key, sequence) order.
 
-    table: pa.Table
-    key_columns: tuple[str, ...]
-    group_ids: pa.Array  # int64, 0.. per distinct key, non-decreasing
-    group_count: int
+    ``rows`` stay as they came; ``order`` lists them in sorted order. Positions below are
+    positions in that order. ``ends`` holds the position of the last row of every key group
+    (the newest version), ascending."""
 
-    def last_rows(self) -> pa.Array:
-        """Index of the last row of every key group (the newest version)."""
-        ids = self.group_ids.to_numpy(zero_copy_only=False)
-        ends = (ids[1:] != ids[:-1]).nonzero()[0]
-        return pa.array([*ends.tolist(), len(ids) - 1], pa.int64())
+    __slots__ = ("_group_ids", "_sorted", "ends", "key_columns", "order", "rows")
 
-    def first_rows(self) -> pa.Array:
-        ids = self.group_ids.to_numpy(zero_copy_only=False)
-        starts = (ids[1:] != ids[:-1]).nonzero()[0] + 1
-        return pa.array([0, *starts.tolist()], pa.int64())
+    def __init__(self, rows: pa.Table, key_columns: Sequence[str], order: np.ndarray,
+                 ends: np.ndarray) -> None:
+        self.rows, self.key_columns = rows, tuple(key_columns)
+        self.order, self.ends = order, ends
+        self._sorted: dict[str, pa.Array] = {}
+        self._group_ids: np.ndarray | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.order)
+
+    @property
+    def group_count(self) -> int:
+        return len(self.ends)
+
+    def last_rows(self) -> np.ndarray:
+        return self.ends
+
+    def first_rows(self) -> np.ndarray:
+        return np.concatenate(([0], self.ends[:-1] + 1)) if len(self.ends) else self.ends
+
+    @property
+    def group_ids(self) -> np.ndarray:
+        """Per sorted row, the index of its key group (0, 1, ...; non-decreasing)."""
+        if self._group_ids is None:
+            sizes = np.diff(self.ends, prepend=-1)
+            self._group_ids = np.repeat(np.arange(len(self.ends), dtype=np.int64), sizes)
+        return self._group_ids
+
+    def column(self, name: str) -> pa.Array:
+        """One column in sorted order (taken once, then kept)."""
+        found = self._sorted.get(name)
+        if found is None:
+            found = self._sorted[name] = _take(self.rows.column(name), self.order)
+        return found
+
+    def take(self, positions: np.ndarray) -> pa.Table:
+        """The whole rows at ``positions``: each taken once from where it came."""
+        return self.rows.take(pa.array(self.order[positions]))
 
 
-def _key_changes(table: pa.Table, key_columns: Sequence[str]) -> pa.Array:
-    """Boolean per row i >= 1: does row i start a new key (differs from row i-1)?"""
-    changed = None
-    for name in key_columns:
-        column = table.column(name).combine_chunks()
+def _take(column: pa.ChunkedArray, indices: np.ndarray) -> pa.Array:
+    chunks = column.chunks
+    array = chunks[0] if len(chunks) == 1 else column.combine_chunks()
+    return array.take(pa.array(indices))
+
+
+def _int_keys(table: pa.Table, key_columns: Sequence[str]) -> np.ndarray | None:
+    """The one integer key column as numpy, when that is what the key is (no nulls)."""
+    if len(key_columns) != 1:
+        return None
+    column = table.column(key_columns[0])
+    if not pa.types.is_integer(column.type) or column.null_count:
+        return None
+    if column.num_chunks == 1:
+        return np.asarray(column.chunk(0).to_numpy())
+    return np.concatenate([c.to_numpy() for c in column.chunks]) if column.num_chunks else \
+        np.empty(0, np.int64)
+
+
+def _numpy(column: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(column.combine_chunks().to_numpy(zero_copy_only=False))
+
+
+def _key_changes(sorted_keys: Sequence[pa.Array]) -> np.ndarray:
+    """Boolean per row i >= 1: does sorted row i start a new key (differs from row i-1)?"""
+    changed: pa.Array | None = None
+    for column in sorted_keys:
         current, previous = column.slice(1), column.slice(0, len(column) - 1)
         differs = pc.not_equal(current, previous)
         one_null = pc.xor(pc.is_null(current), pc.is_null(previous))
         differs = pc.or_(pc.fill_null(differs, False), one_null)
         changed = differs if changed is None else pc.or_(changed, differs)
     assert changed is not None
-    return changed
+    return np.asarray(changed.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def sort_slice(table: pa.Table, key_columns: Sequence[str],
+def _oldest_first(pieces: Sequence[pa.Table]) -> tuple[pa.Table, np.ndarray]:
+    """The pieces concatenated by ascending first sequence number, and for each of those rows
+    its position in the concatenation in the given order."""
+    starts = np.cumsum([0] + [p.num_rows for p in pieces])
+    ranking = sorted(range(len(pieces)), key=lambda i: pc.min(
+        pieces[i].column(SEQUENCE_COLUMN)).as_py())
+    positions = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in ranking])
+    return pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive"), positions
+
+
+def _presorted(pieces: Sequence[pa.Table], key_columns: Sequence[str]
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(order, key changes) from a stable sort by key alone, if that order is already
+    strictly ascending in (sequence, is add) within every key; else None."""
+    arranged, positions = _oldest_first(pieces)
+    keys = _int_keys(arranged, key_columns)
+    if keys is not None:
+        by_key = np.argsort(keys, kind="stable")
+        sorted_keys = keys[by_key]
+        changes = sorted_keys[1:] != sorted_keys[:-1]
+    else:
+        key_table = arranged.select(list(key_columns))
+        by_key = np.asarray(pc.sort_indices(
+            key_table, sort_keys=[(k, "ascending") for k in key_columns],
+            null_placement="at_start").to_numpy())
+        changes = _key_changes([_take(arranged.column(k), by_key) for k in key_columns])
+    sequences = _numpy(arranged.column(SEQUENCE_COLUMN))[by_key]
+    adds = _numpy(is_add(arranged.column(VALUE_KIND_COLUMN)))[by_key]
+    later, earlier = sequences[1:], sequences[:-1]
+    ascending = (later > earlier) | ((later == earlier) & adds[1:] & ~adds[:-1])
+    if not np.all(changes | ascending):
+        return None
+    return positions[by_key], changes
+
+
+def sort_slice(pieces: Sequence[pa.Table], key_columns: Sequence[str],
                user_sequence: Sequence[tuple[str, str]] = ()) -> SortedSlice:
-    """Sort by key (NULL first), then user sequence fields, then ``_SEQUENCE_NUMBER``, with
-    retractions before additions on a tie (Java's order)."""
-    is_add = pc.is_in(table.column(VALUE_KIND_COLUMN),
-                      pa.array([KIND_INSERT, KIND_UPDATE_AFTER], pa.int8()))
-    with_tie = table.append_column("__is_add", is_add)
-    order = [(k, "ascending") for k in key_columns] + list(user_sequence)
-    order += [(SEQUENCE_COLUMN, "ascending"), ("__is_add", "ascending")]
-    indices = pc.sort_indices(with_tie, sort_keys=order, null_placement="at_start")
-    ordered = table.take(indices)
-    if ordered.num_rows == 0:
-        return SortedSlice(ordered, tuple(key_columns), pa.array([], pa.int64()), 0)
-    changes = _key_changes(ordered, key_columns)
-    starts = pa.concat_arrays([pa.array([True]), changes.cast(pa.bool_())])
-    group_ids = pc.subtract(pc.cumulative_sum(starts.cast(pa.int64())), 1)
-    count = int(pc.max(group_ids).as_py()) + 1
-    return SortedSlice(ordered, tuple(key_columns), group_ids, count)
+    """Order the rows of ``pieces`` by key (NULL first), then user sequence fields, then
+    ``_SEQUENCE_NUMBER``, with retractions before additions on a tie (Java's order); rows
+    equal in all of these keep the order of ``pieces``."""
+    rows = pa.concat_tables(pieces, promote_options="permissive")
+    if rows.num_rows == 0:
+        empty = np.empty(0, np.int64)
+        return SortedSlice(rows, key_columns, empty, empty)
+    found = None if user_sequence else _presorted(pieces, key_columns)
+    if found is not None:
+        order, changes = found
+    else:
+        with_tie = rows.select([*key_columns, *(n for n, _ in user_sequence),
+                                SEQUENCE_COLUMN]).append_column(
+            "__is_add", is_add(rows.column(VALUE_KIND_COLUMN)))
+        sort_keys = [(k, "ascending") for k in key_columns] + list(user_sequence)
+        sort_keys += [(SEQUENCE_COLUMN, "ascending"), ("__is_add", "ascending")]
+        order = np.asarray(pc.sort_indices(with_tie, sort_keys=sort_keys,
+                                           null_placement="at_start").to_numpy())
+        changes = _key_changes([_take(rows.column(k), order) for k in key_columns])
+    ends = np.append(np.flatnonzero(changes), len(order) - 1).astype(np.int64)
+    return SortedSlice(rows, key_columns, order.astype(np.int64, copy=False), ends)
 
 
 def comparable_keys(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:
@@ -163,7 +264,6 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.RecordBatch]], key_columns: Seq
             if all(c.exhausted for c in cursors):
                 return
             continue
-        merged = pa.concat_tables(pieces, promote_options="permissive")
-        reduced = reducer(sort_slice(merged, key_columns, user_sequence))
+        reduced = reducer(sort_slice(pieces, key_columns, user_sequence))
         if reduced.num_rows:
             yield reduced

@@ -12,18 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimond.errors import UnsupportedError
 from paimond.format.schema import TableSchema
-from paimond.lsm.merge import (
-    KIND_INSERT,
-    KIND_UPDATE_AFTER,
-    VALUE_KIND_COLUMN,
-    Reducer,
-    SortedSlice,
-)
+from paimond.lsm.merge import KIND_INSERT, VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
 
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 # Aggregate functions with a vectorized implementation: name -> (arrow kernel, skip nulls).
@@ -87,116 +82,133 @@ class MergeConfig:
                         f"paimond yet; supported: {sorted({*_ORDERED, *_FIRST, *_ARROW})}")
 
 
-def _is_add(table: pa.Table) -> pa.Array:
-    kinds = pa.array([KIND_INSERT, KIND_UPDATE_AFTER], pa.int8())
-    return pc.is_in(table.column(VALUE_KIND_COLUMN), kinds)
+def _adds(piece: SortedSlice) -> np.ndarray:
+    """Per sorted row: is it +I/+U?"""
+    return np.asarray(is_add(piece.column(VALUE_KIND_COLUMN)).to_numpy(zero_copy_only=False),
+                      dtype=bool)
 
 
-def _group_pick(piece: SortedSlice, mask: pa.Array | None, last: bool) -> tuple[pa.Array, pa.Array]:
-    """(group id, row index) of the last (or first) row of each group among rows in ``mask``."""
-    indices = pa.table({"g": piece.group_ids,
-                        "i": pa.array(range(piece.table.num_rows), pa.int64())})
-    if mask is not None:
-        indices = indices.filter(mask)
-    grouped = indices.group_by("g", use_threads=False).aggregate([("i", "last" if last else "first")])
-    return grouped.column("g").combine_chunks(), grouped.column(1).combine_chunks()
+def _valid(values: pa.Array) -> np.ndarray:
+    return np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _rows(piece: SortedSlice, indices: pa.Array) -> pa.Table:
-    return piece.table.take(indices)
+def _group_pick(piece: SortedSlice, mask: np.ndarray | None, last: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(group, position) of the last (or first) row of each group among rows in ``mask``;
+    groups without such a row are left out."""
+    if mask is None:
+        positions = piece.last_rows() if last else piece.first_rows()
+        return np.arange(piece.group_count, dtype=np.int64), positions
+    positions = np.flatnonzero(mask)
+    groups = piece.group_ids[positions]
+    if last:
+        keep = np.append(groups[1:] != groups[:-1], True) if len(groups) else groups.astype(bool)
+    else:
+        keep = np.insert(groups[1:] != groups[:-1], 0, True) if len(groups) else groups.astype(bool)
+    return groups[keep], positions[keep]
 
 
 def _reject_retracts(piece: SortedSlice, engine: str) -> None:
-    if not pc.all(_is_add(piece.table)).as_py():
+    if not _adds(piece).all():
         raise UnsupportedError(f"the {engine} merge engine cannot merge -U/-D records unless "
                                "ignore-delete is set (Paimon rejects them too)")
 
 
-def _deduplicate(piece: SortedSlice, config: MergeConfig) -> pa.Table:
-    if config.ignore_delete:
-        return _rows(piece, _group_pick(piece, _is_add(piece.table), last=True)[1])
-    return _rows(piece, piece.last_rows())
+def _by_group(piece: SortedSlice, groups: np.ndarray, values: pa.Array) -> pa.Array:
+    """``values`` (one per listed group) spread over every group, null where a group has none."""
+    if len(groups) == piece.group_count:
+        return values
+    where = np.full(piece.group_count, -1, np.int64)
+    where[groups] = np.arange(len(groups), dtype=np.int64)
+    return values.take(pa.array(where, mask=where < 0))
+
+
+def _deduplicate(piece: SortedSlice, config: MergeConfig, drop_deletes: bool) -> pa.Table:
+    """Newest version of each key, with the surviving rows taken once."""
+    mask = _adds(piece) if config.ignore_delete else None
+    groups, positions = _group_pick(piece, mask, last=True)
+    if drop_deletes and mask is None:
+        positions = positions[_adds_at(piece, positions)]
+    return piece.take(positions)
+
+
+def _adds_at(piece: SortedSlice, positions: np.ndarray) -> np.ndarray:
+    kinds = piece.rows.column(VALUE_KIND_COLUMN).take(pa.array(piece.order[positions]))
+    return np.asarray(is_add(kinds).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _first_row(piece: SortedSlice, config: MergeConfig) -> pa.Table:
     if config.ignore_delete:
-        return _rows(piece, _group_pick(piece, _is_add(piece.table), last=False)[1])
+        return piece.take(_group_pick(piece, _adds(piece), last=False)[1])
     _reject_retracts(piece, "first-row")
-    return _rows(piece, piece.first_rows())
+    return piece.take(piece.first_rows())
 
 
-def _fill_by_group(piece: SortedSlice, base: pa.Table, groups: pa.Array, column: str,
-                   indices: pa.Array) -> pa.Array:
-    """Per output group, the value of ``column`` at ``indices`` (null where a group has none)."""
-    values = piece.table.column(column).take(indices)
-    position = pc.index_in(pa.array(range(piece.group_count), pa.int64()), value_set=groups)
-    return values.take(position) if len(values) else pa.nulls(base.num_rows, values.type)
+def _fill(piece: SortedSlice, column: str, mask: np.ndarray | None, last: bool) -> pa.Array:
+    """Per group, ``column`` at the last (first) row in ``mask``; null where there is none."""
+    groups, positions = _group_pick(piece, mask, last)
+    return _by_group(piece, groups, piece.column(column).take(pa.array(positions)))
+
+
+def _with_inserts(base: pa.Table) -> pa.Table:
+    return base.set_column(base.schema.get_field_index(VALUE_KIND_COLUMN), VALUE_KIND_COLUMN,
+                           pa.array(np.full(base.num_rows, KIND_INSERT, np.int8)))
 
 
 def _partial_update(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[str]
                     ) -> pa.Table:
-    table = piece.table
     mask = None
     if config.ignore_delete:
-        mask = _is_add(table)
+        mask = _adds(piece)
     elif config.remove_record_on_delete:
         raise UnsupportedError("partial-update.remove-record-on-delete is not supported by "
                                "paimond yet")
     else:
         _reject_retracts(piece, "partial-update")
-    base = _rows(piece, piece.last_rows())
+    base = piece.take(piece.last_rows())
     for column in value_columns:
-        valid = pc.is_valid(table.column(column))
-        groups, indices = _group_pick(piece, valid if mask is None else pc.and_(valid, mask),
-                                      last=True)
-        merged = _fill_by_group(piece, base, groups, column, indices)
+        valid = _valid(piece.column(column))
+        merged = _fill(piece, column, valid if mask is None else valid & mask, last=True)
         base = base.set_column(base.schema.get_field_index(column), column, merged)
-    return base.set_column(base.schema.get_field_index(VALUE_KIND_COLUMN), VALUE_KIND_COLUMN,
-                           pa.array([KIND_INSERT] * base.num_rows, pa.int8()))
+    return _with_inserts(base)
 
 
 def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[str]) -> pa.Table:
-    table = piece.table
-    retract = pc.invert(_is_add(table))
-    has_retract = pc.any(retract).as_py()
-    base = _rows(piece, piece.last_rows())
+    retract = ~_adds(piece)
+    has_retract = bool(retract.any())
+    base = piece.take(piece.last_rows())
     for column in value_columns:
         function = config.aggregate_functions.get(column, "last_non_null_value")
         rows_mask = None
-        values = table.column(column)
         if has_retract and column in config.ignore_retract:
-            rows_mask = pc.invert(retract)
+            rows_mask = ~retract
         elif has_retract and function not in _RETRACTABLE:
             raise UnsupportedError(f"aggregate function {function!r} (field {column}) cannot "
                                    "retract; set fields.<c>.ignore-retract")
         if function in _ARROW:
-            merged = _arrow_aggregate(piece, values, function, rows_mask,
+            merged = _arrow_aggregate(piece, piece.column(column), function, rows_mask,
                                       retract if has_retract and rows_mask is None else None)
         else:
             skip_nulls = _ORDERED.get(function, _FIRST.get(function, False))
-            mask = pc.is_valid(values) if skip_nulls else None
+            mask = _valid(piece.column(column)) if skip_nulls else None
             if rows_mask is not None:
-                mask = rows_mask if mask is None else pc.and_(mask, rows_mask)
-            groups, indices = _group_pick(piece, mask, last=function not in _FIRST)
-            merged = _fill_by_group(piece, base, groups, column, indices)
+                mask = rows_mask if mask is None else mask & rows_mask
+            merged = _fill(piece, column, mask, last=function not in _FIRST)
         base = base.set_column(base.schema.get_field_index(column), column, merged)
-    return base.set_column(base.schema.get_field_index(VALUE_KIND_COLUMN), VALUE_KIND_COLUMN,
-                           pa.array([KIND_INSERT] * base.num_rows, pa.int8()))
+    return _with_inserts(base)
 
 
-def _arrow_aggregate(piece: SortedSlice, values: pa.ChunkedArray, function: str,
-                     mask: pa.Array | None, negate: pa.Array | None) -> pa.Array:
-    column = values.combine_chunks()
+def _arrow_aggregate(piece: SortedSlice, column: pa.Array, function: str,
+                     mask: np.ndarray | None, negate: np.ndarray | None) -> pa.Array:
     if negate is not None:  # sum: a retraction subtracts its value
-        column = pc.if_else(negate, pc.negate_checked(column), column)
-    data = pa.table({"g": piece.group_ids, "v": column})
+        column = pc.if_else(pa.array(negate), pc.negate_checked(column), column)
+    data = pa.table({"g": pa.array(piece.group_ids), "v": column})
     if mask is not None:
-        data = data.filter(mask)
+        data = data.filter(pa.array(mask))
     grouped = data.group_by("g", use_threads=False).aggregate([("v", _ARROW[function])])
-    out = grouped.column(1).combine_chunks()
-    position = pc.index_in(pa.array(range(piece.group_count), pa.int64()),
-                           value_set=grouped.column("g").combine_chunks())
-    return out.take(position).cast(column.type)
+    groups = np.asarray(grouped.column("g").combine_chunks().to_numpy())
+    out = _by_group(piece, groups, grouped.column(1).combine_chunks())
+    return out.cast(column.type)
 
 
 def make_reducer(config: MergeConfig, value_columns: Sequence[str], drop_deletes: bool) -> Reducer:
@@ -205,16 +217,15 @@ def make_reducer(config: MergeConfig, value_columns: Sequence[str], drop_deletes
 
     def reduce(piece: SortedSlice) -> pa.Table:
         if config.engine == "deduplicate":
-            out = _deduplicate(piece, config)
-        elif config.engine == "first-row":
+            return _deduplicate(piece, config, drop_deletes)
+        if config.engine == "first-row":
             out = _first_row(piece, config)
         elif config.engine == "partial-update":
             out = _partial_update(piece, config, value_columns)
         else:
             out = _aggregate(piece, config, value_columns)
         if drop_deletes:
-            out = out.filter(_is_add(out))
+            out = out.filter(is_add(out.column(VALUE_KIND_COLUMN)))
         return out
 
     return reduce
-
