@@ -3,15 +3,17 @@ returning a :class:`JobReport` with the figures metrics and logs need."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from paimond.config.settings import JobSettings
 from paimond.errors import CommitConflictError, UnsupportedError
 from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.expire import ExpireJob, ExpireSettings, parse_duration_ms
+from paimond.maintenance.manifests import ManifestMergeJob
+from paimond.maintenance.orphans import OrphanJob
 from paimond.table.catalog import Table
 
 
@@ -62,23 +64,52 @@ def run_compact(ctx: JobContext) -> JobReport:
                      written_rows=summary.rows_written, conflicts=summary.attempts - 1)
 
 
-def _maintenance_job(module: str, runner: str) -> Callable[[JobContext], JobReport]:
-    """Jobs whose module may not exist in this build yet are reported as skipped."""
+def _now_ms(ctx: JobContext) -> int:
+    return int(ctx.now().timestamp() * 1000)
 
-    def run(ctx: JobContext) -> JobReport:
-        try:
-            target: Any = getattr(importlib.import_module(f"paimond.maintenance.{module}"), runner)
-        except (ImportError, AttributeError):
-            return JobReport("skipped", f"{module} is not available in this build")
-        report: JobReport = target(ctx)
-        return report
 
-    return run
+def run_expire(ctx: JobContext) -> JobReport:
+    """Paimon's expiration with the table's options; ``retain_min``, ``retain_max``,
+    ``max_deletes`` and ``older_than`` in the job's settings override them."""
+    settings = ExpireSettings.of(ctx.table.options())
+    options = ctx.settings.options
+    settings = dataclasses.replace(
+        settings, retain_min=int(options.get("retain_min", settings.retain_min)),
+        retain_max=int(options.get("retain_max", settings.retain_max)),
+        max_deletes=int(options.get("max_deletes", settings.max_deletes)))
+    if "older_than" in ctx.settings.options:
+        settings = dataclasses.replace(
+            settings, time_retained_ms=parse_duration_ms(str(ctx.settings.options["older_than"])))
+    now = _now_ms(ctx)
+    try:
+        result = ExpireJob(ctx.table, now_ms=lambda: now, settings=settings).run()
+    except UnsupportedError as error:
+        return JobReport("skipped", str(error))
+    return JobReport("success", result.describe())
+
+
+def run_merge_manifests(ctx: JobContext) -> JobReport:
+    try:
+        result = ManifestMergeJob(ctx.table, clock_ms=lambda: _now_ms(ctx)).run()
+    except CommitConflictError as error:
+        return JobReport("conflict", str(error), conflicts=1)
+    return JobReport("success", result.describe(), written_bytes=result.written.total_bytes)
+
+
+def run_remove_orphans(ctx: JobContext) -> JobReport:
+    """Orphan removal with its safety window (default 1 day; ``older_than`` in the job's
+    settings; windows under 1 hour are refused, never forced from the daemon)."""
+    now = _now_ms(ctx)
+    older_than = None
+    if "older_than" in ctx.settings.options:
+        older_than = now - parse_duration_ms(str(ctx.settings.options["older_than"]))
+    result = OrphanJob(ctx.table, now_ms=lambda: now, older_than_ms=older_than).run()
+    return JobReport("success", result.describe())
 
 
 JOBS: dict[str, Callable[[JobContext], JobReport]] = {
     "compact": run_compact,
-    "expire": _maintenance_job("expire", "run_daemon_job"),
-    "merge_manifests": _maintenance_job("manifests", "run_daemon_job"),
-    "remove_orphans": _maintenance_job("orphans", "run_daemon_job"),
+    "expire": run_expire,
+    "merge_manifests": run_merge_manifests,
+    "remove_orphans": run_remove_orphans,
 }

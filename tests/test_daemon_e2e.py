@@ -20,7 +20,7 @@ from pypaimon_tables import catalog_for
 from s3_endpoint import S3Endpoint
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-DEADLINE_S = 90
+DEADLINE_S = 180
 
 
 def _create(warehouse: str, names: list[str], options: dict[str, str] | None) -> None:
