@@ -153,7 +153,8 @@ def _arrow_ints(array: pa.Array, data_type: DataType) -> list[Any]:
     """Integers of date, time and timestamp arrays in the key's unit (floor division)."""
     unit = getattr(array.type, "unit", None)
     per_second = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[unit] if unit else 0
-    values: list[Any] = array.cast(pa.int64()).to_pylist()
+    storage = pa.int32() if array.type.bit_width == 32 else pa.int64()
+    values: list[Any] = array.view(storage).to_pylist()
     if not per_second:
         return values
     wanted = 1000 if getattr(data_type, "precision", 0) <= 3 else 10**6
