@@ -204,6 +204,30 @@ def _token(http: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
     return token
 
 
+_SECTION_KEYS = {
+    "tables": {"include", "exclude"},
+    "limits": {"concurrency", "per_table", "memory_budget_mb"},
+    "http": {"host", "port", "trigger_token_file"},
+    "log": {"format", "level"},
+    "lease": {"ttl_s"},
+    "shutdown": {"grace_s"},
+    "daemon": {"check_interval_s", "discovery_interval_s", "backoff_base_s", "backoff_max_s",
+               "quarantine_after"},
+}
+
+
+def _check_keys(data: Mapping[str, Any]) -> None:
+    """A misspelt key is an error, never silently ignored."""
+    for section, keys in _SECTION_KEYS.items():
+        values = data.get(section, {})
+        if not isinstance(values, dict):
+            raise ConfigError(section, "expected a table of settings")
+        unknown = sorted(set(values) - keys)
+        if unknown:
+            raise ConfigError(f"{section}.{unknown[0]}",
+                              f"unknown key; known: {', '.join(sorted(keys))}")
+
+
 def load_settings(path: str | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``path`` (TOML, or YAML by extension) and ``env`` (default os.environ).
 
@@ -216,8 +240,11 @@ def load_settings(path: str | None = None, env: Mapping[str, str] | None = None)
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(unknown[0], f"unknown section; known: {', '.join(sorted(known))}")
+    _check_keys(data)
     tables, limits, http = data.get("tables", {}), data.get("limits", {}), data.get("http", {})
     log, daemon = data.get("log", {}), data.get("daemon", {})
+    if int(limits.get("per_table", 1)) != 1:
+        raise ConfigError("limits.per_table", "one job per table at a time is the only mode")
     return Settings(
         warehouses=_warehouses(data.get("warehouses")),
         include=_patterns(tables.get("include", ["*.*"]), "tables.include"),

@@ -89,6 +89,8 @@ def test_yaml(tmp_path: Path) -> None:
     ('[[warehouses]]\nuri = "/w"\n[http]\ntrigger_token_file = "/no/such/file"\n',
      "http.trigger_token_file"),
     ("[[warehouses]\n", "paimond.toml"),
+    ('[[warehouses]]\nuri = "/w"\n[limits]\nconcurency = 2\n', "limits.concurency"),
+    ('[[warehouses]]\nuri = "/w"\n[limits]\nper_table = 2\n', "limits.per_table"),
 ])
 def test_bad_config_names_the_key(tmp_path: Path, text: str, key: str) -> None:
     with pytest.raises(ConfigError) as error:
