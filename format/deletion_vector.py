@@ -127,7 +127,7 @@ def _decode_64(body: bytes) -> BitMap64:
 
 def _read_record(data: bytes, offset: int) -> tuple[DeletionVector, int, bool]:
     """The vector of the record at ``offset``, its bitmap length ``L`` and whether it is 64-bit."""
-    if offset < 1 or offset + 8 > len(data):
+    if offset < 0 or offset + 8 > len(data):
         raise CodecError(f"truncated deletion vector: no record header at offset {offset} "
                          f"of a {len(data)}-byte file")
     bitmap_length, magic = struct.unpack_from(">ii", data, offset)
@@ -155,22 +155,35 @@ def _check_version(data: bytes) -> None:
         raise CodecError(f"unknown deletion vector file version {data[0]} (expected 1)")
 
 
-def decode_deletion_vector(data: bytes, offset: int, length: int) -> DeletionVector:
-    """The vector at ``offset`` of a whole DV file, checking ``length`` by the layout's rule."""
-    _check_version(data)
+def _checked(data: bytes, offset: int, length: int | None) -> DeletionVector:
     vector, bitmap_length, is_64 = _read_record(data, offset)
-    expected = length - 8 if is_64 else length
-    if bitmap_length != expected:
+    expected = None if length is None else length - 8 if is_64 else length
+    if expected is not None and bitmap_length != expected:
         raise CodecError(f"deletion vector at offset {offset} has length {bitmap_length}, "
                          f"index manifest says {expected}")
     return vector
+
+
+def decode_deletion_vector(record: bytes, length: int | None = None) -> DeletionVector:
+    """The vector of one record (the bytes from its offset on, e.g. a ranged read), checking
+    the index manifest's ``length`` by the layout's rule when given."""
+    return _checked(record, 0, length)
+
+
+def decode_deletion_vector_range(data: bytes, offset: int, length: int) -> DeletionVector:
+    """The vector at ``offset`` of a whole DV file, checking ``length`` by the layout's rule."""
+    _check_version(data)
+    if offset < 1:
+        raise CodecError(f"deletion vector offset {offset} points into the version byte")
+    return _checked(data, offset, length)
 
 
 def decode_deletion_vector_file(data: bytes,
                                 ranges: Sequence[DeletionVectorMeta]) -> dict[str, DeletionVector]:
     """Every vector of a DV file by data file name, located by the index manifest's ranges."""
     _check_version(data)
-    return {r.data_file_name: decode_deletion_vector(data, r.offset, r.length) for r in ranges}
+    return {r.data_file_name: decode_deletion_vector_range(data, r.offset, r.length)
+            for r in ranges}
 
 
 def decode_deletion_vector_records(data: bytes) -> list[tuple[int, int, DeletionVector]]:

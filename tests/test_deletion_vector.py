@@ -22,6 +22,7 @@ from paimond.format.deletion_vector import (
     MAX_POSITION_64,
     decode_deletion_vector,
     decode_deletion_vector_file,
+    decode_deletion_vector_range,
     decode_deletion_vector_records,
     encode_deletion_vector,
     encode_deletion_vector_file,
@@ -99,7 +100,8 @@ def test_64_bit_layout_writes_every_key_up_to_the_highest() -> None:
     (count,) = struct.unpack_from("<q", record, 8)
     assert count == 6
     assert len(record) == 4 + 4 + 8 + 6 * (4 + 8) + 10 + 4  # 5 empty bitmaps, one array of 1
-    assert list(decode_deletion_vector(b"\x01" + record, 1, len(record))) == [5 << 32]
+    assert list(decode_deletion_vector(record, len(record))) == [5 << 32]
+    assert list(decode_deletion_vector_range(b"\x01" + record, 1, len(record))) == [5 << 32]
 
 
 def test_a_32_bit_bitmap_goes_into_the_64_bit_layout_as_key_zero() -> None:
@@ -155,6 +157,9 @@ def test_32_bit_files_round_trip(vectors: dict[str, BitMap], java_order: bool) -
     assert [v for _, _, v in walked] == [vectors[n] for n in expected_order]
     starts = [1] + [r.offset + r.length + 8 for r in ranges]  # 32-bit: length excludes 8 bytes
     assert starts == [r.offset for r in ranges] + [len(data)]
+    for r in ranges:  # a ranged read of one record
+        record = data[r.offset:r.offset + r.length + 8]
+        assert decode_deletion_vector(record, r.length) == vectors[r.data_file_name]
 
 
 @settings(max_examples=30)
@@ -165,7 +170,9 @@ def test_64_bit_files_round_trip(vectors: dict[str, BitMap64]) -> None:
     starts = [1] + [r.offset + r.length for r in ranges]  # 64-bit: length is the whole record
     assert starts == [r.offset for r in ranges] + [len(data)]
     for r in ranges:
-        assert decode_deletion_vector(data, r.offset, r.length) == vectors[r.data_file_name]
+        assert decode_deletion_vector_range(data, r.offset, r.length) == vectors[r.data_file_name]
+        record = data[r.offset:r.offset + r.length]  # a ranged read of one record
+        assert decode_deletion_vector(record, r.length) == vectors[r.data_file_name]
 
 
 @settings(max_examples=30)
@@ -213,8 +220,10 @@ def test_any_flipped_bit_raises_codec_error(bitmap64: bool, data: st.DataObject)
 @given(st.binary(max_size=200), st.integers(-2, 60), st.integers(-2, 80))
 def test_arbitrary_bytes_raise_only_codec_error(content: bytes, offset: int, length: int) -> None:
     for attempt in (lambda: decode_deletion_vector_records(content),
-                    lambda: decode_deletion_vector(content, offset, length),
-                    lambda: decode_deletion_vector(b"\x01" + content, offset, length)):
+                    lambda: decode_deletion_vector(content),
+                    lambda: decode_deletion_vector(content, length),
+                    lambda: decode_deletion_vector_range(content, offset, length),
+                    lambda: decode_deletion_vector_range(b"\x01" + content, offset, length)):
         try:
             attempt()
         except CodecError:
@@ -232,7 +241,7 @@ def test_codec_errors_name_the_problem() -> None:
     with pytest.raises(CodecError, match="CRC mismatch"):
         decode_deletion_vector_file(content[:-1] + bytes([content[-1] ^ 1]), ranges)
     with pytest.raises(CodecError, match="index manifest says"):
-        decode_deletion_vector(content, ranges[0].offset, ranges[0].length + 1)
+        decode_deletion_vector_range(content, ranges[0].offset, ranges[0].length + 1)
     with pytest.raises(CodecError, match="truncated"):
         decode_deletion_vector_file(content[:20], ranges)
     assert decode_deletion_vector_file(b"\x01", []) == {}

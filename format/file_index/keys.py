@@ -34,6 +34,7 @@ from paimond.errors import CodecError, UnsupportedError
 from paimond.format.file_index.hashing import murmur_hash
 from paimond.format.java_order import java_boolean_hash, java_long_hash
 from paimond.format.types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
+from paimond.format.values import Timestamp
 
 Key = int | bytes
 _RANGES = {"b": 1 << 7, "h": 1 << 15, "i": 1 << 31, "q": 1 << 63}
@@ -63,19 +64,33 @@ def _float_bits(fmt: str) -> Callable[[Any], Key]:
 
 
 def _timestamp(precision: int) -> Callable[[Any], Key]:
-    if precision <= 3:
-        return lambda value: int(value.millis)
-    return lambda value: int(value.micros)
+    def to_key(value: Any) -> Key:
+        if not isinstance(value, Timestamp):
+            raise ValueError(f"{value!r} is not a paimond Timestamp")
+        return value.millis if precision <= 3 else value.micros
+    return to_key
 
 
 def _decimal(scale: int) -> Callable[[Any], Key]:
     def to_key(value: Any) -> Key:
+        if not isinstance(value, Decimal | int):
+            raise ValueError(f"{value!r} is not a Decimal")
         return int(Decimal(value).scaleb(scale).to_integral_value(ROUND_HALF_UP))
     return to_key
 
 
+def _boolean(value: Any) -> Key:
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a bool")
+    return value
+
+
 def _utf8(value: Any) -> Key:
-    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise ValueError(f"{value!r} is neither str nor bytes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +158,7 @@ def key_type(data_type: DataType) -> KeyType:
         fmt = "f" if name == "FLOAT" else "d"
         return KeyType(fmt, _float_bits(fmt), is_float=True)
     if name == "BOOLEAN":
-        return KeyType("?", bool)
+        return KeyType("?", _boolean)
     if name in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
         return KeyType("s", _utf8)
     raise UnsupportedError(f"no file index key for type {data_type}")
