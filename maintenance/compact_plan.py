@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from paimond.errors import UnsupportedError
-from paimond.format.binary_row import decode_manifest_row
 from paimond.format.key_order import min_key_order
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
@@ -20,7 +19,7 @@ from paimond.lsm.picker import PickerState, drop_deletes, pick_compaction, pick_
 from paimond.lsm.task import CompactTask
 from paimond.table.catalog import Table
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
-from paimond.table.paths import partition_path
+from paimond.table.paths import partition_text
 from paimond.table.scan import BucketFiles, scan_snapshot
 
 
@@ -55,16 +54,6 @@ def check_compactable(schema: TableSchema, options: TableOptions) -> None:
                                "maintenance during compaction, which paimond does not do yet")
 
 
-def _partition_text(schema: TableSchema, options: TableOptions, partition: bytes) -> str:
-    partition_type = schema.partition_type
-    if not partition_type.fields:
-        return ""
-    values = decode_manifest_row(partition, partition_type.field_types)
-    return partition_path(partition_type.field_names, partition_type.field_types, values,
-                          default_name=options.partition_default_name,
-                          legacy_name=options.partition_legacy_name)
-
-
 def _last_full_compaction_millis(levels: Levels) -> int | None:
     """Java's estimate: the newest creation time among max-level files."""
     times = [f.creation_time_millis for f in levels.files_at(levels.max_level)
@@ -91,7 +80,7 @@ def plan_compaction(table: Table, *, full: bool = False,
                              now_millis=int(moment.timestamp() * 1000))
     tasks, skipped, seen = [], [], 0
     for (partition, bucket), files in scan_snapshot(table, snapshot).buckets().items():
-        text = _partition_text(schema, options, partition)
+        text = partition_text(schema, partition)
         if partitions and not _matches(text, partitions):
             continue
         seen += 1

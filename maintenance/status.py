@@ -11,12 +11,11 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from paimond.errors import PaimondError
-from paimond.format.binary_row import decode_manifest_row
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH
 from paimond.format.schema import TableSchema
 from paimond.table.catalog import Table
 from paimond.table.options import TableOptions
-from paimond.table.paths import partition_path
+from paimond.table.paths import partition_text
 from paimond.table.scan import BucketFiles, SnapshotFiles, scan_snapshot, verify_data_files
 
 
@@ -94,17 +93,7 @@ class TableStatus:
         return out
 
 
-def _partition_text(schema: TableSchema, options: TableOptions, partition: bytes) -> str:
-    partition_type = schema.partition_type
-    if not partition_type.fields:
-        return ""
-    values = decode_manifest_row(partition, partition_type.field_types)
-    return partition_path(partition_type.field_names, partition_type.field_types, values,
-                          default_name=options.partition_default_name,
-                          legacy_name=options.partition_legacy_name)
-
-
-def _bucket_status(schema: TableSchema, options: TableOptions, bucket: BucketFiles,
+def _bucket_status(schema: TableSchema, bucket: BucketFiles,
                    dv_cardinality: dict[str, int]) -> BucketStatus:
     levels = []
     files_with_dv = deleted = 0
@@ -116,7 +105,7 @@ def _bucket_status(schema: TableSchema, options: TableOptions, bucket: BucketFil
             if live.meta.file_name in dv_cardinality:
                 files_with_dv += 1
                 deleted += dv_cardinality[live.meta.file_name]
-    return BucketStatus(_partition_text(schema, options, bucket.partition), bucket.bucket,
+    return BucketStatus(partition_text(schema, bucket.partition), bucket.bucket,
                         tuple(levels), bucket.sorted_run_count(), files_with_dv, deleted)
 
 
@@ -170,7 +159,7 @@ def _table_status(table: Table, verify_files: bool, parallelism: int) -> TableSt
                 if e.index_file.index_type in (INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH)),
     )
     dvs = _dv_cardinality_by_bucket(files)
-    buckets = tuple(_bucket_status(schema, options, b, dvs.get(key, {}))
+    buckets = tuple(_bucket_status(schema, b, dvs.get(key, {}))
                     for key, b in files.buckets().items())
     return replace(status, manifests=manifests, buckets=buckets,
                     latest_commit_kind=latest.commit_kind, latest_time_millis=latest.time_millis,

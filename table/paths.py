@@ -13,6 +13,8 @@ import struct
 from collections.abc import Sequence
 from decimal import Decimal
 
+from paimond.format.binary_row import decode_manifest_row
+from paimond.format.schema import TableSchema
 from paimond.format.types import (
     BooleanType,
     DataType,
@@ -24,7 +26,7 @@ from paimond.format.types import (
     TimeType,
 )
 from paimond.format.values import Timestamp
-from paimond.table.options import BUCKET_POSTPONE
+from paimond.table.options import BUCKET_POSTPONE, TableOptions
 
 _ESCAPED = set(range(0x01, 0x20)) | {ord(c) for c in "\"#%'*/:=?\\{}[]^"} | {0x7F}
 _EPOCH_DAY = datetime.date(1970, 1, 1)
@@ -153,6 +155,19 @@ def partition_path(
             text = default_name
         parts.append(f"{escape_path_name(name)}={escape_path_name(text)}")
     return "/".join(parts)
+
+
+def partition_text(schema: TableSchema, partition: bytes) -> str:
+    """The relative path of a partition (``k1=v1/k2=v2``; '' when unpartitioned) from its
+    manifest BinaryRow, with the table's naming options."""
+    partition_type = schema.partition_type
+    if not partition_type.fields:
+        return ""
+    options = TableOptions.of(schema)
+    values = decode_manifest_row(partition, partition_type.field_types)
+    return partition_path(partition_type.field_names, partition_type.field_types, values,
+                          default_name=options.partition_default_name,
+                          legacy_name=options.partition_legacy_name)
 
 
 def bucket_dir_name(bucket: int) -> str:

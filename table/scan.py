@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from paimond.errors import CodecError, CorruptFileError, MissingFileError
-from paimond.format.binary_row import decode_manifest_row
 from paimond.format.index_manifest import IndexManifestEntry, decode_index_manifest
 from paimond.format.manifest import (
     FILE_KIND_ADD,
@@ -29,7 +28,7 @@ from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.table.catalog import Table
 from paimond.table.options import TableOptions
-from paimond.table.paths import bucket_dir_name, partition_path
+from paimond.table.paths import bucket_dir_name, partition_text
 from paimond.table.storage import Storage
 
 T = TypeVar("T")
@@ -173,13 +172,8 @@ def scan_snapshot(table: Table, snapshot: Snapshot, *, parallelism: int = 8) -> 
 
 def bucket_path(table: Table, schema: TableSchema, partition: bytes, bucket: int) -> str:
     """Directory of one bucket's data files (``<table>/<k=v>/bucket-<b>``)."""
-    options = TableOptions.of(schema)
-    partition_type = schema.partition_type
-    values = decode_manifest_row(partition, partition_type.field_types)
-    relative = partition_path(partition_type.field_names, partition_type.field_types, values,
-                              default_name=options.partition_default_name,
-                              legacy_name=options.partition_legacy_name)
-    parts = [p for p in (options.data_file_path_directory, relative) if p]
+    directory = TableOptions.of(schema).data_file_path_directory
+    parts = [p for p in (directory, partition_text(schema, partition)) if p]
     return table.file_path(*parts, bucket_dir_name(bucket))
 
 
