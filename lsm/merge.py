@@ -124,39 +124,39 @@ def _key_changes(sorted_keys: Sequence[pa.Array]) -> np.ndarray:
     return np.asarray(changed.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _oldest_first(pieces: Sequence[pa.Table]) -> tuple[pa.Table, np.ndarray]:
-    """The pieces concatenated by ascending first sequence number, and for each of those rows
-    its position in the concatenation in the given order."""
-    starts = np.cumsum([0] + [p.num_rows for p in pieces])
-    ranking = sorted(range(len(pieces)), key=lambda i: pc.min(
-        pieces[i].column(SEQUENCE_COLUMN)).as_py())
-    positions = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in ranking])
-    return pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive"), positions
+def _oldest_first(pieces: Sequence[pa.Table]) -> pa.Table:
+    """The pieces concatenated by ascending first sequence number."""
+    firsts = [pc.min(p.column(SEQUENCE_COLUMN)).as_py() for p in pieces]
+    ranking = sorted(range(len(pieces)), key=firsts.__getitem__)
+    return pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive")
 
 
-def _presorted(pieces: Sequence[pa.Table], key_columns: Sequence[str]
-               ) -> tuple[np.ndarray, np.ndarray] | None:
+def _presorted(rows: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
     """(order, key changes) from a stable sort by key alone, if that order is already
     strictly ascending in (sequence, is add) within every key; else None."""
-    arranged, positions = _oldest_first(pieces)
-    keys = _int_keys(arranged, key_columns)
+    keys = _int_keys(rows, key_columns)
     if keys is not None:
-        by_key = np.argsort(keys, kind="stable")
-        sorted_keys = keys[by_key]
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
         changes = sorted_keys[1:] != sorted_keys[:-1]
     else:
-        key_table = arranged.select(list(key_columns))
-        by_key = np.asarray(pc.sort_indices(
-            key_table, sort_keys=[(k, "ascending") for k in key_columns],
+        order = np.asarray(pc.sort_indices(
+            rows.select(list(key_columns)), sort_keys=[(k, "ascending") for k in key_columns],
             null_placement="at_start").to_numpy())
-        changes = _key_changes([_take(arranged.column(k), by_key) for k in key_columns])
-    sequences = _numpy(arranged.column(SEQUENCE_COLUMN))[by_key]
-    adds = _numpy(is_add(arranged.column(VALUE_KIND_COLUMN)))[by_key]
-    later, earlier = sequences[1:], sequences[:-1]
-    ascending = (later > earlier) | ((later == earlier) & adds[1:] & ~adds[:-1])
-    if not np.all(changes | ascending):
-        return None
-    return positions[by_key], changes
+        changes = _key_changes([_take(rows.column(k), order) for k in key_columns])
+    repeats = np.flatnonzero(~changes)  # sorted row i + 1 has the key of row i
+    if len(repeats):
+        earlier, later = order[repeats], order[repeats + 1]
+        sequences = _numpy(rows.column(SEQUENCE_COLUMN))
+        before, after = sequences[earlier], sequences[later]
+        if not np.all(after >= before):
+            return None
+        ties = np.flatnonzero(after == before)
+        if len(ties):  # only a retraction then an addition is in order
+            adds = _numpy(is_add(rows.column(VALUE_KIND_COLUMN)))
+            if not np.all(~adds[earlier[ties]] & adds[later[ties]]):
+                return None
+    return order, changes
 
 
 def sort_slice(pieces: Sequence[pa.Table], key_columns: Sequence[str],
@@ -164,24 +164,31 @@ def sort_slice(pieces: Sequence[pa.Table], key_columns: Sequence[str],
     """Order the rows of ``pieces`` by key (NULL first), then user sequence fields, then
     ``_SEQUENCE_NUMBER``, with retractions before additions on a tie (Java's order); rows
     equal in all of these keep the order of ``pieces``."""
+    if not user_sequence and sum(p.num_rows for p in pieces):
+        rows = _oldest_first(pieces)
+        found = _presorted(rows, key_columns)
+        if found is not None:
+            return _sorted_slice(rows, key_columns, *found)
     rows = pa.concat_tables(pieces, promote_options="permissive")
     if rows.num_rows == 0:
         empty = np.empty(0, np.int64)
         return SortedSlice(rows, key_columns, empty, empty)
-    found = None if user_sequence else _presorted(pieces, key_columns)
-    if found is not None:
-        order, changes = found
-    else:
-        with_tie = rows.select([*key_columns, *(n for n, _ in user_sequence),
-                                SEQUENCE_COLUMN]).append_column(
-            "__is_add", is_add(rows.column(VALUE_KIND_COLUMN)))
-        sort_keys = [(k, "ascending") for k in key_columns] + list(user_sequence)
-        sort_keys += [(SEQUENCE_COLUMN, "ascending"), ("__is_add", "ascending")]
-        order = np.asarray(pc.sort_indices(with_tie, sort_keys=sort_keys,
-                                           null_placement="at_start").to_numpy())
-        changes = _key_changes([_take(rows.column(k), order) for k in key_columns])
-    ends = np.append(np.flatnonzero(changes), len(order) - 1).astype(np.int64)
-    return SortedSlice(rows, key_columns, order.astype(np.int64, copy=False), ends)
+    with_tie = rows.select([*key_columns, *(n for n, _ in user_sequence),
+                            SEQUENCE_COLUMN]).append_column(
+        "__is_add", is_add(rows.column(VALUE_KIND_COLUMN)))
+    sort_keys = [(k, "ascending") for k in key_columns] + list(user_sequence)
+    sort_keys += [(SEQUENCE_COLUMN, "ascending"), ("__is_add", "ascending")]
+    order = np.asarray(pc.sort_indices(with_tie, sort_keys=sort_keys,
+                                       null_placement="at_start").to_numpy())
+    changes = _key_changes([_take(rows.column(k), order) for k in key_columns])
+    return _sorted_slice(rows, key_columns, order, changes)
+
+
+def _sorted_slice(rows: pa.Table, key_columns: Sequence[str], order: np.ndarray,
+                  changes: np.ndarray) -> SortedSlice:
+    ends = np.append(np.flatnonzero(changes), len(order) - 1)
+    return SortedSlice(rows, key_columns, order.astype(np.int64, copy=False),
+                       ends.astype(np.int64, copy=False))
 
 
 def comparable_keys(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:

@@ -12,8 +12,12 @@ error the files written so far are deleted and the error propagates.
 from __future__ import annotations
 
 import dataclasses
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import CancelledError
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,11 +38,115 @@ from paimond.table.storage import Storage
 
 FILE_SOURCE_COMPACT = 1
 SMALL_FILE_RATIO_DEFAULT = 0.7
+# Reading, merging and writing overlap on threads (Arrow releases the GIL): each run decodes
+# one batch ahead, and merged tables wait for the writer in a short queue.
+_PREFETCH_BATCHES = 1
+_WRITE_QUEUE_TABLES = 2
 
 
 def file_format_of(file_name: str) -> str:
     """Data files name their format in the last extension (``data-<uuid>-0.parquet``)."""
     return file_name.rsplit(".", 1)[-1].lower()
+
+
+class _Failed:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_END = object()
+
+
+class _Prefetch:
+    """A run's batches decoded on a thread of their own, at most ``depth`` ahead of the
+    merge. ``close`` stops the thread and closes the batches (and so the file) there."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch], depth: int) -> None:
+        self._ready: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._slots = threading.Semaphore(depth)
+        self._stopped = threading.Event()
+        self._done = False
+        self._thread = threading.Thread(target=self._produce, args=(batches,), daemon=True,
+                                        name="paimond-prefetch")
+        self._thread.start()
+
+    def _produce(self, batches: Iterator[pa.RecordBatch]) -> None:
+        try:
+            while self._slots.acquire() and not self._stopped.is_set():
+                batch = next(batches, None)
+                self._ready.put(_END if batch is None else batch)
+                if batch is None:
+                    return
+        except BaseException as error:  # noqa: B036 - re-raised by the consumer
+            self._ready.put(_Failed(error))
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+
+    def __iter__(self) -> _Prefetch:
+        return self
+
+    def __next__(self) -> pa.RecordBatch:
+        if self._done:
+            raise StopIteration
+        item = self._ready.get()
+        if isinstance(item, pa.RecordBatch):
+            self._slots.release()
+            return item
+        self._done = True
+        if isinstance(item, _Failed):
+            raise item.error
+        raise StopIteration
+
+    def close(self) -> None:
+        self._stopped.set()
+        self._slots.release()  # wakes the thread if it waits for a slot
+        self._thread.join()
+
+
+class _BackgroundWriter:
+    """Hands tables to ``write`` on a thread, at most ``depth`` waiting. Leaving the
+    ``with`` block waits for the writes; a write error is raised in the caller's thread
+    (at the next ``put`` or on leaving), and after one nothing more is written."""
+
+    def __init__(self, write: Callable[[pa.RecordBatch], None], depth: int) -> None:
+        self._write = write
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._consume, daemon=True,
+                                        name="paimond-writer")
+        self._thread.start()
+
+    def _consume(self) -> None:
+        while (table := self._queue.get()) is not _END:
+            if self._error is None:
+                try:
+                    for batch in table.to_batches():
+                        self._write(batch)
+                except BaseException as error:  # noqa: B036 - re-raised by the caller
+                    self._error = error
+
+    def put(self, table: pa.Table) -> None:
+        self._raise()
+        self._queue.put(table)
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def __enter__(self) -> _BackgroundWriter:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is not None and self._error is None:
+            self._error = CancelledError()  # what is still queued is not written
+        self._queue.put(_END)
+        self._thread.join()
+        if kind is None:
+            self._raise()
 
 
 class _BucketRewrite:
@@ -82,9 +190,12 @@ class _BucketRewrite:
 
     def _run_batches(self, run: Sequence[DataFileMeta]) -> Iterator[pa.RecordBatch]:
         for meta in run:
-            for batch in self._read(meta):
-                self.rows_read += batch.num_rows
-                yield batch
+            yield from self._read(meta)
+
+    def _counted(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            self.rows_read += batch.num_rows
+            yield batch
 
     def may_hold_deletes(self, meta: DataFileMeta) -> bool:
         """Trust a positive or unknown count; verify a zero (pypaimon writes 0 on files that
@@ -144,16 +255,22 @@ class _BucketRewrite:
             level=self.task.output_level, key_value=True, file_source=FILE_SOURCE_COMPACT,
             now_millis=self.now_millis)
         self.writers.append(writer)
-        for section in sections:
-            runs = [self._run_batches(run) for run in section.runs]
-            for merged in merge_sorted_runs(runs, self.key_columns, self.sort_key, self.reducer,
-                                            self.user_sequence):
-                for batch in merged.select(self.output_columns).to_batches():
-                    writer.write(batch)
-                    self.rows_written += batch.num_rows
-            for meta in section.files:
-                self.deleted.append(self.entries[meta.file_name])
-                self.rewritten += 1
+        with _BackgroundWriter(writer.write, _WRITE_QUEUE_TABLES) as background:
+            for section in sections:
+                runs = [_Prefetch(self._run_batches(run), _PREFETCH_BATCHES)
+                        for run in section.runs]
+                try:
+                    for merged in merge_sorted_runs([self._counted(r) for r in runs],
+                                                    self.key_columns, self.sort_key,
+                                                    self.reducer, self.user_sequence):
+                        background.put(merged.select(self.output_columns))
+                        self.rows_written += merged.num_rows
+                finally:
+                    for run in runs:
+                        run.close()
+                for meta in section.files:
+                    self.deleted.append(self.entries[meta.file_name])
+                    self.rewritten += 1
         for meta in writer.close():
             self.added.append(ManifestEntry(FILE_KIND_ADD, self.task.partition, self.task.bucket,
                                             self.task.total_buckets, meta))

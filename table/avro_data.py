@@ -277,9 +277,9 @@ def read_avro_batches(source: IO[bytes], row_type: RowType, schema: pa.Schema, *
         records: list[dict[str, Any]] = list(block)  # type: ignore[arg-type]  # data files hold records
         for values, name in zip(columns, names, strict=True):
             values.extend([r.get(name) for r in records])
-        if len(columns[0]) >= batch_rows:
-            yield _to_batch(columns, converters, schema)
-            columns = [[] for _ in names]
+        while len(columns[0]) >= batch_rows:  # a block may hold many batches
+            yield _to_batch([c[:batch_rows] for c in columns], converters, schema)
+            columns = [c[batch_rows:] for c in columns]
     if columns[0]:
         yield _to_batch(columns, converters, schema)
 

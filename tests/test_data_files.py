@@ -453,3 +453,18 @@ def test_parquet_dictionary_only_for_repeating_columns(storage: Storage) -> None
                      for i in range(group.num_columns)}
     dictionary = {p for p, e in encodings.items() if "RLE_DICTIONARY" in e}
     assert dictionary == {"_VALUE_KIND", "tag", "z.list.element"}
+
+
+@pytest.mark.parametrize("file_format", FORMATS)
+def test_reading_streams_batches_of_batch_rows(storage: Storage, file_format: str) -> None:
+    # One large Parquet row group (or ORC stripe, Avro file, .row file) still reads in
+    # pieces of batch_rows: a merge holds a batch per run, not a file per run.
+    schema = schema_of([("id", IntType(nullable=False)), ("v", STRING)], primary_keys=("id",),
+                       options={"file.format": file_format})
+    whole = kv_batch(schema, 5000, seed=8)
+    (meta,) = write(storage, schema, [whole], key_value=True)
+    batches = list(read_data_file(storage, storage.join("bucket-0", meta.file_name),
+                                  file_format=file_format, file_schema=schema, read_schema=schema,
+                                  key_value=True, batch_rows=700))
+    assert max(b.num_rows for b in batches) <= 700 and len(batches) >= 5000 // 700
+    assert pa.Table.from_batches(batches).equals(pa.Table.from_batches([whole]))

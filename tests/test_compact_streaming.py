@@ -1,0 +1,166 @@
+"""Compaction as a stream: read-ahead and write-behind threads stay bounded, pass errors to
+the task's thread, and a failing task leaves no file behind, finished or half written."""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pypaimon_tables import build_pk_deduplicate
+
+from paimond.errors import CorruptFileError
+from paimond.lsm import rewrite
+from paimond.lsm.rewrite import _BackgroundWriter, _Prefetch, execute_compaction
+from paimond.maintenance.compact_plan import plan_compaction
+from paimond.table import data_files
+from paimond.table.catalog import open_table
+from paimond.table.storage import open_storage
+
+
+def _batch(i: int) -> pa.RecordBatch:
+    return pa.record_batch({"i": [i]})
+
+
+def test_prefetch_keeps_order_and_reads_at_most_depth_ahead() -> None:
+    consumed = [0]
+    ahead: list[int] = []
+
+    def source() -> Iterator[pa.RecordBatch]:
+        for i in range(50):
+            ahead.append(i + 1 - consumed[0])  # batches started but not yet handed over
+            yield _batch(i)
+
+    seen = []
+    for batch in _Prefetch(source(), depth=2):
+        seen.append(batch.column(0)[0].as_py())
+        consumed[0] += 1
+    assert seen == list(range(50))
+    # The slot of a batch is freed just before the consumer counts it: one more at most.
+    assert max(ahead) <= 2 + 1
+
+
+def test_prefetch_raises_the_reader_error_and_close_closes_the_source() -> None:
+    closed = []
+
+    def failing() -> Iterator[pa.RecordBatch]:
+        yield _batch(0)
+        raise CorruptFileError("s3://b/data-0.parquet", "bad page")
+
+    prefetch = _Prefetch(failing(), depth=1)
+    assert next(prefetch).num_rows == 1
+    with pytest.raises(CorruptFileError, match="data-0.parquet"):
+        next(prefetch)
+    with pytest.raises(StopIteration):
+        next(prefetch)
+    prefetch.close()
+
+    def endless() -> Iterator[pa.RecordBatch]:
+        try:
+            i = 0
+            while True:
+                yield _batch(i)
+                i += 1
+        finally:
+            closed.append(True)
+
+    prefetch = _Prefetch(endless(), depth=3)
+    assert [next(prefetch).column(0)[0].as_py() for _ in range(5)] == list(range(5))
+    prefetch.close()  # stops the thread, which closes the source (and so the file)
+    assert closed == [True]
+
+
+def test_background_writer_writes_in_order_and_raises_in_the_caller() -> None:
+    written: list[int] = []
+    with _BackgroundWriter(lambda b: written.append(b.column(0)[0].as_py()), depth=2) as writer:
+        for i in range(20):
+            writer.put(pa.Table.from_batches([_batch(i)]))
+    assert written == list(range(20))
+
+    def fail_on_three(batch: pa.RecordBatch) -> None:
+        if batch.column(0)[0].as_py() == 3:
+            raise OSError("disk full")
+        written.append(batch.column(0)[0].as_py())
+
+    written.clear()
+    with pytest.raises(OSError, match="disk full"), _BackgroundWriter(fail_on_three, depth=1) as writer:
+        for i in range(20):
+            writer.put(pa.Table.from_batches([_batch(i)]))
+    assert written == [0, 1, 2]  # nothing after the failure
+
+
+def test_background_writer_drops_queued_tables_when_the_caller_fails() -> None:
+    written: list[int] = []
+    with pytest.raises(RuntimeError, match="merge failed"), \
+            _BackgroundWriter(lambda b: written.append(1), depth=100) as writer:
+        for i in range(100):
+            writer.put(pa.Table.from_batches([_batch(i)]))
+        raise RuntimeError("merge failed")
+    assert len(written) < 100
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    warehouse = tmp_path_factory.mktemp("streaming") / "wh"
+    return warehouse, build_pk_deduplicate(str(warehouse))
+
+
+def _bucket_files(warehouse: str) -> set[str]:
+    return {str(p.relative_to(warehouse)) for p in Path(warehouse).rglob("bucket-*/*")}
+
+
+@pytest.mark.parametrize("failure", ["merge", "write"])
+def test_a_failing_task_leaves_no_file_behind(pristine: tuple[Path, Any], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    warehouse = str(tmp_path / "wh")
+    shutil.copytree(pristine[0], warehouse)
+    table = open_table(open_storage(warehouse), warehouse, pristine[1].name)
+    before = _bucket_files(warehouse)
+    real_make_reducer, real_write = rewrite.make_reducer, data_files.DataFileWriter.write
+    calls = [0]
+
+    def make_failing_reducer(*args: Any) -> Any:
+        reduce = real_make_reducer(*args)
+
+        def failing(piece: Any) -> pa.Table:
+            calls[0] += 1
+            if calls[0] == 3:
+                raise RuntimeError("merge failed")
+            return reduce(piece)
+        return failing
+
+    def failing_write(self: Any, batch: pa.RecordBatch) -> None:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise OSError("disk full")
+        real_write(self, batch)
+
+    if failure == "merge":
+        monkeypatch.setattr(rewrite, "make_reducer", make_failing_reducer)
+    else:
+        monkeypatch.setattr(data_files.DataFileWriter, "write", failing_write)
+
+    published: list[str] = []
+
+    class SmallFiles(data_files.RollingDataFileWriter):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._target_bytes = 1  # a file per batch
+
+        def _roll(self) -> None:
+            super()._roll()
+            published.extend(m.file_name for m in self._written[len(published):])
+
+    # Tiny batches and files: some files are done and one may be open when it fails.
+    monkeypatch.setattr(rewrite, "RollingDataFileWriter", SmallFiles)
+    task = max(plan_compaction(table, full=True, partitions=None,
+                               now=datetime.datetime.now).tasks,
+               key=lambda t: sum(e.file.row_count for e in t.inputs))
+    with pytest.raises((RuntimeError, OSError), match="merge failed|disk full"):
+        execute_compaction(task, table.storage, now_millis=lambda: 0, batch_rows=2)
+    assert calls[0] == 3 and published
+    assert _bucket_files(warehouse) == before
