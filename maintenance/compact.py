@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from paimond.errors import CommitConflictError, PaimondError
 from paimond.format.snapshot import Snapshot
@@ -95,6 +95,26 @@ def _run_task(task: CompactTask, storage_root: str, storage_options: Mapping[str
                               batch_rows=batch_rows)
 
 
+@dataclass(frozen=True, slots=True)
+class TaskRunner:
+    """One task on any worker, as plain picklable data (a Spark executor unpickles it)."""
+
+    storage_root: str
+    storage_options: Mapping[str, Any]
+    batch_rows: int
+
+    def __call__(self, task: CompactTask) -> CompactResult:
+        return _run_task(task, self.storage_root, self.storage_options, self.batch_rows)
+
+
+class TaskExecutor(Protocol):
+    """Runs bucket tasks elsewhere (Spark: ``paimond.daemon.executors``); ``CompactJob`` uses
+    its local pool when it has none. A task that fails for good is a ``BucketFailure``."""
+
+    def execute(self, tasks: Sequence[CompactTask], runner: TaskRunner, progress: Progress | None
+                ) -> tuple[list[CompactResult], list[BucketFailure]]: ...
+
+
 @dataclass
 class CompactJob:
     table: Table
@@ -108,6 +128,7 @@ class CompactJob:
     max_attempts: int = 3
     now: Callable[[], datetime.datetime] = datetime.datetime.now
     progress: Progress | None = None
+    executor: TaskExecutor | None = None  # None: the local pool below
 
     def plan(self) -> CompactionPlan:
         return plan_compaction(self.table, full=self.full, partitions=self.partitions,
@@ -141,6 +162,9 @@ class CompactJob:
                  ) -> tuple[list[CompactResult], list[BucketFailure]]:
         if not tasks:
             return [], []
+        if self.executor is not None:
+            runner = TaskRunner(self.storage_root, dict(self.storage_options), self.batch_rows)
+            return self.executor.execute(tasks, runner, self.progress)
         results: list[CompactResult] = []
         failures: list[BucketFailure] = []
         workers = max(1, min(self.parallelism, len(tasks)))
