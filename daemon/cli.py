@@ -13,6 +13,7 @@ from typing import Any
 
 from paimond import __version__
 from paimond.daemon import cli_daemon
+from paimond.daemon.executors import EXECUTORS, open_executor
 from paimond.daemon.report import render_json, render_text
 from paimond.errors import ConfigError, PaimondError
 from paimond.lsm.task import CompactTask
@@ -93,7 +94,8 @@ def _compact(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(job.plan().describe())
         return EXIT_OK
-    summary = job.run()
+    with open_executor(args.executor, spark_master=args.spark_master) as job.executor:
+        summary = job.run()
     print(summary.describe())
     return EXIT_UNREADABLE if summary.failures else EXIT_OK
 
@@ -252,6 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     compact.add_argument("--parallelism", type=int, default=0,
                          help="bucket tasks at once (default: CPU count)")
+    compact.add_argument("--executor", choices=EXECUTORS, default="local",
+                         help="where bucket tasks run: a local process pool, or Spark tasks "
+                              "(pip install paimond[spark]; the driver plans and commits)")
+    compact.add_argument("--spark-master", metavar="URL",
+                         help="with --executor spark and no running session: the master "
+                              "(default: spark-submit's, else local[*])")
     _add_storage_option(compact)
     compact.set_defaults(run=_compact)
 

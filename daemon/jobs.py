@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from paimond.config.settings import JobSettings
+from paimond.daemon.executors import daemon_executor
 from paimond.errors import CommitConflictError, UnsupportedError
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.expire import ExpireJob, ExpireSettings, parse_duration_ms
@@ -36,6 +37,7 @@ class JobContext:
     settings: JobSettings
     now: Callable[[], datetime.datetime]
     should_stop: Callable[[], bool]
+    executor: str = "local"  # where compaction's bucket tasks run: local, spark
 
 
 class JobCancelledError(Exception):
@@ -50,7 +52,8 @@ def run_compact(ctx: JobContext) -> JobReport:
     job = CompactJob(ctx.table, ctx.storage_root, ctx.storage_options,
                      full=bool(ctx.settings.options.get("full", False)),
                      parallelism=int(ctx.settings.options.get("parallelism", 1)),
-                     use_processes=False, now=ctx.now, progress=progress)
+                     use_processes=False, now=ctx.now, progress=progress,
+                     executor=daemon_executor(ctx.executor))
     try:
         summary = job.run()
     except UnsupportedError as error:

@@ -224,7 +224,8 @@ class Service:
         storage = self.storages[state.warehouse]
         ctx = JobContext(state.table, storage.root,
                          self.settings.warehouses[state.warehouse].storage_options,
-                         self.settings.job(job), datetime.datetime.now, self._stopping.is_set)
+                         self.settings.job(job), datetime.datetime.now, self._stopping.is_set,
+                         self.settings.executor)
         job_id = uuid.uuid4().hex[:12]
         started = time.monotonic()
         self.metrics.job_started(job, name)

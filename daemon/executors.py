@@ -1,0 +1,222 @@
+"""Where compaction's bucket tasks run: the local pool (``CompactJob``'s own) or Spark.
+
+With Spark, as with Java's Spark ``CompactProcedure`` (apache/paimon 5dacde516b,
+``paimon-spark-common/.../spark/procedure/CompactProcedure.java``), the driver plans and
+commits once; each bucket task is one Spark task that opens its own storage, runs
+``execute_compaction`` and returns the picklable ``CompactResult``.
+
+- paimond's own code reaches the executors as a zip of the imported package
+  (``SparkContext.addPyFile``); its dependencies (pyarrow, fastavro, ...) must be installed
+  where the executors run, as for any PySpark job.
+- Spark retries a failed task (``spark.task.maxFailures``; ``local[N,F]`` in local mode).
+  The last attempt returns its error instead of raising, so a bucket that cannot succeed
+  fails alone and the others still commit.
+- Storage credentials are not shipped to cluster executors: they read their own environment
+  (``AWS_*`` variables, instance roles). Local-mode executors get the options as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import io
+import os
+import sys
+import tempfile
+import threading
+import zipfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import paimond
+from paimond.daemon.logging import get_logger
+from paimond.errors import ConfigError, CorruptFileError
+from paimond.lsm.task import CompactResult, CompactTask
+from paimond.maintenance.compact import BucketFailure, Progress, TaskExecutor, TaskRunner
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = get_logger(__name__)
+
+EXECUTORS = ("local", "spark")
+CREDENTIAL_OPTIONS = frozenset({"key", "access_key_id", "secret", "secret_access_key", "token",
+                                "session_token", "password"})
+_shipped: dict[str, str] = {}  # Spark application id -> zip path added to it
+_ship_lock = threading.Lock()
+
+
+def package_zip(directory: str | None = None) -> str:
+    """A zip of the imported ``paimond`` package (its Python files only), named by content.
+
+    Works for an installed package and for a checkout whose root is the package: only the
+    root's modules and the folders that are packages (hold ``__init__.py``) go in."""
+    root = Path(paimond.__file__).parent
+    members: list[tuple[str, Path]] = []
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        for path in sorted(folder.iterdir()):
+            if path.is_dir() and (path / "__init__.py").is_file() and path.name != "tests":
+                pending.append(path)
+            elif path.suffix == ".py" or path.name == "py.typed":
+                members.append((Path("paimond", path.relative_to(root)).as_posix(), path))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, path in sorted(members):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            archive.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+    data = buffer.getvalue()
+    name = f"paimond-{hashlib.sha256(data).hexdigest()[:16]}.zip"
+    target = os.path.join(directory or tempfile.mkdtemp(prefix="paimond-spark-"), name)
+    with open(target, "wb") as out:
+        out.write(data)
+    return target
+
+
+def ship_package(spark: SparkSession) -> str:
+    """Add the package zip to the session's jobs, once per Spark application."""
+    context = spark.sparkContext
+    with _ship_lock:
+        app_id = context.applicationId
+        if app_id not in _shipped:
+            _shipped[app_id] = package_zip()
+            context.addPyFile(_shipped[app_id])
+        return _shipped[app_id]
+
+
+def _task_attempts(spark: SparkSession) -> int:
+    """How many times Spark runs a failing task (1 in ``local[N]``, F in ``local[N,F]``)."""
+    context = spark.sparkContext
+    try:
+        return int(context._jsc.sc().taskScheduler().maxTaskFailures())
+    except Exception:  # py4j can't reach the scheduler: Spark's documented defaults
+        master = context.master or ""
+        if master.startswith("local"):
+            fields = master.removeprefix("local").strip("[]").split(",")
+            return int(fields[1]) if len(fields) == 2 else 1
+        return int(context.getConf().get("spark.task.maxFailures", "4") or 4)
+
+
+def _run_attempt(runner: TaskRunner, attempts: int,
+                 items: Iterator[tuple[int, CompactTask]]
+                 ) -> Iterator[tuple[int, CompactResult | str]]:
+    """A Spark task: raise so Spark retries, except on the last attempt, which reports."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    attempt = (context.attemptNumber() if context is not None else 0) + 1
+    for index, task in items:
+        try:
+            yield index, runner(task)
+        except CorruptFileError as error:  # never retried: the same bytes fail again
+            yield index, f"{type(error).__name__}: {error}"
+        except Exception as error:
+            if attempt < attempts:
+                raise
+            yield index, f"{type(error).__name__}: {error} (attempt {attempt} of {attempts})"
+
+
+@dataclasses.dataclass
+class SparkExecutor:
+    """Bucket tasks as Spark tasks of the given session, one task per bucket."""
+
+    spark: SparkSession
+
+    def execute(self, tasks: Sequence[CompactTask], runner: TaskRunner, progress: Progress | None
+                ) -> tuple[list[CompactResult], list[BucketFailure]]:
+        if not tasks:
+            return [], []
+        context = self.spark.sparkContext
+        ship_package(self.spark)
+        if not (context.master or "").startswith("local"):
+            runner = dataclasses.replace(runner, storage_options={
+                k: v for k, v in runner.storage_options.items() if k not in CREDENTIAL_OPTIONS})
+        attempts = _task_attempts(self.spark)
+        context.setJobDescription(f"paimond compact {tasks[0].table_name}: {len(tasks)} buckets")
+        rdd = context.parallelize(list(enumerate(tasks)), len(tasks))
+        try:
+            outcomes = dict(rdd.mapPartitions(
+                functools.partial(_run_attempt, runner, attempts)).collect())
+        except Exception as error:  # the Spark job itself failed: no bucket's result came back
+            message = f"Spark job failed: {type(error).__name__}: {_first_line(error)}"
+            log.error("spark_job_failed", table=tasks[0].table_name, error=message)
+            return [], [BucketFailure(task, message) for task in tasks]
+        finally:
+            context.setJobDescription(None)  # type: ignore[arg-type]
+        results: list[CompactResult] = []
+        failures: list[BucketFailure] = []
+        for done, (index, task) in enumerate(enumerate(tasks), start=1):
+            outcome = outcomes[index]
+            if isinstance(outcome, str):
+                failures.append(BucketFailure(task, outcome))
+            else:
+                results.append(outcome)
+            if progress is not None:
+                progress(done, len(tasks), task)
+        return results, failures
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _spark_running() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
+def spark_session(master: str | None = None, app_name: str = "paimond") -> SparkSession:
+    """The running Spark session, else a new one on ``master`` (default: spark-submit's, else
+    ``local[*]``). A local one stays on the loopback interface, without a UI, and its Python
+    workers run this interpreter."""
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    if _spark_running():
+        return SparkSession.builder.getOrCreate()
+    master = master or SparkConf().get("spark.master") or "local[*]"
+    builder = SparkSession.builder.appName(app_name).master(master)
+    if master.startswith("local"):
+        # Python workers start PYSPARK_PYTHON (default: python3 on PATH), not this venv.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = (builder.config("spark.driver.host", "127.0.0.1")
+                   .config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false"))
+    return builder.getOrCreate()
+
+
+@contextlib.contextmanager
+def open_executor(name: str, *, spark_master: str | None = None) -> Iterator[TaskExecutor | None]:
+    """The executor called ``name``: None for the local pool, or Spark on the running session,
+    else on a new one (see :func:`spark_session`) that is stopped on exit."""
+    if name == "local":
+        yield None
+        return
+    if name != "spark":
+        raise ValueError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")
+    try:
+        running = _spark_running()
+    except ImportError:
+        raise ConfigError("executor", "spark needs PySpark: pip install 'paimond[spark]'") from None
+    spark = spark_session(spark_master, "paimond compact")
+    try:
+        yield SparkExecutor(spark)
+    finally:
+        if not running:
+            spark.stop()
+
+
+def daemon_executor(name: str) -> TaskExecutor | None:
+    """The daemon's executor: None (its local pool) or Spark on the process's one session,
+    started at the first Spark compaction and kept for the process's life."""
+    if name == "local":
+        return None
+    with _ship_lock:
+        return SparkExecutor(spark_session(app_name="paimond daemon"))
