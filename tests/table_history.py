@@ -27,7 +27,6 @@ from paimond.table.scan import (
     LiveFile,
     data_file_path,
     read_index_manifest,
-    read_manifest,
     read_manifest_list,
     scan_snapshot,
 )

@@ -85,7 +85,7 @@ def test_expiration_keeps_exactly_what_is_referenced(
             history.tag_latest()
         elif op == "merge":
             clock = history.clock_ms = history.clock_ms + advance_s * 1000
-            ManifestMergeJob(history.table, clock_ms=lambda: clock).run()
+            ManifestMergeJob(history.table, clock_ms=lambda: clock).run()  # noqa: B023 - runs now
         else:
             _expire(history, expire_params)
     _expire(history, (1, 0, 0, 50, None))  # then everything but the latest goes
