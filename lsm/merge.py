@@ -29,6 +29,7 @@ VALUE_KIND_COLUMN = "_VALUE_KIND"
 KEY_PREFIX = "_KEY_"
 KIND_INSERT, KIND_UPDATE_BEFORE, KIND_UPDATE_AFTER, KIND_DELETE = 0, 1, 2, 3
 _ADD_KINDS = pa.array([KIND_INSERT, KIND_UPDATE_AFTER], pa.int8())
+SLICE_ROWS = 1 << 18
 
 Reducer = Callable[["SortedSlice"], pa.Table]
 
@@ -206,18 +207,23 @@ def comparable_keys(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:
 
 
 class _RunCursor:
-    """One sorted run's pending rows (and their keys in comparable form)."""
+    """One sorted run's pending rows (and their keys in comparable form). A single integer
+    key without nulls is searched in numpy; other keys through ``sort_key`` row by row."""
 
     def __init__(self, batches: Iterator[pa.RecordBatch], key_columns: Sequence[str],
                  sort_key: Callable[[Sequence[Any]], SortKey]) -> None:
         self._batches = batches
         self._key_columns = key_columns
         self._sort_key = sort_key
+        self._plain_ints = sort_key([1]) == ((1, 1),) if len(key_columns) == 1 else False
         self.pending = pa.table({})
         self._keys = pa.table({})
+        self._ints: np.ndarray | None = None
         self.exhausted = False
 
     def _key_at(self, index: int) -> SortKey:
+        if self._ints is not None:
+            return ((1, int(self._ints[index])),)
         return self._sort_key([column[index].as_py() for column in self._keys.columns])
 
     def fill(self) -> None:
@@ -227,10 +233,15 @@ class _RunCursor:
                 self.exhausted = True
             elif batch.num_rows:
                 self.pending = pa.Table.from_batches([batch])
-                self._keys = comparable_keys(self.pending, self._key_columns)
+                self._ints = _int_keys(self.pending, self._key_columns) if self._plain_ints \
+                    else None
+                if self._ints is None:
+                    self._keys = comparable_keys(self.pending, self._key_columns)
 
-    def last_key(self) -> SortKey | None:
-        return self._key_at(self.pending.num_rows - 1) if self.pending.num_rows else None
+    def key_within(self, rows: int) -> SortKey | None:
+        """Key of the last of the first ``rows`` pending rows (of the last, if fewer)."""
+        pending = self.pending.num_rows
+        return self._key_at(min(rows, pending) - 1) if pending else None
 
     def take_up_to(self, bound: SortKey | None) -> pa.Table | None:
         """Remove and return the pending rows with key <= bound (all of them if None)."""
@@ -239,6 +250,9 @@ class _RunCursor:
         low, high = 0, self.pending.num_rows
         if bound is None:
             low = high
+        elif self._ints is not None:
+            # (0,) is a NULL key, below every integer
+            low = 0 if bound[0] == (0,) else int(np.searchsorted(self._ints, bound[0][1], "right"))
         else:
             while low < high:  # first row whose key > bound
                 middle = (low + high) // 2
@@ -247,24 +261,32 @@ class _RunCursor:
                 else:
                     high = middle
         taken = self.pending.slice(0, low)
-        self.pending, self._keys = self.pending.slice(low), self._keys.slice(low)
+        self.pending = self.pending.slice(low)
+        if self._ints is not None:
+            self._ints = self._ints[low:]
+        else:
+            self._keys = self._keys.slice(low)
         return taken if taken.num_rows else None
 
 
 def merge_sorted_runs(runs: Sequence[Iterator[pa.RecordBatch]], key_columns: Sequence[str],
                       sort_key: Callable[[Sequence[Any]], SortKey], reducer: Reducer,
-                      user_sequence: Sequence[tuple[str, str]] = ()) -> Iterator[pa.Table]:
+                      user_sequence: Sequence[tuple[str, str]] = (), *,
+                      slice_rows: int = SLICE_ROWS) -> Iterator[pa.Table]:
     """Merge runs (each an iterator of key-sorted batches) into reduced, key-sorted tables.
 
     ``sort_key`` orders key values as Paimon does; it is used only to cut runs (O(log n) row
-    lookups per cut); all per-row work happens in Arrow kernels.
+    lookups per cut); all per-row work happens in Arrow kernels. A slice takes at most
+    ``slice_rows / runs`` rows of each run (at least one), so its sort and the merged table
+    stay small even when batches are large.
     """
     cursors = [_RunCursor(iter(r), key_columns, sort_key) for r in runs]
     while True:
         for cursor in cursors:
             cursor.fill()
         live = [c for c in cursors if not c.exhausted]
-        bounds = [k for k in (c.last_key() for c in live) if k is not None]
+        per_run = max(1, slice_rows // max(1, len(live)))
+        bounds = [k for k in (c.key_within(per_run) for c in live) if k is not None]
         bound = min(bounds) if live else None
         pieces = [t for t in (c.take_up_to(bound) for c in cursors) if t is not None]
         if not pieces:

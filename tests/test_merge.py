@@ -210,3 +210,53 @@ def test_a_slice_holds_at_most_a_batch_per_run(batch_rows: int, run_count: int) 
     out = list(merge_sorted_runs([_batches(r, batch_rows) for r in runs], KEY, SORT_KEY, measuring))
     assert sum(p.num_rows for p in out) == 3000
     assert max(sizes) <= run_count * batch_rows
+
+
+@given(st.lists(st.dictionaries(st.tuples(st.integers(0, 3), st.none() | st.sampled_from("abc")),
+                                st.sampled_from((0, 1, 2, 3)), max_size=10), min_size=1, max_size=4),
+       st.integers(1, 5), st.integers(2, 64))
+def test_deduplicate_on_a_composite_key_with_nulls(runs: list[dict[tuple[int, str | None], int]],
+                                                   batch_rows: int, slice_rows: int) -> None:
+    # The generic path: keys compared through sort_key, sorted by Arrow (NULL first).
+    seq = iter(range(1000))
+    tables = []
+    for run in runs:
+        rows = sorted(((k, next(seq), kind) for k, kind in run.items()),
+                      key=lambda r: (r[0][0], r[0][1] is not None, r[0][1] or ""))
+        tables.append(pa.table({
+            "_KEY_a": pa.array([r[0][0] for r in rows], pa.int32()),
+            "_KEY_b": pa.array([r[0][1] for r in rows], pa.string()),
+            "_SEQUENCE_NUMBER": pa.array([r[1] for r in rows], pa.int64()),
+            "_VALUE_KIND": pa.array([r[2] for r in rows], pa.int8())}))
+    newest: dict[tuple[int, str | None], tuple[int, int]] = {}
+    for table in tables:
+        for a, b, s, kind in zip(*(c.to_pylist() for c in table.columns), strict=True):
+            newest[(a, b)] = (s, kind)  # later runs have higher sequence numbers
+    expected = [(a, b, s) for (a, b), (s, kind) in sorted(
+        newest.items(), key=lambda i: (i[0][0], i[0][1] is not None, i[0][1] or ""))
+        if kind in (0, 2)]
+    reducer = make_reducer(MergeConfig(), [], True)
+    out = merge_sorted_runs([iter(t.to_batches(max_chunksize=batch_rows)) for t in tables[::-1]],
+                            ["_KEY_a", "_KEY_b"], sort_key_function([IntType(), VarCharType(length=10)]),
+                            reducer, slice_rows=slice_rows)
+    merged = [(a, b, s) for t in out for a, b, s in zip(
+        *(t.column(c).to_pylist() for c in ("_KEY_a", "_KEY_b", "_SEQUENCE_NUMBER")), strict=True)]
+    assert merged == expected
+
+
+@settings(max_examples=20)
+@given(st.integers(1, 300), st.integers(1, 6))
+def test_a_slice_holds_at_most_slice_rows(slice_rows: int, run_count: int) -> None:
+    runs = [[(k, run * 10_000 + k, 0, run, None) for k in range(run, 2000, run_count)]
+            for run in range(run_count)]
+    sizes: list[int] = []
+    reduce = make_reducer(MergeConfig.of(_schema({})), ["k", "v", "s"], True)
+
+    def measuring(piece: Any) -> pa.Table:
+        sizes.append(piece.num_rows)
+        return reduce(piece)
+
+    out = list(merge_sorted_runs([_batches(r, 500) for r in runs], KEY, SORT_KEY, measuring,
+                                 slice_rows=slice_rows))
+    assert sum(p.num_rows for p in out) == 2000
+    assert max(sizes) <= max(slice_rows, run_count)
