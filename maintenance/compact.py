@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from paimond.errors import CommitConflictError, PaimondError
 from paimond.format.snapshot import Snapshot
-from paimond.lsm.rewrite import execute_compaction
+from paimond.lsm.rewrite import BATCH_ROWS, execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact_plan import CompactionPlan, plan_compaction
 from paimond.table.catalog import Table
@@ -124,7 +124,7 @@ class CompactJob:
     partitions: Mapping[str, str] | None = None
     parallelism: int = field(default_factory=lambda: os.cpu_count() or 1)
     use_processes: bool = True
-    batch_rows: int = 65536
+    batch_rows: int = BATCH_ROWS
     max_attempts: int = 3
     now: Callable[[], datetime.datetime] = datetime.datetime.now
     progress: Progress | None = None
