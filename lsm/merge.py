@@ -3,9 +3,10 @@
 
 Each run yields batches sorted by key with unique keys. The merge keeps at most a batch (and
 its unmerged tail) per run in memory: it cuts every buffered run at the smallest "last
-buffered key" among runs that still have data. Rows at or below that bound can have no more
-versions coming, so that slice is ordered by (key, sequence) and reduced to one row per key
-with Arrow kernels; the rest waits for the next round.
+buffered key" among runs that still have data (or an earlier key, so that a slice holds at
+most ``slice_rows`` rows). Rows at or below that bound can have no more versions coming, so
+that slice is ordered by (key, sequence) and reduced to one row per key with Arrow kernels;
+the rest waits for the next round.
 
 Only the key, sequence and kind columns are sorted: a slice keeps its rows where they came
 from plus the order, and a reducer takes each surviving row once. Runs are sorted and hold

@@ -7,6 +7,11 @@ level in metadata, same file) unless it must be rewritten: output at the max lev
 may hold -U/-D rows, or ``compaction.force-rewrite-all-files``. Candidates are merged
 (streaming, ``lsm.merge``) into new files at the output level. Nothing here commits; on any
 error the files written so far are deleted and the error propagates.
+
+Reading, merging and writing overlap: every run is decoded on a thread of its own, one batch
+ahead of the merge, which runs on the task's thread and hands merged tables to a writer
+thread through a short queue. Arrow releases the GIL while it decodes, sorts, takes and
+encodes, so a bucket uses about two cores; memory stays at a few batches per run.
 """
 
 from __future__ import annotations
@@ -41,8 +46,6 @@ SMALL_FILE_RATIO_DEFAULT = 0.7
 # Rows per batch read from a file. Memory holds about two batches per run plus each file
 # reader's pages; 32768 keeps that small at no cost in CPU over larger batches.
 BATCH_ROWS = 32768
-# Reading, merging and writing overlap on threads (Arrow releases the GIL): each run decodes
-# one batch ahead, and merged tables wait for the writer in a short queue.
 _PREFETCH_BATCHES = 1
 _WRITE_QUEUE_TABLES = 2
 
