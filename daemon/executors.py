@@ -183,8 +183,10 @@ def spark_session(master: str | None = None, app_name: str = "paimond") -> Spark
     master = master or SparkConf().get("spark.master") or "local[*]"
     builder = SparkSession.builder.appName(app_name).master(master)
     if master.startswith("local"):
-        # Python workers start PYSPARK_PYTHON (default: python3 on PATH), not this venv.
+        # Python workers start PYSPARK_PYTHON (default: python3 on PATH), not this venv;
+        # without SPARK_LOCAL_IP Spark names the first network interface's address.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = (builder.config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.ui.enabled", "false")

@@ -10,6 +10,7 @@ settings.register_profile("ci", max_examples=200, deadline=None, derandomize=Tru
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 from s3_endpoint import s3_endpoint, s3_storage  # noqa: F401
+from spark_session import spark  # noqa: F401
 
 
 import pytest  # noqa: E402
