@@ -107,9 +107,11 @@ def kept_snapshots(table: Table) -> list[Snapshot]:
 
 
 def files_on_storage(table: Table) -> tuple[set[str], set[str]]:
-    """(names under manifest/, paths of files in bucket directories)."""
-    manifest_dir = Path(table.path) / "manifest"
-    metadata = {p.name for p in manifest_dir.iterdir()} if manifest_dir.exists() else set()
+    """(names under manifest/, index/ and statistics/, paths of files in bucket directories)."""
+    metadata = set()
+    for directory in ("manifest", "index", "statistics"):
+        path = Path(table.path) / directory
+        metadata |= {p.name for p in path.iterdir()} if path.exists() else set()
     data = {str(p) for p in Path(table.path).rglob("bucket-*/*") if p.is_file()}
     return metadata, data
 

@@ -14,7 +14,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, catalog_for, sort_columns_of, sort_rows
+from pypaimon_tables import (
+    build_append_deletion_vectors,
+    build_pk_deduplicate,
+    catalog_for,
+    sort_columns_of,
+    sort_rows,
+)
 from table_history import (
     CrashAfterDeletes,
     assert_exactly_referenced,
@@ -287,3 +293,18 @@ def test_decoupled_changelog_is_refused(tmp_path: Path,
     with pytest.raises(UnsupportedError, match="long-lived changelogs"):
         ExpireJob(table, now_ms=lambda: FAR_FUTURE_MS,
                   settings=ExpireSettings(retain_min=60)).run()
+
+
+def test_replaced_deletion_vector_index_files_go_with_their_snapshots(tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "wh")
+    spec = build_append_deletion_vectors(warehouse)  # two delete_by_row_id commits: DV files
+    storage = open_storage(warehouse)
+    table = open_table(storage, storage.root, spec.name)
+    latest = table.snapshots.latest()
+    assert latest is not None and latest.index_manifest
+    rows = read_rows(warehouse, spec.name)
+    result = _expire(table)
+    assert table.snapshots.list_ids() == [latest.id]
+    assert result.deleted.files["index"] > 0 and result.deleted.files["index-manifest"] > 0
+    assert read_rows(warehouse, spec.name).equals(rows)
+    assert_exactly_referenced(table)
