@@ -99,9 +99,23 @@ def run_pypaimon(warehouse: Path) -> dict[str, float]:
 CONTENDERS = {"paimond": run_paimond, "rewrite": run_rewrite, "pypaimon": run_pypaimon}
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak RSS. Linux's ru_maxrss survives exec, so a child would report the
+    benchmark parent's RSS at fork time (pypaimon just generated the data) whenever that is
+    higher than its own; VmHWM belongs to the address space exec created."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child(name: str, warehouse: str) -> None:
     result = CONTENDERS[name](Path(warehouse))
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_rss_mb"] = _peak_rss_mb()
     print(json.dumps(result))
 
 
