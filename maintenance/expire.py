@@ -36,7 +36,7 @@ from paimond.table.options import TableOptions
 from paimond.table.snapshots import Snapshots
 
 INT_MAX = 2**31 - 1
-_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Zµ]*)\s*$")
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 _DURATION_UNITS_MS = {
     "": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
     "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
