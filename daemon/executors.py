@@ -166,8 +166,10 @@ def _first_line(error: BaseException) -> str:
 
 
 def _spark_running() -> bool:
-    from pyspark import SparkContext
-
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        raise ConfigError("executor", "spark needs PySpark: pip install 'paimond[spark]'") from None
     return SparkContext._active_spark_context is not None
 
 
@@ -175,10 +177,11 @@ def spark_session(master: str | None = None, app_name: str = "paimond") -> Spark
     """The running Spark session, else a new one on ``master`` (default: spark-submit's, else
     ``local[*]``). A local one stays on the loopback interface, without a UI, and its Python
     workers run this interpreter."""
+    running = _spark_running()
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    if _spark_running():
+    if running:
         return SparkSession.builder.getOrCreate()
     master = master or SparkConf().get("spark.master") or "local[*]"
     builder = SparkSession.builder.appName(app_name).master(master)
@@ -203,10 +206,7 @@ def open_executor(name: str, *, spark_master: str | None = None) -> Iterator[Tas
         return
     if name != "spark":
         raise ValueError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")
-    try:
-        running = _spark_running()
-    except ImportError:
-        raise ConfigError("executor", "spark needs PySpark: pip install 'paimond[spark]'") from None
+    running = _spark_running()
     spark = spark_session(spark_master, "paimond compact")
     try:
         yield SparkExecutor(spark)

@@ -215,6 +215,47 @@ def test_a_bucket_that_keeps_failing_commits_nothing_while_the_others_commit(
     assert read_rows(warehouse, name, include_level0=True).equals(content)
 
 
+def _crashing(runner: TaskRunner, victim: tuple[str, int]
+              ) -> Callable[[CompactTask], CompactResult]:
+    """A runner whose Python worker dies (no exception to report) on the victim bucket."""
+
+    def run(task: CompactTask) -> CompactResult:
+        if (task.partition_text, task.bucket) == victim:
+            os._exit(3)
+        return runner(task)
+
+    return run
+
+
+@dataclass
+class CrashingExecutor:
+    inner: SparkExecutor
+    victim: tuple[str, int]
+
+    def execute(self, tasks: Any, runner: TaskRunner, progress: Any
+                ) -> tuple[list[CompactResult], list[BucketFailure]]:
+        return self.inner.execute(tasks, _crashing(runner, self.victim), progress)  # type: ignore[arg-type]
+
+
+def test_a_worker_that_dies_on_every_attempt_fails_the_whole_job(
+        spark: Any, pristine: dict[str, tuple[Path, Any]], tmp_path: Path) -> None:
+    """No result comes back from a failed Spark job: every bucket is reported failed with
+    Spark's error and nothing is committed (other tasks' files are left to remove-orphans)."""
+    warehouse, name = _copy(pristine, "deduplicate", tmp_path / "wh")
+    content = read_rows(warehouse, name, include_level0=True)
+    before = _table(warehouse, name).snapshots.latest_id()
+    victim = _job(warehouse, name, full=True).plan().tasks[0]
+    executor = CrashingExecutor(SparkExecutor(spark), (victim.partition_text, victim.bucket))
+
+    summary = _job(warehouse, name, full=True, executor=executor).run()
+
+    assert summary.snapshot is None and not summary.results
+    assert len(summary.failures) == len(summary.plan.tasks if summary.plan else ())
+    assert all(f.error.startswith("Spark job failed: ") for f in summary.failures)
+    assert _table(warehouse, name).snapshots.latest_id() == before
+    assert read_rows(warehouse, name, include_level0=True).equals(content)
+
+
 def test_the_cli_exits_1_when_a_bucket_fails(spark: Any, pristine: dict[str, tuple[Path, Any]],
                                              tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                              ) -> None:
