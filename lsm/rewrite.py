@@ -16,6 +16,7 @@ encodes, so a bucket uses about two cores; memory stays at a few batches per run
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import queue
 import threading
@@ -47,7 +48,7 @@ SMALL_FILE_RATIO_DEFAULT = 0.7
 # reader's pages; 32768 keeps that small at no cost in CPU over larger batches.
 BATCH_ROWS = 32768
 _PREFETCH_BATCHES = 1
-_WRITE_QUEUE_TABLES = 2
+_WRITE_QUEUE_BYTES = 32 << 20  # two row groups' worth
 
 
 def file_format_of(file_name: str) -> str:
@@ -114,30 +115,53 @@ class _Prefetch:
 
 
 class _BackgroundWriter:
-    """Hands tables to ``write`` on a thread, at most ``depth`` waiting. Leaving the
-    ``with`` block waits for the writes; a write error is raised in the caller's thread
-    (at the next ``put`` or on leaving), and after one nothing more is written."""
+    """Hands tables to ``write`` on a thread, holding at most ``max_bytes`` of them (or one
+    larger table) in waiting. Leaving the ``with`` block waits for the writes; a write error
+    is raised in the caller's thread (at the next ``put`` or on leaving), and after one
+    nothing more is written.
 
-    def __init__(self, write: Callable[[pa.RecordBatch], None], depth: int) -> None:
-        self._write = write
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    The bound is in bytes, not tables: the writer encodes a whole row group at a time, and
+    the merge should go on meanwhile rather than wait for it."""
+
+    def __init__(self, write: Callable[[pa.RecordBatch], None], max_bytes: int) -> None:
+        self._write, self._max_bytes = write, max_bytes
+        self._waiting: collections.deque[pa.Table] = collections.deque()
+        self._waiting_bytes = 0
+        self._changed = threading.Condition()
+        self._closed = False
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._consume, daemon=True,
                                         name="paimond-writer")
         self._thread.start()
 
     def _consume(self) -> None:
-        while (table := self._queue.get()) is not _END:
+        while True:
+            with self._changed:
+                while not self._waiting and not self._closed:
+                    self._changed.wait()
+                if not self._waiting:
+                    return
+                table = self._waiting.popleft()
             if self._error is None:
                 try:
                     for batch in table.to_batches():
                         self._write(batch)
                 except BaseException as error:  # noqa: B036 - re-raised by the caller
                     self._error = error
+            with self._changed:
+                self._waiting_bytes -= table.nbytes
+                self._changed.notify_all()
 
     def put(self, table: pa.Table) -> None:
-        self._raise()
-        self._queue.put(table)
+        size = table.nbytes
+        with self._changed:
+            while self._waiting and self._waiting_bytes + size > self._max_bytes \
+                    and self._error is None:
+                self._changed.wait()
+            self._raise()
+            self._waiting.append(table)
+            self._waiting_bytes += size
+            self._changed.notify_all()
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -147,9 +171,11 @@ class _BackgroundWriter:
         return self
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:
-        if kind is not None and self._error is None:
-            self._error = CancelledError()  # what is still queued is not written
-        self._queue.put(_END)
+        with self._changed:
+            if kind is not None and self._error is None:
+                self._error = CancelledError()  # what is still waiting is not written
+            self._closed = True
+            self._changed.notify_all()
         self._thread.join()
         if kind is None:
             self._raise()
@@ -261,7 +287,7 @@ class _BucketRewrite:
             level=self.task.output_level, key_value=True, file_source=FILE_SOURCE_COMPACT,
             now_millis=self.now_millis)
         self.writers.append(writer)
-        with _BackgroundWriter(writer.write, _WRITE_QUEUE_TABLES) as background:
+        with _BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
             for section in sections:
                 runs = [_Prefetch(self._run_batches(run), _PREFETCH_BATCHES)
                         for run in section.runs]

@@ -76,7 +76,7 @@ def test_prefetch_raises_the_reader_error_and_close_closes_the_source() -> None:
 
 def test_background_writer_writes_in_order_and_raises_in_the_caller() -> None:
     written: list[int] = []
-    with _BackgroundWriter(lambda b: written.append(b.column(0)[0].as_py()), depth=2) as writer:
+    with _BackgroundWriter(lambda b: written.append(b.column(0)[0].as_py()), max_bytes=20) as writer:
         for i in range(20):
             writer.put(pa.Table.from_batches([_batch(i)]))
     assert written == list(range(20))
@@ -87,7 +87,7 @@ def test_background_writer_writes_in_order_and_raises_in_the_caller() -> None:
         written.append(batch.column(0)[0].as_py())
 
     written.clear()
-    with pytest.raises(OSError, match="disk full"), _BackgroundWriter(fail_on_three, depth=1) as writer:
+    with pytest.raises(OSError, match="disk full"), _BackgroundWriter(fail_on_three, max_bytes=1) as writer:
         for i in range(20):
             writer.put(pa.Table.from_batches([_batch(i)]))
     assert written == [0, 1, 2]  # nothing after the failure
@@ -96,7 +96,7 @@ def test_background_writer_writes_in_order_and_raises_in_the_caller() -> None:
 def test_background_writer_drops_queued_tables_when_the_caller_fails() -> None:
     written: list[int] = []
     with pytest.raises(RuntimeError, match="merge failed"), \
-            _BackgroundWriter(lambda b: written.append(1), depth=100) as writer:
+            _BackgroundWriter(lambda b: written.append(1), max_bytes=1 << 20) as writer:
         for i in range(100):
             writer.put(pa.Table.from_batches([_batch(i)]))
         raise RuntimeError("merge failed")
@@ -164,3 +164,22 @@ def test_a_failing_task_leaves_no_file_behind(pristine: tuple[Path, Any], tmp_pa
         execute_compaction(task, table.storage, now_millis=lambda: 0, batch_rows=2)
     assert calls[0] == 3 and published
     assert _bucket_files(warehouse) == before
+
+
+def test_background_writer_holds_at_most_max_bytes_waiting() -> None:
+    table = pa.Table.from_batches([pa.record_batch({"i": list(range(100))})])
+    held: list[int] = []
+    writer: _BackgroundWriter
+
+    def write(batch: pa.RecordBatch) -> None:
+        held.append(writer._waiting_bytes)
+
+    with _BackgroundWriter(write, max_bytes=3 * table.nbytes) as writer:
+        for _ in range(40):
+            writer.put(table)
+    assert len(held) == 40 and max(held) <= 3 * table.nbytes
+    big = pa.Table.from_batches([pa.record_batch({"i": list(range(1000))})])
+    with _BackgroundWriter(write, max_bytes=10) as writer:  # larger than the bound: one at a time
+        for _ in range(5):
+            writer.put(big)
+    assert len(held) == 45 and max(held[40:]) <= big.nbytes
