@@ -10,6 +10,7 @@ over a window of idle watching. Prints CPU seconds per wall second, as % of one 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pyarrow as pa
@@ -68,19 +70,20 @@ def main() -> None:
         process = subprocess.Popen([sys.executable, "-m", "paimond.daemon.cli", "run",
                                     "--config", str(config)], stderr=subprocess.PIPE, text=True)
         assert process.stderr is not None
-        while not re.search(r"serving http://(\S+)/metrics", process.stderr.readline()):
-            if process.poll() is not None:
+        match = None
+        while match is None:
+            match = re.search(r"serving (http://\S+)/metrics", process.stderr.readline())
+            if match is None and process.poll() is not None:
                 raise SystemExit("the daemon did not start")
-        # The first pass evaluates and plans every table; wait until the CPU use settles.
+        # The first pass evaluates and maintains every table; wait until all have run.
         settle_started = time.monotonic()
-        previous = _cpu_seconds(process.pid)
-        while True:
-            time.sleep(5)
-            now = _cpu_seconds(process.pid)
-            if now - previous < 5 * 0.5 or time.monotonic() - settle_started > 600:
+        while time.monotonic() - settle_started < 900:
+            time.sleep(2)
+            tables = json.loads(urllib.request.urlopen(f"{match.group(1)}/status").read())["tables"]
+            done = sum(1 for t in tables.values() if "compact" in t["last_run"])
+            if len(tables) == args.tables and done == args.tables:
                 break
-            previous = now
-        print(f"first pass done after {time.monotonic() - settle_started:.0f} s "
+        print(f"first pass over {done} tables done after {time.monotonic() - settle_started:.0f} s "
               f"({_cpu_seconds(process.pid):.1f} CPU s)")
         cpu_before, wall_before = _cpu_seconds(process.pid), time.monotonic()
         time.sleep(args.window_s)

@@ -66,7 +66,7 @@ class Service:
                                         thread_name_prefix="paimond-job")
         self._stopping = threading.Event()
         self._last_discovery = float("-inf")
-        self.running_jobs = 0
+        self.running_jobs = 0  # executing now (queued work is not counted)
         self.max_parallel_per_table: dict[str, int] = {}
 
     # ---------------------------------------------------------------- discovery
@@ -161,12 +161,11 @@ class Service:
                 candidates.append((state, jobs))
         candidates.sort(key=lambda c: -c[0].urgency)
         futures = []
-        for state, jobs in candidates:
+        for state, jobs in candidates:  # the pool runs `concurrency` at once, in this order
             with self._lock:
-                if state.running or self.running_jobs >= self.settings.concurrency:
+                if state.running:
                     continue
                 state.running, state.forced = True, False
-                self.running_jobs += 1
             futures.append(self._pool.submit(self._run_table, state, jobs))
         return futures
 
@@ -184,9 +183,8 @@ class Service:
             with self._lock:
                 if not state.running:
                     state.running, state.forced = True, False
-                    self.running_jobs += 1
                     break
-            time.sleep(0.05)  # a job of this table is running: the trigger runs after it
+            time.sleep(0.05)  # a job of this table is queued or running: the trigger follows
         jobs = [j for j in JOB_NAMES if self.settings.job(j).enabled]
         return self._pool.submit(self._run_table, state, jobs)
 
@@ -194,7 +192,12 @@ class Service:
         name = state.table.name
         leases = self.leases[state.warehouse]
         reports: dict[str, JobReport] = {}
+        with self._lock:
+            self.running_jobs += 1
         try:
+            if self._stopping.is_set():
+                return TableRun(name, {j: JobReport("skipped", "the daemon is stopping")
+                                       for j in jobs})
             if not leases.acquire(name):
                 return TableRun(name, {j: JobReport("skipped", "leased by another replica")
                                        for j in jobs})
@@ -280,7 +283,6 @@ class Service:
         for state in states:
             with self._lock:
                 state.running = True
-                self.running_jobs += 1
             jobs = [j for j in JOB_NAMES if self.settings.job(j).enabled]
             futures.append(self._pool.submit(self._run_table, state, jobs))
         return [f.result() for f in futures]
