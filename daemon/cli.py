@@ -18,11 +18,12 @@ from paimond.daemon.report import render_json, render_text
 from paimond.errors import ConfigError, PaimondError
 from paimond.lsm.task import CompactTask
 from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings, parse_duration_ms
+from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
 from paimond.maintenance.status import TableStatus, table_status
 from paimond.table.catalog import Table, list_tables, open_table
+from paimond.table.options import parse_duration_millis as parse_duration_ms
 from paimond.table.storage import open_storage
 
 EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = 0, 1, 2

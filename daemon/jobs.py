@@ -12,10 +12,11 @@ from paimond.config.settings import JobSettings
 from paimond.daemon.executors import daemon_executor
 from paimond.errors import CommitConflictError, UnsupportedError
 from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings, parse_duration_ms
+from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
 from paimond.table.catalog import Table
+from paimond.table.options import parse_duration_millis as parse_duration_ms
 
 
 @dataclass(frozen=True, slots=True)

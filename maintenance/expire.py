@@ -24,7 +24,6 @@ snapshot ones, or files under ``changelog/``) are refused: that needs changelog 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,29 +32,10 @@ from paimond.maintenance.references import CHANGELOG_DIR, CHANGELOG_PREFIX, File
 from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired, execute_expiration
 from paimond.table.catalog import Table
 from paimond.table.options import TableOptions
+from paimond.table.options import parse_duration_millis as parse_duration_ms
 from paimond.table.snapshots import Snapshots
 
 INT_MAX = 2**31 - 1
-_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-_DURATION_UNITS_MS = {
-    "": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
-
-
-def parse_duration_ms(text: str) -> int:
-    """Paimon's duration strings (Java ``TimeUtils.parseDuration``): ``1 h``, ``30min``, ``2d``,
-    ``500`` (milliseconds). Raises ValueError."""
-    match = _DURATION.match(text)
-    unit = match.group(2).lower() if match else ""
-    if not match or unit not in _DURATION_UNITS_MS:
-        raise ValueError(f"not a duration: {text!r}")
-    return int(match.group(1)) * _DURATION_UNITS_MS[unit]
-
-
 def _option_duration_ms(options: TableOptions, key: str, default: int | None) -> int | None:
     value = options.raw.get(key)
     if value is None:

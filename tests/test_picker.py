@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import pytest
 
 from paimond.format.manifest import EMPTY_STATS, DataFileMeta
-from paimond.lsm.compaction_options import CompactionOptions, parse_duration_millis
+from paimond.lsm.compaction_options import CompactionOptions
+from paimond.table.options import parse_duration_millis
 from paimond.lsm.levels import Levels, SortedRun
 from paimond.lsm.picker import (
     PickerState,
