@@ -67,7 +67,6 @@ class Service:
         self._stopping = threading.Event()
         self._last_discovery = float("-inf")
         self.running_jobs = 0  # executing now (queued work is not counted)
-        self.max_parallel_per_table: dict[str, int] = {}
 
     # ---------------------------------------------------------------- discovery
 

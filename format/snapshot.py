@@ -12,7 +12,6 @@ from typing import Any
 
 from paimond.errors import CodecError
 
-COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1
 CURRENT_SNAPSHOT_VERSION = 3
 

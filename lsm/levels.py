@@ -74,6 +74,3 @@ class Levels:
             if self.higher[i]:
                 return i + 1
         return 0 if self.level0 else -1
-
-    def all_files(self) -> list[DataFileMeta]:
-        return [*self.level0, *(f for files in self.higher for f in files)]

@@ -34,10 +34,6 @@ class CompactTask:
     def input_bytes(self) -> int:
         return sum(e.file.file_size for e in self.inputs)
 
-    @property
-    def input_rows(self) -> int:
-        return sum(e.file.row_count for e in self.inputs)
-
     def describe(self) -> str:
         where = f"{self.partition_text or '-'} bucket {self.bucket}"
         levels = sorted({e.file.level for e in self.inputs})

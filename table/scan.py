@@ -34,7 +34,6 @@ from paimond.table.storage import Storage
 T = TypeVar("T")
 A = TypeVar("A")
 MANIFEST_DIR = "manifest"
-INDEX_DIR = "index"
 
 
 @dataclass(frozen=True, slots=True)
