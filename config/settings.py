@@ -53,7 +53,7 @@ class Settings:
     exclude: tuple[str, ...] = ()
     jobs: Mapping[str, JobSettings] = field(default_factory=dict)
     concurrency: int = 2
-    memory_budget_mb: int = 1024
+    memory_budget_mb: int = 1024  # accepted and validated; not enforced yet (see README)
     executor: str = "local"
     http_host: str = "127.0.0.1"
     http_port: int = 9181
