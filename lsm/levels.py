@@ -63,6 +63,10 @@ class Levels:
     def files_at(self, level: int) -> tuple[DataFileMeta, ...]:
         return self.level0 if level == 0 else self.higher[level - 1]
 
+    def files_above(self, level: int) -> list[DataFileMeta]:
+        """Every file of the levels above ``level`` (deletion-vector lookups search them)."""
+        return [f for lv in range(level + 1, self.num_levels) for f in self.files_at(lv)]
+
     def sorted_runs(self) -> list[SortedRun]:
         runs = [SortedRun(0, (f,)) for f in self.level0]
         runs += [SortedRun(i + 1, files) for i, files in enumerate(self.higher) if files]

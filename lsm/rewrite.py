@@ -8,6 +8,14 @@ may hold -U/-D rows, or ``compaction.force-rewrite-all-files``. Candidates are m
 (streaming, ``lsm.merge``) into new files at the output level. Nothing here commits; on any
 error the files written so far are deleted and the error propagates.
 
+Deletion-vector tables (Java ``LookupMergeTreeCompactRewriter`` with a ``BucketedDvMaintainer``)
+read every input through its vector. Before merging, the keys of the level-0 inputs are looked
+up in the files above the output level (``lsm.key_lookup``): the live rows they supersede get
+their positions marked, and for merge engines that combine versions (anything but deduplicate
+without a sequence field) those rows join the merge as one more run, so the result carries
+them. Rewritten files lose their vectors, upgraded ones keep them; a changed map is written as
+one new DV index file for the bucket.
+
 Reading, merging and writing overlap: every run is decoded on a thread of its own, one batch
 ahead of the merge, which runs on the task's thread and hands merged tables to a writer
 thread through a short queue. Arrow releases the GIL while it decodes, sorts, takes and
@@ -16,28 +24,40 @@ encodes, so a bucket uses about two cores; memory stays at a few batches per run
 
 from __future__ import annotations
 
-import collections
 import dataclasses
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import CancelledError
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.key_order import sort_key_function
 from paimond.format.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
+from paimond.lsm.deletion_vectors import BucketDeletionVectors, filter_deleted
 from paimond.lsm.interval_partition import Section, partition_intervals
+from paimond.lsm.key_lookup import (
+    TAG_COLUMN,
+    KeyIndex,
+    ScanKeyIndex,
+    find_superseded,
+    rows_at,
+    wanted_keys,
+)
 from paimond.lsm.merge import VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.merge_engines import MergeConfig, make_reducer
+from paimond.lsm.pipeline import BackgroundWriter, Prefetch
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
-from paimond.table.data_files import RollingDataFileWriter, read_data_file
-from paimond.table.kv_layout import key_fields, physical_row_type, retract_mask, thin_mode
+from paimond.table.data_files import RollingDataFileWriter, file_format_for_level, read_data_file
+from paimond.table.kv_layout import (
+    key_fields,
+    physical_arrow_schema,
+    physical_row_type,
+    retract_mask,
+    thin_mode,
+)
 from paimond.table.options import TableOptions
 from paimond.table.scan import bucket_path
 from paimond.table.storage import Storage
@@ -56,134 +76,9 @@ def file_format_of(file_name: str) -> str:
     return file_name.rsplit(".", 1)[-1].lower()
 
 
-class _Failed:
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-_END = object()
-
-
-class _Prefetch:
-    """A run's batches decoded on a thread of their own, at most ``depth`` ahead of the
-    merge. ``close`` stops the thread and closes the batches (and so the file) there."""
-
-    def __init__(self, batches: Iterator[pa.RecordBatch], depth: int) -> None:
-        self._ready: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._slots = threading.Semaphore(depth)
-        self._stopped = threading.Event()
-        self._done = False
-        self._thread = threading.Thread(target=self._produce, args=(batches,), daemon=True,
-                                        name="paimond-prefetch")
-        self._thread.start()
-
-    def _produce(self, batches: Iterator[pa.RecordBatch]) -> None:
-        try:
-            while self._slots.acquire() and not self._stopped.is_set():
-                batch = next(batches, None)
-                self._ready.put(_END if batch is None else batch)
-                if batch is None:
-                    return
-        except BaseException as error:  # noqa: B036 - re-raised by the consumer
-            self._ready.put(_Failed(error))
-        finally:
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
-
-    def __iter__(self) -> _Prefetch:
-        return self
-
-    def __next__(self) -> pa.RecordBatch:
-        if self._done:
-            raise StopIteration
-        item = self._ready.get()
-        if isinstance(item, pa.RecordBatch):
-            self._slots.release()
-            return item
-        self._done = True
-        if isinstance(item, _Failed):
-            raise item.error
-        raise StopIteration
-
-    def close(self) -> None:
-        self._stopped.set()
-        self._slots.release()  # wakes the thread if it waits for a slot
-        self._thread.join()
-
-
-class _BackgroundWriter:
-    """Hands tables to ``write`` on a thread, holding at most ``max_bytes`` of them (or one
-    larger table) in waiting. Leaving the ``with`` block waits for the writes; a write error
-    is raised in the caller's thread (at the next ``put`` or on leaving), and after one
-    nothing more is written.
-
-    The bound is in bytes, not tables: the writer encodes a whole row group at a time, and
-    the merge should go on meanwhile rather than wait for it."""
-
-    def __init__(self, write: Callable[[pa.RecordBatch], None], max_bytes: int) -> None:
-        self._write, self._max_bytes = write, max_bytes
-        self._waiting: collections.deque[pa.Table] = collections.deque()
-        self._waiting_bytes = 0
-        self._changed = threading.Condition()
-        self._closed = False
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._consume, daemon=True,
-                                        name="paimond-writer")
-        self._thread.start()
-
-    def _consume(self) -> None:
-        while True:
-            with self._changed:
-                while not self._waiting and not self._closed:
-                    self._changed.wait()
-                if not self._waiting:
-                    return
-                table = self._waiting.popleft()
-            if self._error is None:
-                try:
-                    for batch in table.to_batches():
-                        self._write(batch)
-                except BaseException as error:  # noqa: B036 - re-raised by the caller
-                    self._error = error
-            with self._changed:
-                self._waiting_bytes -= table.nbytes
-                self._changed.notify_all()
-
-    def put(self, table: pa.Table) -> None:
-        size = table.nbytes
-        with self._changed:
-            while self._waiting and self._waiting_bytes + size > self._max_bytes \
-                    and self._error is None:
-                self._changed.wait()
-            self._raise()
-            self._waiting.append(table)
-            self._waiting_bytes += size
-            self._changed.notify_all()
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    def __enter__(self) -> _BackgroundWriter:
-        return self
-
-    def __exit__(self, kind: object, error: object, trace: object) -> None:
-        with self._changed:
-            if kind is not None and self._error is None:
-                self._error = CancelledError()  # what is still waiting is not written
-            self._closed = True
-            self._changed.notify_all()
-        self._thread.join()
-        if kind is None:
-            self._raise()
-
-
 class _BucketRewrite:
     def __init__(self, task: CompactTask, storage: Storage, now_millis: Callable[[], int],
-                 batch_rows: int) -> None:
+                 batch_rows: int, key_index: KeyIndex | None) -> None:
         self.task = task
         self.table = Table(storage, task.table_path, task.table_name)
         self.schema: TableSchema = self.table.schema(task.schema_id)
@@ -208,17 +103,38 @@ class _BucketRewrite:
         self.added: list[ManifestEntry] = []
         self.writers: list[RollingDataFileWriter] = []
         self.rows_read = self.rows_written = self.rewritten = self.upgraded = 0
+        self.dvs = (BucketDeletionVectors.load(self.table, task.dv_index,
+                                               bitmap64=self.options.deletion_vectors_bitmap64)
+                    if task.deletion_vectors else None)
+        # Only deduplicate without a sequence field can ignore the superseded values.
+        self.merges_superseded = not (config.engine == "deduplicate" and not config.sequence_fields)
+        self.key_index = key_index
+        self.tag_of: dict[str, int] = {}  # level-0 input -> its section's tag
+        self.superseded_rows: dict[int, pa.Table] = {}  # tag -> rows to merge
+        self.rows_superseded = 0
+        self.rewritten_names: set[str] = set()
+        self.index_added: tuple[IndexManifestEntry, ...] = ()
+        self.index_paths: list[str] = []
 
     # ------------------------------------------------------------- reading
 
-    def _read(self, meta: DataFileMeta, projection: Sequence[str] | None = None
-              ) -> Iterator[pa.RecordBatch]:
+    def _read_raw(self, meta: DataFileMeta, projection: Sequence[str] | None = None
+                  ) -> Iterator[pa.RecordBatch]:
+        """Every row of the file, deleted or not (row numbers are positions)."""
         path = self.table.storage.join(self.directory, meta.file_name)
         return read_data_file(self.table.storage, meta.external_path or path,
                               file_format=file_format_of(meta.file_name),
                               file_schema=self.table.schema(meta.schema_id),
                               read_schema=self.schema, key_value=True,
                               batch_rows=self.batch_rows, projection=projection)
+
+    def _read(self, meta: DataFileMeta, projection: Sequence[str] | None = None
+              ) -> Iterator[pa.RecordBatch]:
+        """The live rows of the file: through its deletion vector, if any."""
+        batches = self._read_raw(meta, projection)
+        if self.dvs is None or self.dvs.vector_of(meta.file_name) is None:
+            return batches
+        return filter_deleted(batches, self.dvs.positions_of(meta.file_name))
 
     def _run_batches(self, run: Sequence[DataFileMeta]) -> Iterator[pa.RecordBatch]:
         for meta in run:
@@ -247,6 +163,8 @@ class _BucketRewrite:
             return
         sections = partition_intervals([e.file for e in self.task.inputs],
                                        self.schema.key_type.field_types)
+        if self.dvs is not None and self.task.output_level != 0:
+            self._supersede(sections)
         for section in sections:
             if len(section.runs) > 1:
                 candidate.append(section)
@@ -269,9 +187,61 @@ class _BucketRewrite:
             self._rewrite_now(candidate)
         candidate.clear()
 
+    def _supersede(self, sections: Sequence[Section]) -> None:
+        """Mark the higher-level rows that the level-0 inputs' keys supersede; keep them for
+        the merge where the engine combines versions."""
+        level0 = [(meta, tag) for tag, section in enumerate(sections)
+                  for meta in section.files if meta.level == 0]
+        if not level0 or not self.task.lookup_files:
+            return
+        assert self.dvs is not None
+        self.tag_of = {meta.file_name: tag for meta, tag in level0}
+        wanted = wanted_keys(
+            ((pa.Table.from_batches(list(self._read(meta, self.key_columns)),
+                                    schema=self._key_schema()), tag) for meta, tag in level0),
+            self.key_columns)
+        index = self.key_index or ScanKeyIndex(
+            lambda m: self._read_raw(m, self.key_columns), self.key_columns)
+        found = find_superseded([e.file for e in self.task.lookup_files], wanted,
+                                self.key_columns, self.schema.key_type.field_types, index,
+                                self.dvs.positions_of)
+        rows: list[pa.Table] = []
+        for superseded in found:
+            self.dvs.mark(superseded.meta.file_name, superseded.positions)
+            self.rows_superseded += len(superseded.positions)
+            if self.merges_superseded:
+                taken = rows_at(self._read_raw(superseded.meta), superseded.positions)
+                if taken is not None:
+                    rows.append(taken.append_column(TAG_COLUMN, pa.array(superseded.tags)))
+        if rows:
+            table = pa.concat_tables(rows)
+            tags = table.column(TAG_COLUMN)
+            for tag in pc.unique(tags).to_pylist():
+                picked = table.filter(pc.equal(tags, tag)).drop_columns([TAG_COLUMN])
+                self.superseded_rows[tag] = picked.sort_by(
+                    [(k, "ascending") for k in self.key_columns])
+
+    def _key_schema(self) -> pa.Schema:
+        return physical_arrow_schema(
+            physical_row_type(self.schema, key_value=True).project(self.key_columns))
+
+    def _rewrites_level0(self, meta: DataFileMeta) -> bool:
+        """Java's upgrade strategy for a level-0 file of a deletion-vector table: it moves
+        up as it is only without -U/-D rows, in the output level's format, and where its
+        rows need no merging with the superseded ones."""
+        if self.dvs is None or meta.level != 0:
+            return False
+        output = self.task.output_level
+        if file_format_for_level(self.options, 0) != file_format_for_level(self.options, output):
+            return True
+        if self.may_hold_deletes(meta):
+            return True
+        return output != self.task.max_level and self.merges_superseded
+
     def _upgrade(self, meta: DataFileMeta) -> None:
         output = self.task.output_level
-        if self.force_rewrite or (output == self.task.max_level and self.may_hold_deletes(meta)):
+        if self.force_rewrite or (output == self.task.max_level and self.may_hold_deletes(meta)) \
+                or self._rewrites_level0(meta):
             self._rewrite_now([Section(((meta,),))])
             return
         if meta.level != output:
@@ -287,12 +257,16 @@ class _BucketRewrite:
             level=self.task.output_level, key_value=True, file_source=FILE_SOURCE_COMPACT,
             now_millis=self.now_millis)
         self.writers.append(writer)
-        with _BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
+        with BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
             for section in sections:
-                runs = [_Prefetch(self._run_batches(run), _PREFETCH_BATCHES)
+                runs = [Prefetch(self._run_batches(run), _PREFETCH_BATCHES)
                         for run in section.runs]
+                inputs = [self._counted(r) for r in runs]
+                superseded = self._superseded_run(section)
+                if superseded is not None:
+                    inputs.append(self._counted(iter(superseded.to_batches())))
                 try:
-                    for merged in merge_sorted_runs([self._counted(r) for r in runs],
+                    for merged in merge_sorted_runs(inputs,
                                                     self.key_columns, self.sort_key,
                                                     self.reducer, self.user_sequence):
                         background.put(merged.select(self.output_columns))
@@ -302,23 +276,49 @@ class _BucketRewrite:
                         run.close()
                 for meta in section.files:
                     self.deleted.append(self.entries[meta.file_name])
+                    self.rewritten_names.add(meta.file_name)
                     self.rewritten += 1
         for meta in writer.close():
             self.added.append(ManifestEntry(FILE_KIND_ADD, self.task.partition, self.task.bucket,
                                             self.task.total_buckets, meta))
 
+    def _superseded_run(self, section: Section) -> pa.Table | None:
+        tags = {self.tag_of[m.file_name] for m in section.files if m.file_name in self.tag_of}
+        found = [self.superseded_rows.pop(t) for t in sorted(tags) if t in self.superseded_rows]
+        if not found:
+            return None
+        table = pa.concat_tables(found)
+        return table.sort_by([(k, "ascending") for k in self.key_columns]) if len(found) > 1 \
+            else table
+
+    def finish_deletion_vectors(self) -> None:
+        """Drop the vectors of rewritten files; write the bucket's map if it changed."""
+        if self.dvs is None:
+            return
+        for name in self.rewritten_names:
+            self.dvs.remove(name)
+        if self.dvs.changed:
+            entry, path = self.dvs.write(self.table, self.task.partition, self.task.bucket)
+            self.index_paths.append(path)
+            self.index_added = (entry,)
+
     def abort(self) -> None:
         for writer in self.writers:
             writer.abort()
+        for path in self.index_paths:
+            self.table.storage.delete(path)
 
 
 def execute_compaction(task: CompactTask, storage: Storage, *,
-                       now_millis: Callable[[], int], batch_rows: int = BATCH_ROWS) -> CompactResult:
-    """Run one bucket's task; returns what to commit. Deletes its own files on failure."""
+                       now_millis: Callable[[], int], batch_rows: int = BATCH_ROWS,
+                       key_index: KeyIndex | None = None) -> CompactResult:
+    """Run one bucket's task; returns what to commit. Deletes its own files on failure.
+    ``key_index`` answers the deletion-vector lookups (default: read the key columns)."""
     started = time.monotonic()
-    rewrite = _BucketRewrite(task, storage, now_millis, batch_rows)
+    rewrite = _BucketRewrite(task, storage, now_millis, batch_rows, key_index)
     try:
         rewrite.run()
+        rewrite.finish_deletion_vectors()
     except BaseException:
         rewrite.abort()
         raise
@@ -327,5 +327,8 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
     return CompactResult(task=task, deleted=tuple(rewrite.deleted), added=tuple(rewrite.added),
                          rows_read=rewrite.rows_read, rows_written=rewrite.rows_written,
                          files_rewritten=rewrite.rewritten, files_upgraded=rewrite.upgraded,
-                         duration_s=time.monotonic() - started, written_paths=written)
+                         duration_s=time.monotonic() - started,
+                         written_paths=written + tuple(rewrite.index_paths),
+                         index_added=rewrite.index_added,
+                         rows_superseded=rewrite.rows_superseded)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import ManifestEntry
 
 
@@ -29,6 +30,11 @@ class CompactTask:
     trigger: str
     reason: str
     file_rewrite: bool = False
+    # Deletion-vector tables: the bucket's DV index file (None: no vectors yet) and the live
+    # files above the output level, where level-0 keys look up the rows they supersede.
+    deletion_vectors: bool = False
+    dv_index: IndexManifestEntry | None = None
+    lookup_files: tuple[ManifestEntry, ...] = ()
 
     @property
     def input_bytes(self) -> int:
@@ -52,6 +58,8 @@ class CompactResult:
     files_upgraded: int = 0
     duration_s: float = 0.0
     written_paths: tuple[str, ...] = field(default=())
+    index_added: tuple[IndexManifestEntry, ...] = ()  # the bucket's new DV index file
+    rows_superseded: int = 0  # higher-level rows newly marked in deletion vectors
 
     @property
     def bytes_written(self) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from paimond.errors import CommitConflictError, PaimondError
+from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.rewrite import BATCH_ROWS, execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
@@ -82,6 +83,11 @@ class CompactionSummary:
             f"  rows read {self.rows_read}, written {self.rows_written}, merged or dropped "
             f"{self.rows_read - self.rows_written}",
         ]
+        if any(r.task.deletion_vectors for r in self.results):
+            superseded = sum(r.rows_superseded for r in self.results)
+            vectors = sum(len(r.index_added) for r in self.results)
+            lines.append(f"  deletion vectors: {superseded} older rows marked deleted, "
+                         f"{vectors} bucket index file(s) written")
         lines += [f"  FAILED {f.task.partition_text or '-'} bucket {f.task.bucket}: {f.error}"
                   for f in self.failures]
         return "\n".join(lines)
@@ -146,7 +152,11 @@ class CompactJob:
                 break
             changes = CommitChanges(
                 deleted=[e for r in summary.results for e in r.deleted],
-                added=[e for r in summary.results for e in r.added])
+                added=[e for r in summary.results for e in r.added],
+                index_added=[e for r in summary.results for e in r.index_added],
+                index_base={(r.task.partition, r.task.bucket, INDEX_TYPE_DELETION_VECTORS):
+                            r.task.dv_index.index_file.file_name if r.task.dv_index else None
+                            for r in summary.results if r.index_added})
             try:
                 summary.snapshot = committer.commit(changes)
                 break
@@ -184,7 +194,11 @@ class CompactJob:
 
 
 def _delete_written(storage: Storage, results: Sequence[CompactResult]) -> None:
-    """New files of an attempt that will never be committed."""
+    """New files of an attempt that will never be committed, with their index files."""
     for result in results:
+        extra_files = {e.file.file_name: e.file.extra_files for e in result.added}
         for path in result.written_paths:
             storage.delete(path)
+            directory, _, name = path.rpartition("/")
+            for extra in extra_files.get(name, ()):
+                storage.delete(storage.join(directory, extra))

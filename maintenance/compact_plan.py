@@ -10,10 +10,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from paimond.errors import UnsupportedError
+from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.key_order import min_key_order
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.compaction_options import CompactionOptions
+from paimond.lsm.deletion_vectors import bucket_dv_entry
 from paimond.lsm.levels import Levels
 from paimond.lsm.picker import PickerState, drop_deletes, pick_compaction, pick_full_compaction
 from paimond.lsm.task import CompactTask
@@ -49,9 +51,9 @@ def check_compactable(schema: TableSchema, options: TableOptions) -> None:
         raise UnsupportedError(f"changelog-producer={producer} needs changelog files from "
                                "compaction, which paimond does not produce yet; compacting "
                                "without them would break streaming readers")
-    if options.deletion_vectors_enabled:
-        raise UnsupportedError("deletion-vectors.enabled tables need deletion-vector "
-                               "maintenance during compaction, which paimond does not do yet")
+    if options.deletion_vectors_enabled and options.merge_engine == "first-row":
+        raise UnsupportedError("first-row tables cannot enable deletion-vectors (Paimon "
+                               "refuses the combination)")
 
 
 def _last_full_compaction_millis(levels: Levels) -> int | None:
@@ -79,7 +81,9 @@ def plan_compaction(table: Table, *, full: bool = False,
     state_base = PickerState(local_hour=moment.hour,
                              now_millis=int(moment.timestamp() * 1000))
     tasks, skipped, seen = [], [], 0
-    for (partition, bucket), files in scan_snapshot(table, snapshot).buckets().items():
+    scanned = scan_snapshot(table, snapshot)
+    dv = options.deletion_vectors_enabled
+    for (partition, bucket), files in scanned.buckets().items():
         text = partition_text(schema, partition)
         if partitions and not _matches(text, partitions):
             continue
@@ -87,8 +91,9 @@ def plan_compaction(table: Table, *, full: bool = False,
         if bucket == BUCKET_POSTPONE:
             skipped.append(f"{text} bucket-postpone (only Paimon's postpone compactor may move it)")
             continue
+        dv_index = bucket_dv_entry(scanned.index_entries, partition, bucket) if dv else None
         task = _plan_bucket(table, schema, snapshot, files, text, compaction, key_order,
-                            state_base, full)
+                            state_base, full, dv, dv_index)
         if task is not None:
             tasks.append(task)
     return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped))
@@ -102,12 +107,15 @@ def _matches(partition_text: str, wanted: Mapping[str, str]) -> bool:
 def _plan_bucket(table: Table, schema: TableSchema, snapshot: Snapshot, files: BucketFiles,
                  partition_text: str, compaction: CompactionOptions,
                  key_order: Callable[..., object], state_base: PickerState,
-                 full: bool) -> CompactTask | None:
+                 full: bool, dv: bool, dv_index: IndexManifestEntry | None) -> CompactTask | None:
     entries = {f.meta.file_name: f.entry for f in files.files}
     levels = Levels.from_files([f.meta for f in files.files], compaction.num_levels, key_order)
     runs = levels.sorted_runs()
+    with_vectors = {r.data_file_name for r in dv_index.index_file.dv_ranges or ()} \
+        if dv_index is not None else set()
     if full:
-        unit = pick_full_compaction(runs, levels.num_levels, lambda f: False,
+        unit = pick_full_compaction(runs, levels.num_levels,
+                                    lambda f: f.file_name in with_vectors,
                                     compaction.force_rewrite_all_files)
     else:
         state = PickerState(state_base.local_hour, state_base.now_millis,
@@ -115,11 +123,15 @@ def _plan_bucket(table: Table, schema: TableSchema, snapshot: Snapshot, files: B
         unit = pick_compaction(runs, levels.num_levels, compaction, state)
     if unit is None:
         return None
+    picked = {f.file_name for f in unit.files}
+    lookup = tuple(entries[f.file_name] for f in levels.files_above(unit.output_level)
+                   if f.file_name not in picked) if dv else ()
     return CompactTask(
         table_name=table.name, table_path=table.path, base_snapshot_id=snapshot.id,
         schema_id=schema.id, partition=files.partition, partition_text=partition_text,
         bucket=files.bucket, total_buckets=files.total_buckets, output_level=unit.output_level,
         max_level=levels.max_level, inputs=tuple(entries[f.file_name] for f in unit.files),
         drop_deletes=drop_deletes(unit.output_level, levels.non_empty_highest_level(),
-                                  dv_enabled=False),
-        trigger=unit.trigger.value, reason=unit.reason, file_rewrite=unit.file_rewrite)
+                                  dv_enabled=dv),
+        trigger=unit.trigger.value, reason=unit.reason, file_rewrite=unit.file_rewrite,
+        deletion_vectors=dv, dv_index=dv_index, lookup_files=lookup)

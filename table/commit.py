@@ -21,7 +21,7 @@ import random
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar, cast
 
@@ -61,6 +61,10 @@ class CommitChanges:
     added: Sequence[ManifestEntry] = ()
     index_added: Sequence[IndexManifestEntry] = ()
     index_deleted: Sequence[IndexManifestEntry] = ()
+    # (partition, bucket, index type) -> the index file the changes were computed from
+    # (None: there was none). A different file in the latest snapshot is a conflict: the
+    # new file would silently drop what that one added.
+    index_base: Mapping[tuple[bytes, int, str], str | None] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
@@ -206,11 +210,23 @@ class Committer:
                 raise CommitConflictError(f"{self.table.name}: file {entry.file.file_name} "
                                           f"is already live in snapshot {latest.id}")
             live[entry.identifier] = entry
+        if changes.index_base:
+            self._check_index_base(latest, changes.index_base)
         if schema.primary_keys:
             touched = {(e.partition, e.bucket) for e in (*changes.added, *changes.deleted)}
             _check_levels_do_not_overlap(self.table.name, schema,
                                          [e for e in live.values()
                                           if (e.partition, e.bucket) in touched])
+
+    def _check_index_base(self, latest: Snapshot,
+                          base: Mapping[tuple[bytes, int, str], str | None]) -> None:
+        current = {(e.partition, e.bucket, e.index_file.index_type): e.index_file.file_name
+                   for e in read_index_manifest(self.table, latest)}
+        for key, expected in base.items():
+            if current.get(key) != expected:
+                raise CommitConflictError(
+                    f"{self.table.name}: the {key[2]} index of bucket {key[1]} changed to "
+                    f"{current.get(key)} in snapshot {latest.id} (computed from {expected})")
 
     def _latest_manifests(self, latest: Snapshot) -> list[ManifestFileMeta]:
         where = self.table.snapshots.path(latest.id)

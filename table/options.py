@@ -117,6 +117,10 @@ class TableOptions:
         return self._bool("deletion-vectors.enabled", False)
 
     @property
+    def deletion_vectors_bitmap64(self) -> bool:
+        return self._bool("deletion-vectors.bitmap64", False)
+
+    @property
     def partition_default_name(self) -> str:
         return self.raw.get("partition.default-name") or "__DEFAULT_PARTITION__"
 

@@ -15,7 +15,8 @@ from pypaimon_tables import build_pk_deduplicate
 
 from paimond.errors import CorruptFileError
 from paimond.lsm import rewrite
-from paimond.lsm.rewrite import _BackgroundWriter, _Prefetch, execute_compaction
+from paimond.lsm.pipeline import BackgroundWriter, Prefetch
+from paimond.lsm.rewrite import execute_compaction
 from paimond.maintenance.compact_plan import plan_compaction
 from paimond.table import data_files
 from paimond.table.catalog import open_table
@@ -36,7 +37,7 @@ def test_prefetch_keeps_order_and_reads_at_most_depth_ahead() -> None:
             yield _batch(i)
 
     seen = []
-    for batch in _Prefetch(source(), depth=2):
+    for batch in Prefetch(source(), depth=2):
         seen.append(batch.column(0)[0].as_py())
         consumed[0] += 1
     assert seen == list(range(50))
@@ -51,7 +52,7 @@ def test_prefetch_raises_the_reader_error_and_close_closes_the_source() -> None:
         yield _batch(0)
         raise CorruptFileError("s3://b/data-0.parquet", "bad page")
 
-    prefetch = _Prefetch(failing(), depth=1)
+    prefetch = Prefetch(failing(), depth=1)
     assert next(prefetch).num_rows == 1
     with pytest.raises(CorruptFileError, match="data-0.parquet"):
         next(prefetch)
@@ -68,7 +69,7 @@ def test_prefetch_raises_the_reader_error_and_close_closes_the_source() -> None:
         finally:
             closed.append(True)
 
-    prefetch = _Prefetch(endless(), depth=3)
+    prefetch = Prefetch(endless(), depth=3)
     assert [next(prefetch).column(0)[0].as_py() for _ in range(5)] == list(range(5))
     prefetch.close()  # stops the thread, which closes the source (and so the file)
     assert closed == [True]
@@ -76,7 +77,7 @@ def test_prefetch_raises_the_reader_error_and_close_closes_the_source() -> None:
 
 def test_background_writer_writes_in_order_and_raises_in_the_caller() -> None:
     written: list[int] = []
-    with _BackgroundWriter(lambda b: written.append(b.column(0)[0].as_py()), max_bytes=20) as writer:
+    with BackgroundWriter(lambda b: written.append(b.column(0)[0].as_py()), max_bytes=20) as writer:
         for i in range(20):
             writer.put(pa.Table.from_batches([_batch(i)]))
     assert written == list(range(20))
@@ -87,7 +88,7 @@ def test_background_writer_writes_in_order_and_raises_in_the_caller() -> None:
         written.append(batch.column(0)[0].as_py())
 
     written.clear()
-    with pytest.raises(OSError, match="disk full"), _BackgroundWriter(fail_on_three, max_bytes=1) as writer:
+    with pytest.raises(OSError, match="disk full"), BackgroundWriter(fail_on_three, max_bytes=1) as writer:
         for i in range(20):
             writer.put(pa.Table.from_batches([_batch(i)]))
     assert written == [0, 1, 2]  # nothing after the failure
@@ -96,7 +97,7 @@ def test_background_writer_writes_in_order_and_raises_in_the_caller() -> None:
 def test_background_writer_drops_queued_tables_when_the_caller_fails() -> None:
     written: list[int] = []
     with pytest.raises(RuntimeError, match="merge failed"), \
-            _BackgroundWriter(lambda b: written.append(1), max_bytes=1 << 20) as writer:
+            BackgroundWriter(lambda b: written.append(1), max_bytes=1 << 20) as writer:
         for i in range(100):
             writer.put(pa.Table.from_batches([_batch(i)]))
         raise RuntimeError("merge failed")
@@ -169,17 +170,17 @@ def test_a_failing_task_leaves_no_file_behind(pristine: tuple[Path, Any], tmp_pa
 def test_background_writer_holds_at_most_max_bytes_waiting() -> None:
     table = pa.Table.from_batches([pa.record_batch({"i": list(range(100))})])
     held: list[int] = []
-    writer: _BackgroundWriter
+    writer: BackgroundWriter
 
     def write(batch: pa.RecordBatch) -> None:
         held.append(writer._waiting_bytes)
 
-    with _BackgroundWriter(write, max_bytes=3 * table.nbytes) as writer:
+    with BackgroundWriter(write, max_bytes=3 * table.nbytes) as writer:
         for _ in range(40):
             writer.put(table)
     assert len(held) == 40 and max(held) <= 3 * table.nbytes
     big = pa.Table.from_batches([pa.record_batch({"i": list(range(1000))})])
-    with _BackgroundWriter(write, max_bytes=10) as writer:  # larger than the bound: one at a time
+    with BackgroundWriter(write, max_bytes=10) as writer:  # larger than the bound: one at a time
         for _ in range(5):
             writer.put(big)
     assert len(held) == 45 and max(held[40:]) <= big.nbytes

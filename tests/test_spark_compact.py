@@ -43,9 +43,9 @@ BUILDERS = {
     "aggregation": build_pk_aggregation,
     "first-row": build_pk_first_row,
     "all-types": build_all_types_pk,
-    "deletion-vectors": build_pk_deletion_vectors,  # refused by both executors (see below)
+    "deletion-vectors": build_pk_deletion_vectors,
 }
-SAME_LAYOUT = sorted(set(BUILDERS) - {"deletion-vectors"})
+SAME_LAYOUT = sorted(BUILDERS)
 NOW = datetime.datetime(2026, 11, 22, 12)
 
 
@@ -117,19 +117,6 @@ def test_spark_executor_matches_the_local_pool(name: str, spark: Any,
     assert latest is not None and latest.commit_kind == "COMPACT"
     assert {lv for files, _ in _layout(remote, table_name).values() for lv, _, _ in files} == {5}
     assert spark.sparkContext._jsc.sc().isStopped() is False  # the CLI left our session running
-
-
-def test_a_deletion_vector_table_is_refused_before_spark_runs(
-        spark: Any, pristine: dict[str, tuple[Path, Any]], tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """paimond does not maintain deletion vectors during compaction yet: the driver refuses
-    the table at planning, on either executor, and commits nothing."""
-    warehouse, name = _copy(pristine, "deletion-vectors", tmp_path / "wh")
-    before = _table(warehouse, name).snapshots.latest_id()
-    for executor in ("local", "spark"):
-        assert main(["compact", warehouse, "--table", name, "--executor", executor]) == 1
-        assert "deletion-vectors.enabled" in capsys.readouterr().err
-    assert _table(warehouse, name).snapshots.latest_id() == before
 
 
 def _faulty(runner: TaskRunner, flag_dir: str, always: tuple[str, int] | None

@@ -1,0 +1,137 @@
+"""A bucket's deletion vectors during compaction: Java ``BucketedDvMaintainer`` and
+``DeletionVectorsIndexFile`` (apache/paimon 5dacde516b).
+
+A primary-key bucket has at most one DV index file, listed in the index manifest; it maps
+data file names to the row positions deleted from them. Compaction restores that map, drops
+the vectors of the files it rewrites, adds the positions its lookups supersede, and, if the
+map changed, writes ONE new file for the bucket (the version byte alone when the map became
+empty, as Java does). The index manifest's bucketed combiner then replaces the old file.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap, BitMap64
+
+from paimond.errors import CodecError, CorruptFileError
+from paimond.format.deletion_vector import (
+    DeletionVector,
+    decode_deletion_vector_file,
+    encode_deletion_vector_file,
+)
+from paimond.format.index_manifest import (
+    INDEX_TYPE_DELETION_VECTORS,
+    IndexFileMeta,
+    IndexManifestEntry,
+)
+from paimond.format.manifest import FILE_KIND_ADD
+from paimond.table.catalog import Table
+
+INDEX_DIR = "index"
+
+
+def index_file_path(table: Table, meta: IndexFileMeta) -> str:
+    return meta.external_path or table.file_path(INDEX_DIR, meta.file_name)
+
+
+def read_deletion_vectors(table: Table, entry: IndexManifestEntry) -> dict[str, DeletionVector]:
+    """The vectors of one DV index file, by data file name. A corrupt or truncated file is a
+    CorruptFileError naming it; a missing one a MissingFileError."""
+    meta = entry.index_file
+    path = index_file_path(table, meta)
+    data = table.storage.read_bytes(path)
+    if len(data) != meta.file_size:
+        raise CorruptFileError(path, f"{len(data)} bytes, the index manifest says "
+                                     f"{meta.file_size}")
+    try:
+        return decode_deletion_vector_file(data, meta.dv_ranges or ())
+    except CodecError as error:
+        raise CorruptFileError(path, error.reason) from None
+
+
+def bucket_dv_entry(entries: Iterable[IndexManifestEntry], partition: bytes, bucket: int
+                    ) -> IndexManifestEntry | None:
+    for entry in entries:
+        if (entry.partition == partition and entry.bucket == bucket
+                and entry.index_file.index_type == INDEX_TYPE_DELETION_VECTORS):
+            return entry
+    return None
+
+
+def deleted_positions(vector: DeletionVector | None) -> np.ndarray:
+    """The positions of a vector as a sorted int64 array (empty for None)."""
+    if not vector:
+        return np.empty(0, dtype=np.int64)
+    return np.fromiter(vector, dtype=np.int64, count=len(vector))
+
+
+def filter_deleted(batches: Iterable[pa.RecordBatch], deleted: np.ndarray
+                   ) -> Iterator[pa.RecordBatch]:
+    """``batches`` of one file without the rows at ``deleted`` (sorted positions)."""
+    start = 0
+    for batch in batches:
+        end = start + batch.num_rows
+        low, high = np.searchsorted(deleted, [start, end])
+        if high > low:
+            keep = np.ones(batch.num_rows, dtype=bool)
+            keep[deleted[low:high] - start] = False
+            batch = batch.filter(pa.array(keep))
+        start = end
+        if batch.num_rows:
+            yield batch
+
+
+class BucketDeletionVectors:
+    """The DV map of one bucket, changed by compaction, written once."""
+
+    def __init__(self, vectors: Mapping[str, DeletionVector], *, bitmap64: bool,
+                 base: IndexManifestEntry | None) -> None:
+        self.bitmap64, self.base = bitmap64, base
+        self._vectors: dict[str, DeletionVector] = dict(vectors)
+        self.changed = False
+
+    @classmethod
+    def load(cls, table: Table, base: IndexManifestEntry | None, *, bitmap64: bool
+             ) -> BucketDeletionVectors:
+        return cls(read_deletion_vectors(table, base) if base else {}, bitmap64=bitmap64,
+                   base=base)
+
+    def vector_of(self, file_name: str) -> DeletionVector | None:
+        return self._vectors.get(file_name)
+
+    def positions_of(self, file_name: str) -> np.ndarray:
+        return deleted_positions(self._vectors.get(file_name))
+
+    def vectors(self) -> dict[str, DeletionVector]:
+        return dict(self._vectors)
+
+    def remove(self, file_name: str) -> None:
+        """The file was rewritten: its vector goes with it."""
+        if self._vectors.pop(file_name, None) is not None:
+            self.changed = True
+
+    def mark(self, file_name: str, positions: np.ndarray) -> None:
+        """Delete ``positions`` of ``file_name`` (a superseded row each)."""
+        if len(positions) == 0:
+            return
+        vector = self._vectors.get(file_name)
+        if vector is None:
+            vector = self._vectors[file_name] = BitMap64() if self.bitmap64 else BitMap()
+        before = len(vector)
+        vector.update(positions.tolist())
+        self.changed = self.changed or len(vector) != before
+
+    def write(self, table: Table, partition: bytes, bucket: int) -> tuple[IndexManifestEntry,
+                                                                           str]:
+        """Write the map as a new DV index file; returns its ADD entry and its path."""
+        data, ranges = encode_deletion_vector_file(self._vectors, bitmap64=self.bitmap64)
+        name = f"index-{uuid.uuid4()}-0"
+        path = table.file_path(INDEX_DIR, name)
+        table.storage.write_bytes(path, data)
+        meta = IndexFileMeta(INDEX_TYPE_DELETION_VECTORS, name, len(data), len(ranges), ranges,
+                             None, None)
+        return IndexManifestEntry(FILE_KIND_ADD, partition, bucket, meta), path

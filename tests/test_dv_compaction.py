@@ -1,0 +1,321 @@
+"""Deletion-vector maintenance in `compact`, checked through pypaimon.
+
+Each scenario writes a deletion-vector table with pypaimon, then alternates pypaimon commits
+with paimond compactions. pypaimon's batch read of such a table skips level 0 and reads
+every other file through its deletion vector without merging, so after each compaction
+(which pushes every level-0 file up) that read must equal an independent model of the merge
+engine. A copy of the table with its index manifest dropped proves pypaimon applied
+paimond's vectors: it reads back exactly the rows they delete, in addition."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import random
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pypaimon_oracle import read_rows
+from pypaimon_tables import _changes, _Model, _not_null, _rng, _Writer, catalog_for, sort_rows
+
+from paimond.errors import CommitConflictError
+from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
+from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted, read_deletion_vectors
+from paimond.maintenance.compact import CompactionSummary, CompactJob
+from paimond.table.catalog import Table, open_table
+from paimond.table.commit import CommitChanges, Committer
+from paimond.table.data_files import read_data_file
+from paimond.table.scan import data_file_path, scan_snapshot
+from paimond.table.storage import open_storage
+
+NOW = datetime.datetime(2026, 11, 22, 12)
+Row = dict[str, Any]
+
+
+class _SequencedModel(_Model):
+    """Deduplicate with `sequence.field=ts`: per key the record with the greatest ts wins
+    (the later on a tie), retractions included; a winning retraction deletes the key."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.newest: dict[tuple[Any, ...], Row] = {}
+
+    def apply(self, row: Row) -> None:
+        key = tuple(row[k] for k in self.keys)
+        old = self.newest.get(key)
+        if old is not None and row["ts"] < old["ts"]:
+            return
+        self.newest[key] = dict(row)
+        if row.get("rk") in ("-U", "-D"):
+            self.state.pop(key, None)
+        else:
+            self.state[key] = dict(row)
+
+    def forget_deletes(self) -> None:
+        """Compaction into a level >= 1 of a DV table drops the winning retractions: a
+        later record of the key, whatever its ts, finds nothing to lose against."""
+        self.newest = {k: r for k, r in self.newest.items() if k in self.state}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    schema: pa.Schema
+    keys: tuple[str, ...]
+    partition_keys: tuple[str, ...]
+    options: dict[str, str]
+    make: Callable[[random.Random], Row]
+    retract: bool
+    aggregates: dict[str, str] | None = None
+    sequenced: bool = False
+
+
+def _value(rng: random.Random) -> Row:
+    return {"v": f"v{rng.randrange(1000)}", "ts": rng.randrange(5)}
+
+
+def _partial(rng: random.Random) -> Row:
+    return {"a": rng.choice([None, "x", "y"]), "b": rng.choice([None, rng.randrange(100)])}
+
+
+def _aggregate(rng: random.Random) -> Row:
+    return {"total": rng.randrange(-20, 50), "hi": rng.randrange(1000),
+            "amount": Decimal(rng.randrange(-10**4, 10**4)).scaleb(-2)}
+
+
+_KEYED = pa.schema([_not_null("dt", pa.string()), _not_null("id", pa.int32()),
+                    ("v", pa.string()), ("ts", pa.int32()), ("rk", pa.string())])
+_DV = {"deletion-vectors.enabled": "true", "bucket": "2"}
+SCENARIOS = [
+    Scenario("dedup", _KEYED, ("dt", "id"), ("dt",), _DV | {"file.format": "parquet"},
+             _value, retract=True),
+    Scenario("dedup_seq", _KEYED, ("dt", "id"), ("dt",),
+             _DV | {"file.format": "orc", "sequence.field": "ts"}, _value, retract=True,
+             sequenced=True),
+    Scenario("partial", pa.schema([_not_null("id", pa.int64()), ("a", pa.string()),
+                                   ("b", pa.int32()), ("rk", pa.string())]), ("id",), (),
+             _DV | {"file.format": "avro", "merge-engine": "partial-update"}, _partial,
+             retract=False),
+    Scenario("aggregate", pa.schema([_not_null("id", pa.int32()), ("total", pa.int64()),
+                                     ("hi", pa.int32()), ("amount", pa.decimal128(12, 2)),
+                                     ("rk", pa.string())]), ("id",), (),
+             _DV | {"file.format": "parquet", "merge-engine": "aggregation",
+                    "fields.total.aggregate-function": "sum",
+                    "fields.hi.aggregate-function": "max",
+                    "fields.amount.aggregate-function": "sum"}, _aggregate, retract=False,
+             aggregates={"total": "sum", "hi": "max", "amount": "sum"}),
+]
+
+
+class _Live:
+    """A scenario's table, its pypaimon writer and the model of what it holds."""
+
+    def __init__(self, scenario: Scenario, warehouse: str) -> None:
+        self.scenario, self.warehouse = scenario, warehouse
+        self.name = f"db.dv_{scenario.name}"
+        options = {"rowkind.field": "rk"} | scenario.options
+        self.writer = _Writer(catalog_for(warehouse), self.name, scenario.schema,
+                              primary_keys=scenario.keys, partition_keys=scenario.partition_keys,
+                              options=options)
+        model_type = _SequencedModel if scenario.sequenced else _Model
+        self.model = model_type(options.get("merge-engine", "deduplicate"), scenario.keys,
+                                scenario.aggregates)
+        self.rng = _rng(self.name)
+        if scenario.partition_keys:
+            self.pool = [(d, i) for d in ("a", "b") for i in range(40)]
+        else:
+            self.pool = [(i,) for i in range(60)]
+        self.table: Table = open_table(open_storage(warehouse), warehouse, self.name)
+
+    def write(self, count: int) -> None:
+        self.writer.commit(_changes(self.rng, self.model, self.pool, count, self.scenario.make,
+                                    retract=self.scenario.retract))
+
+    def expected(self) -> pa.Table:
+        rows = pa.Table.from_pylist(self.model.rows(), schema=self.writer.read_schema)
+        return sort_rows(rows, self.scenario.keys)
+
+    def compact(self, *, full: bool = False) -> list[CompactionSummary]:
+        """Compact until no level-0 file is left (a pick may leave some for the next)."""
+        summaries = []
+        for _ in range(6):
+            job = CompactJob(self.table, self.warehouse, full=full, use_processes=False,
+                             parallelism=2, now=lambda: NOW)
+            summaries.append(job.run())
+            assert not summaries[-1].failures, summaries[-1].describe()
+            if not self.level0_files():
+                if isinstance(self.model, _SequencedModel):
+                    self.model.forget_deletes()
+                return summaries
+        raise AssertionError(f"{self.name}: level-0 files left after 6 compactions")
+
+    def level0_files(self) -> int:
+        latest = self.table.snapshots.latest()
+        assert latest is not None
+        return sum(len(b.levels.get(0, ())) for b in scan_snapshot(self.table, latest)
+                   .buckets().values())
+
+
+def _vector_count(table: Table) -> int:
+    latest = table.snapshots.latest()
+    assert latest is not None
+    return sum(r.cardinality or 0 for e in scan_snapshot(table, latest).index_entries
+               if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS
+               for r in e.index_file.dv_ranges or ())
+
+
+def _without_vectors(live: _Live, target: Path) -> pa.Table:
+    """pypaimon's read of a copy whose latest snapshot lists no index manifest."""
+    shutil.copytree(live.warehouse, target)
+    table = open_table(open_storage(str(target)), str(target), live.name)
+    latest_id = table.snapshots.latest_id()
+    path = Path(table.snapshots.path(latest_id))
+    snapshot = json.loads(path.read_text())
+    snapshot["indexManifest"] = None
+    path.write_text(json.dumps(snapshot))
+    return read_rows(str(target), live.name)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_pypaimon_reads_what_the_model_holds_after_every_compaction(
+        scenario: Scenario, tmp_path: Path) -> None:
+    live = _Live(scenario, str(tmp_path / "wh"))
+    snapshot_reads: dict[int, pa.Table] = {}
+    superseded = 0
+    for round_no in range(7):
+        live.write(30 if round_no else 50)
+        summaries = live.compact(full=round_no == 4)
+        superseded += sum(r.rows_superseded for s in summaries for r in s.results)
+        rows = read_rows(live.warehouse, live.name)
+        assert rows.equals(live.expected()), f"{scenario.name} round {round_no}"
+        latest = live.table.snapshots.latest_id()
+        assert latest is not None
+        snapshot_reads[latest] = rows
+    assert superseded > 0, "no compaction looked up and superseded an older row"
+    # Every earlier compacted snapshot still reads as it did.
+    for snapshot_id, rows in snapshot_reads.items():
+        assert read_rows(live.warehouse, live.name, snapshot_id=snapshot_id).equals(rows)
+
+
+def test_pypaimon_applies_the_vectors_paimond_writes(tmp_path: Path) -> None:
+    live = _Live(SCENARIOS[0], str(tmp_path / "wh"))
+    live.write(60)
+    live.compact(full=True)
+    live.write(40)
+    summaries = live.compact()
+    assert sum(r.rows_superseded for s in summaries for r in s.results) > 0
+    deleted = _vector_count(live.table)
+    assert deleted > 0
+    with_vectors = read_rows(live.warehouse, live.name)
+    assert with_vectors.equals(live.expected())
+    raw = _without_vectors(live, tmp_path / "raw")
+    assert raw.num_rows == with_vectors.num_rows + deleted
+    assert not raw.equals(with_vectors)
+
+
+def test_vectors_of_rewritten_files_go_and_upgraded_files_keep_theirs(tmp_path: Path) -> None:
+    live = _Live(SCENARIOS[0], str(tmp_path / "wh"))
+    live.write(60)
+    live.compact(full=True)
+    for _ in range(3):
+        live.write(25)
+        live.compact()
+    latest = live.table.snapshots.latest()
+    assert latest is not None
+    files = scan_snapshot(live.table, latest)
+    live_names = {f.meta.file_name for f in files.files}
+    entries = [e for e in files.index_entries
+               if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS]
+    assert entries, "deletion vectors were expected after updates over a compacted table"
+    for entry in entries:
+        vectors = read_deletion_vectors(live.table, entry)
+        for name, vector in vectors.items():
+            assert name in live_names, f"vector of a file that is no longer live: {name}"
+            meta = next(f.meta for f in files.files if f.meta.file_name == name)
+            assert meta.level > 0, "a level-0 file never carries a deletion vector"
+            assert vector and max(vector) < meta.row_count
+    # A full compaction rewrites every file with a vector: none are left.
+    live.compact(full=True)
+    assert _vector_count(live.table) == 0
+    assert read_rows(live.warehouse, live.name).equals(live.expected())
+
+
+def test_bitmap64_vectors_are_written_in_the_64_bit_layout(tmp_path: Path) -> None:
+    scenario = SCENARIOS[0]
+    scenario = Scenario("dedup64", scenario.schema, scenario.keys, scenario.partition_keys,
+                        scenario.options | {"deletion-vectors.bitmap64": "true"},
+                        scenario.make, retract=True)
+    live = _Live(scenario, str(tmp_path / "wh"))
+    live.write(60)
+    live.compact(full=True)
+    live.write(40)
+    live.compact()
+    latest = live.table.snapshots.latest()
+    assert latest is not None
+    files = scan_snapshot(live.table, latest)
+    entries = [e for e in files.index_entries
+               if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS]
+    assert entries
+    for entry in entries:
+        data = live.table.storage.read_bytes(live.table.file_path("index",
+                                                                  entry.index_file.file_name))
+        for dv_range in entry.index_file.dv_ranges or ():
+            # 64-bit records: magic 1681511377 little-endian, meta length = L + 8
+            magic = data[dv_range.offset + 4:dv_range.offset + 8]
+            assert magic == (1681511377).to_bytes(4, "little")
+            length = int.from_bytes(data[dv_range.offset:dv_range.offset + 4], "big")
+            assert dv_range.length == length + 8
+    # paimond's own DV-applied read of levels >= 1 equals the model.
+    assert _paimond_dv_read(live).equals(live.expected())
+
+
+def _paimond_dv_read(live: _Live) -> pa.Table:
+    """Levels >= 1 read through their vectors, as a non-merging batch reader does."""
+    table = live.table
+    latest = table.snapshots.latest()
+    assert latest is not None
+    files = scan_snapshot(table, latest)
+    schema = table.latest_schema()
+    vectors: dict[str, Any] = {}
+    for entry in files.index_entries:
+        vectors.update(read_deletion_vectors(table, entry))
+    parts = []
+    for live_file in files.files:
+        if live_file.meta.level == 0:
+            continue
+        path = data_file_path(table, schema, live_file)
+        batches = read_data_file(table.storage, path, file_format=path.rsplit(".", 1)[-1],
+                                 file_schema=table.schema(live_file.meta.schema_id),
+                                 read_schema=schema, key_value=False)
+        parts += list(filter_deleted(batches, deleted_positions(
+            vectors.get(live_file.meta.file_name))))
+    rows = pa.Table.from_batches(parts).select(live.writer.read_schema.names)
+    return sort_rows(rows.cast(live.writer.read_schema), live.scenario.keys)
+
+
+def test_a_commit_computed_from_a_replaced_vector_file_conflicts(tmp_path: Path) -> None:
+    """Two compactions of one bucket: the second, computed from the DV file the first
+    replaced, must not commit (its file would drop the first one's deletions)."""
+    live = _Live(SCENARIOS[0], str(tmp_path / "wh"))
+    live.write(60)
+    live.compact(full=True)
+    live.write(40)
+    job = CompactJob(live.table, live.warehouse, use_processes=False, parallelism=1,
+                     now=lambda: NOW)
+    plan = job.plan()
+    stale, _ = job._execute(plan.tasks)
+    assert any(r.index_added for r in stale)
+    live.compact()  # lands first, replacing the bucket's DV files
+    changes = CommitChanges(
+        index_added=[e for r in stale for e in r.index_added],
+        index_base={(r.task.partition, r.task.bucket, INDEX_TYPE_DELETION_VECTORS):
+                    r.task.dv_index.index_file.file_name if r.task.dv_index else None
+                    for r in stale if r.index_added})
+    with pytest.raises(CommitConflictError, match="DELETION_VECTORS index of bucket"):
+        Committer(live.table).commit(changes)
