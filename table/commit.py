@@ -65,6 +65,8 @@ class CommitChanges:
     # (None: there was none). A different file in the latest snapshot is a conflict: the
     # new file would silently drop what that one added.
     index_base: Mapping[tuple[bytes, int, str], str | None] = field(default_factory=dict)
+    # Changes computed from the whole of one snapshot: any other latest one is a conflict.
+    expected_snapshot_id: int | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -130,6 +132,11 @@ class Committer:
         if latest is None and changes.deleted:
             raise CommitConflictError(f"{table.name}: the table has no snapshot any more")
         schema = table.latest_schema()
+        expected = changes.expected_snapshot_id
+        if expected is not None and (latest.id if latest else None) != expected:
+            raise CommitConflictError(f"{table.name}: the changes were computed from snapshot "
+                                      f"{expected}, the latest is now "
+                                      f"{latest.id if latest else None}")
         if self.check_conflicts and latest is not None:
             self._check_conflicts(latest, schema, changes)
         writer = self._writer(schema)

@@ -1,0 +1,55 @@
+"""What the one-shot commands share: storage options, the table argument, --partition,
+exit codes, and usage errors (a ConfigError) exiting with 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from paimond.errors import ConfigError
+from paimond.table.catalog import Table, open_table
+from paimond.table.storage import open_storage
+
+EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = 0, 1, 2
+
+
+def storage_options_of(pairs: Sequence[str]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"paimond: --storage-option wants KEY=VALUE, got {pair!r}")
+        options[key] = value
+    return options
+
+
+def add_storage_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000")
+
+
+def partitions_of(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"paimond: --partition wants KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def open_table_of(args: argparse.Namespace) -> Table:
+    storage = open_storage(args.warehouse, storage_options_of(args.storage_option))
+    return open_table(storage, storage.root, args.table)
+
+
+def usage_errors_exit_2(run: Callable[[argparse.Namespace], int]
+                        ) -> Callable[[argparse.Namespace], int]:
+    def guarded(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except ConfigError as error:
+            print(f"paimond: {error}", file=sys.stderr)
+            return EXIT_USAGE
+    return guarded

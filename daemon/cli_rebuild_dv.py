@@ -1,0 +1,54 @@
+"""``paimond rebuild-dv``: recompute a deletion-vector table's vectors from its levels."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from paimond.daemon.cli_common import (
+    EXIT_OK,
+    add_storage_option,
+    open_table_of,
+    partitions_of,
+    usage_errors_exit_2,
+)
+from paimond.maintenance.rebuild_dv import RebuildDvJob
+
+
+def _bucket_progress(done: int, total: int, what: str) -> None:
+    sys.stderr.write(f"\r{done}/{total} buckets  {what:<60.60}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _rebuild_dv(args: argparse.Namespace) -> int:
+    job = RebuildDvJob(open_table_of(args), dry_run=args.dry_run,
+                       discard_existing=args.discard_existing,
+                       partitions=partitions_of(args.partition),
+                       progress=_bucket_progress if sys.stderr.isatty() else None)
+    print(job.run().describe())
+    return EXIT_OK
+
+
+def register(commands: Any) -> None:
+    rebuild = commands.add_parser(
+        "rebuild-dv", help="recompute the deletion vectors of a table from its levels",
+        description="For a primary-key table with deletion-vectors.enabled: in levels >= 1, "
+                    "delete every row that a lower level (newer) row of the same key "
+                    "supersedes, and newest rows that are retractions. Existing vectors of "
+                    "live files are kept (they may record deletions no file holds any more) "
+                    "unless --discard-existing. One COMPACT snapshot; a second run commits "
+                    "nothing.")
+    rebuild.add_argument("warehouse", help="warehouse path or URI")
+    rebuild.add_argument("--table", metavar="DB.TABLE", required=True)
+    rebuild.add_argument("--partition", action="append", default=[], metavar="K=V",
+                         help="only partitions with this value (repeat for several keys)")
+    rebuild.add_argument("--dry-run", action="store_true",
+                         help="print the buckets whose vectors would change; write nothing")
+    rebuild.add_argument("--discard-existing", action="store_true",
+                         help="ignore the current vectors (known wrong): deletions that only "
+                              "they record are lost")
+    add_storage_option(rebuild)
+    rebuild.set_defaults(run=usage_errors_exit_2(_rebuild_dv))

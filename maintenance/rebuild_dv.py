@@ -1,0 +1,253 @@
+"""The ``rebuild-dv`` job: the deletion vectors of a primary-key table computed from its
+levels, for a table that just enabled ``deletion-vectors.enabled`` or whose DV files are
+lost or suspect.
+
+In levels >= 1 the newest row of a key is the one in the lowest level (each level is one
+sorted run, a key at most once in it). Every older row of the key, and a newest row that is
+a retraction (-U/-D), is deleted. Level 0 is left alone: readers skip it and compaction
+looks its keys up. What only a vector records (a key whose deletion was dropped by an
+earlier compaction) cannot be recomputed from the files, so the existing vectors of live
+files are kept and the computed positions added (``discard_existing`` starts from nothing,
+for vectors known to be wrong). Positions past a file's end and vectors of files that are no
+longer live are dropped.
+
+One new DV file per changed bucket, all committed in one COMPACT snapshot computed from the
+latest one: if another commit lands first the job plans again. Nothing changes when the
+vectors are already right, so a second run commits nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap, BitMap64
+
+from paimond.errors import CommitConflictError, CorruptFileError, MissingFileError, UnsupportedError
+from paimond.format.deletion_vector import DeletionVector
+from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
+from paimond.format.manifest import FILE_KIND_DELETE
+from paimond.format.schema import TableSchema
+from paimond.format.snapshot import Snapshot
+from paimond.lsm.deletion_vectors import (
+    BucketDeletionVectors,
+    bucket_dv_entry,
+    read_deletion_vectors,
+)
+from paimond.lsm.merge import VALUE_KIND_COLUMN
+from paimond.table.catalog import Table
+from paimond.table.commit import CommitChanges, Committer
+from paimond.table.data_files import read_data_file
+from paimond.table.kv_layout import key_fields, retract_mask
+from paimond.table.options import TableOptions
+from paimond.table.paths import partition_text
+from paimond.table.scan import BucketFiles, LiveFile, data_file_path, scan_snapshot
+
+_LEVEL, _FILE, _POS = "__level", "__file", "__pos"
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BucketRebuild:
+    partition_text: str
+    partition: bytes
+    bucket: int
+    base: IndexManifestEntry | None
+    vectors: dict[str, DeletionVector]
+    rows_before: int  # deleted rows the old vectors held (of live files)
+    rows_after: int
+    dropped_positions: int  # positions past a file's end or of files no longer live
+    changed: bool
+
+    def describe(self) -> str:
+        where = f"{self.partition_text or '-'} bucket {self.bucket}"
+        dropped = f", {self.dropped_positions} stale positions dropped" \
+            if self.dropped_positions else ""
+        return (f"{where}: deleted rows {self.rows_before} -> {self.rows_after} in "
+                f"{len(self.vectors)} files{dropped}")
+
+
+@dataclass
+class RebuildSummary:
+    table_name: str
+    base_snapshot_id: int | None = None
+    snapshot: Snapshot | None = None
+    buckets: list[BucketRebuild] = field(default_factory=list)
+    dry_run: bool = False
+    duration_s: float = 0.0
+
+    @property
+    def changed(self) -> list[BucketRebuild]:
+        return [b for b in self.buckets if b.changed]
+
+    def describe(self) -> str:
+        if self.base_snapshot_id is None:
+            return f"{self.table_name}: no snapshot, no deletion vectors to rebuild"
+        changed = self.changed
+        if not changed:
+            return (f"{self.table_name}: the deletion vectors of snapshot "
+                    f"{self.base_snapshot_id} are already right ({len(self.buckets)} buckets); "
+                    "nothing committed")
+        outcome = ("would be committed (dry run)" if self.dry_run else
+                   f"committed as snapshot {self.snapshot.id if self.snapshot else '?'}")
+        lines = [f"{self.table_name}: {len(changed)} of {len(self.buckets)} buckets changed "
+                 f"from snapshot {self.base_snapshot_id}; {outcome} in {self.duration_s:.2f} s"]
+        lines += [f"  {b.describe()}" for b in changed]
+        return "\n".join(lines)
+
+
+@dataclass
+class RebuildDvJob:
+    table: Table
+    dry_run: bool = False
+    discard_existing: bool = False
+    partitions: Mapping[str, str] | None = None
+    max_attempts: int = 3
+    progress: Progress | None = None
+
+    def run(self) -> RebuildSummary:
+        started = time.monotonic()
+        for attempt in range(1, self.max_attempts + 1):
+            summary = self._plan()
+            if self.dry_run or not summary.changed:
+                break
+            try:
+                summary.snapshot = self._commit(summary)
+                break
+            except CommitConflictError:
+                if attempt == self.max_attempts:
+                    raise
+        summary.duration_s = time.monotonic() - started
+        return summary
+
+    def _plan(self) -> RebuildSummary:
+        table = self.table
+        schema = table.latest_schema()
+        options = TableOptions.of(schema)
+        if not schema.primary_keys or not options.deletion_vectors_enabled:
+            raise UnsupportedError(f"{table.name}: rebuild-dv needs a primary-key table with "
+                                   "deletion-vectors.enabled=true")
+        summary = RebuildSummary(table.name, dry_run=self.dry_run)
+        latest = table.snapshots.latest()
+        if latest is None:
+            return summary
+        summary.base_snapshot_id = latest.id
+        scanned = scan_snapshot(table, latest)
+        buckets = [b for b in scanned.buckets().values()
+                   if not self.partitions or _matches(partition_text(schema, b.partition),
+                                                      self.partitions)]
+        for done, bucket in enumerate(buckets, start=1):
+            base = bucket_dv_entry(scanned.index_entries, bucket.partition, bucket.bucket)
+            summary.buckets.append(self._rebuild_bucket(bucket, base, options))
+            if self.progress is not None:
+                self.progress(done, len(buckets), summary.buckets[-1].describe())
+        return summary
+
+    def _rebuild_bucket(self, bucket: BucketFiles, base: IndexManifestEntry | None,
+                        options: TableOptions) -> BucketRebuild:
+        table, schema = self.table, self.table.latest_schema()
+        files = [f for level in sorted(bucket.levels) if level > 0 for f in bucket.levels[level]]
+        old: dict[str, DeletionVector] = {}
+        unreadable = False
+        if base is not None:
+            try:
+                old = read_deletion_vectors(table, base)
+            except (MissingFileError, CorruptFileError):
+                if not self.discard_existing:
+                    raise
+                unreadable = True  # lost or corrupt: replaced whatever the result
+        rows = {f.meta.file_name: f.meta.row_count for f in files}
+        kept: dict[str, DeletionVector] = {}
+        dropped = sum(len(v) for name, v in old.items() if name not in rows)
+        before = 0
+        for name, vector in old.items():
+            if name in rows:
+                before += len(vector)
+                inside = _new_vector(options)  # the table's layout, whatever the file's
+                inside.update(p for p in vector if p < rows[name])
+                dropped += len(vector) - len(inside)
+                kept[name] = inside
+        vectors = BucketDeletionVectors({} if self.discard_existing else kept,
+                                        bitmap64=options.deletion_vectors_bitmap64, base=base)
+        for meta_name, positions in _superseded(table, schema, files).items():
+            vectors.mark(meta_name, positions)
+        result = {n: v for n, v in vectors.vectors().items() if v}
+        changed = unreadable or ({n: set(v) for n, v in old.items()}
+                                 != {n: set(v) for n, v in result.items()})
+        return BucketRebuild(partition_text(schema, bucket.partition), bucket.partition,
+                             bucket.bucket, base, result, before,
+                             sum(len(v) for v in result.values()), dropped, changed)
+
+    def _commit(self, summary: RebuildSummary) -> Snapshot:
+        table = self.table
+        added, deleted, written = [], [], []
+        base: dict[tuple[bytes, int, str], str | None] = {}
+        try:
+            for bucket in summary.changed:
+                key = (bucket.partition, bucket.bucket, INDEX_TYPE_DELETION_VECTORS)
+                base[key] = bucket.base.index_file.file_name if bucket.base else None
+                if not bucket.vectors:
+                    assert bucket.base is not None
+                    deleted.append(IndexManifestEntry(FILE_KIND_DELETE, bucket.partition,
+                                                      bucket.bucket, bucket.base.index_file))
+                    continue
+                vectors = BucketDeletionVectors(
+                    bucket.vectors, bitmap64=table.options().deletion_vectors_bitmap64,
+                    base=bucket.base)
+                entry, path = vectors.write(table, bucket.partition, bucket.bucket)
+                added.append(entry)
+                written.append(path)
+            return Committer(table).commit(CommitChanges(
+                index_added=added, index_deleted=deleted, index_base=base,
+                expected_snapshot_id=summary.base_snapshot_id))
+        except BaseException:
+            for path in written:
+                table.storage.delete(path)
+            raise
+
+
+def _new_vector(options: TableOptions) -> DeletionVector:
+    return BitMap64() if options.deletion_vectors_bitmap64 else BitMap()
+
+
+def _matches(text: str, wanted: Mapping[str, str]) -> bool:
+    parts = dict(p.split("=", 1) for p in text.split("/") if "=" in p)
+    return all(parts.get(k) == v for k, v in wanted.items())
+
+
+def _superseded(table: Table, schema: TableSchema, files: list[LiveFile]
+                ) -> dict[str, np.ndarray]:
+    """Per file name, the positions of rows that are not the newest live row of their key."""
+    key_columns = [f.name for f in key_fields(schema)]
+    parts = []
+    for number, live in enumerate(files):
+        path = data_file_path(table, schema, live)
+        batches = list(read_data_file(
+            table.storage, path, file_format=path.rsplit(".", 1)[-1],
+            file_schema=table.schema(live.meta.schema_id), read_schema=schema, key_value=True,
+            projection=[*key_columns, VALUE_KIND_COLUMN]))
+        if not batches:
+            continue
+        keys = pa.Table.from_batches(batches)
+        count = keys.num_rows
+        parts.append(keys.append_column(_LEVEL, pa.array(np.full(count, live.meta.level,
+                                                                 dtype=np.int32)))
+                     .append_column(_FILE, pa.array(np.full(count, number, dtype=np.int32)))
+                     .append_column(_POS, pa.array(np.arange(count, dtype=np.int64))))
+    if not parts:
+        return {}
+    rows = pa.concat_tables(parts)
+    newest = rows.group_by(key_columns, use_threads=False).aggregate([(_LEVEL, "min")])
+    joined = rows.join(newest, keys=key_columns, join_type="inner")
+    older = pc.greater(joined.column(_LEVEL), joined.column(f"{_LEVEL}_min"))
+    deleted = joined.filter(pc.or_(older, retract_mask(joined.column(VALUE_KIND_COLUMN))))
+    out: dict[str, np.ndarray] = {}
+    file_numbers = np.asarray(deleted.column(_FILE).to_numpy())
+    positions = np.asarray(deleted.column(_POS).to_numpy())
+    for number in np.unique(file_numbers):
+        out[files[int(number)].meta.file_name] = np.sort(positions[file_numbers == number])
+    return out
