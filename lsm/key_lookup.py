@@ -26,6 +26,7 @@ from paimond.format.types import DataType
 from paimond.lsm.merge import comparable_keys
 
 POSITION_COLUMN = "_POSITION"
+WANTED_COLUMN = "_WANTED"  # row number of the matched key in the wanted table
 TAG_COLUMN = "_TAG"  # which caller-side group a wanted key belongs to (e.g. its section)
 
 ReadKeys = Callable[[DataFileMeta], Iterator[pa.RecordBatch]]
@@ -33,15 +34,16 @@ ReadKeys = Callable[[DataFileMeta], Iterator[pa.RecordBatch]]
 
 class KeyIndex(Protocol):
     def match(self, meta: DataFileMeta, wanted: pa.Table) -> pa.Table:
-        """The rows of ``meta`` whose key is in ``wanted`` (key columns + ``_TAG``), as a
-        table of ``_POSITION`` (int64, 0-based row number) and ``_TAG``; in any order."""
+        """The rows of ``meta`` whose key is one of ``wanted``'s (its key columns, distinct
+        keys), as int64 columns ``_POSITION`` (0-based row number in the file) and
+        ``_WANTED`` (row number in ``wanted``), in any order."""
         ...
 
 
-def _joinable(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:
+def _joinable(table: pa.Table, key_columns: Sequence[str], extra: str, values: pa.Array
+              ) -> pa.Table:
     """Key columns in a form Arrow's hash join takes (temporal types as integers)."""
-    keys = comparable_keys(table, key_columns)
-    return keys.append_column(table.field(table.num_columns - 1), table.column(-1))
+    return comparable_keys(table, key_columns).append_column(extra, values)
 
 
 class ScanKeyIndex:
@@ -59,16 +61,17 @@ class ScanKeyIndex:
         if keys is None or keys.num_rows == 0:
             return _empty_matches()
         self.rows_read += keys.num_rows
-        keys = keys.select(self._key_columns).append_column(
-            POSITION_COLUMN, pa.array(np.arange(keys.num_rows, dtype=np.int64)))
-        joined = _joinable(keys, self._key_columns).join(
-            _joinable(wanted, self._key_columns), keys=self._key_columns, join_type="inner")
-        return joined.select([POSITION_COLUMN, TAG_COLUMN])
+        positions = pa.array(np.arange(keys.num_rows, dtype=np.int64))
+        rows = pa.array(np.arange(wanted.num_rows, dtype=np.int64))
+        joined = _joinable(keys, self._key_columns, POSITION_COLUMN, positions).join(
+            _joinable(wanted, self._key_columns, WANTED_COLUMN, rows), keys=self._key_columns,
+            join_type="inner")
+        return joined.select([POSITION_COLUMN, WANTED_COLUMN])
 
 
 def _empty_matches() -> pa.Table:
     return pa.table({POSITION_COLUMN: pa.array([], pa.int64()),
-                     TAG_COLUMN: pa.array([], pa.int64())})
+                     WANTED_COLUMN: pa.array([], pa.int64())})
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +80,8 @@ class Superseded:
 
     meta: DataFileMeta
     positions: np.ndarray  # sorted int64
-    tags: np.ndarray  # the wanted key's tag, per position
+    wanted_rows: np.ndarray  # the matched key's row in the wanted table, per position
+    tags: np.ndarray  # the matched key's tag, per position
 
 
 def wanted_keys(tables: Iterable[tuple[pa.Table, int]], key_columns: Sequence[str]) -> pa.Table:
@@ -101,23 +105,24 @@ class _FirstColumnRange:
     def __init__(self, wanted: pa.Table, key_columns: Sequence[str],
                  key_types: Sequence[DataType]) -> None:
         self._types = list(key_types)
-        first = wanted.column(key_columns[0])
+        first = wanted.column(key_columns[0]).combine_chunks()
         plain = (pa.types.is_integer(first.type) or pa.types.is_floating(first.type)
                  or pa.types.is_string(first.type) or pa.types.is_large_string(first.type)
                  or pa.types.is_binary(first.type) or pa.types.is_boolean(first.type))
         self._first = first if plain else None
 
-    def subset(self, meta: DataFileMeta, wanted: pa.Table) -> pa.Table:
+    def rows(self, meta: DataFileMeta) -> np.ndarray | None:
+        """Rows of the wanted table that may be in ``meta`` (None: all of them)."""
         if self._first is None:
-            return wanted
+            return None
         low = decode_manifest_row(meta.min_key, self._types)[0]
         high = decode_manifest_row(meta.max_key, self._types)[0]
         if low is None or high is None:
-            return wanted
+            return None
         scalar_type = self._first.type
         inside = pc.and_(pc.greater_equal(self._first, pa.scalar(low, scalar_type)),
                          pc.less_equal(self._first, pa.scalar(high, scalar_type)))
-        return wanted.filter(inside)
+        return np.flatnonzero(np.asarray(inside.to_numpy(zero_copy_only=False), dtype=bool))
 
 
 def find_superseded(files: Sequence[DataFileMeta], wanted: pa.Table,
@@ -128,22 +133,31 @@ def find_superseded(files: Sequence[DataFileMeta], wanted: pa.Table,
     if wanted.num_rows == 0:
         return []
     pruning = _FirstColumnRange(wanted, key_columns, key_types)
+    all_tags = np.asarray(wanted.column(TAG_COLUMN).to_numpy(), dtype=np.int64)
     found = []
     for meta in files:
-        candidates = pruning.subset(meta, wanted)
+        rows = pruning.rows(meta)
+        candidates = wanted if rows is None else wanted.take(pa.array(rows))
         if candidates.num_rows == 0:
             continue
-        matches = index.match(meta, candidates)
+        matches = index.match(meta, candidates.select(list(key_columns)))
         if matches.num_rows == 0:
             continue
         positions = np.asarray(matches.column(POSITION_COLUMN).to_numpy(), dtype=np.int64)
-        tags = np.asarray(matches.column(TAG_COLUMN).to_numpy(), dtype=np.int64)
+        matched = np.asarray(matches.column(WANTED_COLUMN).to_numpy(), dtype=np.int64)
+        if rows is not None:
+            matched = rows[matched]
         order = np.argsort(positions, kind="stable")
-        positions, tags = positions[order], tags[order]
+        positions, matched = positions[order], matched[order]
         live = ~np.isin(positions, deleted(meta.file_name))
         if live.any():
-            found.append(Superseded(meta, positions[live], tags[live]))
+            found.append(Superseded(meta, positions[live], matched[live],
+                                    all_tags[matched[live]]))
     return found
+
+
+def no_deletions(file_name: str) -> np.ndarray:
+    return np.empty(0, dtype=np.int64)
 
 
 def rows_at(batches: Iterable[pa.RecordBatch], positions: np.ndarray) -> pa.Table | None:
@@ -159,3 +173,17 @@ def rows_at(batches: Iterable[pa.RecordBatch], positions: np.ndarray) -> pa.Tabl
         if high == len(positions):
             break
     return pa.Table.from_batches(parts) if parts else None
+
+
+def without_keys(rows: pa.Table, keys: pa.Table, key_columns: Sequence[str]) -> pa.Table:
+    """``rows`` minus those whose key is in ``keys``."""
+    if rows.num_rows == 0 or keys.num_rows == 0:
+        return rows
+    numbers = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    hits = _joinable(rows, key_columns, WANTED_COLUMN, numbers).join(
+        comparable_keys(keys, key_columns), keys=list(key_columns), join_type="left semi")
+    if hits.num_rows == 0:
+        return rows
+    keep = np.ones(rows.num_rows, dtype=bool)
+    keep[np.asarray(hits.column(WANTED_COLUMN).to_numpy())] = False
+    return rows.filter(pa.array(keep))

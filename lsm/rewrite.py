@@ -28,6 +28,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -41,9 +42,12 @@ from paimond.lsm.key_lookup import (
     TAG_COLUMN,
     KeyIndex,
     ScanKeyIndex,
+    Superseded,
     find_superseded,
+    no_deletions,
     rows_at,
     wanted_keys,
+    without_keys,
 )
 from paimond.lsm.merge import VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.merge_engines import MergeConfig, make_reducer
@@ -108,6 +112,8 @@ class _BucketRewrite:
                     if task.deletion_vectors else None)
         # Only deduplicate without a sequence field can ignore the superseded values.
         self.merges_superseded = not (config.engine == "deduplicate" and not config.sequence_fields)
+        self.first_row = config.engine == "first-row"
+        self.existing_keys: dict[int, pa.Table] = {}  # first-row: tag -> keys found above
         self.key_index = key_index
         self.tag_of: dict[str, int] = {}  # level-0 input -> its section's tag
         self.superseded_rows: dict[int, pa.Table] = {}  # tag -> rows to merge
@@ -163,8 +169,8 @@ class _BucketRewrite:
             return
         sections = partition_intervals([e.file for e in self.task.inputs],
                                        self.schema.key_type.field_types)
-        if self.dvs is not None and self.task.output_level != 0:
-            self._supersede(sections)
+        if (self.dvs is not None or self.first_row) and self.task.output_level != 0:
+            self._look_up_level0_keys(sections)
         for section in sections:
             if len(section.runs) > 1:
                 candidate.append(section)
@@ -187,14 +193,14 @@ class _BucketRewrite:
             self._rewrite_now(candidate)
         candidate.clear()
 
-    def _supersede(self, sections: Sequence[Section]) -> None:
-        """Mark the higher-level rows that the level-0 inputs' keys supersede; keep them for
-        the merge where the engine combines versions."""
+    def _look_up_level0_keys(self, sections: Sequence[Section]) -> None:
+        """Find the level-0 inputs' keys in the levels above the output. Deletion vectors:
+        mark the rows they supersede, and keep those for the merge where the engine combines
+        versions. First-row: the row above stays first, so those keys are left out."""
         level0 = [(meta, tag) for tag, section in enumerate(sections)
                   for meta in section.files if meta.level == 0]
         if not level0 or not self.task.lookup_files:
             return
-        assert self.dvs is not None
         self.tag_of = {meta.file_name: tag for meta, tag in level0}
         wanted = wanted_keys(
             ((pa.Table.from_batches(list(self._read(meta, self.key_columns)),
@@ -204,7 +210,10 @@ class _BucketRewrite:
             lambda m: self._read_raw(m, self.key_columns), self.key_columns)
         found = find_superseded([e.file for e in self.task.lookup_files], wanted,
                                 self.key_columns, self.schema.key_type.field_types, index,
-                                self.dvs.positions_of)
+                                self.dvs.positions_of if self.dvs is not None else no_deletions)
+        if self.dvs is None:
+            self._keep_existing_keys(wanted, found)
+            return
         rows: list[pa.Table] = []
         for superseded in found:
             self.dvs.mark(superseded.meta.file_name, superseded.positions)
@@ -221,6 +230,15 @@ class _BucketRewrite:
                 self.superseded_rows[tag] = picked.sort_by(
                     [(k, "ascending") for k in self.key_columns])
 
+    def _keep_existing_keys(self, wanted: pa.Table, found: Sequence[Superseded]) -> None:
+        if not found:
+            return
+        rows = np.concatenate([f.wanted_rows for f in found])
+        keys = wanted.take(pa.array(rows))
+        tags = keys.column(TAG_COLUMN)
+        for tag in pc.unique(tags).to_pylist():
+            self.existing_keys[tag] = keys.filter(pc.equal(tags, tag)).select(self.key_columns)
+
     def _key_schema(self) -> pa.Schema:
         return physical_arrow_schema(
             physical_row_type(self.schema, key_value=True).project(self.key_columns))
@@ -229,9 +247,13 @@ class _BucketRewrite:
         """Java's upgrade strategy for a level-0 file of a deletion-vector table: it moves
         up as it is only without -U/-D rows, in the output level's format, and where its
         rows need no merging with the superseded ones."""
-        if self.dvs is None or meta.level != 0:
-            return False
         output = self.task.output_level
+        if meta.level != 0 or output == 0:
+            return False
+        if self.first_row:
+            return True  # Java FirstRowMergeTreeCompactRewriter: level 0 always rewritten
+        if self.dvs is None:
+            return False
         if file_format_for_level(self.options, 0) != file_format_for_level(self.options, output):
             return True
         if self.may_hold_deletes(meta):
@@ -265,10 +287,13 @@ class _BucketRewrite:
                 superseded = self._superseded_run(section)
                 if superseded is not None:
                     inputs.append(self._counted(iter(superseded.to_batches())))
+                existing = self._existing_keys_of(section)
                 try:
                     for merged in merge_sorted_runs(inputs,
                                                     self.key_columns, self.sort_key,
                                                     self.reducer, self.user_sequence):
+                        if existing is not None:
+                            merged = without_keys(merged, existing, self.key_columns)
                         background.put(merged.select(self.output_columns))
                         self.rows_written += merged.num_rows
                 finally:
@@ -281,6 +306,11 @@ class _BucketRewrite:
         for meta in writer.close():
             self.added.append(ManifestEntry(FILE_KIND_ADD, self.task.partition, self.task.bucket,
                                             self.task.total_buckets, meta))
+
+    def _existing_keys_of(self, section: Section) -> pa.Table | None:
+        tags = {self.tag_of[m.file_name] for m in section.files if m.file_name in self.tag_of}
+        found = [self.existing_keys.pop(t) for t in sorted(tags) if t in self.existing_keys]
+        return pa.concat_tables(found) if found else None
 
     def _superseded_run(self, section: Section) -> pa.Table | None:
         tags = {self.tag_of[m.file_name] for m in section.files if m.file_name in self.tag_of}

@@ -108,6 +108,7 @@ def _plan_bucket(table: Table, schema: TableSchema, snapshot: Snapshot, files: B
                  partition_text: str, compaction: CompactionOptions,
                  key_order: Callable[..., object], state_base: PickerState,
                  full: bool, dv: bool, dv_index: IndexManifestEntry | None) -> CompactTask | None:
+    first_row = TableOptions.of(schema).merge_engine == "first-row"
     entries = {f.meta.file_name: f.entry for f in files.files}
     levels = Levels.from_files([f.meta for f in files.files], compaction.num_levels, key_order)
     runs = levels.sorted_runs()
@@ -125,7 +126,7 @@ def _plan_bucket(table: Table, schema: TableSchema, snapshot: Snapshot, files: B
         return None
     picked = {f.file_name for f in unit.files}
     lookup = tuple(entries[f.file_name] for f in levels.files_above(unit.output_level)
-                   if f.file_name not in picked) if dv else ()
+                   if f.file_name not in picked) if dv or first_row else ()
     return CompactTask(
         table_name=table.name, table_path=table.path, base_snapshot_id=snapshot.id,
         schema_id=schema.id, partition=files.partition, partition_text=partition_text,
