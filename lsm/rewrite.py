@@ -49,6 +49,7 @@ from paimond.lsm.key_lookup import (
     wanted_keys,
     without_keys,
 )
+from paimond.lsm.lookup_cache import CachedKeyIndex, LookupCache
 from paimond.lsm.merge import VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.merge_engines import MergeConfig, make_reducer
 from paimond.lsm.pipeline import BackgroundWriter, Prefetch
@@ -82,7 +83,7 @@ def file_format_of(file_name: str) -> str:
 
 class _BucketRewrite:
     def __init__(self, task: CompactTask, storage: Storage, now_millis: Callable[[], int],
-                 batch_rows: int, key_index: KeyIndex | None) -> None:
+                 batch_rows: int, lookup_cache: LookupCache | None) -> None:
         self.task = task
         self.table = Table(storage, task.table_path, task.table_name)
         self.schema: TableSchema = self.table.schema(task.schema_id)
@@ -114,7 +115,7 @@ class _BucketRewrite:
         self.merges_superseded = not (config.engine == "deduplicate" and not config.sequence_fields)
         self.first_row = config.engine == "first-row"
         self.existing_keys: dict[int, pa.Table] = {}  # first-row: tag -> keys found above
-        self.key_index = key_index
+        self.lookup_cache = lookup_cache
         self.tag_of: dict[str, int] = {}  # level-0 input -> its section's tag
         self.superseded_rows: dict[int, pa.Table] = {}  # tag -> rows to merge
         self.rows_superseded = 0
@@ -206,8 +207,13 @@ class _BucketRewrite:
             ((pa.Table.from_batches(list(self._read(meta, self.key_columns)),
                                     schema=self._key_schema()), tag) for meta, tag in level0),
             self.key_columns)
-        index = self.key_index or ScanKeyIndex(
-            lambda m: self._read_raw(m, self.key_columns), self.key_columns)
+        def read_keys(meta: DataFileMeta) -> Iterator[pa.RecordBatch]:
+            return self._read_raw(meta, self.key_columns)
+
+        index: KeyIndex = ScanKeyIndex(read_keys, self.key_columns)
+        if self.lookup_cache is not None:
+            index = CachedKeyIndex(self.lookup_cache, self.table.path, read_keys,
+                                   self.key_columns)
         found = find_superseded([e.file for e in self.task.lookup_files], wanted,
                                 self.key_columns, self.schema.key_type.field_types, index,
                                 self.dvs.positions_of if self.dvs is not None else no_deletions)
@@ -341,17 +347,19 @@ class _BucketRewrite:
 
 def execute_compaction(task: CompactTask, storage: Storage, *,
                        now_millis: Callable[[], int], batch_rows: int = BATCH_ROWS,
-                       key_index: KeyIndex | None = None) -> CompactResult:
+                       lookup_cache: LookupCache | None = None) -> CompactResult:
     """Run one bucket's task; returns what to commit. Deletes its own files on failure.
-    ``key_index`` answers the deletion-vector lookups (default: read the key columns)."""
+    ``lookup_cache`` answers the level-0 key lookups of deletion-vector and first-row tables
+    from local cache files (default: read the key columns of the files above)."""
     started = time.monotonic()
-    rewrite = _BucketRewrite(task, storage, now_millis, batch_rows, key_index)
+    rewrite = _BucketRewrite(task, storage, now_millis, batch_rows, lookup_cache)
     try:
         rewrite.run()
         rewrite.finish_deletion_vectors()
     except BaseException:
         rewrite.abort()
         raise
+    stats = lookup_cache.stats if lookup_cache is not None else None
     written = tuple(storage.join(rewrite.directory, e.file.file_name) for e in rewrite.added
                     if e.file.file_name not in {d.file.file_name for d in rewrite.deleted})
     return CompactResult(task=task, deleted=tuple(rewrite.deleted), added=tuple(rewrite.added),
@@ -360,5 +368,8 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
                          duration_s=time.monotonic() - started,
                          written_paths=written + tuple(rewrite.index_paths),
                          index_added=rewrite.index_added,
-                         rows_superseded=rewrite.rows_superseded)
+                         rows_superseded=rewrite.rows_superseded,
+                         cache_hits=stats.hits if stats else 0,
+                         cache_misses=stats.misses if stats else 0,
+                         cache_discarded=stats.discarded if stats else 0)
 

@@ -60,6 +60,9 @@ class CompactResult:
     written_paths: tuple[str, ...] = field(default=())
     index_added: tuple[IndexManifestEntry, ...] = ()  # the bucket's new DV index file
     rows_superseded: int = 0  # higher-level rows newly marked in deletion vectors
+    cache_hits: int = 0  # key-lookup cache: files answered from the cache
+    cache_misses: int = 0  # ... cached now (read from storage once)
+    cache_discarded: int = 0  # ... cache files that failed validation (rebuilt)
 
     @property
     def bytes_written(self) -> int:

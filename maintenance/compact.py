@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from paimond.errors import CommitConflictError, PaimondError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.snapshot import Snapshot
+from paimond.lsm.lookup_cache import LookupCache
 from paimond.lsm.rewrite import BATCH_ROWS, execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact_plan import CompactionPlan, plan_compaction
@@ -93,12 +94,23 @@ class CompactionSummary:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class LookupCacheSettings:
+    """Where the key-lookup cache lives on the machine running a task (``lsm.lookup_cache``)."""
+
+    directory: str
+    max_bytes: int = 1 << 30
+
+
 def _run_task(task: CompactTask, storage_root: str, storage_options: Mapping[str, Any],
-              batch_rows: int) -> CompactResult:
+              batch_rows: int, lookup_cache: LookupCacheSettings | None = None) -> CompactResult:
     """Worker entry point: opens its own storage (process pools share nothing)."""
     storage = open_storage(storage_root, storage_options)
+    cache = None
+    if lookup_cache is not None and task.lookup_files:
+        cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
     return execute_compaction(task, storage, now_millis=local_wall_clock_millis,
-                              batch_rows=batch_rows)
+                              batch_rows=batch_rows, lookup_cache=cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +120,11 @@ class TaskRunner:
     storage_root: str
     storage_options: Mapping[str, Any]
     batch_rows: int
+    lookup_cache: LookupCacheSettings | None = None
 
     def __call__(self, task: CompactTask) -> CompactResult:
-        return _run_task(task, self.storage_root, self.storage_options, self.batch_rows)
+        return _run_task(task, self.storage_root, self.storage_options, self.batch_rows,
+                         self.lookup_cache)
 
 
 class TaskExecutor(Protocol):
@@ -135,6 +149,7 @@ class CompactJob:
     now: Callable[[], datetime.datetime] = datetime.datetime.now
     progress: Progress | None = None
     executor: TaskExecutor | None = None  # None: the local pool below
+    lookup_cache: LookupCacheSettings | None = None
 
     def plan(self) -> CompactionPlan:
         return plan_compaction(self.table, full=self.full, partitions=self.partitions,
@@ -173,7 +188,8 @@ class CompactJob:
         if not tasks:
             return [], []
         if self.executor is not None:
-            runner = TaskRunner(self.storage_root, dict(self.storage_options), self.batch_rows)
+            runner = TaskRunner(self.storage_root, dict(self.storage_options), self.batch_rows,
+                                self.lookup_cache)
             return self.executor.execute(tasks, runner, self.progress)
         results: list[CompactResult] = []
         failures: list[BucketFailure] = []
@@ -182,7 +198,7 @@ class CompactJob:
         with pool_type(max_workers=workers) as pool:
             futures: list[tuple[CompactTask, Future[CompactResult]]] = [
                 (t, pool.submit(_run_task, t, self.storage_root, dict(self.storage_options),
-                                self.batch_rows)) for t in tasks]
+                                self.batch_rows, self.lookup_cache)) for t in tasks]
             for done, (task, future) in enumerate(futures, start=1):
                 try:
                     results.append(future.result())

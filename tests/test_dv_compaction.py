@@ -27,7 +27,7 @@ from pypaimon_tables import _changes, _Model, _not_null, _rng, _Writer, catalog_
 from paimond.errors import CommitConflictError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted, read_deletion_vectors
-from paimond.maintenance.compact import CompactionSummary, CompactJob
+from paimond.maintenance.compact import CompactionSummary, CompactJob, LookupCacheSettings
 from paimond.table.catalog import Table, open_table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import read_data_file
@@ -146,12 +146,13 @@ class _Live:
         rows = pa.Table.from_pylist(self.model.rows(), schema=self.writer.read_schema)
         return sort_rows(rows, self.scenario.keys)
 
-    def compact(self, *, full: bool = False) -> list[CompactionSummary]:
+    def compact(self, *, full: bool = False, cache: LookupCacheSettings | None = None
+                ) -> list[CompactionSummary]:
         """Compact until no level-0 file is left (a pick may leave some for the next)."""
         summaries = []
         for _ in range(6):
             job = CompactJob(self.table, self.warehouse, full=full, use_processes=False,
-                             parallelism=2, now=lambda: NOW)
+                             parallelism=2, now=lambda: NOW, lookup_cache=cache)
             summaries.append(job.run())
             assert not summaries[-1].failures, summaries[-1].describe()
             if not self.level0_files():
@@ -325,3 +326,48 @@ def test_a_commit_computed_from_a_replaced_vector_file_conflicts(tmp_path: Path)
                     for r in stale if r.index_added})
     with pytest.raises(CommitConflictError, match="DELETION_VECTORS index of bucket"):
         Committer(live.table).commit(changes)
+
+
+def _corrupt_every_cache_file(directory: Path) -> int:
+    count = 0
+    for number, path in enumerate(sorted(directory.glob("*.keys"))):
+        content = bytearray(path.read_bytes())
+        if number % 2:
+            content = content[:len(content) // 3]  # truncated
+        else:
+            content[len(content) // 2] ^= 0xFF  # a flipped byte among the rows
+        path.write_bytes(bytes(content))
+        count += 1
+    return count
+
+
+@pytest.mark.parametrize("scenario", [SCENARIOS[0], SCENARIOS[2], SCENARIOS[4]],
+                         ids=lambda s: s.name)
+def test_the_lookup_cache_changes_nothing_cold_warm_or_corrupted(scenario: Scenario,
+                                                                  tmp_path: Path) -> None:
+    """Twin tables get the same writes; one compacts reading the files above, the other
+    through the lookup cache: cold, warm, then with every cache file damaged."""
+    plain = _Live(scenario, str(tmp_path / "plain"))
+    cached = _Live(scenario, str(tmp_path / "cached"))
+    cache_dir = tmp_path / "cache"
+    cache = LookupCacheSettings(str(cache_dir), 1 << 30)
+    stats = {"hits": 0, "misses": 0, "discarded": 0}
+    for round_no in range(6):
+        for live in (plain, cached):
+            live.write(60 if round_no == 0 else 30)
+        corrupted = _corrupt_every_cache_file(cache_dir) if round_no == 3 else 0
+        full = round_no == 0
+        plain_summaries = plain.compact(full=full)
+        cached_summaries = cached.compact(full=full, cache=cache)
+        superseded = [sum(r.rows_superseded for r in s.results) for s in plain_summaries]
+        assert superseded == [sum(r.rows_superseded for r in s.results)
+                              for s in cached_summaries], f"round {round_no}"
+        for key in stats:
+            stats[key] += sum(getattr(r, f"cache_{key}") for s in cached_summaries
+                              for r in s.results)
+        if corrupted:
+            assert stats["discarded"] >= 1, "damaged cache files were not noticed"
+        rows = read_rows(cached.warehouse, cached.name)
+        assert rows.equals(read_rows(plain.warehouse, plain.name)), f"round {round_no}"
+        assert rows.equals(cached.expected()), f"round {round_no}"
+    assert stats["misses"] > 0 and stats["hits"] > 0, stats
