@@ -67,6 +67,8 @@ class Settings:
     backoff_base_s: float = 30.0
     backoff_max_s: float = 3600.0
     quarantine_after: int = 5
+    lookup_cache_dir: str | None = None  # None: deletion-vector lookups read the data files
+    lookup_cache_max_mb: int = 1024
 
     def wants(self, table_name: str) -> bool:
         """Whether ``db.table`` is maintained (include patterns, minus exclude patterns)."""
@@ -103,7 +105,8 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
     """``PAIMOND_<SECTION>_<KEY>`` (and ``PAIMOND_JOBS_<JOB>_<KEY>``) override file values."""
-    sections = ("tables", "limits", "http", "log", "lease", "shutdown", "daemon")
+    sections = ("tables", "limits", "http", "log", "lease", "shutdown", "daemon",
+                "lookup_cache")
     for name, value in env.items():
         if not name.startswith("PAIMOND_"):
             continue
@@ -213,6 +216,7 @@ _SECTION_KEYS = {
     "shutdown": {"grace_s"},
     "daemon": {"check_interval_s", "discovery_interval_s", "backoff_base_s", "backoff_max_s",
                "quarantine_after"},
+    "lookup_cache": {"directory", "max_size_mb"},
 }
 
 
@@ -236,13 +240,14 @@ def load_settings(path: str | None = None, env: Mapping[str, str] | None = None)
     data = _read_file(Path(path)) if path else {}
     _apply_env(data, env)
     known = {"warehouses", "tables", "jobs", "limits", "executor", "http", "log", "lease",
-             "shutdown", "daemon"}
+             "shutdown", "daemon", "lookup_cache"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(unknown[0], f"unknown section; known: {', '.join(sorted(known))}")
     _check_keys(data)
     tables, limits, http = data.get("tables", {}), data.get("limits", {}), data.get("http", {})
     log, daemon = data.get("log", {}), data.get("daemon", {})
+    cache = data.get("lookup_cache", {})
     if int(limits.get("per_table", 1)) != 1:
         raise ConfigError("limits.per_table", "one job per table at a time is the only mode")
     return Settings(
@@ -270,4 +275,7 @@ def load_settings(path: str | None = None, env: Mapping[str, str] | None = None)
         backoff_max_s=_number(daemon.get("backoff_max_s", 3600), "daemon.backoff_max_s", float, 0),
         quarantine_after=_number(daemon.get("quarantine_after", 5), "daemon.quarantine_after",
                                  int, 1),
+        lookup_cache_dir=str(cache["directory"]) if cache.get("directory") else None,
+        lookup_cache_max_mb=_number(cache.get("max_size_mb", 1024), "lookup_cache.max_size_mb",
+                                    int, 1),
     )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from paimond.config.settings import JobSettings
 from paimond.daemon.executors import daemon_executor
 from paimond.errors import CommitConflictError, UnsupportedError
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact import CompactJob, LookupCacheSettings
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
@@ -39,6 +39,7 @@ class JobContext:
     now: Callable[[], datetime.datetime]
     should_stop: Callable[[], bool]
     executor: str = "local"  # where compaction's bucket tasks run: local, spark
+    lookup_cache: LookupCacheSettings | None = None
 
 
 class JobCancelledError(Exception):
@@ -54,7 +55,7 @@ def run_compact(ctx: JobContext) -> JobReport:
                      full=bool(ctx.settings.options.get("full", False)),
                      parallelism=int(ctx.settings.options.get("parallelism", 1)),
                      use_processes=False, now=ctx.now, progress=progress,
-                     executor=daemon_executor(ctx.executor))
+                     executor=daemon_executor(ctx.executor), lookup_cache=ctx.lookup_cache)
     try:
         summary = job.run()
     except UnsupportedError as error:

@@ -21,6 +21,7 @@ from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
 from paimond.daemon.metrics import Metrics
 from paimond.errors import PaimondError
+from paimond.maintenance.compact import LookupCacheSettings
 from paimond.maintenance.status import table_status
 from paimond.table.catalog import Table, list_tables
 from paimond.table.storage import Storage, open_storage
@@ -55,6 +56,9 @@ class Service:
     def __init__(self, settings: Settings, metrics: Metrics, *,
                  clock: Callable[[], float] = time.time, owner: str | None = None) -> None:
         self.settings, self.metrics, self.clock = settings, metrics, clock
+        self._lookup_cache = (LookupCacheSettings(settings.lookup_cache_dir,
+                                                  settings.lookup_cache_max_mb << 20)
+                              if settings.lookup_cache_dir else None)
         self.owner = owner or f"paimond-{uuid.uuid4()}"
         self.storages: list[Storage] = [open_storage(w.uri, w.storage_options)
                                         for w in settings.warehouses]
@@ -227,7 +231,7 @@ class Service:
         ctx = JobContext(state.table, storage.root,
                          self.settings.warehouses[state.warehouse].storage_options,
                          self.settings.job(job), datetime.datetime.now, self._stopping.is_set,
-                         self.settings.executor)
+                         self.settings.executor, self._lookup_cache)
         job_id = uuid.uuid4().hex[:12]
         started = time.monotonic()
         self.metrics.job_started(job, name)

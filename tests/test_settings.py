@@ -101,3 +101,18 @@ def test_bad_config_names_the_key(tmp_path: Path, text: str, key: str) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_settings(str(tmp_path / "nope.toml"), env={})
+
+
+def test_lookup_cache_settings(tmp_path: Path) -> None:
+    config = tmp_path / "paimond.toml"
+    config.write_text('[[warehouses]]\nuri = "/wh"\n[lookup_cache]\n'
+                      'directory = "/var/cache/paimond"\nmax_size_mb = 256\n')
+    settings = load_settings(str(config), env={})
+    assert settings.lookup_cache_dir == "/var/cache/paimond"
+    assert settings.lookup_cache_max_mb == 256
+    assert load_settings(None, env={"PAIMOND_WAREHOUSE": "/wh"}).lookup_cache_dir is None
+    overridden = load_settings(str(config), env={"PAIMOND_LOOKUP_CACHE_MAX_SIZE_MB": "64"})
+    assert overridden.lookup_cache_max_mb == 64
+    config.write_text('[[warehouses]]\nuri = "/wh"\n[lookup_cache]\nmax_size = 5\n')
+    with pytest.raises(ConfigError, match="lookup_cache.max_size"):
+        load_settings(str(config), env={})
