@@ -205,14 +205,19 @@ def test_deployment_runs_the_daemon_hardened() -> None:
     assert 1 <= k8s_object("Deployment")["spec"]["replicas"] <= 2
 
 
-def test_deployment_writes_only_to_an_emptydir_tmp() -> None:
+def test_deployment_writes_only_to_emptydirs_tmp_and_the_lookup_cache() -> None:
     volumes = {v["name"]: v for v in pod_spec()["volumes"]}
     mounts = {m["mountPath"]: m for m in container()["volumeMounts"]}
     writable = {path for path, m in mounts.items() if not m.get("readOnly")}
-    assert writable == {"/tmp"}
-    assert "emptyDir" in volumes[mounts["/tmp"]["name"]]
+    assert writable == {"/tmp", "/var/cache/paimond"}
+    for path in writable:
+        assert "emptyDir" in volumes[mounts[path]["name"]]
     env = {e["name"]: e for e in container()["env"]}
     assert env["TMPDIR"]["value"] == "/tmp"
+    cache = configmap_settings()["lookup_cache"]
+    assert cache["directory"].startswith("/var/cache/paimond/")
+    limit = volumes[mounts["/var/cache/paimond"]["name"]]["emptyDir"]["sizeLimit"]
+    assert cache["max_size_mb"] < int(limit.removesuffix("Gi")) * 1024
 
 
 def test_deployment_takes_secrets_from_secret_references_only() -> None:
