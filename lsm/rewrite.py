@@ -28,7 +28,6 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,17 +37,8 @@ from paimond.format.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
 from paimond.lsm.deletion_vectors import BucketDeletionVectors, filter_deleted
 from paimond.lsm.interval_partition import Section, partition_intervals
-from paimond.lsm.key_lookup import (
-    TAG_COLUMN,
-    KeyIndex,
-    ScanKeyIndex,
-    Superseded,
-    find_superseded,
-    no_deletions,
-    rows_at,
-    wanted_keys,
-    without_keys,
-)
+from paimond.lsm.key_lookup import KeyIndex, ScanKeyIndex, without_keys
+from paimond.lsm.level0_lookup import Level0Lookup
 from paimond.lsm.lookup_cache import CachedKeyIndex, LookupCache
 from paimond.lsm.merge import VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.merge_engines import MergeConfig, make_reducer
@@ -114,11 +104,9 @@ class _BucketRewrite:
         # Only deduplicate without a sequence field can ignore the superseded values.
         self.merges_superseded = not (config.engine == "deduplicate" and not config.sequence_fields)
         self.first_row = config.engine == "first-row"
-        self.existing_keys: dict[int, pa.Table] = {}  # first-row: tag -> keys found above
         self.lookup_cache = lookup_cache
-        self.tag_of: dict[str, int] = {}  # level-0 input -> its section's tag
-        self.superseded_rows: dict[int, pa.Table] = {}  # tag -> rows to merge
-        self.rows_superseded = 0
+        self.level0 = Level0Lookup(self.key_columns, self.schema.key_type.field_types,
+                                   self._key_schema(), self.dvs, self.merges_superseded)
         self.rewritten_names: set[str] = set()
         self.index_added: tuple[IndexManifestEntry, ...] = ()
         self.index_paths: list[str] = []
@@ -163,7 +151,6 @@ class _BucketRewrite:
     # ------------------------------------------------------------- the walk
 
     def run(self) -> None:
-        candidate: list[Section] = []
         if self.task.file_rewrite:
             for entry in self.task.inputs:
                 self._rewrite_now([Section(((entry.file,),))])
@@ -172,6 +159,7 @@ class _BucketRewrite:
                                        self.schema.key_type.field_types)
         if (self.dvs is not None or self.first_row) and self.task.output_level != 0:
             self._look_up_level0_keys(sections)
+        candidate: list[Section] = []
         for section in sections:
             if len(section.runs) > 1:
                 candidate.append(section)
@@ -184,6 +172,17 @@ class _BucketRewrite:
                     self._upgrade(meta)
         self._rewrite(candidate)
 
+    def _look_up_level0_keys(self, sections: Sequence[Section]) -> None:
+        def read_keys(meta: DataFileMeta) -> Iterator[pa.RecordBatch]:
+            return self._read_raw(meta, self.key_columns)
+
+        index: KeyIndex = ScanKeyIndex(read_keys, self.key_columns)
+        if self.lookup_cache is not None:
+            index = CachedKeyIndex(self.lookup_cache, self.table.path, read_keys,
+                                   self.key_columns)
+        self.level0.run(sections, [e.file for e in self.task.lookup_files], index,
+                        lambda meta: self._read(meta, self.key_columns), self._read_raw)
+
     def _rewrite(self, candidate: list[Section]) -> None:
         if not candidate:
             return
@@ -193,57 +192,6 @@ class _BucketRewrite:
         else:
             self._rewrite_now(candidate)
         candidate.clear()
-
-    def _look_up_level0_keys(self, sections: Sequence[Section]) -> None:
-        """Find the level-0 inputs' keys in the levels above the output. Deletion vectors:
-        mark the rows they supersede, and keep those for the merge where the engine combines
-        versions. First-row: the row above stays first, so those keys are left out."""
-        level0 = [(meta, tag) for tag, section in enumerate(sections)
-                  for meta in section.files if meta.level == 0]
-        if not level0 or not self.task.lookup_files:
-            return
-        self.tag_of = {meta.file_name: tag for meta, tag in level0}
-        wanted = wanted_keys(
-            ((pa.Table.from_batches(list(self._read(meta, self.key_columns)),
-                                    schema=self._key_schema()), tag) for meta, tag in level0),
-            self.key_columns)
-        def read_keys(meta: DataFileMeta) -> Iterator[pa.RecordBatch]:
-            return self._read_raw(meta, self.key_columns)
-
-        index: KeyIndex = ScanKeyIndex(read_keys, self.key_columns)
-        if self.lookup_cache is not None:
-            index = CachedKeyIndex(self.lookup_cache, self.table.path, read_keys,
-                                   self.key_columns)
-        found = find_superseded([e.file for e in self.task.lookup_files], wanted,
-                                self.key_columns, self.schema.key_type.field_types, index,
-                                self.dvs.positions_of if self.dvs is not None else no_deletions)
-        if self.dvs is None:
-            self._keep_existing_keys(wanted, found)
-            return
-        rows: list[pa.Table] = []
-        for superseded in found:
-            self.dvs.mark(superseded.meta.file_name, superseded.positions)
-            self.rows_superseded += len(superseded.positions)
-            if self.merges_superseded:
-                taken = rows_at(self._read_raw(superseded.meta), superseded.positions)
-                if taken is not None:
-                    rows.append(taken.append_column(TAG_COLUMN, pa.array(superseded.tags)))
-        if rows:
-            table = pa.concat_tables(rows)
-            tags = table.column(TAG_COLUMN)
-            for tag in pc.unique(tags).to_pylist():
-                picked = table.filter(pc.equal(tags, tag)).drop_columns([TAG_COLUMN])
-                self.superseded_rows[tag] = picked.sort_by(
-                    [(k, "ascending") for k in self.key_columns])
-
-    def _keep_existing_keys(self, wanted: pa.Table, found: Sequence[Superseded]) -> None:
-        if not found:
-            return
-        rows = np.concatenate([f.wanted_rows for f in found])
-        keys = wanted.take(pa.array(rows))
-        tags = keys.column(TAG_COLUMN)
-        for tag in pc.unique(tags).to_pylist():
-            self.existing_keys[tag] = keys.filter(pc.equal(tags, tag)).select(self.key_columns)
 
     def _key_schema(self) -> pa.Schema:
         return physical_arrow_schema(
@@ -290,10 +238,10 @@ class _BucketRewrite:
                 runs = [Prefetch(self._run_batches(run), _PREFETCH_BATCHES)
                         for run in section.runs]
                 inputs = [self._counted(r) for r in runs]
-                superseded = self._superseded_run(section)
+                superseded = self.level0.superseded_run(section)
                 if superseded is not None:
                     inputs.append(self._counted(iter(superseded.to_batches())))
-                existing = self._existing_keys_of(section)
+                existing = self.level0.existing_keys_of(section)
                 try:
                     for merged in merge_sorted_runs(inputs,
                                                     self.key_columns, self.sort_key,
@@ -312,20 +260,6 @@ class _BucketRewrite:
         for meta in writer.close():
             self.added.append(ManifestEntry(FILE_KIND_ADD, self.task.partition, self.task.bucket,
                                             self.task.total_buckets, meta))
-
-    def _existing_keys_of(self, section: Section) -> pa.Table | None:
-        tags = {self.tag_of[m.file_name] for m in section.files if m.file_name in self.tag_of}
-        found = [self.existing_keys.pop(t) for t in sorted(tags) if t in self.existing_keys]
-        return pa.concat_tables(found) if found else None
-
-    def _superseded_run(self, section: Section) -> pa.Table | None:
-        tags = {self.tag_of[m.file_name] for m in section.files if m.file_name in self.tag_of}
-        found = [self.superseded_rows.pop(t) for t in sorted(tags) if t in self.superseded_rows]
-        if not found:
-            return None
-        table = pa.concat_tables(found)
-        return table.sort_by([(k, "ascending") for k in self.key_columns]) if len(found) > 1 \
-            else table
 
     def finish_deletion_vectors(self) -> None:
         """Drop the vectors of rewritten files; write the bucket's map if it changed."""
@@ -368,7 +302,7 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
                          duration_s=time.monotonic() - started,
                          written_paths=written + tuple(rewrite.index_paths),
                          index_added=rewrite.index_added,
-                         rows_superseded=rewrite.rows_superseded,
+                         rows_superseded=rewrite.level0.rows_superseded,
                          cache_hits=stats.hits if stats else 0,
                          cache_misses=stats.misses if stats else 0,
                          cache_discarded=stats.discarded if stats else 0)
