@@ -14,14 +14,18 @@ from paimond.table.storage import open_storage
 EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = 0, 1, 2
 
 
-def storage_options_of(pairs: Sequence[str]) -> dict[str, str]:
-    options = {}
+def _key_values(pairs: Sequence[str], option: str) -> dict[str, str]:
+    out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"paimond: --storage-option wants KEY=VALUE, got {pair!r}")
-        options[key] = value
-    return options
+            raise SystemExit(f"paimond: {option} wants KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def storage_options_of(pairs: Sequence[str]) -> dict[str, str]:
+    return _key_values(pairs, "--storage-option")
 
 
 def add_storage_option(parser: argparse.ArgumentParser) -> None:
@@ -30,13 +34,7 @@ def add_storage_option(parser: argparse.ArgumentParser) -> None:
 
 
 def partitions_of(pairs: Sequence[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"paimond: --partition wants KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
+    return _key_values(pairs, "--partition")
 
 
 def open_table_of(args: argparse.Namespace) -> Table:

@@ -85,7 +85,7 @@ def plan_compaction(table: Table, *, full: bool = False,
     dv = options.deletion_vectors_enabled
     for (partition, bucket), files in scanned.buckets().items():
         text = partition_text(schema, partition)
-        if partitions and not _matches(text, partitions):
+        if partitions and not partition_matches(text, partitions):
             continue
         seen += 1
         if bucket == BUCKET_POSTPONE:
@@ -99,7 +99,8 @@ def plan_compaction(table: Table, *, full: bool = False,
     return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped))
 
 
-def _matches(partition_text: str, wanted: Mapping[str, str]) -> bool:
+def partition_matches(partition_text: str, wanted: Mapping[str, str]) -> bool:
+    """Whether a partition's path (``dt=2024-01-01/hr=3``) has every wanted value."""
     parts = dict(p.split("=", 1) for p in partition_text.split("/") if "=" in p)
     return all(parts.get(k) == v for k, v in wanted.items())
 

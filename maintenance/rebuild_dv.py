@@ -39,6 +39,7 @@ from paimond.lsm.deletion_vectors import (
     read_deletion_vectors,
 )
 from paimond.lsm.merge import VALUE_KIND_COLUMN
+from paimond.maintenance.compact_plan import partition_matches
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import read_data_file
@@ -138,7 +139,7 @@ class RebuildDvJob:
         summary.base_snapshot_id = latest.id
         scanned = scan_snapshot(table, latest)
         buckets = [b for b in scanned.buckets().values()
-                   if not self.partitions or _matches(partition_text(schema, b.partition),
+                   if not self.partitions or partition_matches(partition_text(schema, b.partition),
                                                       self.partitions)]
         for done, bucket in enumerate(buckets, start=1):
             base = bucket_dv_entry(scanned.index_entries, bucket.partition, bucket.bucket)
@@ -212,11 +213,6 @@ class RebuildDvJob:
 
 def _new_vector(options: TableOptions) -> DeletionVector:
     return BitMap64() if options.deletion_vectors_bitmap64 else BitMap()
-
-
-def _matches(text: str, wanted: Mapping[str, str]) -> bool:
-    parts = dict(p.split("=", 1) for p in text.split("/") if "=" in p)
-    return all(parts.get(k) == v for k, v in wanted.items())
 
 
 def _superseded(table: Table, schema: TableSchema, files: list[LiveFile]
