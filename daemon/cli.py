@@ -21,6 +21,7 @@ from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
+from paimond.maintenance.rewrite_index import IndexRewriteJob
 from paimond.maintenance.status import TableStatus, table_status
 from paimond.table.catalog import Table, list_tables, open_table
 from paimond.table.options import parse_duration_millis as parse_duration_ms
@@ -225,6 +226,48 @@ def _add_table_maintenance_commands(commands: Any) -> None:
     orphans.set_defaults(run=_usage_errors_exit_2(_remove_orphans))
 
 
+# ---- rewrite-index --------------------------------------------------------------------------
+
+
+def _file_progress_bar(done: int, total: int, file_name: str) -> None:
+    width = 30
+    filled = width * done // total
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {file_name:<40.40}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _rewrite_index(args: argparse.Namespace) -> int:
+    job = IndexRewriteJob(_open_table(args), clock_ms=_wall_clock_ms,
+                          partitions=_partitions(args.partition), dry_run=args.dry_run,
+                          parallelism=args.parallelism or min(8, os.cpu_count() or 1),
+                          progress=_file_progress_bar if sys.stderr.isatty() else None)
+    print(job.run().describe())
+    return EXIT_OK
+
+
+def _add_rewrite_index_command(commands: Any) -> None:
+    rewrite = commands.add_parser(
+        "rewrite-index", help="rebuild the file index of every data file (Paimon "
+                              "rewrite_file_index) after changing file-index.* options",
+        description="Read each live data file, build the indexes the table's file-index.* "
+                    "options configure (dropping those no longer configured), embed small ones "
+                    "in the manifest and write larger ones beside the data file; commit the "
+                    "changed files in one COMPACT snapshot. Files already indexed so are left "
+                    "alone: a second run commits nothing.")
+    rewrite.add_argument("warehouse", help="warehouse path or URI")
+    rewrite.add_argument("--table", metavar="DB.TABLE", required=True)
+    rewrite.add_argument("--partition", action="append", default=[], metavar="K=V",
+                         help="only partitions with this value (repeat for several keys)")
+    rewrite.add_argument("--dry-run", action="store_true",
+                         help="print the files whose index would change; write nothing")
+    rewrite.add_argument("--parallelism", type=int, default=0,
+                         help="files read at once (default: CPU count, at most 8)")
+    _add_storage_option(rewrite)
+    rewrite.set_defaults(run=_usage_errors_exit_2(_rewrite_index))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="paimond", description="Compaction and maintenance for Apache Paimon tables.")
@@ -265,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.set_defaults(run=_compact)
 
     _add_table_maintenance_commands(commands)
+    _add_rewrite_index_command(commands)
     cli_daemon.register(commands)
     return parser
 

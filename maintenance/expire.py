@@ -9,7 +9,9 @@ that keeps every snapshot from ``end`` on readable at any crash, and lets a reru
 
 1. data files retired by a DELETE entry in the delta of a snapshot in (begin, end] (an ADD of
    the same file later in that delta keeps it: an upgrade), unless the newest tag before
-   that snapshot, or a branch, still holds it; changelog files of [begin, end);
+   that snapshot, or a branch, still holds it; an extra file that such an ADD no longer lists
+   (an index rewrite replaced it) unless anything kept names it; changelog files of
+   [begin, end);
 2. for each snapshot in [begin, end): its manifests, each before the manifest list naming it,
    its index files before its index manifest, its statistics, unless the end snapshot, a tag
    in range or a branch still names them;

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from paimond.errors import MissingFileError
+from paimond.errors import MissingFileError, PaimondError
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.manifest_list import ManifestFileMeta
@@ -118,9 +118,7 @@ def read_manifests(table: Table, metas: Sequence[ManifestFileMeta], where: str
         return {m.file_name: entries for m, entries in zip(unique, contents, strict=True)}
 
 
-def live_data_files(table: Table, snapshot: Snapshot, where: str) -> set[tuple[bytes, int, str]]:
-    """(partition, bucket, file name) of every data file live in ``snapshot``: Java's tag
-    data-file skipper, which matches by name within a bucket, whatever the level."""
+def _live_entries(table: Table, snapshot: Snapshot, where: str) -> list[ManifestEntry]:
     meta = read_snapshot_metadata(table, snapshot, where, changelog=False)
     contents = read_manifests(table, meta.manifests, where)
     live: dict[tuple[object, ...], ManifestEntry] = {}
@@ -130,7 +128,13 @@ def live_data_files(table: Table, snapshot: Snapshot, where: str) -> set[tuple[b
                 live[entry.identifier] = entry
             else:
                 live.pop(entry.identifier, None)
-    return {(e.partition, e.bucket, e.file.file_name) for e in live.values()}
+    return list(live.values())
+
+
+def live_data_files(table: Table, snapshot: Snapshot, where: str) -> set[tuple[bytes, int, str]]:
+    """(partition, bucket, file name) of every data file live in ``snapshot``: Java's tag
+    data-file skipper, which matches by name within a bucket, whatever the level."""
+    return {(e.partition, e.bucket, e.file.file_name) for e in _live_entries(table, snapshot, where)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,3 +221,30 @@ def used_files(table: Table, sources: Iterable[SnapshotSource]) -> UsedFiles:
                 used.data.add(entry.file.file_name)
                 used.data.update(entry.file.extra_files)
     return used
+
+
+def _names(entries: Iterable[ManifestEntry]) -> set[str]:
+    return {n for e in entries for n in (e.file.file_name, *e.file.extra_files)}
+
+
+def names_kept_after(table: Table, end_id: int) -> set[str] | None:
+    """Data and extra file names of every file live in what survives an expiration up to
+    ``end_id`` (exclusive): main snapshots from ``end_id`` on (the end snapshot's live files
+    plus every later ADD), main tags; for branches and long-lived changelogs, every name
+    their manifests hold. None if some of it cannot be read (keep everything then)."""
+    try:
+        end = table.snapshots.load(end_id)
+        names = _names(_live_entries(table, end, table.snapshots.path(end_id)))
+        for snapshot_id in (i for i in table.snapshots.list_ids() if i > end_id):
+            snapshot, where = table.snapshots.load(snapshot_id), table.snapshots.path(snapshot_id)
+            for meta in read_manifest_list(table, snapshot.delta_manifest_list, where):
+                names |= _names(e for e in read_manifest(table, meta, where)
+                                if e.kind == FILE_KIND_ADD)
+        sources = referencing_snapshots(table)
+        for source in sources:
+            if source.branch == "main" and source.kind == "tag":
+                names |= _names(_live_entries(table, source.snapshot, source.path))
+        others = [s for s in sources if s.branch != "main" or s.kind == "changelog"]
+        return names | used_files(table, others).data
+    except PaimondError:
+        return None

@@ -27,6 +27,7 @@ from paimond.maintenance.references import (
     FileTally,
     UsedFiles,
     live_data_files,
+    names_kept_after,
     read_snapshot_metadata,
     referencing_snapshots,
     used_files,
@@ -99,21 +100,29 @@ def _load_range(table: Table, first: int, last: int) -> list[Snapshot]:
 
 
 def _retired_in_delta(table: Table, snapshot: Snapshot, paths: _DataPaths
-                      ) -> dict[str, ManifestEntry] | None:
+                      ) -> tuple[dict[str, ManifestEntry], set[str]] | None:
     """Data files a DELETE entry in the delta retires, by path; an ADD of the same path
-    after it (an upgrade) keeps the file. None if the delta is gone (an earlier run)."""
+    after it (an upgrade) keeps the file. Second, the extra files such a kept file no longer
+    lists (an index rewrite replaced its index file). None if the delta is gone (an earlier
+    run)."""
     where = table.snapshots.path(snapshot.id)
     retired: dict[str, ManifestEntry] = {}
+    extras: dict[str, str] = {}  # extra file path -> its data file path
     try:
         for meta in read_manifest_list(table, snapshot.delta_manifest_list, where):
             for entry in read_manifest(table, meta, where):
+                data = paths.data(entry)
+                names = [paths.extra(entry, name) for name in entry.file.extra_files]
                 if entry.kind == FILE_KIND_ADD:
-                    retired.pop(paths.data(entry), None)
+                    retired.pop(data, None)
+                    for name in names:
+                        extras.pop(name, None)
                 else:
-                    retired[paths.data(entry)] = entry
+                    retired[data] = entry
+                    extras.update(dict.fromkeys(names, data))
     except MissingFileError:
         return None
-    return retired
+    return retired, {extra for extra, data in extras.items() if data not in retired}
 
 
 def _newest_before(tags: list[Snapshot], snapshot_id: int, inclusive: bool = False) -> int:
@@ -132,10 +141,15 @@ def _data_deletions(table: Table, loaded: list[Snapshot], begin: int, tags: list
     bucket_dirs: set[str] = set()
     protected = 0
     held_by_tag: dict[int, set[tuple[bytes, int, str]]] = {}
+    replaced: set[str] = set()
     for snapshot in loaded:
         if snapshot.id == begin:
             continue
-        retired = _retired_in_delta(table, snapshot, paths)
+        found = _retired_in_delta(table, snapshot, paths)
+        if found is None:
+            continue
+        retired, replaced_here = found
+        replaced |= replaced_here
         if not retired:
             continue
         index = _newest_before(tags, snapshot.id)
@@ -155,7 +169,20 @@ def _data_deletions(table: Table, loaded: list[Snapshot], begin: int, tags: list
                 extra = paths.extra(entry, name)
                 deletions.setdefault(extra, Deletion(FILE_INDEX, extra, None))
             bucket_dirs.add(paths.bucket_dir(entry))
+    # The newest loaded snapshot is end, or older if end is gone: then more is kept.
+    deletions.update((d.path, d) for d in _replaced_extra_deletions(table, replaced, loaded[-1].id))
     return list(deletions.values()), bucket_dirs, protected
+
+
+def _replaced_extra_deletions(table: Table, replaced: set[str], end_id: int) -> list[Deletion]:
+    """Index files an index rewrite replaced (Java leaves them to orphan removal): deleted
+    only when nothing that survives the expiration names them, as a later rewrite may have
+    reused the name."""
+    kept = names_kept_after(table, end_id) if replaced else None
+    if kept is None:
+        return []
+    return [Deletion(FILE_INDEX, path, None) for path in sorted(replaced)
+            if path.rsplit("/", 1)[-1] not in kept]
 
 
 def _changelog_deletions(table: Table, expiring: Iterable[Snapshot], paths: _DataPaths

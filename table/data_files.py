@@ -5,7 +5,8 @@ apache/paimon 5dacde516b ``paimon-core/.../io`` and ``.../schema``.
 Batches are in a file's physical layout (:mod:`paimond.table.kv_layout`). Reading maps the
 file's columns to the read schema by field id, so renamed columns follow their id, added
 ones read as null, dropped ones disappear and changed types are cast. Writing computes the
-complete ``DataFileMeta`` a Java writer would, including the exact delete count.
+complete ``DataFileMeta`` a Java writer would, including the exact delete count and the file
+index the ``file-index.*`` options ask for (:mod:`paimond.table.file_index_writer`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from paimond.format.manifest import EMPTY_STATS, DataFileMeta
 from paimond.format.schema import TableSchema
 from paimond.format.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
 from paimond.table.file_formats import open_format_writer, read_format_batches
+from paimond.table.file_index_writer import DataFileIndexWriter, PlacedIndex
 from paimond.table.file_stats import (
     ColumnStatsCollector,
     encode_dense_stats,
@@ -185,6 +187,7 @@ class DataFileWriter:
         self._row_type = physical_row_type(schema, key_value=key_value, thin=self._thin)
         self._arrow_schema = physical_arrow_schema(self._row_type)
         compression = options.file_compression_per_level.get(level, options.file_compression)
+        self._index = DataFileIndexWriter.create(storage, path, schema.fields, options.raw)
         self._output = storage.open_output(path)
         try:
             self._format = open_format_writer(file_format, cast(BinaryIO, self._output),
@@ -232,6 +235,8 @@ class DataFileWriter:
         self._format.write(batch)
         for column, collector in zip(batch.columns, self._collectors, strict=True):
             collector.update(column)
+        if self._index is not None:
+            self._index.write(batch)
         if self._key_value:
             self._track_keys(batch)
         self.row_count += batch.num_rows
@@ -257,13 +262,18 @@ class DataFileWriter:
         if self.row_count == 0:
             self._output.abort()
             return None
+        index = PlacedIndex()
         try:
             self._format.finish()
             file_size = self._output.tell()
+            if self._index is not None:
+                index = self._index.finish()
+            self._output.close()
         except BaseException:
             self._output.abort()
+            if self._index is not None:
+                self._index.discard(index)
             raise
-        self._output.close()
         stats = [c.result() for c in self._collectors]
         fields = self._row_type.fields
         if self._key_value:
@@ -289,16 +299,16 @@ class DataFileWriter:
             file_name=self._path.rsplit("/", 1)[-1], file_size=file_size, row_count=self.row_count,
             min_key=min_key, max_key=max_key, key_stats=key_simple, value_stats=value_simple,
             min_sequence_number=sequences[0], max_sequence_number=sequences[1],
-            schema_id=self._schema_id, level=self._level, extra_files=(),
+            schema_id=self._schema_id, level=self._level, extra_files=index.extra_files,
             creation_time_millis=self._now_millis(), delete_row_count=deletes,
-            embedded_index=None, file_source=self._file_source, value_stats_cols=value_cols,
+            embedded_index=index.embedded, file_source=self._file_source, value_stats_cols=value_cols,
             external_path=None, first_row_id=None, write_cols=None, write_cols_sequences=None)
 
 
 class RollingDataFileWriter:
     """Writes a bucket's rows into files of about ``target-file-size`` each, named
     ``<data-file.prefix><uuid>-<n>.<format>`` in ``directory``; ``close`` returns their
-    metadata in write order, ``abort`` deletes what was written."""
+    metadata in write order, ``abort`` deletes what was written (index files included)."""
 
     def __init__(self, storage: Storage, directory: str, schema: TableSchema,
                  options: TableOptions, *, level: int, key_value: bool, file_source: int,
@@ -359,5 +369,6 @@ class RollingDataFileWriter:
         if current is not None:
             current.abort()
         for meta in self._written:
-            self._storage.delete(self._storage.join(self._directory, meta.file_name))
+            for name in (meta.file_name, *meta.extra_files):
+                self._storage.delete(self._storage.join(self._directory, name))
         self._written.clear()

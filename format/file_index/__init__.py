@@ -1,6 +1,7 @@
 """Data-file indexes (Java ``org.apache.paimon.fileindex``, apache/paimon ``5dacde516b``).
 
-- ``build_file_index``: the container ``DataFileIndexWriter`` writes for one data file;
+- ``FileIndexBuilder`` (batch by batch) and ``build_file_index`` (all at once): the container
+  ``DataFileIndexWriter`` writes for one data file;
 - ``encode_file_index`` / ``decode_file_index``: the ``FileIndexFormat`` container;
 - ``create_index_writer`` / ``decode_index``: one index type over one column: ``bloom-filter``
   (``might_contain``), ``bitmap``, ``range-bitmap`` and ``bsi`` (``equal``, ``is_in``,
@@ -11,6 +12,7 @@
 from paimond.format.file_index.container import decode_file_index, encode_file_index
 from paimond.format.file_index.data_file_index import (
     FileIndex,
+    FileIndexBuilder,
     build_file_index,
     create_index_writer,
     decode_index,
@@ -20,6 +22,7 @@ from paimond.format.file_index.options import file_index_columns, in_manifest_th
 
 __all__ = [
     "FileIndex",
+    "FileIndexBuilder",
     "IndexWriter",
     "build_file_index",
     "create_index_writer",

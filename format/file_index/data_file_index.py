@@ -1,8 +1,9 @@
 """The file index of one data file: Java ``DataFileIndexWriter`` and ``FileIndexer`` factories
 (apache/paimon ``5dacde516b``).
 
-``build_file_index`` indexes the configured columns of a data file and returns the container
-bytes Java's ``DataFileIndexWriter.close()`` produces for the same rows and options. Columns
+``FileIndexBuilder`` (batch by batch) and ``build_file_index`` (all rows at once) index the
+configured columns of a data file and return the container bytes Java's
+``DataFileIndexWriter.close()`` produces for the same rows and options. Columns
 and, per column, index types appear in the iteration order of the ``HashMap``s Java fills
 (column names and index type names hashed as Java strings). Whether the bytes are embedded in
 the manifest or written beside the data file is the caller's choice
@@ -111,31 +112,97 @@ def _map_rows(value_type: DataType, values: Values) -> list[list[tuple[str, Key 
             for row in values]
 
 
-def _maintainers(columns: Mapping[str, tuple[DataType, Values]], table_options: Mapping[str, str]
+def _maintainers(types: Mapping[str, DataType], table_options: Mapping[str, str],
+                 column_names: Mapping[str, str] | None
                  ) -> dict[str, dict[str, IndexWriter | _MapKeyWriters]]:
     """Index type -> column -> maintainer, in the order ``DataFileIndexWriter`` holds them."""
     by_type: dict[str, dict[str, IndexWriter | _MapKeyWriters]] = {}
     type_calls: list[str] = []
-    for column, types in file_index_columns(table_options).items():
-        if column.name not in columns:
-            raise UnsupportedError(f"{column.name} does not exist in column fields")
-        data_type = columns[column.name][0]
-        for index_type, options in types.items():
+    for column, index_types in file_index_columns(table_options).items():
+        name = column.name if column_names is None else column_names.get(column.name)
+        if name is None:
+            continue  # a column the data file's schema does not have yet
+        if name not in types:
+            raise UnsupportedError(f"{name} does not exist in column fields")
+        for index_type, options in index_types.items():
             type_calls.append(index_type)
             maintainers = by_type.setdefault(index_type, {})
             if column.nested_key is None:
-                if column.name not in maintainers:
-                    maintainers[column.name] = create_index_writer(index_type, data_type, options)
+                if name not in maintainers:
+                    maintainers[name] = create_index_writer(index_type, types[name], options)
                 continue
-            found = maintainers.get(column.name)
+            found = maintainers.get(name)
             if not isinstance(found, _MapKeyWriters):
-                found = maintainers[column.name] = _MapKeyWriters(column.name, index_type,
-                                                                  data_type)
+                found = maintainers[name] = _MapKeyWriters(name, index_type, types[name])
             base = map_column_options(table_options, column.name, index_type)
             found.add(column.nested_key, {**base, **options})
     order = java_hashmap_order(type_calls, java_string_hash, compute_if_absent=True)
     return {t: {c: by_type[t][c] for c in java_hashmap_order(by_type[t], java_string_hash)}
             for t in order}
+
+
+class FileIndexBuilder:
+    """``DataFileIndexWriter`` fed a data file's rows batch by batch: it keeps only the
+    index writers' state, never the rows.
+
+    ``types`` maps the data file's column names to their types. ``column_names`` maps the
+    column names of the options to the data file's (Java's ``colNameMapping`` for a file of
+    an older schema; an option column it lacks is skipped); None uses them as they are.
+    Raises UnsupportedError where Paimon refuses the options or a column type."""
+
+    def __init__(self, types: Mapping[str, DataType], table_options: Mapping[str, str],
+                 column_names: Mapping[str, str] | None = None) -> None:
+        self._types = dict(types)
+        self._maintainers = _maintainers(self._types, table_options, column_names)
+
+    @property
+    def empty(self) -> bool:
+        """No index configured (for this file's columns): ``finish`` returns None."""
+        return not self._maintainers
+
+    @property
+    def columns(self) -> list[str]:
+        """The data file columns the indexes read, in file order."""
+        wanted = {c for by_column in self._maintainers.values() for c in by_column}
+        return [c for c in self._types if c in wanted]
+
+    def write(self, columns: Mapping[str, Values]) -> None:
+        """Append rows: each indexed column's values (more columns may be given, all of
+        one length). Raises ValueError for a value that does not fit its column type."""
+        lengths = {len(columns[c]) for c in self.columns}
+        if len(lengths) > 1:
+            raise ValueError(f"columns of different lengths: {sorted(lengths)}")
+        keys: dict[str, list[Key | None]] = {}
+        for by_column in self._maintainers.values():
+            for column, maintainer in by_column.items():
+                if isinstance(maintainer, _MapKeyWriters):
+                    maintainer.write(columns[column])
+                    continue
+                if column not in keys:  # every index type of a column makes the same keys
+                    data_type = self._types[column]
+                    keys[column] = keys_of(data_type, columns[column], key_type(data_type))
+                maintainer.write_keys(keys[column])
+
+    def finish(self) -> bytes | None:
+        """The container of everything written, or None when no index is configured."""
+        if not self._maintainers:
+            return None
+        serialized: list[tuple[str, str, bytes | None]] = []
+        for index_type, by_column in self._maintainers.items():
+            for column, maintainer in by_column.items():
+                if isinstance(maintainer, _MapKeyWriters):
+                    serialized += [(n, index_type, b) for n, b in maintainer.serialized().items()]
+                else:
+                    serialized.append((column, index_type, maintainer.serialized_bytes()))
+        names = java_hashmap_order((n for n, _, _ in serialized), java_string_hash,
+                                   compute_if_absent=True)
+        container: dict[str, dict[str, bytes | None]] = {n: {} for n in names}
+        for name in names:
+            types = [t for n, t, _ in serialized if n == name]
+            payloads = {t: b for n, t, b in serialized if n == name}
+            for index_type in java_hashmap_order(types, java_string_hash):
+                container[name][index_type] = payloads[index_type]
+        return encode_file_index(container)
 
 
 def build_file_index(columns: Mapping[str, tuple[DataType, Values]],
@@ -146,31 +213,8 @@ def build_file_index(columns: Mapping[str, tuple[DataType, Values]],
     in ``paimond.format.values``, or an Arrow array); every column has one value per row.
     Raises UnsupportedError where Paimon refuses the options or a column type, ValueError
     for a value that does not fit its column type."""
-    maintainers = _maintainers(columns, table_options)
-    if not maintainers:
+    builder = FileIndexBuilder({n: t for n, (t, _) in columns.items()}, table_options)
+    if builder.empty:
         return None
-    lengths = {len(values) for _, values in columns.values()}
-    if len(lengths) > 1:
-        raise ValueError(f"columns of different lengths: {sorted(lengths)}")
-    keys: dict[str, list[Key | None]] = {}
-    serialized: list[tuple[str, str, bytes | None]] = []
-    for index_type, by_column in maintainers.items():
-        for column, maintainer in by_column.items():
-            data_type, values = columns[column]
-            if isinstance(maintainer, _MapKeyWriters):
-                maintainer.write(values)
-                serialized += [(n, index_type, b) for n, b in maintainer.serialized().items()]
-                continue
-            if column not in keys:  # every index type of a column makes the same keys
-                keys[column] = keys_of(data_type, values, key_type(data_type))
-            maintainer.write_keys(keys[column])
-            serialized.append((column, index_type, maintainer.serialized_bytes()))
-    names = java_hashmap_order((n for n, _, _ in serialized), java_string_hash,
-                               compute_if_absent=True)
-    container: dict[str, dict[str, bytes | None]] = {n: {} for n in names}
-    for name in names:
-        types = [t for n, t, _ in serialized if n == name]
-        payloads = {t: b for n, t, b in serialized if n == name}
-        for index_type in java_hashmap_order(types, java_string_hash):
-            container[name][index_type] = payloads[index_type]
-    return encode_file_index(container)
+    builder.write({n: values for n, (_, values) in columns.items()})
+    return builder.finish()
