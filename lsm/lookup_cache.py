@@ -116,19 +116,29 @@ class LookupCache:
     def store(self, table_path: str, meta: DataFileMeta, keys: pa.Table) -> CachedKeys:
         """Cache ``keys`` (comparable key columns + ``_POSITION``, any order) for ``meta``."""
         path = self.path_of(table_path, meta.file_name)
-        content = _encode(_header(table_path, meta, keys.schema), _sorted(keys))
-        if len(content) <= self.max_bytes:
+        header = _header(table_path, meta, keys.schema)
+        parts = _encode(header, _sorted(keys))
+        size = sum(len(p) for p in parts)
+        if size <= self.max_bytes:
             temporary = os.path.join(self.directory,
                                      f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
                 with open(temporary, "wb") as out:
-                    out.write(content)
+                    for part in parts:
+                        out.write(part)
                 os.replace(temporary, path)
+                info = os.stat(path)
             except OSError:
                 _remove(temporary)  # a full or read-only disk: answer from memory
             else:
+                with _verified_lock:  # written just now from memory: no need to re-check
+                    _verified[(path, info.st_ino, info.st_size, info.st_mtime_ns)] = True
                 self.evict(keep=path)
-        return CachedKeys.parse(content, _header(table_path, meta, keys.schema), keys.schema)
+                try:
+                    return CachedKeys.open(path, header, keys.schema)
+                except (OSError, CacheFileError):
+                    pass  # evicted or replaced meanwhile: answer from memory
+        return CachedKeys.parse(b"".join(parts), header, keys.schema, check_crc=False)
 
     def evict(self, keep: str | None = None) -> None:
         """Delete least recently used files until the directory fits ``max_bytes``."""
@@ -180,17 +190,20 @@ def _sorted(keys: pa.Table) -> pa.Table:
     return keys.sort_by([(n, "ascending") for n in names])
 
 
-def _encode(header: dict[str, Any], keys: pa.Table) -> bytes:
+def _encode(header: dict[str, Any], keys: pa.Table) -> list[bytes | memoryview]:
+    """The cache file's bytes, in pieces (the rows are not copied)."""
     data, offsets = encode_flat_rows(keys)
     text = json.dumps(header, sort_keys=True).encode()
     head = MAGIC + struct.pack("<II", len(text), 0) + text
-    head += bytes(-len(head) % 8)
-    parts = [head]
+    parts: list[bytes | memoryview] = [head + bytes(-len(head) % 8)]
     if fixed_stride(keys.schema) is None:
         parts.append(offsets.astype("<i8").tobytes())
-    parts.append(data.tobytes())
-    body = b"".join(parts)
-    return body + struct.pack("<II", zlib.crc32(body), 0) + TRAILER
+    parts.append(memoryview(data.data))
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    parts.append(struct.pack("<II", crc, 0) + TRAILER)
+    return parts
 
 
 class CachedKeys:

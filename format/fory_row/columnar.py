@@ -56,6 +56,9 @@ def encode_flat_rows(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """All rows of ``table``: the bytes (uint8) and the start of every row plus the end
     (``len(table) + 1`` int64 offsets)."""
     check_flat(table.schema)
+    stride = fixed_stride(table.schema)
+    if stride is not None and len(table.schema):
+        return _encode_fixed(table, stride)
     parts, ends, base = [], [np.zeros(1, np.int64)], 0
     for start in range(0, max(table.num_rows, 1), _CHUNK_ROWS):
         chunk = table.slice(start, _CHUNK_ROWS)
@@ -67,6 +70,21 @@ def encode_flat_rows(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         base += len(data)
     data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
     return data, np.concatenate(ends)
+
+
+def _encode_fixed(table: pa.Table, stride: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of fixed-width fields: one (rows x words) array, filled a column at a time."""
+    count, fields = table.num_rows, len(table.schema)
+    words = np.zeros((count, stride // 8), dtype=np.uint64)
+    bitmap_words = bitmap_size(fields) // 8
+    for i in range(fields):
+        column = table.column(i).combine_chunks()
+        valid = _valid(column)
+        if valid is not None:
+            words[:, 0] |= (~valid).astype(np.uint64) << np.uint64(i)
+        words[:, bitmap_words + i] = _slot_words(column)
+    offsets = np.arange(0, (count + 1) * stride, stride, dtype=np.int64)
+    return words.reshape(-1).view(np.uint8), offsets
 
 
 def _encode_chunk(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
