@@ -8,16 +8,25 @@ import datetime
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from paimond import __version__
-from paimond.daemon import cli_daemon
+from paimond.daemon import cli_daemon, cli_rebuild_dv
+from paimond.daemon.cli_common import (
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    add_storage_option,
+    open_table_of,
+    partitions_of,
+    storage_options_of,
+    usage_errors_exit_2,
+)
 from paimond.daemon.executors import EXECUTORS, open_executor
 from paimond.daemon.report import render_json, render_text
 from paimond.errors import ConfigError, PaimondError
 from paimond.lsm.task import CompactTask
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact import CompactJob, LookupCacheSettings
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
@@ -25,23 +34,12 @@ from paimond.maintenance.rewrite_index import IndexRewriteJob
 from paimond.maintenance.status import TableStatus, table_status
 from paimond.table.catalog import Table, list_tables, open_table
 from paimond.table.options import parse_duration_millis as parse_duration_ms
+from paimond.table.options import parse_memory_size
 from paimond.table.storage import open_storage
-
-EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = 0, 1, 2
-
-
-def _storage_options(pairs: Sequence[str]) -> dict[str, str]:
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"paimond: --storage-option wants KEY=VALUE, got {pair!r}")
-        options[key] = value
-    return options
 
 
 def _status(args: argparse.Namespace) -> int:
-    storage = open_storage(args.warehouse, _storage_options(args.storage_option))
+    storage = open_storage(args.warehouse, storage_options_of(args.storage_option))
     warehouse = storage.root
     tables: list[Table]
     statuses: list[TableStatus]
@@ -65,16 +63,6 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_UNREADABLE if any(s.error for s in statuses) else EXIT_OK
 
 
-def _partitions(pairs: Sequence[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"paimond: --partition wants KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
-
-
 def _progress_bar(done: int, total: int, task: CompactTask) -> None:
     width = 30
     filled = width * done // total
@@ -86,13 +74,20 @@ def _progress_bar(done: int, total: int, task: CompactTask) -> None:
 
 
 def _compact(args: argparse.Namespace) -> int:
-    options = _storage_options(args.storage_option)
+    options = storage_options_of(args.storage_option)
     storage = open_storage(args.warehouse, options)
     table = open_table(storage, storage.root, args.table)
+    cache = None
+    if args.lookup_cache:
+        try:
+            cache = LookupCacheSettings(args.lookup_cache, parse_memory_size(args.lookup_cache_size))
+        except ValueError as error:
+            raise SystemExit(f"paimond: --lookup-cache-size: {error}") from None
     job = CompactJob(table, storage.root, options, full=args.full,
-                     partitions=_partitions(args.partition),
+                     partitions=partitions_of(args.partition),
                      parallelism=args.parallelism or (os.cpu_count() or 1),
-                     progress=_progress_bar if sys.stderr.isatty() else None)
+                     progress=_progress_bar if sys.stderr.isatty() else None,
+                     lookup_cache=cache)
     if args.dry_run:
         print(job.plan().describe())
         return EXIT_OK
@@ -100,11 +95,6 @@ def _compact(args: argparse.Namespace) -> int:
         summary = job.run()
     print(summary.describe())
     return EXIT_UNREADABLE if summary.failures else EXIT_OK
-
-
-def _add_storage_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000")
 
 
 # ---- expire-snapshots, merge-manifests, remove-orphans -----------------------------------
@@ -131,13 +121,8 @@ def _duration_or_timestamp(text: str) -> tuple[int | None, int | None]:
     return None, int(moment.timestamp() * 1000)
 
 
-def _open_table(args: argparse.Namespace) -> Table:
-    storage = open_storage(args.warehouse, _storage_options(args.storage_option))
-    return open_table(storage, storage.root, args.table)
-
-
 def _expire_snapshots(args: argparse.Namespace) -> int:
-    table = _open_table(args)
+    table = open_table_of(args)
     now_ms = _wall_clock_ms()
     settings = ExpireSettings.of(table.options())
     overrides = {"retain_max": args.retain_max, "retain_min": args.retain_min,
@@ -153,14 +138,14 @@ def _expire_snapshots(args: argparse.Namespace) -> int:
 
 
 def _merge_manifests(args: argparse.Namespace) -> int:
-    result = ManifestMergeJob(_open_table(args), clock_ms=_wall_clock_ms,
+    result = ManifestMergeJob(open_table_of(args), clock_ms=_wall_clock_ms,
                               dry_run=args.dry_run).run()
     print(result.describe())
     return EXIT_OK
 
 
 def _remove_orphans(args: argparse.Namespace) -> int:
-    table = _open_table(args)
+    table = open_table_of(args)
     now_ms = _wall_clock_ms()
     older_than_ms = None
     if args.older_than:
@@ -170,17 +155,6 @@ def _remove_orphans(args: argparse.Namespace) -> int:
                     dry_run=args.dry_run, force=args.force)
     print(job.run().describe())
     return EXIT_OK
-
-
-def _usage_errors_exit_2(run: Callable[[argparse.Namespace], int]
-                         ) -> Callable[[argparse.Namespace], int]:
-    def guarded(args: argparse.Namespace) -> int:
-        try:
-            return run(args)
-        except ConfigError as error:
-            print(f"paimond: {error}", file=sys.stderr)
-            return EXIT_USAGE
-    return guarded
 
 
 def _add_table_maintenance_commands(commands: Any) -> None:
@@ -199,8 +173,8 @@ def _add_table_maintenance_commands(commands: Any) -> None:
     expire.add_argument("--max-deletes", type=int, metavar="N",
                         help="expire at most N snapshots in this run")
     expire.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
-    _add_storage_option(expire)
-    expire.set_defaults(run=_usage_errors_exit_2(_expire_snapshots))
+    add_storage_option(expire)
+    expire.set_defaults(run=usage_errors_exit_2(_expire_snapshots))
 
     merge = commands.add_parser(
         "merge-manifests", help="merge the latest snapshot's manifests (Paimon compact_manifest)",
@@ -209,8 +183,8 @@ def _add_table_maintenance_commands(commands: Any) -> None:
     merge.add_argument("warehouse", help="warehouse path or URI")
     merge.add_argument("--table", metavar="DB.TABLE", required=True)
     merge.add_argument("--dry-run", action="store_true", help="print the result, commit nothing")
-    _add_storage_option(merge)
-    merge.set_defaults(run=_usage_errors_exit_2(_merge_manifests))
+    add_storage_option(merge)
+    merge.set_defaults(run=usage_errors_exit_2(_merge_manifests))
 
     orphans = commands.add_parser(
         "remove-orphans", help="delete files no snapshot, tag, changelog or branch references",
@@ -222,8 +196,8 @@ def _add_table_maintenance_commands(commands: Any) -> None:
                          help="the window: a duration before now ('2 d') or a timestamp")
     orphans.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
     orphans.add_argument("--force", action="store_true", help="allow a window under 1 hour")
-    _add_storage_option(orphans)
-    orphans.set_defaults(run=_usage_errors_exit_2(_remove_orphans))
+    add_storage_option(orphans)
+    orphans.set_defaults(run=usage_errors_exit_2(_remove_orphans))
 
 
 # ---- rewrite-index --------------------------------------------------------------------------
@@ -239,8 +213,8 @@ def _file_progress_bar(done: int, total: int, file_name: str) -> None:
 
 
 def _rewrite_index(args: argparse.Namespace) -> int:
-    job = IndexRewriteJob(_open_table(args), clock_ms=_wall_clock_ms,
-                          partitions=_partitions(args.partition), dry_run=args.dry_run,
+    job = IndexRewriteJob(open_table_of(args), clock_ms=_wall_clock_ms,
+                          partitions=partitions_of(args.partition), dry_run=args.dry_run,
                           parallelism=args.parallelism or min(8, os.cpu_count() or 1),
                           progress=_file_progress_bar if sys.stderr.isatty() else None)
     print(job.run().describe())
@@ -264,8 +238,8 @@ def _add_rewrite_index_command(commands: Any) -> None:
                          help="print the files whose index would change; write nothing")
     rewrite.add_argument("--parallelism", type=int, default=0,
                          help="files read at once (default: CPU count, at most 8)")
-    _add_storage_option(rewrite)
-    rewrite.set_defaults(run=_usage_errors_exit_2(_rewrite_index))
+    add_storage_option(rewrite)
+    rewrite.set_defaults(run=usage_errors_exit_2(_rewrite_index))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -282,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.add_argument("--no-verify", action="store_true",
                         help="skip checking that live data files exist (one listing per bucket)")
-    _add_storage_option(status)
+    add_storage_option(status)
     status.set_defaults(run=_status)
 
     compact = commands.add_parser(
@@ -304,11 +278,18 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--spark-master", metavar="URL",
                          help="with --executor spark and no running session: the master "
                               "(default: spark-submit's, else local[*])")
-    _add_storage_option(compact)
+    compact.add_argument("--lookup-cache", metavar="DIR",
+                         help="keep the sorted keys of higher-level files here, so deletion-"
+                              "vector and first-row lookups need not read them again")
+    compact.add_argument("--lookup-cache-size", metavar="SIZE", default="1 gb",
+                         help="the cache directory's budget (default '1 gb'); least recently "
+                              "used files go first")
+    add_storage_option(compact)
     compact.set_defaults(run=_compact)
 
     _add_table_maintenance_commands(commands)
     _add_rewrite_index_command(commands)
+    cli_rebuild_dv.register(commands)
     cli_daemon.register(commands)
     return parser
 

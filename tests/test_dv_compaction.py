@@ -24,6 +24,7 @@ import pytest
 from pypaimon_oracle import read_rows
 from pypaimon_tables import _changes, _Model, _not_null, _rng, _Writer, catalog_for, sort_rows
 
+from paimond.daemon.cli import main
 from paimond.errors import CommitConflictError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted, read_deletion_vectors
@@ -371,3 +372,20 @@ def test_the_lookup_cache_changes_nothing_cold_warm_or_corrupted(scenario: Scena
         assert rows.equals(read_rows(plain.warehouse, plain.name)), f"round {round_no}"
         assert rows.equals(cached.expected()), f"round {round_no}"
     assert stats["misses"] > 0 and stats["hits"] > 0, stats
+
+
+def test_cli_compact_with_a_lookup_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                         ) -> None:
+    live = _Live(SCENARIOS[2], str(tmp_path / "wh"))  # BIGINT key: fixed-size cached rows
+    live.write(60)
+    live.compact(full=True)
+    live.write(30)
+    cache_dir = tmp_path / "cache"
+    argv = ["compact", live.warehouse, "--table", live.name, "--lookup-cache", str(cache_dir),
+            "--lookup-cache-size", "64 mb"]
+    assert main(argv) == 0
+    assert "older rows marked deleted" in capsys.readouterr().out
+    assert list(cache_dir.glob("*.keys")), "the cache directory stayed empty"
+    assert read_rows(live.warehouse, live.name).equals(live.expected())
+    with pytest.raises(SystemExit, match="lookup-cache-size"):
+        main([*argv[:-1], "lots"])
