@@ -25,6 +25,15 @@ ORDERS = pa.schema([
     pa.field("status", pa.string()),
     pa.field("row_kind", pa.string()),
 ])
+SESSIONS = pa.schema([
+    pa.field("session_id", pa.int64(), nullable=False),
+    pa.field("user", pa.string()),
+    pa.field("pages", pa.int32()),
+])
+# Readers of a deletion-vector table skip level 0 and read the rest unmerged: it reads empty
+# until paimond compacts it. The bloom filter is written for every file compaction produces.
+SESSIONS_OPTIONS = {"bucket": "1", "deletion-vectors.enabled": "true",
+                    "file-index.bloom-filter.columns": "user"}
 EVENTS = pa.schema([
     pa.field("dt", pa.string(), nullable=False),
     pa.field("event", pa.string()),
@@ -56,6 +65,12 @@ def _orders_batch(rng: random.Random, commit_no: int) -> pa.Table:
     }, schema=ORDERS)
 
 
+def sessions_batch(rng: random.Random, count: int) -> pa.Table:
+    ids = rng.sample(range(1, 500), count)
+    return pa.table({"session_id": ids, "user": [f"user-{i % 41}" for i in ids],
+                     "pages": [rng.randint(1, 30) for _ in ids]}, schema=SESSIONS)
+
+
 def build(warehouse: Path) -> None:
     catalog = CatalogFactory.create({"warehouse": str(warehouse)})
     catalog.create_database("demo", True)
@@ -68,6 +83,12 @@ def build(warehouse: Path) -> None:
         orders = catalog.get_table("demo.orders")
         for commit_no in range(8):
             _commit(orders, _orders_batch(rng, commit_no))
+    if "sessions" not in existing:
+        catalog.create_table("demo.sessions", Schema.from_pyarrow_schema(
+            SESSIONS, primary_keys=["session_id"], options=SESSIONS_OPTIONS), True)
+        sessions = catalog.get_table("demo.sessions")
+        for _ in range(4):
+            _commit(sessions, sessions_batch(rng, 60))
     if "events" not in existing:
         catalog.create_table("demo.events", Schema.from_pyarrow_schema(
             EVENTS, partition_keys=["dt"]), True)
