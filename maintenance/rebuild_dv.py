@@ -138,9 +138,8 @@ class RebuildDvJob:
             return summary
         summary.base_snapshot_id = latest.id
         scanned = scan_snapshot(table, latest)
-        buckets = [b for b in scanned.buckets().values()
-                   if not self.partitions or partition_matches(partition_text(schema, b.partition),
-                                                      self.partitions)]
+        buckets = [b for b in scanned.buckets().values() if not self.partitions
+                   or partition_matches(partition_text(schema, b.partition), self.partitions)]
         for done, bucket in enumerate(buckets, start=1):
             base = bucket_dv_entry(scanned.index_entries, bucket.partition, bucket.bucket)
             summary.buckets.append(self._rebuild_bucket(bucket, base, options))
