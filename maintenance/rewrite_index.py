@@ -36,6 +36,7 @@ from paimond.errors import CommitConflictError, ConfigError
 from paimond.format.manifest import FILE_KIND_DELETE, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
+from paimond.maintenance.compact_plan import partition_matches
 from paimond.maintenance.references import read_manifests
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
@@ -130,7 +131,7 @@ def plan_index_rewrite(table: Table, partitions: Mapping[str, str] | None = None
     entries = [(e, m.file_name) for m in metas for e in contents[m.file_name]]
     deleted = {e.identifier for e, _ in entries if e.kind == FILE_KIND_DELETE}
     files = [f.entry for f in merge_entries(entries, where) if f.entry.identifier not in deleted
-             and _matches(partition_text(schema, f.entry.partition), partitions or {})]
+             and partition_matches(partition_text(schema, f.entry.partition), partitions or {})]
     keys = {_key(e) for e in files}
     retired: dict[FileKey, list[ManifestEntry]] = {}
     for entry, _ in entries:
@@ -142,11 +143,6 @@ def plan_index_rewrite(table: Table, partitions: Mapping[str, str] | None = None
 
 def _key(entry: ManifestEntry) -> FileKey:
     return entry.partition, entry.bucket, entry.file.file_name
-
-
-def _matches(text: str, wanted: Mapping[str, str]) -> bool:
-    parts = dict(p.split("=", 1) for p in text.split("/") if "=" in p)
-    return all(parts.get(k) == v for k, v in wanted.items())
 
 
 @dataclass
