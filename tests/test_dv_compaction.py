@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pypaimon_oracle import read_rows
+from pypaimon_oracle import read_rows, read_rows_rust
 from pypaimon_tables import _changes, _Model, _not_null, _rng, _Writer, catalog_for, sort_rows
 
 from paimond.daemon.cli import main
@@ -206,6 +206,10 @@ def test_pypaimon_reads_what_the_model_holds_after_every_compaction(
         snapshot_reads[latest] = rows
     if scenario.options.get("deletion-vectors.enabled") == "true":
         assert superseded > 0, "no compaction looked up and superseded an older row"
+    # pypaimon-rust, a second independent reader, applies the vectors the same way.
+    rust = read_rows_rust(live.warehouse, live.name)
+    if rust is not None:
+        assert rust.equals(live.expected())
     # Every earlier compacted snapshot still reads as it did.
     for snapshot_id, rows in snapshot_reads.items():
         assert read_rows(live.warehouse, live.name, snapshot_id=snapshot_id).equals(rows)
