@@ -3,9 +3,9 @@
 A deduplicate table with deletion vectors, one bucket, holds N rows (default 10M; hash-like
 BIGINT keys) at the max level. Each round pypaimon commits 100k upserts of random existing
 keys to level 0, and paimond compacts the very same table state (restored from a copy)
-once per lookup mode: the level-0
-file goes up, its keys are looked up in the levels above (the 10M-row max level among
-them), and the superseded rows get deletion-vector marks. The modes:
+once per lookup mode: the level-0 file goes up, its keys are looked up in the levels above
+(the 10M-row max level among them), and the superseded rows get deletion-vector marks.
+The modes:
   - direct: no cache, the key columns of the files above are read from storage;
   - cold: an empty cache directory (those key columns are read once and cached);
   - warm: the cache as the cold run left it (same process: each file's CRC checked once);
