@@ -66,7 +66,8 @@ def deleted_positions(vector: DeletionVector | None) -> np.ndarray:
     """The positions of a vector as a sorted int64 array (empty for None)."""
     if not vector:
         return np.empty(0, dtype=np.int64)
-    return np.fromiter(vector, dtype=np.int64, count=len(vector))
+    width = np.uint64 if isinstance(vector, BitMap64) else np.uint32
+    return np.frombuffer(vector.to_array(), dtype=width).astype(np.int64)
 
 
 def filter_deleted(batches: Iterable[pa.RecordBatch], deleted: np.ndarray
