@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from paimond.config.settings import JobSettings
 from paimond.daemon.executors import daemon_executor
@@ -28,6 +28,8 @@ class JobReport:
     read_rows: int = 0
     written_rows: int = 0
     conflicts: int = 0
+    rows_superseded: int = 0  # compaction: higher-level rows newly deleted by vectors
+    lookup_cache: Mapping[str, int] = field(default_factory=dict)  # hit/miss/discarded files
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +66,15 @@ def run_compact(ctx: JobContext) -> JobReport:
         return JobReport("conflict", str(error), conflicts=1)
     if summary.failures:
         raise RuntimeError(summary.describe())
+    results = summary.results
+    cache = {"hit": sum(r.cache_hits for r in results),
+             "miss": sum(r.cache_misses for r in results),
+             "discarded": sum(r.cache_discarded for r in results)}
     return JobReport("success", summary.describe(), read_bytes=summary.bytes_in,
                      written_bytes=summary.bytes_out, read_rows=summary.rows_read,
-                     written_rows=summary.rows_written, conflicts=summary.attempts - 1)
+                     written_rows=summary.rows_written, conflicts=summary.attempts - 1,
+                     rows_superseded=sum(r.rows_superseded for r in results),
+                     lookup_cache=cache)
 
 
 def _now_ms(ctx: JobContext) -> int:

@@ -39,6 +39,13 @@ class Metrics:
                                  registry=r)
         self.written_rows = Counter("paimond_written_rows", "Rows written by jobs",
                                     ["job", "table"], registry=r)
+        self.rows_superseded = Counter(
+            "paimond_dv_rows_superseded", "Higher-level rows compaction marked in deletion "
+            "vectors", ["table"], registry=r)
+        self.lookup_cache_files = Counter(
+            "paimond_lookup_cache_files", "Files of levels >= 1 whose keys a lookup took from "
+            "the key-lookup cache (hit), cached first (miss), or found damaged and rebuilt "
+            "(discarded)", ["table", "result"], registry=r)
         self.commit_conflicts = Counter("paimond_commit_conflicts", "Commits that conflicted",
                                         ["table"], registry=r)
         self.commit_retries = Counter("paimond_commit_retries", "Job attempts re-planned",

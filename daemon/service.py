@@ -249,6 +249,11 @@ class Service:
             self.metrics.io(job, name, read_bytes=report.read_bytes,
                             written_bytes=report.written_bytes, read_rows=report.read_rows,
                             written_rows=report.written_rows)
+            if report.rows_superseded:
+                self.metrics.rows_superseded.labels(name).inc(report.rows_superseded)
+            for result, files in report.lookup_cache.items():
+                if files:
+                    self.metrics.lookup_cache_files.labels(name, result).inc(files)
             if report.conflicts:
                 self.metrics.commit_conflicts.labels(name).inc(report.conflicts)
                 self.metrics.commit_retries.labels(name).inc(report.conflicts)

@@ -184,3 +184,25 @@ def test_trigger_needs_the_token(warehouse: tuple[str, list[Any]]) -> None:
     finally:
         server.stop()
         service.stop(5)
+
+
+def test_the_daemon_maintains_deletion_vectors_through_its_lookup_cache(tmp_path: Path) -> None:
+    from test_dv_compaction import SCENARIOS, _Live
+
+    live = _Live(SCENARIOS[2], str(tmp_path / "wh"))  # BIGINT key, deletion vectors
+    live.write(60)
+    cache_dir = tmp_path / "cache"
+    service, registry = _service(live.warehouse, PAIMOND_LOOKUP_CACHE_DIRECTORY=str(cache_dir))
+    for round_no in range(3):
+        runs = [f.result() for f in service.tick()]
+        assert [r.reports["compact"].outcome for r in runs] == ["success"], runs
+        assert not live.level0_files()
+        assert read_rows(live.warehouse, live.name).equals(live.expected()), round_no
+        live.write(30)
+    table = live.name
+    assert (_metric(registry, "paimond_dv_rows_superseded_total", table=table) or 0) > 0
+    assert (_metric(registry, "paimond_lookup_cache_files_total", table=table,
+                    result="miss") or 0) > 0
+    assert (_metric(registry, "paimond_lookup_cache_files_total", table=table,
+                    result="hit") or 0) > 0
+    assert list(cache_dir.glob("*.keys"))
