@@ -40,7 +40,7 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,11 +84,13 @@ class CacheStats:
 class LookupCache:
     """The cache directory, bounded by ``max_bytes`` with least-recently-used eviction."""
 
-    def __init__(self, directory: str, max_bytes: int) -> None:
+    def __init__(self, directory: str, max_bytes: int,
+                 clock_s: Callable[[], float] = time.time) -> None:
+        """``clock_s``: wall-clock seconds, for access times and stale temporary files."""
         if max_bytes <= 0:
             raise ValueError(f"lookup cache size must be positive, got {max_bytes}")
         os.makedirs(directory, exist_ok=True)
-        self.directory, self.max_bytes = directory, max_bytes
+        self.directory, self.max_bytes, self.clock_s = directory, max_bytes, clock_s
         self.stats = CacheStats()
 
     def path_of(self, table_path: str, file_name: str) -> str:
@@ -108,7 +110,7 @@ class LookupCache:
             return None
         try:
             info = os.stat(path)
-            os.utime(path, ns=(time.time_ns(), info.st_mtime_ns))  # most recently used
+            os.utime(path, ns=(int(self.clock_s() * 1e9), info.st_mtime_ns))  # most recently used
         except OSError:
             pass
         return keys
@@ -142,7 +144,7 @@ class LookupCache:
 
     def evict(self, keep: str | None = None) -> None:
         """Delete least recently used files until the directory fits ``max_bytes``."""
-        files, total, now = [], 0, time.time()
+        files, total, now = [], 0, self.clock_s()
         with os.scandir(self.directory) as entries:
             for entry in entries:
                 try:

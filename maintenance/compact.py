@@ -46,6 +46,7 @@ class CompactionSummary:
     failures: list[BucketFailure] = field(default_factory=list)
     attempts: int = 0
     duration_s: float = 0.0
+    lookup_cache_used: bool = False
 
     @property
     def files_in(self) -> int:
@@ -89,6 +90,12 @@ class CompactionSummary:
             vectors = sum(len(r.index_added) for r in self.results)
             lines.append(f"  deletion vectors: {superseded} older rows marked deleted, "
                          f"{vectors} bucket index file(s) written")
+        if self.lookup_cache_used and any(r.task.lookup_files for r in self.results):
+            hits = sum(r.cache_hits for r in self.results)
+            misses = sum(r.cache_misses for r in self.results)
+            discarded = sum(r.cache_discarded for r in self.results)
+            lines.append(f"  lookup cache: {hits} files answered from it, {misses} cached now"
+                         + (f", {discarded} damaged cache files rebuilt" if discarded else ""))
         lines += [f"  FAILED {f.task.partition_text or '-'} bucket {f.task.bucket}: {f.error}"
                   for f in self.failures]
         return "\n".join(lines)
@@ -157,7 +164,7 @@ class CompactJob:
 
     def run(self) -> CompactionSummary:
         started = time.monotonic()
-        summary = CompactionSummary(self.table.name)
+        summary = CompactionSummary(self.table.name, lookup_cache_used=self.lookup_cache is not None)
         committer = Committer(self.table)
         for attempt in range(1, self.max_attempts + 1):
             summary.attempts = attempt
