@@ -13,6 +13,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -33,7 +34,7 @@ from paimond.format.file_index import (
 from paimond.format.file_index.bloom import bloom_sizing
 from paimond.format.file_index.container import decode_java_utf, encode_java_utf
 from paimond.format.file_index.hashing import murmur_hash, thomas_wang_hash, xxh64
-from paimond.format.file_index.keys import key_type
+from paimond.format.file_index.keys import key_type, keys_of
 from paimond.format.file_index.options import IndexColumn, parse_memory_size
 from paimond.format.java_order import java_hashmap_order, java_string_hash
 from paimond.format.types import (
@@ -177,8 +178,12 @@ def test_every_index_round_trips_every_type(index_type: str, type_name: str,
     _check_queries(decode_index(index_type, data_type, payload), index_type, data_type, rows,
                    queries)
     from_arrow = create_index_writer(index_type, data_type, options)
-    from_arrow.write(arrow_column(data_type, rows))
+    from_arrow.write(arrow_column(data_type, rows))  # bloom: the vectorized hashes
     assert from_arrow.serialized_bytes() == payload
+    arrow = arrow_column(data_type, rows)
+    per_row = create_index_writer(index_type, data_type, options)  # keys value by value
+    per_row.write_keys(keys_of(data_type, arrow))
+    assert per_row.serialized_bytes() == payload
 
 
 @settings(max_examples=25)
@@ -479,3 +484,18 @@ def test_arbitrary_payloads_raise_only_codec_error(index_type: str, payload: byt
                 index.less_than(1)
     except CodecError:
         pass
+
+
+@settings(max_examples=50)
+@given(keys=st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50),
+       values=st.lists(st.binary(max_size=100), max_size=50))
+def test_array_hashes_equal_the_scalar_ones(keys: list[int], values: list[bytes]) -> None:
+    from paimond.format.file_index.hash_arrays import thomas_wang_hashes, xxh64_hashes
+
+    assert thomas_wang_hashes(np.array(keys, dtype=np.int64)).tolist() == [
+        thomas_wang_hash(k) for k in keys]
+    array = pa.array(values, pa.binary())
+    assert xxh64_hashes(array).tolist() == [xxh64(v) for v in values]
+    assert xxh64_hashes(array.slice(1)).tolist() == [xxh64(v) for v in values[1:]]
+    large = pa.array(values, pa.large_binary())
+    assert xxh64_hashes(large).tolist() == [xxh64(v) for v in values]

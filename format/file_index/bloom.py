@@ -15,9 +15,14 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from paimond.errors import CodecError, UnsupportedError
+from paimond.format.file_index.hash_arrays import thomas_wang_hashes, xxh64_hashes
 from paimond.format.file_index.hashing import thomas_wang_hash, xxh64
-from paimond.format.file_index.keys import IndexWriter, Key, KeyType, key_type
+from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_int_keys, key_type
 from paimond.format.file_index.options import option_float, option_int
 from paimond.format.java_order import int32
 from paimond.format.types import DataType
@@ -72,6 +77,32 @@ class BloomFilterWriter(IndexWriter):
         self.num_hashes, self.num_bits = bloom_sizing(items, option_float(options, "fpp",
                                                                           DEFAULT_FPP))
         self._bits = bytearray(self.num_bits // 8)
+        self._set: np.ndarray | None = None  # bits set by write_arrow, one bool per bit
+
+    def write(self, values: Sequence[Any] | pa.Array | pa.ChunkedArray) -> None:
+        if isinstance(values, pa.Array | pa.ChunkedArray):
+            self.write_arrow(values)
+        else:
+            super().write(values)
+
+    def write_arrow(self, values: pa.Array | pa.ChunkedArray) -> None:
+        """Append rows from Arrow, vectorized: each distinct value is hashed once."""
+        if len(values):
+            self.empty = False
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        hashes = _arrow_hashes(self.data_type, values.drop_null())
+        if len(hashes) == 0:
+            return
+        if self._set is None:
+            self._set = np.zeros(self.num_bits, dtype=bool)
+        words = hashes.view(np.uint64)
+        h1 = (words & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
+        h2 = (words >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.int64)
+        for i in range(1, self.num_hashes + 1):
+            combined = (h1 + i * h2).astype(np.int32).astype(np.int64)  # int32 wrap
+            combined = np.where(combined < 0, ~combined, combined)
+            self._set[combined % self.num_bits] = True
 
     def _write_keys(self, keys: Sequence[Key | None]) -> None:
         bits, num_hashes, num_bits = self._bits, self.num_hashes, self.num_bits
@@ -81,7 +112,25 @@ class BloomFilterWriter(IndexWriter):
                     bits[pos >> 3] |= 1 << (pos & 7)
 
     def serialized_bytes(self) -> bytes:
-        return struct.pack(">i", self.num_hashes) + bytes(self._bits)
+        bits = self._bits
+        if self._set is not None:
+            packed = np.packbits(self._set, bitorder="little")
+            bits = bytearray((np.frombuffer(bytes(bits), dtype=np.uint8) | packed).tobytes())
+        return struct.pack(">i", self.num_hashes) + bytes(bits)
+
+
+_BYTES = {"CHAR", "VARCHAR", "BINARY", "VARBINARY"}
+
+
+def _arrow_hashes(data_type: DataType, values: pa.Array) -> np.ndarray:
+    """``FastHash`` of every distinct non-null value of ``values`` (a column of
+    ``data_type``), as ``bloom_hash`` computes it for that value's key."""
+    if data_type.name in _BYTES:
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            values = values.cast(pa.binary() if pa.types.is_string(values.type)
+                                 else pa.large_binary())
+        return xxh64_hashes(pc.unique(values))
+    return thomas_wang_hashes(np.unique(arrow_int_keys(values, data_type)))
 
 
 class BloomFilterIndex:

@@ -178,6 +178,11 @@ class FileIndexBuilder:
                 if isinstance(maintainer, _MapKeyWriters):
                     maintainer.write(columns[column])
                     continue
+                values = columns[column]
+                if isinstance(maintainer, BloomFilterWriter) and isinstance(
+                        values, pa.Array | pa.ChunkedArray):
+                    maintainer.write_arrow(values)  # vectorized: no per-row keys
+                    continue
                 if column not in keys:  # every index type of a column makes the same keys
                     data_type = self._types[column]
                     keys[column] = keys_of(data_type, columns[column], key_type(data_type))

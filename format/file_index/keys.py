@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from paimond.errors import CodecError, UnsupportedError
@@ -162,6 +163,35 @@ def key_type(data_type: DataType) -> KeyType:
     if name in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
         return KeyType("s", _utf8)
     raise UnsupportedError(f"no file index key for type {data_type}")
+
+
+def arrow_int_keys(array: pa.Array, data_type: DataType) -> np.ndarray:
+    """The int64 keys of a non-null Arrow array of an integer, date, time, timestamp, FLOAT
+    or DOUBLE column, as ``key_type(data_type).to_key`` makes them one value at a time
+    (floats as ``floatToIntBits``/``doubleToLongBits``, every NaN the canonical one)."""
+    name = data_type.name
+    if name in ("FLOAT", "DOUBLE"):
+        floats = np.asarray(array.to_numpy(zero_copy_only=False),
+                            dtype=np.float32 if name == "FLOAT" else np.float64)
+        bits = floats.view(np.int32 if name == "FLOAT" else np.int64).astype(np.int64)
+        bits[np.isnan(floats)] = 0x7FC00000 if name == "FLOAT" else 0x7FF8000000000000
+        return bits
+    arrow_type = array.type
+    if not (pa.types.is_date(arrow_type) or pa.types.is_time(arrow_type)
+            or pa.types.is_timestamp(arrow_type)):
+        return np.asarray(array.to_numpy(zero_copy_only=False)).astype(np.int64)
+    storage = pa.int32() if arrow_type.bit_width == 32 else pa.int64()
+    values = np.asarray(array.view(storage).to_numpy(zero_copy_only=False)).astype(np.int64)
+    unit = getattr(arrow_type, "unit", None)
+    per_second = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[unit] if unit else 0
+    if not per_second:
+        return values
+    wanted = 1000 if getattr(data_type, "precision", 0) <= 3 else 10**6
+    if pa.types.is_time(arrow_type):
+        wanted = 1000  # TIME keys are millis of the day
+    if per_second >= wanted:
+        return values // (per_second // wanted)
+    return values * (wanted // per_second)
 
 
 def _arrow_ints(array: pa.Array, data_type: DataType) -> list[Any]:
