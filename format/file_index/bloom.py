@@ -86,7 +86,7 @@ class BloomFilterWriter(IndexWriter):
             super().write(values)
 
     def write_arrow(self, values: pa.Array | pa.ChunkedArray) -> None:
-        """Append rows from Arrow, vectorized: each distinct value is hashed once."""
+        """Append rows from Arrow, vectorized (each distinct string hashed once)."""
         if len(values):
             self.empty = False
         if isinstance(values, pa.ChunkedArray):
@@ -123,14 +123,14 @@ _BYTES = {"CHAR", "VARCHAR", "BINARY", "VARBINARY"}
 
 
 def _arrow_hashes(data_type: DataType, values: pa.Array) -> np.ndarray:
-    """``FastHash`` of every distinct non-null value of ``values`` (a column of
-    ``data_type``), as ``bloom_hash`` computes it for that value's key."""
+    """``FastHash`` of the non-null values of ``values`` (a column of
+    ``data_type``; strings deduplicated first), as ``bloom_hash`` computes each."""
     if data_type.name in _BYTES:
         if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
             values = values.cast(pa.binary() if pa.types.is_string(values.type)
                                  else pa.large_binary())
         return xxh64_hashes(pc.unique(values))
-    return thomas_wang_hashes(np.unique(arrow_int_keys(values, data_type)))
+    return thomas_wang_hashes(arrow_int_keys(values, data_type))  # hashing beats deduplicating
 
 
 class BloomFilterIndex:
