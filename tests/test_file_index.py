@@ -177,10 +177,14 @@ def test_every_index_round_trips_every_type(index_type: str, type_name: str,
     payload = writer.serialized_bytes()
     _check_queries(decode_index(index_type, data_type, payload), index_type, data_type, rows,
                    queries)
-    from_arrow = create_index_writer(index_type, data_type, options)
-    from_arrow.write(arrow_column(data_type, rows))  # bloom: the vectorized hashes
-    assert from_arrow.serialized_bytes() == payload
     arrow = arrow_column(data_type, rows)
+    from_arrow = create_index_writer(index_type, data_type, options)
+    from_arrow.write(arrow)  # bloom and bitmap: vectorized
+    assert from_arrow.serialized_bytes() == payload
+    in_two = create_index_writer(index_type, data_type, options)
+    in_two.write(arrow.slice(0, cut))
+    in_two.write(arrow.slice(cut))
+    assert in_two.serialized_bytes() == payload
     per_row = create_index_writer(index_type, data_type, options)  # keys value by value
     per_row.write_keys(keys_of(data_type, arrow))
     assert per_row.serialized_bytes() == payload
@@ -499,3 +503,24 @@ def test_array_hashes_equal_the_scalar_ones(keys: list[int], values: list[bytes]
     assert xxh64_hashes(array.slice(1)).tolist() == [xxh64(v) for v in values[1:]]
     large = pa.array(values, pa.large_binary())
     assert xxh64_hashes(large).tolist() == [xxh64(v) for v in values]
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+@pytest.mark.parametrize("cut", [0, 13, 14, 20, 26])
+def test_bitmap_from_arrow_batches_keeps_javas_hashmap_order(version: str, cut: int) -> None:
+    """13 distinct values, then repeats: the repeat right after the 13th value resizes Java's
+    HashMap (computeIfAbsent checks the threshold first), which reorders the bitmaps. The
+    vectorized path must see that call wherever the batches are cut."""
+    keys = ([137, 582, 867, 821, 782, 64, 261, 120, 507, 779, 460, 483, 667] if version == "1"
+            else [388, 807, 214, 96, 499, 29, 914, 855, 399, 443, 622, 780, 785])
+    rows = keys + keys
+    reference = create_index_writer("bitmap", IntType(), {"version": version})
+    reference.write(rows)
+    first_only = create_index_writer("bitmap", IntType(), {"version": version})
+    first_only.write(keys)
+    assert reference.serialized_bytes() != first_only.serialized_bytes()  # the case is real
+    arrow = pa.array(rows, pa.int32())
+    batches = create_index_writer("bitmap", IntType(), {"version": version})
+    batches.write(arrow.slice(0, cut))
+    batches.write(arrow.slice(cut))
+    assert batches.serialized_bytes() == reference.serialized_bytes()

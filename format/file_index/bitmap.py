@@ -20,10 +20,12 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from pyroaring import BitMap
 
 from paimond.errors import CodecError, UnsupportedError
-from paimond.format.file_index.keys import IndexWriter, Key, KeyType, key_type
+from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
 from paimond.format.file_index.options import option_int, option_size
 from paimond.format.file_index.roaring import read_bitmap, serialize_bitmap
 from paimond.format.java_order import java_hashmap_order
@@ -74,6 +76,42 @@ class BitmapWriter(IndexWriter):
                     self._called_after_last_new = True
             row += 1
         self._row_count = row
+
+    def write_arrow(self, values: pa.Array | pa.ChunkedArray) -> None:
+        """Append rows from Arrow: rows are grouped by value with Arrow's dictionary encoding
+        (codes in order of first appearance, as ``computeIfAbsent`` meets the values)."""
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        keys = arrow_key_array(values.drop_null(), self.data_type)
+        if keys is None:
+            super().write_arrow(values)
+            return
+        if len(values):
+            self.empty = False
+        start = self._row_count
+        self._row_count += len(values)
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        positions = np.flatnonzero(valid) + start
+        if values.null_count:
+            self._nulls.update((np.flatnonzero(~valid) + start).tolist())
+        if not len(keys):
+            return
+        encoded = keys.dictionary_encode()
+        codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False))
+        grouped = positions[np.argsort(codes, kind="stable")]
+        bounds = np.zeros(len(encoded.dictionary) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(codes, minlength=len(encoded.dictionary)), out=bounds[1:])
+        last_new_row = -1
+        for code, key in enumerate(encoded.dictionary.to_pylist()):
+            rows = grouped[bounds[code]:bounds[code + 1]].tolist()
+            found = self._rows.get(key)
+            if found is None:
+                self._rows[key] = rows
+                last_new_row = rows[0]
+            else:
+                found.extend(rows)
+        # computeIfAbsent found an existing value after the last new one?
+        self._called_after_last_new = last_new_row < 0 or int(positions[-1]) > last_new_row
 
     def _java_order(self) -> list[Key]:
         calls: list[Key] = list(self._rows)

@@ -79,12 +79,6 @@ class BloomFilterWriter(IndexWriter):
         self._bits = bytearray(self.num_bits // 8)
         self._set: np.ndarray | None = None  # bits set by write_arrow, one bool per bit
 
-    def write(self, values: Sequence[Any] | pa.Array | pa.ChunkedArray) -> None:
-        if isinstance(values, pa.Array | pa.ChunkedArray):
-            self.write_arrow(values)
-        else:
-            super().write(values)
-
     def write_arrow(self, values: pa.Array | pa.ChunkedArray) -> None:
         """Append rows from Arrow, vectorized (each distinct string hashed once)."""
         if len(values):

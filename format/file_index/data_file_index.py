@@ -179,9 +179,8 @@ class FileIndexBuilder:
                     maintainer.write(columns[column])
                     continue
                 values = columns[column]
-                if isinstance(maintainer, BloomFilterWriter) and isinstance(
-                        values, pa.Array | pa.ChunkedArray):
-                    maintainer.write_arrow(values)  # vectorized: no per-row keys
+                if maintainer.vectorized and isinstance(values, pa.Array | pa.ChunkedArray):
+                    maintainer.write_arrow(values)  # no keys made value by value
                     continue
                 if column not in keys:  # every index type of a column makes the same keys
                     data_type = self._types[column]

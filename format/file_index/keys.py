@@ -194,6 +194,25 @@ def arrow_int_keys(array: pa.Array, data_type: DataType) -> np.ndarray:
     return values * (wanted // per_second)
 
 
+_NUMERIC_KEYS = {"TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME", "TIMESTAMP",
+                 "TIMESTAMP_LTZ", "FLOAT", "DOUBLE"}
+_BYTE_KEYS = {"CHAR", "VARCHAR", "BINARY", "VARBINARY"}
+
+
+def arrow_key_array(values: pa.Array, data_type: DataType) -> pa.Array | None:
+    """The keys of a non-null Arrow array as Arrow (int64, or binary for strings), equal to
+    what ``keys_of`` makes value by value; None for a type without this path."""
+    name = data_type.name
+    if name in _BYTE_KEYS:
+        if pa.types.is_string(values.type):
+            return values.cast(pa.binary())
+        return values.cast(pa.large_binary()) if pa.types.is_large_string(values.type) \
+            else values
+    if name in _NUMERIC_KEYS:
+        return pa.array(arrow_int_keys(values, data_type), pa.int64())
+    return None
+
+
 def _arrow_ints(array: pa.Array, data_type: DataType) -> list[Any]:
     """Integers of date, time and timestamp arrays in the key's unit (floor division)."""
     unit = getattr(array.type, "unit", None)
@@ -242,7 +261,19 @@ class IndexWriter(ABC):
         """Append rows: Python values (``paimond.format.values``; None is NULL) or Arrow.
 
         Raises ValueError for a value that does not fit the column type."""
+        if isinstance(values, pa.Array | pa.ChunkedArray):
+            self.write_arrow(values)
+        else:
+            self.write_keys(keys_of(self.data_type, values, self.key_type))
+
+    def write_arrow(self, values: pa.Array | pa.ChunkedArray) -> None:
+        """Append rows from Arrow; writers with a vectorized path override this."""
         self.write_keys(keys_of(self.data_type, values, self.key_type))
+
+    @property
+    def vectorized(self) -> bool:
+        """Whether ``write_arrow`` does better than keys made value by value."""
+        return type(self).write_arrow is not IndexWriter.write_arrow
 
     def write_keys(self, keys: Sequence[Key | None]) -> None:
         """Append rows given as keys (see :func:`keys_of`)."""
