@@ -11,7 +11,7 @@ value) and slice ``i`` = rows whose value has bit ``i`` set. Range-bitmap layout
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from pyroaring import BitMap
 
@@ -19,19 +19,6 @@ from paimond.errors import CodecError
 from paimond.format.file_index.roaring import read_bitmap, serialize_bitmap
 
 VERSION_1 = 1
-
-
-def slice_bitmaps(values: Iterable[tuple[int, BitMap]], slice_count: int) -> list[BitMap]:
-    """Slices of rows holding each ``(value, rows)``; values must be in ``[0, 2**slice_count)``."""
-    slices = [BitMap() for _ in range(slice_count)]
-    for value, rows in values:
-        bit = 0
-        while value:
-            if value & 1:
-                slices[bit] |= rows
-            value >>= 1
-            bit += 1
-    return slices
 
 
 def encode_bit_slices(ebm: BitMap, slices: Sequence[BitMap]) -> bytes:

@@ -14,15 +14,18 @@ Java fails with "values should be non-negative".
 
 from __future__ import annotations
 
+import array
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from pyroaring import BitMap
 
 from paimond.errors import CodecError, UnsupportedError
-from paimond.format.file_index.bit_slices import compare, slice_bitmaps
-from paimond.format.file_index.keys import IndexWriter, Key, KeyType, key_type
+from paimond.format.file_index.bit_slices import compare
+from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
 from paimond.format.file_index.roaring import read_bitmap, serialize_bitmap
 from paimond.format.types import DataType
 
@@ -40,43 +43,68 @@ def bsi_key_type(data_type: DataType) -> KeyType:
     return key_type(data_type)
 
 
-def _encode_half(rows_by_value: dict[int, list[int]]) -> bytes:
-    """``BitSliceIndexRoaringBitmap.Appender(0, max).serialize``."""
-    top = max(rows_by_value, default=0)
-    by_value = [(v, BitMap(rows)) for v, rows in rows_by_value.items()]
-    ebm = BitMap.union(BitMap(), *(rows for _, rows in by_value))
-    slices = slice_bitmaps(by_value, top.bit_length())
-    return b"".join([struct.pack(">bqq", VERSION_1, 0, top), serialize_bitmap(ebm),
+def _encode_half(values: np.ndarray, rows: np.ndarray) -> bytes:
+    """``BitSliceIndexRoaringBitmap.Appender(0, max).serialize`` of non-negative ``values``
+    at ``rows``."""
+    top = int(values.max()) if len(values) else 0
+    slices = [_bitmap(rows[(values >> np.int64(bit)) & 1 == 1])
+              for bit in range(top.bit_length())]
+    return b"".join([struct.pack(">bqq", VERSION_1, 0, top), serialize_bitmap(_bitmap(rows)),
                      struct.pack(">i", len(slices)), *map(serialize_bitmap, slices)])
 
 
+def _bitmap(rows: np.ndarray) -> BitMap:
+    return BitMap(array.array("I", rows.astype(np.uint32).tobytes()))
+
+
 class BsiWriter(IndexWriter):
-    """Builds one column's BSI index (it has no options)."""
+    """Builds one column's BSI index (it has no options). Values and rows are kept as
+    arrays (from Arrow vectorized) and sliced with numpy at the end."""
 
     def __init__(self, data_type: DataType, options: Mapping[str, str] | None = None) -> None:
         super().__init__(data_type, bsi_key_type(data_type))
-        self._positive: dict[int, list[int]] = {}
-        self._negative: dict[int, list[int]] = {}
+        self._values: list[np.ndarray] = []  # per write: the non-null rows' values
+        self._rows: list[np.ndarray] = []
         self._row_count = 0
 
     def _write_keys(self, keys: Sequence[Key | None]) -> None:
-        row = self._row_count
-        for key in keys:
-            if key is not None:
-                value = int(key)
-                if not _LONG_MIN <= value < 2**63:
-                    raise UnsupportedError(f"bsi value {value} does not fit a long")
-                if value == _LONG_MIN:
-                    raise UnsupportedError("values should be non-negative")  # Java's -MIN
-                half = self._negative if value < 0 else self._positive
-                half.setdefault(abs(value), []).append(row)
-            row += 1
-        self._row_count = row
+        present = [i for i, key in enumerate(keys) if key is not None]
+        values = [int(keys[i]) for i in present]  # type: ignore[arg-type]
+        for value in values:
+            if not _LONG_MIN <= value < 2**63:
+                raise UnsupportedError(f"bsi value {value} does not fit a long")
+        self._append(np.array(values, dtype=np.int64),
+                     np.asarray(present, dtype=np.int64) + self._row_count)
+        self._row_count += len(keys)
+
+    def write_arrow(self, values: pa.Array | pa.ChunkedArray) -> None:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        keys = arrow_key_array(values.drop_null(), self.data_type)
+        if keys is None:  # DECIMAL: value by value
+            super().write_arrow(values)
+            return
+        if len(values):
+            self.empty = False
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        self._append(np.asarray(keys.to_numpy(), dtype=np.int64),
+                     np.flatnonzero(valid) + self._row_count)
+        self._row_count += len(values)
+
+    def _append(self, values: np.ndarray, rows: np.ndarray) -> None:
+        if len(values) and bool((values == _LONG_MIN).any()):
+            raise UnsupportedError("values should be non-negative")  # Java's -MIN
+        self._values.append(values)
+        self._rows.append(rows)
 
     def serialized_bytes(self) -> bytes:
+        values = np.concatenate(self._values) if self._values else np.zeros(0, np.int64)
+        rows = np.concatenate(self._rows) if self._rows else np.zeros(0, np.int64)
         out = [struct.pack(">bi", VERSION_1, self._row_count)]
-        for half in (self._positive, self._negative):
-            out.append(b"\x01" + _encode_half(half) if half else b"\x00")
+        negative = values < 0
+        for half in (~negative, negative):
+            out.append(b"\x01" + _encode_half(np.abs(values[half]), rows[half])
+                       if half.any() else b"\x00")
         return b"".join(out)
 
 

@@ -18,11 +18,15 @@ value's code in a bit-sliced index (NULL rows are absent from it). Big-endian la
 
 from __future__ import annotations
 
+import array
 import bisect
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from paimond.errors import CodecError, UnsupportedError
@@ -30,9 +34,8 @@ from paimond.format.file_index.bit_slices import (
     compare,
     decode_bit_slices,
     encode_bit_slices,
-    slice_bitmaps,
 )
-from paimond.format.file_index.keys import IndexWriter, Key, KeyType, key_type
+from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
 from paimond.format.file_index.options import option_size
 from paimond.format.types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
 
@@ -41,6 +44,7 @@ VERSION_1 = 1
 _SUPPORTED = {"CHAR", "VARCHAR", "BOOLEAN", "DECIMAL", "TINYINT", "SMALLINT", "INT", "BIGINT",
               "FLOAT", "DOUBLE", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
 _UNCHUNKED = {"BOOLEAN", "TINYINT", "SMALLINT"}
+_STRUCT_CODES = {"f": "i", "d": "q"}  # float keys are their IEEE bits
 
 
 def range_key_type(data_type: DataType) -> KeyType:
@@ -56,74 +60,141 @@ def range_key_type(data_type: DataType) -> KeyType:
     return key_type(data_type)
 
 
+def _chunk_ends(kt: KeyType, keys: Sequence[Key], limit: int) -> list[int]:
+    """Where each chunk of the dictionary ends: a chunk is its first key plus as many more
+    as fit in ``limit`` bytes (and, for strings, their int32 offsets in ``limit`` too)."""
+    ends, code = [], 0
+    if kt.fmt != "s":
+        per_chunk = 1 + max(0, limit) // kt.size(keys[0]) if keys else 1
+        return list(range(per_chunk, len(keys), per_chunk)) + [len(keys)] if keys else []
+    while code < len(keys):
+        end, used, used_offsets = code + 1, 0, 0
+        while end < len(keys):
+            size = kt.size(keys[end])
+            if used + size > limit or used_offsets + 4 > limit:
+                break
+            used, used_offsets, end = used + size, used_offsets + 4, end + 1
+        ends.append(end)
+        code = end
+    return ends
+
+
 def _encode_dictionary(kt: KeyType, keys: Sequence[Key], limit: int) -> bytes:
     offsets: list[int] = []
     chunks: list[bytes] = []
     key_sections: list[bytes] = []
-    keys_offset, code = 0, 0
-    while code < len(keys):
-        first, more = keys[code], []
-        used = used_offsets = 0
-        for key in keys[code + 1:]:
-            size = kt.size(key)
-            if kt.fmt == "s" and (used + size > limit or used_offsets + 4 > limit):
-                break
-            if kt.fmt != "s" and used + size > limit:
-                break
-            more.append(key)
-            used, used_offsets = used + size, used_offsets + 4
-        packed = b"".join(kt.pack(k) for k in more)
+    keys_offset = chunks_length = code = 0
+    packed_fixed = b""
+    if kt.fmt != "s" and keys:  # every key packed at once, then cut per chunk
+        packed_fixed = struct.pack(f">{len(keys)}{_STRUCT_CODES.get(kt.fmt, kt.fmt)}", *keys)
+    for end in _chunk_ends(kt, keys, limit):
+        first, more = keys[code], keys[code + 1:end]
         if kt.fmt == "s":
             starts, at = [], 0
             for key in more:
                 starts.append(at)
                 at += kt.size(key)
+            packed = b"".join(kt.pack(k) for k in more)
             section = struct.pack(f">{len(more)}i", *starts) + packed
             tail = struct.pack(">ii", 4 * len(more), len(packed))
         else:
-            section, tail = packed, struct.pack(">ii", len(packed), kt.size(first))
-        offsets.append(sum(map(len, chunks)))
-        chunks.append(struct.pack(">b", VERSION_1) + kt.pack(first)
-                      + struct.pack(">iii", code, keys_offset, len(more)) + tail)
+            size = kt.size(first)
+            section = packed_fixed[(code + 1) * size:end * size]
+            tail = struct.pack(">ii", len(section), size)
+        chunk = (struct.pack(">b", VERSION_1) + kt.pack(first)
+                 + struct.pack(">iii", code, keys_offset, len(more)) + tail)
+        offsets.append(chunks_length)
+        chunks.append(chunk)
+        chunks_length += len(chunk)
         key_sections.append(section)
         keys_offset += len(section)
-        code += 1 + len(more)
-    header = struct.pack(">biii", VERSION_1, len(chunks), 4 * len(chunks), sum(map(len, chunks)))
+        code = end
+    header = struct.pack(">biii", VERSION_1, len(chunks), 4 * len(chunks), chunks_length)
     return b"".join([struct.pack(">i", len(header)), header,
                      struct.pack(f">{len(offsets)}i", *offsets), *chunks, *key_sections])
 
 
 class RangeBitmapWriter(IndexWriter):
-    """Builds one column's range bitmap; option ``chunk-size``."""
+    """Builds one column's range bitmap; option ``chunk-size``. Rows are kept as (key, row)
+    arrays, from Arrow vectorized; values are coded and bit-sliced with numpy at the end."""
 
     def __init__(self, data_type: DataType, options: Mapping[str, str]) -> None:
         super().__init__(data_type, range_key_type(data_type))
         default = "0b" if data_type.name in _UNCHUNKED else "16kb"
         self._chunk_size = option_size(options, "chunk-size", default)
-        self._rows: dict[Key, list[int]] = {}
+        self._keys: list[pa.Array | np.ndarray] = []  # per write: the non-null rows' keys
+        self._rows: list[np.ndarray] = []  # ... and their row numbers
         self._row_count = 0
+        self._bytes = self.key_type.fmt == "s"
 
     def _write_keys(self, keys: Sequence[Key | None]) -> None:
-        rows, row = self._rows, self._row_count
-        for key in keys:
-            if key is not None:
-                rows.setdefault(key, []).append(row)
-            row += 1
-        self._row_count = row
+        present = [i for i, key in enumerate(keys) if key is not None]
+        values = [keys[i] for i in present]
+        self._keys.append(pa.array(values, pa.binary()) if self._bytes
+                          else np.array(values, dtype=np.int64))
+        self._rows.append(np.asarray(present, dtype=np.int64) + self._row_count)
+        self._row_count += len(keys)
+
+    def write_arrow(self, values: pa.Array | pa.ChunkedArray) -> None:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        keys = arrow_key_array(values.drop_null(), self.data_type)
+        if keys is None:  # BOOLEAN, DECIMAL: value by value
+            super().write_arrow(values)
+            return
+        if len(values):
+            self.empty = False
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        self._keys.append(keys.cast(pa.binary()) if self._bytes
+                          else np.asarray(keys.to_numpy(), dtype=np.int64))
+        self._rows.append(np.flatnonzero(valid) + self._row_count)
+        self._row_count += len(values)
+
+    def _codes(self) -> tuple[list[Key], np.ndarray, np.ndarray]:
+        """Distinct keys in Java's order, and every non-null row with its key's code."""
+        rows = np.concatenate(self._rows) if self._rows else np.zeros(0, dtype=np.int64)
+        if self._bytes:
+            every = pa.concat_arrays([k for k in self._keys if isinstance(k, pa.Array)]) \
+                if self._keys else pa.array([], pa.binary())
+            encoded = every.dictionary_encode()
+            order = np.asarray(pc.sort_indices(encoded.dictionary).to_numpy())
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            codes = rank[np.asarray(encoded.indices.to_numpy(zero_copy_only=False))]
+            return encoded.dictionary.take(pa.array(order)).to_pylist(), rows, codes
+        keys = np.concatenate([k for k in self._keys if isinstance(k, np.ndarray)]) \
+            if self._keys else np.zeros(0, dtype=np.int64)
+        ordered = keys
+        if self.key_type.is_float:  # Float.compare: negative floats' bits sort reversed
+            mask = 0x7FFFFFFF if self.key_type.fmt == "f" else 0x7FFFFFFFFFFFFFFF
+            ordered = np.where(keys < 0, keys ^ mask, keys)
+        by_order = np.argsort(ordered, kind="stable")
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = ordered[by_order][1:] != ordered[by_order][:-1]
+        codes = np.empty(len(keys), dtype=np.int64)
+        codes[by_order] = np.cumsum(first) - 1
+        distinct = keys[by_order][first].tolist()
+        if self.key_type.fmt == "?":
+            distinct = [bool(k) for k in distinct]
+        return distinct, rows, codes
 
     def serialized_bytes(self) -> bytes:
         kt = self.key_type
-        keys = sorted(self._rows, key=kt.order)
+        keys, rows, codes = self._codes()
         # Appender(0, n - 1): an empty dictionary makes max -1, hence 64 slices
         slice_count = max((len(keys) - 1).bit_length(), 1) if keys else 64
-        by_code = [(code, BitMap(self._rows[k])) for code, k in enumerate(keys)]
-        ebm = BitMap.union(BitMap(), *(rows for _, rows in by_code))
-        slices = encode_bit_slices(ebm, slice_bitmaps(by_code, slice_count))
+        slices = [_bitmap(rows[(codes >> bit) & 1 == 1]) for bit in range(slice_count)]
+        encoded_slices = encode_bit_slices(_bitmap(rows), slices)
         dictionary = _encode_dictionary(kt, keys, self._chunk_size)
         bounds = kt.pack(keys[0]) + kt.pack(keys[-1]) if keys else b""
         header = struct.pack(">bii", VERSION_1, self._row_count, len(keys)) + bounds \
             + struct.pack(">i", len(dictionary))
-        return struct.pack(">i", len(header)) + header + dictionary + slices
+        return struct.pack(">i", len(header)) + header + dictionary + encoded_slices
+
+
+def _bitmap(rows: np.ndarray) -> BitMap:
+    """A bitmap of row numbers, built from the array's bytes (no Python ints)."""
+    return BitMap(array.array("I", rows.astype(np.uint32).tobytes()))
 
 
 def _int(data: bytes, pos: int) -> int:
