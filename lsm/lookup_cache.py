@@ -23,14 +23,16 @@ a hit changes only the access time, while any rewrite of the file changes the to
 
 Keys are held in comparable form (``lsm.merge.comparable_keys``: temporal types as
 integers). Integer and boolean keys give fixed-size rows, searched with numpy's vectorized
-binary search over a zero-copy view; string and binary keys are searched row by row (each
-probe decodes one row, bounds-checked). Other key types (floats, decimals) are not cached:
-``CachedKeyIndex`` then reads the data file as ``ScanKeyIndex`` does.
+binary search over a zero-copy view; rows with string or binary keys are decoded column by
+column (vectorized, every slot bounds-checked; kept decoded in memory, up to 256 MiB per
+process, for the next lookup of the same file version) and matched with one hash join. Other key
+types (floats, decimals) are not cached: ``CachedKeyIndex`` then reads the data file as
+``ScanKeyIndex`` does.
 """
 
 from __future__ import annotations
 
-import bisect
+import collections
 import hashlib
 import json
 import mmap
@@ -48,9 +50,9 @@ import numpy as np
 import pyarrow as pa
 
 from paimond.errors import CodecError, UnsupportedError
-from paimond.format.fory_row import row_decoder
 from paimond.format.fory_row.columnar import (
     check_flat,
+    decode_flat_rows,
     encode_flat_rows,
     fixed_columns,
     fixed_stride,
@@ -66,6 +68,38 @@ _TAIL = 16
 _STALE_TEMP_S = 3600
 _verified: dict[tuple[str, int, int, int], bool] = {}  # (path, inode, size, mtime) checked
 _verified_lock = threading.Lock()
+_DECODED_BYTES = 256 << 20
+Token = tuple[str, int, int, int]
+
+
+class _DecodedRows:
+    """Rows with string keys, decoded, kept per file version for this process's next lookups
+    (a daemon's next compaction of the bucket), least recently used dropped past a budget."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._tables: collections.OrderedDict[Token, pa.Table] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, token: Token | None) -> pa.Table | None:
+        if token is None:
+            return None
+        with self._lock:
+            table = self._tables.get(token)
+            if table is not None:
+                self._tables.move_to_end(token)
+            return table
+
+    def put(self, token: Token | None, table: pa.Table) -> None:
+        if token is None or table.nbytes > self.max_bytes:
+            return
+        with self._lock:
+            self._tables[token] = table
+            while sum(t.nbytes for t in self._tables.values()) > self.max_bytes:
+                self._tables.popitem(last=False)
+
+
+_decoded = _DecodedRows(_DECODED_BYTES)
 
 
 class CacheFileError(Exception):
@@ -215,6 +249,7 @@ class CachedKeys:
                  offsets: np.ndarray | None) -> None:
         self.schema, self.count, self._rows, self._offsets = schema, count, rows, offsets
         self.key_names = [n for n in schema.names if n != POSITION_COLUMN]
+        self.token: Token | None = None  # the file version, when read from a file
 
     @classmethod
     def open(cls, path: str, expected: dict[str, Any], schema: pa.Schema) -> CachedKeys:
@@ -227,6 +262,7 @@ class CachedKeys:
         with _verified_lock:
             checked = token in _verified
         keys = cls.parse(mapped, expected, schema, check_crc=not checked, where=path)
+        keys.token = token
         if not checked:
             with _verified_lock:
                 _verified[token] = True
@@ -301,43 +337,21 @@ class CachedKeys:
         return columns[POSITION_COLUMN][at[rows]].astype(np.int64), rows.astype(np.int64)
 
     def _match_rows(self, wanted: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-        keys = _RowKeys(self._rows, self._offsets, self.schema, len(self.key_names))
-        values = list(zip(*(c.to_pylist() for c in wanted.columns), strict=True))
-        order = sorted(range(len(values)), key=values.__getitem__)
-        positions, rows, low = [], [], 0
-        for row in order:
-            key = values[row]
-            low = bisect.bisect_left(keys, key, low, self.count)
-            if low < self.count and keys[low] == key:
-                positions.append(keys.position(low))
-                rows.append(row)
-        return np.asarray(positions, dtype=np.int64), np.asarray(rows, dtype=np.int64)
-
-
-class _RowKeys(Sequence[tuple[Any, ...]]):
-    """Key tuples of the cached rows, decoded (bounds-checked) one probe at a time."""
-
-    def __init__(self, rows: memoryview, offsets: np.ndarray | None, schema: pa.Schema,
-                 key_count: int) -> None:
-        assert offsets is not None
-        self._rows, self._offsets, self._keys = rows, offsets, key_count
-        self._decode = row_decoder(schema)
-
-    def _row(self, index: int) -> tuple[Any, ...]:
-        start, end = int(self._offsets[index]), int(self._offsets[index + 1])
-        try:
-            return self._decode(self._rows[start:end])
-        except CodecError as error:
-            raise CacheFileError(f"cached row {index}: {error.reason}") from None
-
-    def __getitem__(self, index: int) -> tuple[Any, ...]:  # type: ignore[override]
-        return self._row(index)[:self._keys]
-
-    def position(self, index: int) -> int:
-        return int(self._row(index)[self._keys])
-
-    def __len__(self) -> int:
-        return len(self._offsets) - 1
+        """Variable-width keys: the cached rows decoded column by column (vectorized, every
+        slot bounds-checked) and matched with one hash join, as on the data file's keys."""
+        assert self._offsets is not None
+        cached = _decoded.get(self.token)
+        if cached is None:
+            try:
+                cached = decode_flat_rows(self._rows, self._offsets, self.schema)
+            except CodecError as error:
+                raise CacheFileError(f"cached rows: {error.reason}") from None
+            _decoded.put(self.token, cached)
+        numbers = pa.array(np.arange(wanted.num_rows, dtype=np.int64))
+        joined = cached.join(wanted.append_column(WANTED_COLUMN, numbers), keys=self.key_names,
+                             join_type="inner")
+        return (np.asarray(joined.column(POSITION_COLUMN).to_numpy(), dtype=np.int64),
+                np.asarray(joined.column(WANTED_COLUMN).to_numpy(), dtype=np.int64))
 
 
 class CachedKeyIndex:

@@ -208,3 +208,19 @@ def test_columnar_rows_equal_the_row_writer() -> None:
     columns = fixed_columns(data, fixed.schema, 2)
     assert columns["a"].tolist() == [1, -2] and columns["b"].tolist() == [-1, 5]
     assert np.array_equal(columns["z"], [True, False])
+
+
+def test_decoded_rows_are_kept_within_their_budget() -> None:
+    from paimond.lsm.lookup_cache import _DecodedRows
+
+    tables = [pa.table({"k": pa.array([f"{i}-{j}" for j in range(100)])}) for i in range(4)]
+    size = tables[0].nbytes
+    kept = _DecodedRows(max_bytes=2 * size + size // 2)
+    for i, table in enumerate(tables[:2]):
+        kept.put(("f", i, 0, 0), table)
+    assert kept.get(("f", 0, 0, 0)) is tables[0]  # now the most recently used
+    kept.put(("f", 2, 0, 0), tables[2])
+    assert kept.get(("f", 1, 0, 0)) is None  # the least recently used went
+    assert kept.get(("f", 0, 0, 0)) is tables[0] and kept.get(("f", 2, 0, 0)) is tables[2]
+    kept.put(None, tables[3])  # rows not read from a file are not kept
+    assert kept.get(None) is None

@@ -186,3 +186,75 @@ def fixed_columns(data: np.ndarray | memoryview | bytes, schema: pa.Schema, coun
         "itemsize": stride})
     rows = buffer.view(dtype) if count else np.zeros(0, dtype)
     return {f.name: rows[f.name] for f in schema}
+
+
+def decode_flat_rows(data: np.ndarray | memoryview | bytes, offsets: np.ndarray,
+                     schema: pa.Schema) -> pa.Table:
+    """Rows that ``encode_flat_rows`` laid out (starts and end in ``offsets``), back as a
+    table, vectorized. Raises CodecError for a row shorter than its fixed part, a slot
+    pointing outside its row, or a null bit past the last field."""
+    check_flat(schema)
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    starts = np.asarray(offsets[:-1], dtype=np.int64)
+    ends = np.asarray(offsets[1:], dtype=np.int64)
+    count, fields = len(starts), len(schema)
+    fixed = bitmap_size(fields) + 8 * fields
+    if count and (int(ends[-1]) > len(buffer) or bool(((ends - starts) < fixed).any())
+                  or bool((starts % 8 != 0).any())):
+        raise CodecError("row offsets outside the buffer, misaligned, or rows shorter than "
+                         f"their {fixed}-byte fixed part")
+    words = buffer[:len(buffer) - len(buffer) % 8].view("<u8")
+    first_word = starts // 8
+    null_bits = words[first_word] if count else np.zeros(0, dtype=np.uint64)
+    if fields < 64 and bool((null_bits >> np.uint64(fields)).any()):
+        raise CodecError("null bits set past the last field")
+    columns = []
+    for i, field in enumerate(schema):
+        slots = words[first_word + bitmap_size(fields) // 8 + i]
+        valid = ((null_bits >> np.uint64(i)) & np.uint64(1)) == 0
+        mask = None if bool(valid.all()) else ~valid
+        if _is_variable(field.type):
+            columns.append(_variable_column(buffer, starts, ends, fixed, slots, valid, field.type))
+        else:
+            columns.append(pa.array(_fixed_values(slots, field.type), type=field.type, mask=mask))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _fixed_values(slots: np.ndarray, data_type: pa.DataType) -> np.ndarray:
+    if pa.types.is_boolean(data_type):
+        return (slots & np.uint64(1)).astype(bool)
+    width = _INTEGERS[data_type]
+    low = (slots & np.uint64((1 << (8 * width)) - 1)).astype(f"<u{width}")
+    return low.view(f"<i{width}")
+
+
+def _variable_column(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, fixed: int,
+                     slots: np.ndarray, valid: np.ndarray, data_type: pa.DataType) -> pa.Array:
+    relative = (slots >> np.uint64(32)).astype(np.int64)
+    sizes = np.where(valid, (slots & np.uint64(0xFFFFFFFF)).astype(np.int64), 0)
+    begins = starts + relative
+    if bool((valid & ((relative < fixed) | (begins + sizes > ends))).any()):
+        raise CodecError("a string or binary slot points outside its row")
+    value_offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=value_offsets[1:])
+    # Each row's value lies inside that row, rows in order: the bytes to keep are marked by
+    # +1 at every start and -1 at every end, summed (no per-byte index arrays).
+    # (Starts are distinct, ends too, and no end is another value's start: rows hold their
+    # fixed part between one value's end and the next one's start.)
+    marks = np.zeros(len(buffer) + 1, dtype=np.int8)
+    present = sizes > 0
+    marks[begins[present]] = 1
+    marks[(begins + sizes)[present]] = -1
+    values = buffer[np.cumsum(marks[:-1], dtype=np.int8) > 0]
+    large = pa.types.is_large_string(data_type) or pa.types.is_large_binary(data_type)
+    offset_array = value_offsets if large else value_offsets.astype(np.int32)
+    validity = None if bool(valid.all()) else pa.array(valid).buffers()[1]
+    array = pa.Array.from_buffers(data_type, len(sizes),
+                                  [validity, pa.py_buffer(offset_array.tobytes()),
+                                   pa.py_buffer(values.tobytes())])
+    if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
+        try:
+            array.validate(full=True)
+        except pa.ArrowInvalid as error:
+            raise CodecError(f"a string is not UTF-8: {error}") from None
+    return array
