@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from paimond.errors import CodecError
 from paimond.format.binary_row import encode_manifest_row
 from paimond.format.fory_row import encode_row
-from paimond.format.fory_row.columnar import encode_flat_rows, fixed_columns
+from paimond.format.fory_row.columnar import decode_flat_rows, encode_flat_rows, fixed_columns
 from paimond.format.manifest import EMPTY_STATS, DataFileMeta
 from paimond.lsm.key_lookup import POSITION_COLUMN, WANTED_COLUMN, ScanKeyIndex
 from paimond.lsm.lookup_cache import CachedKeyIndex, LookupCache
@@ -224,3 +225,46 @@ def test_decoded_rows_are_kept_within_their_budget() -> None:
     assert kept.get(("f", 0, 0, 0)) is tables[0] and kept.get(("f", 2, 0, 0)) is tables[2]
     kept.put(None, tables[3])  # rows not read from a file are not kept
     assert kept.get(None) is None
+
+
+_FLAT_TYPES = {
+    "i8": (pa.int8(), st.integers(-128, 127)), "i32": (pa.int32(), st.integers(-2**31, 2**31 - 1)),
+    "i64": (pa.int64(), st.integers(-2**63, 2**63 - 1)), "bool": (pa.bool_(), st.booleans()),
+    "str": (pa.string(), st.text(max_size=12)), "bin": (pa.binary(), st.binary(max_size=12))}
+
+
+@st.composite
+def flat_tables(draw: st.DrawFn) -> pa.Table:
+    names = draw(st.lists(st.sampled_from(sorted(_FLAT_TYPES)), min_size=1, max_size=4))
+    count = draw(st.integers(0, 20))
+    columns = {}
+    for i, name in enumerate(names):
+        arrow_type, values = _FLAT_TYPES[name]
+        columns[f"c{i}"] = pa.array(draw(st.lists(st.none() | values, min_size=count,
+                                                   max_size=count)), arrow_type)
+    return pa.table(columns)
+
+
+@given(table=flat_tables())
+def test_columnar_rows_round_trip(table: pa.Table) -> None:
+    data, offsets = encode_flat_rows(table)
+    for i, row in enumerate(table.to_pylist()):
+        assert data[offsets[i]:offsets[i + 1]].tobytes() == encode_row(list(row.values()),
+                                                                        table.schema)
+    assert decode_flat_rows(data, offsets, table.schema).equals(table)
+
+
+@given(table=flat_tables(), flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)),
+                                          min_size=1, max_size=4))
+def test_damaged_columnar_rows_decode_or_raise_codec_error(
+        table: pa.Table, flips: list[tuple[int, int]]) -> None:
+    data, offsets = encode_flat_rows(table)
+    damaged = data.copy()
+    for position, bits in flips:
+        if len(damaged):
+            damaged[position % len(damaged)] ^= bits
+    try:
+        decoded = decode_flat_rows(damaged, offsets, table.schema)
+    except CodecError:
+        return
+    assert decoded.num_rows == table.num_rows
