@@ -36,6 +36,7 @@ from paimond.format.snapshot import Snapshot
 from paimond.lsm.deletion_vectors import (
     BucketDeletionVectors,
     bucket_dv_entry,
+    deleted_positions,
     read_deletion_vectors,
 )
 from paimond.lsm.merge import VALUE_KIND_COLUMN
@@ -176,8 +177,9 @@ class RebuildDvJob:
         for meta_name, positions in _superseded(table, schema, files).items():
             vectors.mark(meta_name, positions)
         result = {n: v for n, v in vectors.vectors().items() if v}
-        changed = unreadable or ({n: set(v) for n, v in old.items()}
-                                 != {n: set(v) for n, v in result.items()})
+        changed = unreadable or set(old) != set(result) or any(
+            not np.array_equal(deleted_positions(old[n]), deleted_positions(result[n]))
+            for n in result)
         return BucketRebuild(partition_text(schema, bucket.partition), bucket.partition,
                              bucket.bucket, base, result, before,
                              sum(len(v) for v in result.values()), dropped, changed)
