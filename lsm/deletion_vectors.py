@@ -10,6 +10,7 @@ empty, as Java does). The index manifest's bucketed combiner then replaces the o
 
 from __future__ import annotations
 
+import array
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 
@@ -70,6 +71,13 @@ def deleted_positions(vector: DeletionVector | None) -> np.ndarray:
     return np.frombuffer(vector.to_array(), dtype=width).astype(np.int64)
 
 
+def vector_of(positions: np.ndarray, *, bitmap64: bool) -> DeletionVector:
+    """A vector holding ``positions`` (built from the array's bytes, no Python ints)."""
+    if bitmap64:
+        return BitMap64(array.array("Q", positions.astype(np.uint64).tobytes()))
+    return BitMap(array.array("I", positions.astype(np.uint32).tobytes()))
+
+
 def filter_deleted(batches: Iterable[pa.RecordBatch], deleted: np.ndarray
                    ) -> Iterator[pa.RecordBatch]:
     """``batches`` of one file without the rows at ``deleted`` (sorted positions)."""
@@ -120,10 +128,14 @@ class BucketDeletionVectors:
         if len(positions) == 0:
             return
         vector = self._vectors.get(file_name)
+        added = vector_of(positions, bitmap64=self.bitmap64 if vector is None
+                          else isinstance(vector, BitMap64))
         if vector is None:
-            vector = self._vectors[file_name] = BitMap64() if self.bitmap64 else BitMap()
+            self._vectors[file_name] = added
+            self.changed = True
+            return
         before = len(vector)
-        vector.update(positions.tolist())
+        vector.update(added)
         self.changed = self.changed or len(vector) != before
 
     def write(self, table: Table, partition: bytes, bucket: int) -> tuple[IndexManifestEntry,

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyroaring import BitMap, BitMap64
 
 from paimond.errors import CommitConflictError, CorruptFileError, MissingFileError, UnsupportedError
 from paimond.format.deletion_vector import DeletionVector
@@ -38,6 +37,7 @@ from paimond.lsm.deletion_vectors import (
     bucket_dv_entry,
     deleted_positions,
     read_deletion_vectors,
+    vector_of,
 )
 from paimond.lsm.merge import VALUE_KIND_COLUMN
 from paimond.maintenance.compact_plan import partition_matches
@@ -168,8 +168,9 @@ class RebuildDvJob:
         for name, vector in old.items():
             if name in rows:
                 before += len(vector)
-                inside = _new_vector(options)  # the table's layout, whatever the file's
-                inside.update(p for p in vector if p < rows[name])
+                positions = deleted_positions(vector)  # in the table's layout, whatever the file's
+                inside = vector_of(positions[positions < rows[name]],
+                                   bitmap64=options.deletion_vectors_bitmap64)
                 dropped += len(vector) - len(inside)
                 kept[name] = inside
         vectors = BucketDeletionVectors({} if self.discard_existing else kept,
@@ -210,10 +211,6 @@ class RebuildDvJob:
             for path in written:
                 table.storage.delete(path)
             raise
-
-
-def _new_vector(options: TableOptions) -> DeletionVector:
-    return BitMap64() if options.deletion_vectors_bitmap64 else BitMap()
 
 
 def _superseded(table: Table, schema: TableSchema, files: list[LiveFile]
