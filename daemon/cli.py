@@ -19,6 +19,7 @@ from paimond.daemon.cli_common import (
     add_storage_option,
     open_table_of,
     partitions_of,
+    progress_bar,
     storage_options_of,
     usage_errors_exit_2,
 )
@@ -63,14 +64,8 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_UNREADABLE if any(s.error for s in statuses) else EXIT_OK
 
 
-def _progress_bar(done: int, total: int, task: CompactTask) -> None:
-    width = 30
-    filled = width * done // total
-    where = f"{task.partition_text or '-'} bucket {task.bucket}"
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {where:<40.40}")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+def _task_progress(done: int, total: int, task: CompactTask) -> None:
+    progress_bar(done, total, f"{task.partition_text or '-'} bucket {task.bucket}")
 
 
 def _compact(args: argparse.Namespace) -> int:
@@ -86,7 +81,7 @@ def _compact(args: argparse.Namespace) -> int:
     job = CompactJob(table, storage.root, options, full=args.full,
                      partitions=partitions_of(args.partition),
                      parallelism=args.parallelism or (os.cpu_count() or 1),
-                     progress=_progress_bar if sys.stderr.isatty() else None,
+                     progress=_task_progress if sys.stderr.isatty() else None,
                      lookup_cache=cache)
     if args.dry_run:
         print(job.plan().describe())
@@ -203,20 +198,11 @@ def _add_table_maintenance_commands(commands: Any) -> None:
 # ---- rewrite-index --------------------------------------------------------------------------
 
 
-def _file_progress_bar(done: int, total: int, file_name: str) -> None:
-    width = 30
-    filled = width * done // total
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {file_name:<40.40}")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
-
-
 def _rewrite_index(args: argparse.Namespace) -> int:
     job = IndexRewriteJob(open_table_of(args), clock_ms=_wall_clock_ms,
                           partitions=partitions_of(args.partition), dry_run=args.dry_run,
                           parallelism=args.parallelism or min(8, os.cpu_count() or 1),
-                          progress=_file_progress_bar if sys.stderr.isatty() else None)
+                          progress=progress_bar if sys.stderr.isatty() else None)
     print(job.run().describe())
     return EXIT_OK
 

@@ -51,3 +51,13 @@ def usage_errors_exit_2(run: Callable[[argparse.Namespace], int]
             print(f"paimond: {error}", file=sys.stderr)
             return EXIT_USAGE
     return guarded
+
+
+def progress_bar(done: int, total: int, label: str) -> None:
+    """One line on stderr, redrawn in place: ``[####......] done/total label``."""
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40.40}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()

@@ -11,23 +11,17 @@ from paimond.daemon.cli_common import (
     add_storage_option,
     open_table_of,
     partitions_of,
+    progress_bar,
     usage_errors_exit_2,
 )
 from paimond.maintenance.rebuild_dv import RebuildDvJob
-
-
-def _bucket_progress(done: int, total: int, what: str) -> None:
-    sys.stderr.write(f"\r{done}/{total} buckets  {what:<60.60}")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
 
 
 def _rebuild_dv(args: argparse.Namespace) -> int:
     job = RebuildDvJob(open_table_of(args), dry_run=args.dry_run,
                        discard_existing=args.discard_existing,
                        partitions=partitions_of(args.partition),
-                       progress=_bucket_progress if sys.stderr.isatty() else None)
+                       progress=progress_bar if sys.stderr.isatty() else None)
     print(job.run().describe())
     return EXIT_OK
 
