@@ -231,7 +231,7 @@ def test_pypaimon_applies_the_vectors_paimond_writes(tmp_path: Path) -> None:
     assert not raw.equals(with_vectors)
 
 
-def test_vectors_of_rewritten_files_go_and_upgraded_files_keep_theirs(tmp_path: Path) -> None:
+def test_vectors_belong_to_live_files_above_level_0_until_a_full_compaction(tmp_path: Path) -> None:
     live = _Live(SCENARIOS[0], str(tmp_path / "wh"))
     live.write(60)
     live.compact(full=True)
