@@ -19,6 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from pypaimon_oracle import read_rows, read_rows_rust
@@ -398,3 +399,41 @@ def test_cli_compact_with_a_lookup_cache(tmp_path: Path, capsys: pytest.CaptureF
     assert read_rows(live.warehouse, live.name).equals(live.expected())
     with pytest.raises(SystemExit, match="lookup-cache-size"):
         main([*argv[:-1], "lots"])
+
+
+def test_an_upgraded_file_keeps_its_vector(tmp_path: Path) -> None:
+    """A level-3 file with a vector, moved to the max level by a full compaction as it is
+    (large, alone in its key range, no -U/-D rows): same file, same vector, no new DV file."""
+    import dataclasses
+
+    from paimond.lsm.deletion_vectors import BucketDeletionVectors
+    from paimond.lsm.rewrite import execute_compaction
+    from paimond.maintenance.compact_plan import plan_compaction
+
+    schema = pa.schema([_not_null("id", pa.int64()), ("v", pa.string())])
+    writer = _Writer(catalog_for(str(tmp_path / "wh")), "db.upgrade", schema, primary_keys=["id"],
+                     options={"bucket": "1", "deletion-vectors.enabled": "true",
+                              "target-file-size": "1 kb"})
+    writer.commit([{"id": i, "v": f"v{i}"} for i in range(50)])
+    warehouse = str(tmp_path / "wh")
+    table = open_table(open_storage(warehouse), warehouse, "db.upgrade")
+    (task,) = plan_compaction(table, full=True, now=lambda: NOW).tasks
+    result = execute_compaction(dataclasses.replace(task, output_level=3), table.storage,
+                                now_millis=lambda: 0)
+    # pypaimon rolled the 50 rows into several small key-disjoint files: all move up as they are
+    assert result.files_upgraded == len(task.inputs) and result.files_rewritten == 0
+    Committer(table).commit(CommitChanges(deleted=result.deleted, added=result.added))
+    moved = min(result.added, key=lambda e: e.file.min_sequence_number)
+    vectors = BucketDeletionVectors({}, bitmap64=False, base=None)
+    vectors.mark(moved.file.file_name, np.array([0, 5], dtype=np.int64))
+    entry, _ = vectors.write(table, moved.partition, moved.bucket)
+    Committer(table).commit(CommitChanges(index_added=[entry]))
+    expected = [i for i in range(50) if i not in (0, 5)]
+    assert read_rows(warehouse, "db.upgrade").column("id").to_pylist() == expected
+
+    summary = CompactJob(table, warehouse, full=True, use_processes=False, now=lambda: NOW).run()
+    (upgraded,) = summary.results
+    assert upgraded.files_upgraded == len(result.added) and upgraded.files_rewritten == 0
+    levels = {e.file.file_name: e.file.level for e in upgraded.added}
+    assert levels[moved.file.file_name] == 5 and not upgraded.index_added
+    assert read_rows(warehouse, "db.upgrade").column("id").to_pylist() == expected
