@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
-from pyroaring import BitMap, BitMap64
+from pyroaring import BitMap64
 
 from paimond.errors import CodecError, CorruptFileError
 from paimond.format.deletion_vector import (
@@ -24,6 +24,7 @@ from paimond.format.deletion_vector import (
     decode_deletion_vector_file,
     encode_deletion_vector_file,
 )
+from paimond.format.file_index.roaring import bitmap_of
 from paimond.format.index_manifest import (
     INDEX_TYPE_DELETION_VECTORS,
     IndexFileMeta,
@@ -75,7 +76,7 @@ def vector_of(positions: np.ndarray, *, bitmap64: bool) -> DeletionVector:
     """A vector holding ``positions`` (built from the array's bytes, no Python ints)."""
     if bitmap64:
         return BitMap64(array.array("Q", positions.astype(np.uint64).tobytes()))
-    return BitMap(array.array("I", positions.astype(np.uint32).tobytes()))
+    return bitmap_of(positions)
 
 
 def filter_deleted(batches: Iterable[pa.RecordBatch], deleted: np.ndarray

@@ -52,7 +52,6 @@ class ScanKeyIndex:
     def __init__(self, read_keys: ReadKeys, key_columns: Sequence[str]) -> None:
         self._read_keys, self._key_columns = read_keys, list(key_columns)
         self.files_read = 0
-        self.rows_read = 0
 
     def match(self, meta: DataFileMeta, wanted: pa.Table) -> pa.Table:
         batches = list(self._read_keys(meta))
@@ -60,7 +59,6 @@ class ScanKeyIndex:
         keys = pa.Table.from_batches(batches) if batches else None
         if keys is None or keys.num_rows == 0:
             return _empty_matches()
-        self.rows_read += keys.num_rows
         positions = pa.array(np.arange(keys.num_rows, dtype=np.int64))
         rows = pa.array(np.arange(wanted.num_rows, dtype=np.int64))
         joined = _joinable(keys, self._key_columns, POSITION_COLUMN, positions).join(

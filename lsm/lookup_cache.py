@@ -112,7 +112,6 @@ class CacheStats:
     misses: int = 0
     discarded: int = 0  # files that failed validation
     evicted: int = 0
-    uncacheable: int = 0  # lookups of key types the cache does not hold
 
 
 class LookupCache:
@@ -370,7 +369,6 @@ class CachedKeyIndex:
         try:
             check_flat(schema)
         except UnsupportedError:
-            self._cache.stats.uncacheable += 1
             return self._scan.match(meta, wanted)
         if any(c.null_count for c in probe.columns):
             return self._scan.match(meta, wanted)

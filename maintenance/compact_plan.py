@@ -83,6 +83,8 @@ def plan_compaction(table: Table, *, full: bool = False,
     tasks, skipped, seen = [], [], 0
     scanned = scan_snapshot(table, snapshot)
     dv = options.deletion_vectors_enabled
+    # Readers of DV and first-row tables skip level 0: its keys are looked up above.
+    looks_up = dv or options.merge_engine == "first-row"
     for (partition, bucket), files in scanned.buckets().items():
         text = partition_text(schema, partition)
         if partitions and not partition_matches(text, partitions):
@@ -93,7 +95,7 @@ def plan_compaction(table: Table, *, full: bool = False,
             continue
         dv_index = bucket_dv_entry(scanned.index_entries, partition, bucket) if dv else None
         task = _plan_bucket(table, schema, snapshot, files, text, compaction, key_order,
-                            state_base, full, dv, dv_index)
+                            state_base, full, dv, dv_index, looks_up)
         if task is not None:
             tasks.append(task)
     return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped))
@@ -108,8 +110,8 @@ def partition_matches(partition_text: str, wanted: Mapping[str, str]) -> bool:
 def _plan_bucket(table: Table, schema: TableSchema, snapshot: Snapshot, files: BucketFiles,
                  partition_text: str, compaction: CompactionOptions,
                  key_order: Callable[..., object], state_base: PickerState,
-                 full: bool, dv: bool, dv_index: IndexManifestEntry | None) -> CompactTask | None:
-    first_row = TableOptions.of(schema).merge_engine == "first-row"
+                 full: bool, dv: bool, dv_index: IndexManifestEntry | None,
+                 looks_up: bool) -> CompactTask | None:
     entries = {f.meta.file_name: f.entry for f in files.files}
     levels = Levels.from_files([f.meta for f in files.files], compaction.num_levels, key_order)
     runs = levels.sorted_runs()
@@ -127,7 +129,7 @@ def _plan_bucket(table: Table, schema: TableSchema, snapshot: Snapshot, files: B
         return None
     picked = {f.file_name for f in unit.files}
     lookup = tuple(entries[f.file_name] for f in levels.files_above(unit.output_level)
-                   if f.file_name not in picked) if dv or first_row else ()
+                   if f.file_name not in picked) if looks_up else ()
     return CompactTask(
         table_name=table.name, table_path=table.path, base_snapshot_id=snapshot.id,
         schema_id=schema.id, partition=files.partition, partition_text=partition_text,

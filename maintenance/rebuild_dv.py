@@ -143,14 +143,14 @@ class RebuildDvJob:
                    or partition_matches(partition_text(schema, b.partition), self.partitions)]
         for done, bucket in enumerate(buckets, start=1):
             base = bucket_dv_entry(scanned.index_entries, bucket.partition, bucket.bucket)
-            summary.buckets.append(self._rebuild_bucket(bucket, base, options))
+            summary.buckets.append(self._rebuild_bucket(bucket, base, schema, options))
             if self.progress is not None:
                 self.progress(done, len(buckets), summary.buckets[-1].describe())
         return summary
 
     def _rebuild_bucket(self, bucket: BucketFiles, base: IndexManifestEntry | None,
-                        options: TableOptions) -> BucketRebuild:
-        table, schema = self.table, self.table.latest_schema()
+                        schema: TableSchema, options: TableOptions) -> BucketRebuild:
+        table = self.table
         files = [f for level in sorted(bucket.levels) if level > 0 for f in bucket.levels[level]]
         old: dict[str, DeletionVector] = {}
         unreadable = False

@@ -14,7 +14,6 @@ Java fails with "values should be non-negative".
 
 from __future__ import annotations
 
-import array
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -26,7 +25,7 @@ from pyroaring import BitMap
 from paimond.errors import CodecError, UnsupportedError
 from paimond.format.file_index.bit_slices import compare
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
-from paimond.format.file_index.roaring import read_bitmap, serialize_bitmap
+from paimond.format.file_index.roaring import bitmap_of, read_bitmap, serialize_bitmap
 from paimond.format.types import DataType
 
 BSI = "bsi"
@@ -47,14 +46,10 @@ def _encode_half(values: np.ndarray, rows: np.ndarray) -> bytes:
     """``BitSliceIndexRoaringBitmap.Appender(0, max).serialize`` of non-negative ``values``
     at ``rows``."""
     top = int(values.max()) if len(values) else 0
-    slices = [_bitmap(rows[(values >> np.int64(bit)) & 1 == 1])
+    slices = [bitmap_of(rows[(values >> np.int64(bit)) & 1 == 1])
               for bit in range(top.bit_length())]
-    return b"".join([struct.pack(">bqq", VERSION_1, 0, top), serialize_bitmap(_bitmap(rows)),
+    return b"".join([struct.pack(">bqq", VERSION_1, 0, top), serialize_bitmap(bitmap_of(rows)),
                      struct.pack(">i", len(slices)), *map(serialize_bitmap, slices)])
-
-
-def _bitmap(rows: np.ndarray) -> BitMap:
-    return BitMap(array.array("I", rows.astype(np.uint32).tobytes()))
 
 
 class BsiWriter(IndexWriter):

@@ -18,7 +18,6 @@ value's code in a bit-sliced index (NULL rows are absent from it). Big-endian la
 
 from __future__ import annotations
 
-import array
 import bisect
 import struct
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,6 +36,7 @@ from paimond.format.file_index.bit_slices import (
 )
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
 from paimond.format.file_index.options import option_size
+from paimond.format.file_index.roaring import bitmap_of
 from paimond.format.types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
 
 RANGE_BITMAP = "range-bitmap"
@@ -183,18 +183,13 @@ class RangeBitmapWriter(IndexWriter):
         keys, rows, codes = self._codes()
         # Appender(0, n - 1): an empty dictionary makes max -1, hence 64 slices
         slice_count = max((len(keys) - 1).bit_length(), 1) if keys else 64
-        slices = [_bitmap(rows[(codes >> bit) & 1 == 1]) for bit in range(slice_count)]
-        encoded_slices = encode_bit_slices(_bitmap(rows), slices)
+        slices = [bitmap_of(rows[(codes >> bit) & 1 == 1]) for bit in range(slice_count)]
+        encoded_slices = encode_bit_slices(bitmap_of(rows), slices)
         dictionary = _encode_dictionary(kt, keys, self._chunk_size)
         bounds = kt.pack(keys[0]) + kt.pack(keys[-1]) if keys else b""
         header = struct.pack(">bii", VERSION_1, self._row_count, len(keys)) + bounds \
             + struct.pack(">i", len(dictionary))
         return struct.pack(">i", len(header)) + header + dictionary + encoded_slices
-
-
-def _bitmap(rows: np.ndarray) -> BitMap:
-    """A bitmap of row numbers, built from the array's bytes (no Python ints)."""
-    return BitMap(array.array("I", rows.astype(np.uint32).tobytes()))
 
 
 def _int(data: bytes, pos: int) -> int:

@@ -9,8 +9,10 @@ stores bitmaps back to back without lengths, and turn every malformed input into
 
 from __future__ import annotations
 
+import array
 import struct
 
+import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
 from paimond.errors import CodecError
@@ -21,6 +23,11 @@ _NO_OFFSET_THRESHOLD = 4
 _MAX_CONTAINERS = 1 << 16
 _ARRAY_MAX = 4096
 _BITMAP_BYTES = 8192
+
+
+def bitmap_of(rows: np.ndarray) -> BitMap:
+    """A bitmap of non-negative 32-bit numbers, built from the array's bytes (no Python ints)."""
+    return BitMap(array.array("I", rows.astype(np.uint32).tobytes()))
 
 
 def serialize_bitmap(bitmap: AbstractBitMap) -> bytes:
