@@ -10,19 +10,17 @@
 # deploy/README.md explains the choices; tests/test_deploy.py checks them.
 
 FROM python:3.11-slim AS build
-ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
-# The application lives in its own venv, without pip (nothing installs at run time); the build
-# stage's pip installs into it, compiling .pyc files now since none can be written later.
-RUN python -m venv --without-pip /opt/paimond
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 UV_NO_CACHE=1
+# The application lives in its own venv, without pip (nothing installs at run time). The build
+# stage builds paimond's wheel from the tree (package discovery: nothing listed here) and installs
+# it with the versions locked in uv.lock, compiling .pyc files now since none can be written later.
+RUN pip install uv==0.13.9 && python -m venv --without-pip /opt/paimond
 WORKDIR /src
-COPY pyproject.toml README.md __init__.py errors.py ./
-COPY format ./format
-COPY table ./table
-COPY lsm ./lsm
-COPY maintenance ./maintenance
-COPY daemon ./daemon
-COPY config ./config
-RUN pip --python /opt/paimond/bin/python install --no-cache-dir --compile .
+COPY . .
+RUN uv export --frozen --no-dev --no-emit-project --no-hashes -o /tmp/locked.txt \
+    && uv build --wheel -o /tmp/dist . \
+    && uv pip install --python /opt/paimond/bin/python --compile-bytecode \
+       --constraint /tmp/locked.txt /tmp/dist/paimond-*.whl
 
 FROM python:3.11-slim
 LABEL org.opencontainers.image.title="paimond" \

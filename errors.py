@@ -6,9 +6,27 @@ Every error names what it is about (a file, a key, a table) in its message, buil
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class PaimondError(Exception):
-    """Root of every error paimond raises on purpose."""
+    """Root of every error paimond raises on purpose.
+
+    Errors cross process boundaries (a pool worker's error reaches the parent pickled). The
+    default pickling calls ``cls(*args)`` with the message alone, which fails for a subclass
+    whose ``__init__`` takes fields; here an error is rebuilt from its message and fields.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild_error, (type(self), self.args, self.__dict__)
+
+
+def _rebuild_error(cls: type[PaimondError], args: tuple[Any, ...],
+                   fields: dict[str, Any]) -> PaimondError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
 
 
 class CodecError(PaimondError):
@@ -68,3 +86,15 @@ class ConfigError(PaimondError):
         self.key = key
         self.reason = reason
         super().__init__(f"config {key}: {reason}")
+
+
+class WorkerError(PaimondError):
+    """An unexpected error in a worker process, carried back as text: the original exception
+    (from a third-party library, say) may not survive pickling."""
+
+    def __init__(self, task: str, error_type: str, reason: str, traceback_text: str = "") -> None:
+        self.task = task
+        self.error_type = error_type
+        self.reason = reason
+        self.traceback_text = traceback_text
+        super().__init__(f"{task}: {error_type}: {reason}")

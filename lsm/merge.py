@@ -33,6 +33,8 @@ SLICE_ROWS = 1 << 18
 
 Reducer = Callable[["SortedSlice"], pa.Table]
 
+_NULLS_PER_KEY = int(pa.__version__.split(".")[0]) >= 25
+
 
 def is_add(kinds: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """+I/+U rows (retractions are -U/-D)."""
@@ -141,9 +143,8 @@ def _presorted(rows: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray, 
         sorted_keys = keys[order]
         changes = sorted_keys[1:] != sorted_keys[:-1]
     else:
-        order = np.asarray(pc.sort_indices(
-            rows.select(list(key_columns)), sort_keys=[(k, "ascending") for k in key_columns],
-            null_placement="at_start").to_numpy())
+        order = _sort_indices(rows.select(list(key_columns)),
+                              [(k, "ascending") for k in key_columns])
         changes = _key_changes([_take(rows.column(k), order) for k in key_columns])
     repeats = np.flatnonzero(~changes)  # sorted row i + 1 has the key of row i
     if len(repeats):
@@ -179,10 +180,18 @@ def sort_slice(pieces: Sequence[pa.Table], key_columns: Sequence[str],
         "__is_add", is_add(rows.column(VALUE_KIND_COLUMN)))
     sort_keys = [(k, "ascending") for k in key_columns] + list(user_sequence)
     sort_keys += [(SEQUENCE_COLUMN, "ascending"), ("__is_add", "ascending")]
-    order = np.asarray(pc.sort_indices(with_tie, sort_keys=sort_keys,
-                                       null_placement="at_start").to_numpy())
+    order = _sort_indices(with_tie, sort_keys)
     changes = _key_changes([_take(rows.column(k), order) for k in key_columns])
     return _sorted_slice(rows, key_columns, order, changes)
+
+
+def _sort_indices(table: pa.Table, sort_keys: Sequence[tuple[str, str]]) -> np.ndarray:
+    """Row order by ``sort_keys``, NULL first in every key. pyarrow >= 25 takes the null
+    placement per key (its table-wide option is deprecated there)."""
+    if _NULLS_PER_KEY:
+        keys = [(name, order, "at_start") for name, order in sort_keys]
+        return np.asarray(pc.sort_indices(table, sort_keys=keys).to_numpy())
+    return np.asarray(pc.sort_indices(table, sort_keys=sort_keys, null_placement="at_start").to_numpy())
 
 
 def _sorted_slice(rows: pa.Table, key_columns: Sequence[str], order: np.ndarray,

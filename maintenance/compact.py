@@ -11,12 +11,13 @@ from __future__ import annotations
 import datetime
 import os
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from paimond.errors import CommitConflictError, PaimondError
+from paimond.errors import CommitConflictError, PaimondError, WorkerError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.lookup_cache import LookupCache
@@ -112,12 +113,18 @@ class LookupCacheSettings:
 def _run_task(task: CompactTask, storage_root: str, storage_options: Mapping[str, Any],
               batch_rows: int, lookup_cache: LookupCacheSettings | None = None) -> CompactResult:
     """Worker entry point: opens its own storage (process pools share nothing)."""
-    storage = open_storage(storage_root, storage_options)
-    cache = None
-    if lookup_cache is not None and task.lookup_files:
-        cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
-    return execute_compaction(task, storage, now_millis=local_wall_clock_millis,
-                              batch_rows=batch_rows, lookup_cache=cache)
+    try:
+        storage = open_storage(storage_root, storage_options)
+        cache = None
+        if lookup_cache is not None and task.lookup_files:
+            cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
+        return execute_compaction(task, storage, now_millis=local_wall_clock_millis,
+                                  batch_rows=batch_rows, lookup_cache=cache)
+    except PaimondError:
+        raise
+    except Exception as error:  # a library's exception may not pickle back to the parent
+        where = f"{task.partition_text or '-'} bucket {task.bucket}"
+        raise WorkerError(where, type(error).__name__, str(error), traceback.format_exc()) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +216,7 @@ class CompactJob:
             for done, (task, future) in enumerate(futures, start=1):
                 try:
                     results.append(future.result())
-                except PaimondError as error:
+                except Exception as error:  # the bucket fails, named; the others still land
                     failures.append(BucketFailure(task, f"{type(error).__name__}: {error}"))
                 if self.progress is not None:
                     self.progress(done, len(tasks), task)
