@@ -18,8 +18,10 @@ echo "installed without extras:"
 
 paimond="$work/runtime/bin/paimond"
 "$paimond" --help > /dev/null
-"$paimond" compact "$work/warehouse" --table db.all_types_pk --full
-"$paimond" expire-snapshots "$work/warehouse" --table db.all_types_pk --retain-max 1 --retain-min 1
+for table in db.all_types_pk db.pk_partial_update; do
+    "$paimond" compact "$work/warehouse" --table "$table" --full
+    "$paimond" expire-snapshots "$work/warehouse" --table "$table" --retain-max 1 --retain-min 1
+done
 "$paimond" status "$work/warehouse"
 "$test_python" tests/install_check.py verify "$work/warehouse"
 echo "runtime-only install: passed"
