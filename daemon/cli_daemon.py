@@ -41,8 +41,12 @@ def _run(args: argparse.Namespace) -> int:
     configure_logging(settings.log_format, settings.log_level)
     registry = CollectorRegistry()
     service = Service(settings, Metrics(registry))
-    http = HttpServer(service, registry, settings.http_host, settings.http_port,
-                      settings.trigger_token)
+    try:
+        http = HttpServer(service, registry, settings.http_host, settings.http_port,
+                          settings.trigger_token)
+    except ConfigError as error:
+        print(f"paimond: {error}", file=sys.stderr)
+        return EXIT_CONFIG
     http.start()
     host, port = http.address
     log.info("daemon_started", metrics_url=f"http://{host}:{port}/metrics",

@@ -11,6 +11,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from paimond.daemon.service import Service, TableRun
+from paimond.errors import ConfigError
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -93,7 +94,11 @@ class _Server(ThreadingHTTPServer):
 class HttpServer:
     def __init__(self, service: Service, registry: CollectorRegistry, host: str, port: int,
                  token: str | None) -> None:
-        self._server = _Server((host, port), service, registry, token)
+        try:
+            self._server = _Server((host, port), service, registry, token)
+        except OSError as error:  # port taken, address not on this host, no permission
+            raise ConfigError("http.port", f"cannot listen on {host}:{port}: {error.strerror}"
+                              ) from error
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
                                         name="paimond-http")
 

@@ -14,12 +14,15 @@ import sys
 import tempfile
 import threading
 import time
+import os
 import urllib.request
 from pathlib import Path
 
 import pyarrow as pa
 from demo_warehouse import ORDERS, build, sessions_batch
 from pypaimon import CatalogFactory
+
+PORT = int(os.environ.get("DEMO_PORT", "9181"))
 
 
 def _ingest(warehouse: Path, stop: threading.Event) -> None:
@@ -62,19 +65,35 @@ def _gauges(url: str) -> str:
     return "  ".join(parts) + f"  jobs_ok={done:.0f}"
 
 
-def main() -> None:
+def _step(text: str) -> None:
+    print(f"==> {text}", flush=True)
+
+
+def _stopped(daemon: subprocess.Popen[bytes]) -> bool:
+    """True, after saying so, when the daemon has exited (its port taken, a bad config...)."""
+    code = daemon.poll()
+    if code is None:
+        return False
+    print(f"the paimond daemon exited with code {code} (see its log above); is port {PORT} "
+          "taken? set DEMO_PORT to another port", file=sys.stderr, flush=True)
+    return True
+
+
+def main() -> int:
     warehouse = Path(sys.argv[1]).resolve()
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
+    _step(f"writing the demo warehouse {warehouse} with pypaimon (every file in level 0)")
     build(warehouse)
     config = Path(tempfile.mkdtemp(prefix="paimond-demo-")) / "paimond.toml"
     config.write_text(f'[[warehouses]]\nuri = "{warehouse}"\n'
                       "[jobs.compact]\ninterval_s = 5\n[jobs.expire]\ninterval_s = 10\n"
-                      "[daemon]\ncheck_interval_s = 2\n[http]\nport = 9181\n"
+                      f"[daemon]\ncheck_interval_s = 2\n[http]\nport = {PORT}\n"
                       f'[lookup_cache]\ndirectory = "{config.parent / "lookup-cache"}"\n'
                       '[log]\nformat = "console"\nlevel = "warning"\n')
+    _step(f"starting the paimond daemon ({config}) and an ingestion job committing every second")
     daemon = subprocess.Popen([sys.executable, "-m", "paimond.daemon.cli", "run", "--config",
                                str(config)])
-    url = "http://127.0.0.1:9181"
+    url = f"http://127.0.0.1:{PORT}"
     print(f"paimond daemon started on {warehouse}; metrics at {url}/metrics", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -82,6 +101,9 @@ def main() -> None:
     writer.start()
     started = time.monotonic()
     while not stop.wait(5.0):
+        if _stopped(daemon):
+            stop.set()
+            break
         try:
             print(f"[{time.monotonic() - started:5.0f} s] {_gauges(url)}", flush=True)
         except OSError:
@@ -89,10 +111,14 @@ def main() -> None:
         if seconds and time.monotonic() - started >= seconds:
             stop.set()
     writer.join(10)
+    if daemon.poll() is not None:
+        return 1
+    _step("stopping the daemon (SIGTERM: a running commit finishes first)")
     daemon.send_signal(signal.SIGTERM)
-    daemon.wait(60)
+    code = daemon.wait(60)
     print(f"demo finished; inspect with: paimond status {warehouse}")
+    return 0 if code == 0 else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

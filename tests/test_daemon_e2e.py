@@ -161,3 +161,20 @@ def test_daemon_maintains_an_s3_warehouse(tmp_path: Path, s3_endpoint: S3Endpoin
         "s3.path.style.access": "true"}
     _maintain_while_writing(tmp_path, f"{bucket}/wh", options,
                             f'endpoint_url = "{s3_endpoint.endpoint_url}"')
+
+
+def test_a_taken_port_exits_2_naming_the_key(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from paimond.daemon.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "paimond.toml"
+        config.write_text(f'[[warehouses]]\nuri = "{tmp_path / "wh"}"\n[http]\nport = {port}\n')
+        assert main(["run", "--config", str(config)]) == 2
+    error = capsys.readouterr().err
+    assert "http.port" in error and f"127.0.0.1:{port}" in error
