@@ -6,10 +6,11 @@ stripe or block, and report their size so the rolling writer can cut files; read
 Parquet by row group (in ``batch_rows`` pieces, column chunks read through a bounded buffer),
 ORC by stripe, Avro by block. Every batch read is conformed to the Arrow types of the file's Paimon row type.
 
-Physical choices, checked against Java's readers: Parquet DECIMAL(p <= 18) as INT32/INT64
-(``store_decimal_as_integer``, as Java writes), TIMESTAMP(0..3) as INT64 millis,
-TIMESTAMP(4..6) micros, TIMESTAMP(7..9) INT64 nanos (Java writes INT96 but reads both; pypaimon
-writes nanos), field ids on every Parquet field incl. list elements and map keys/values.
+Physical choices, as Java's ``ParquetSchemaConverter`` writes them: DECIMAL(p <= 9) INT32,
+(10..18) INT64 (``store_decimal_as_integer``), wider FIXED_LEN_BYTE_ARRAY without a dictionary
+(parquet-mr's v1 writer has none for it); TIMESTAMP(0..3) INT64 millis, (4..6) micros, (7..9)
+INT96 (:mod:`paimond.format.parquet_int96`; INT64 nanos from pypaimon or older paimond still
+read); field ids on every Parquet field incl. list elements and map keys/values.
 ORC goes through pyarrow as pypaimon does: TIME as INT, CHAR/VARCHAR as string (Java writes
 char/varchar), no ``paimon.id`` attributes and no ZSTD level (pyarrow's ORC writer has none).
 ``.row`` files go through :mod:`paimond.format.row_file` (``file.block-size``, zstd level).
@@ -26,6 +27,13 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from paimond.errors import UnsupportedError
+from paimond.format.parquet_int96 import (
+    Int96FooterSink,
+    encode_int96,
+    int96_paths,
+    parquet_paths,
+    storage_schema,
+)
 from paimond.format.row_file import RowFileReader, RowFileWriter
 from paimond.format.types import RowType
 from paimond.table.avro_data import AvroDataWriter, avro_codec, read_avro_batches
@@ -87,12 +95,19 @@ class _ParquetWriter:
 
     def __init__(self, sink: BinaryIO, row_type: RowType, codec: str, zstd_level: int) -> None:
         self._sink, self._codec, self._zstd_level = sink, codec, zstd_level
-        self._schema = physical_arrow_schema(row_type)
+        self._logical = physical_arrow_schema(row_type)
+        self._int96_paths = int96_paths(self._logical)
+        self._schema = storage_schema(self._logical) if self._int96_paths else self._logical
+        self._footer = Int96FooterSink(sink) if self._int96_paths else None
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.RecordBatch] = []
         self._pending_bytes = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
+        if self._int96_paths:
+            batch = pa.RecordBatch.from_arrays(
+                [encode_int96(c, f.type) for c, f in zip(batch.columns, self._schema, strict=True)],
+                schema=self._schema)
         self._pending.append(batch)
         self._pending_bytes += batch.nbytes
         if self._pending_bytes >= _ROW_GROUP_BYTES:
@@ -108,13 +123,21 @@ class _ParquetWriter:
 
     def _open(self, first: pa.Table) -> pq.ParquetWriter:
         sample = first.slice(0, _DICTIONARY_SAMPLE_ROWS)
+        int96 = {".".join(p) for p in self._int96_paths}
+        # parquet-mr's v1 writer (Java's) never puts FIXED_LEN_BYTE_ARRAY in a dictionary.
+        plain = int96 | {".".join(p) for p in parquet_paths(self._logical, _fixed_len_decimal)}
         dictionary = [path for field, column in zip(self._schema, sample.columns, strict=True)
                       if not _distinct_mostly(field.type, column)
-                      for path in parquet_leaf_paths(field)]
+                      for path in parquet_leaf_paths(field) if path not in plain]
+        # INT96 columns go without statistics, as pyarrow writes INT96 (no order is defined).
+        statistics: bool | list[str] = [path for field in self._schema
+                                         for path in parquet_leaf_paths(field)
+                                         if path not in int96] if int96 else True
         return pq.ParquetWriter(
-            self._sink, self._schema, compression=self._codec,
+            self._footer or self._sink, self._schema, compression=self._codec,
             compression_level=self._zstd_level if self._codec == "zstd" else None,
-            store_decimal_as_integer=True, write_page_index=True, use_dictionary=dictionary)
+            store_decimal_as_integer=True, write_page_index=True, use_dictionary=dictionary,
+            write_statistics=statistics)
 
     @property
     def estimated_size_bytes(self) -> int:
@@ -124,7 +147,16 @@ class _ParquetWriter:
         self._flush()
         if self._writer is None:
             self._writer = self._open(self._schema.empty_table())
+        if self._footer is None:
+            self._writer.close()
+            return
+        self._footer.capturing = True
         self._writer.close()
+        self._sink.write(self._footer.declared_tail(self._int96_paths, self._logical))
+
+
+def _fixed_len_decimal(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_decimal(arrow_type) and arrow_type.precision > 18
 
 
 def _distinct_mostly(arrow_type: pa.DataType, sample: pa.ChunkedArray) -> bool:
