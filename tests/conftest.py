@@ -5,16 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
+from java_reader import java_reader  # noqa: F401
+from s3_endpoint import s3_endpoint, s3_storage  # noqa: F401
+from spark_session import spark  # noqa: F401
 
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
-from s3_endpoint import s3_endpoint, s3_storage  # noqa: F401
-from spark_session import spark  # noqa: F401
-
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="session")

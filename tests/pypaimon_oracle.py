@@ -101,7 +101,7 @@ def live_files(warehouse: str, table_name: str, snapshot_id: int,
         read = reader.read(manifest.file_name, drop_stats=False, file_size=manifest.file_size)
         raw = _avro_records(table, manifest.file_name)
         assert [e.file.file_name for e in read] == [r["_FILE"]["_FILE_NAME"] for r in raw]
-        for entry, record in zip(read, raw):
+        for entry, record in zip(read, raw, strict=False):
             entries.append(entry)
             records[id(entry)] = record
     merged = FileEntry.merge_entries(entries)
@@ -127,7 +127,7 @@ def index_entries(warehouse: str, table_name: str, snapshot_id: int,
         "dv_ranges": {name: {"offset": m.offset, "length": m.length, "cardinality": m.cardinality}
                       for name, m in (e.index_file.dv_ranges or {}).items()},
         "global_index": r.get("_GLOBAL_INDEX"),
-    } for e, r in zip(entries, raw)]
+    } for e, r in zip(entries, raw, strict=False)]
 
 
 def read_rows(warehouse: str, table_name: str, snapshot_id: int | None = None,

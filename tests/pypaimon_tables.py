@@ -186,7 +186,7 @@ def _changes(rng: random.Random, model: _Model, pool: Sequence[tuple[Any, ...]],
     pairs, -D of live keys and -D of absent keys. `model` sees each row as it is made."""
     rows: list[Row] = []
     for key in rng.sample(list(pool), min(count, len(pool))) + rng.choices(pool, k=count // 4):
-        row = dict(zip(model.keys, key)) | make(rng)
+        row = dict(zip(model.keys, key, strict=False)) | make(rng)
         live, roll = key in model.state, rng.random()
         kinds = ["+U" if live else "+I"]
         if retract and live and roll < 0.2:
@@ -247,7 +247,7 @@ def build_pk_deduplicate(warehouse: str, catalog_options: Options = None) -> Tab
     schema = pa.schema([_not_null("day", pa.date32()), _not_null("tag", pa.string()),
                         _not_null("id", pa.int32()), ("v", pa.string()),
                         ("score", pa.float64()), ("rk", pa.string())])
-    partitions = list(zip(_DAYS * 3, _TAGS))
+    partitions = list(zip(_DAYS * 3, _TAGS, strict=False))
     return _build_pk(
         warehouse, catalog_options, "db.pk_deduplicate", schema, keys=("day", "tag", "id"),
         partition_keys=("day", "tag"), options={"bucket": "2", "file.format": "parquet"},
@@ -520,7 +520,7 @@ def build_all_types_pk(warehouse: str, catalog_options: Options = None) -> Table
     generators |= {"k_date": lambda r: r.choice(days)}
     pool = [tuple(generators[k](rng) for k in keys) for _ in range(40)]
     for count in (30, 20, 20, 20, 20):
-        batch = [dict(zip(keys, key)) | _values(rng, micros_only=True)
+        batch = [dict(zip(keys, key, strict=False)) | _values(rng, micros_only=True)
                  for key in rng.sample(pool, count)]
         for row in batch:
             model.apply(row)

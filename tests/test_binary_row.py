@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from paimond.errors import CodecError, UnsupportedError
 from paimond.format.binary_row import (
     EMPTY_MANIFEST_ROW,
@@ -33,6 +34,7 @@ from paimond.format.binary_row import (
     manifest_row_arity,
     null_bits_size,
 )
+from paimond.format.type_json import parse_type_string
 from paimond.format.types import (
     ArrayType,
     BigIntType,
@@ -60,7 +62,6 @@ from paimond.format.types import (
     VariantType,
     VectorType,
 )
-from paimond.format.type_json import parse_type_string
 from paimond.format.values import Timestamp
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -21,7 +21,6 @@ from __future__ import annotations
 import datetime
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,6 @@ from java_reader import (
     JavaReadError,
     canonical_rows,
     multiset_diff,
-    start_reader,
 )
 from pypaimon.schema.schema_change import SchemaChange
 from pypaimon_tables import TableSpec, catalog_for
@@ -61,11 +59,6 @@ DICT_DECIMAL = ("v_decimal_10_2",)  # "PlainValuesDictionary$PlainBinaryDictiona
 # pypaimon writes `_VALUE_STATS_COLS` [] with empty value stats; Java 1.0's stats filter then
 # reads null counts past the empty array.
 STATS_COLS_CRASH = r"ArrayIndexOutOfBoundsException: Index \d+ out of bounds for length 1"
-
-
-@pytest.fixture(scope="session", name="java_reader")
-def _java_reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaReader]:
-    yield from start_reader(tmp_path_factory)
 
 
 # ---- reading both ways -------------------------------------------------------------------

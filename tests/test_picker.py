@@ -10,7 +10,6 @@ import pytest
 
 from paimond.format.manifest import EMPTY_STATS, DataFileMeta
 from paimond.lsm.compaction_options import CompactionOptions
-from paimond.table.options import parse_duration_millis
 from paimond.lsm.levels import Levels, SortedRun
 from paimond.lsm.picker import (
     PickerState,
@@ -22,6 +21,7 @@ from paimond.lsm.picker import (
     pick_full_compaction,
     pick_universal,
 )
+from paimond.table.options import parse_duration_millis
 
 _names = itertools.count()
 

@@ -114,7 +114,7 @@ def test_live_files_exist_where_the_partition_and_bucket_say(written, name):
         assert 0 <= f["bucket"] < fixed if fixed > 0 else f["bucket"] == 0
         parts = path.parent.parent.relative_to(table_dir).parts
         assert len(parts) == len(spec.partition_keys)
-        for key, value, part in zip(spec.partition_keys, f["partition_values"], parts):
+        for key, value, part in zip(spec.partition_keys, f["partition_values"], parts, strict=False):
             assert part == f"{key}={_java_partition_text(value)}" or (
                 _java_partition_text(value) is None and part.startswith(f"{key}="))
 

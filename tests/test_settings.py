@@ -45,7 +45,8 @@ def test_file_and_defaults(tmp_path: Path) -> None:
     assert settings.warehouses[0].uri == "s3://bucket/wh"
     assert settings.warehouses[0].storage_options == {"endpoint_url": "http://127.0.0.1:9000"}
     assert settings.job("compact").interval_s == 30 and settings.job("compact").options == {"full": False}
-    assert settings.job("remove_orphans").enabled and settings.job("remove_orphans").options["older_than"] == "2d"
+    orphans = settings.job("remove_orphans")
+    assert orphans.enabled and orphans.options["older_than"] == "2d"
     assert settings.job("expire").enabled and settings.job("expire").interval_s == 300
     assert (settings.concurrency, settings.http_port, settings.log_format) == (3, 9300, "auto")
     assert settings.wants("sales.orders") and settings.wants("ops.events")

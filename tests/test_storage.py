@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from s3_endpoint import S3Endpoint
 
 from paimond.errors import (
     CorruptFileError,
@@ -30,7 +31,6 @@ from paimond.errors import (
 )
 from paimond.table import storage as storage_module
 from paimond.table.storage import Storage, open_storage
-from s3_endpoint import S3Endpoint
 
 
 @dataclass(frozen=True)

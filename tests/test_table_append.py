@@ -37,4 +37,5 @@ def test_appending_copies_of_files_adds_their_rows_for_pypaimon(tmp_path) -> Non
     expected = pa.concat_tables([before, first_rows]).sort_by(
         [(c, "ascending") for c in spec.sort_columns])
     assert after.sort_by([(c, "ascending") for c in spec.sort_columns]).equals(expected)
-    assert len(live_files(warehouse, spec.name, new_id)) == len(scan_snapshot(table, table.snapshots.latest()).files)
+    latest = scan_snapshot(table, table.snapshots.latest())
+    assert len(live_files(warehouse, spec.name, new_id)) == len(latest.files)
