@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--warm-runs", type=int, default=3)
     args = parser.parse_args()
 
-    from paimond.daemon.executors import SparkExecutor, spark_session
+    from paimond.spark.executor import SparkExecutor, spark_session
 
     root = Path(tempfile.mkdtemp(prefix="paimond-bench-spark-"))
     try:

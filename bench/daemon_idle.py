@@ -67,7 +67,7 @@ def main() -> None:
                           f"[daemon]\ncheck_interval_s = {args.check_interval_s}\n"
                           "discovery_interval_s = 60\n[limits]\nconcurrency = 2\n"
                           '[log]\nlevel = "warning"\n')
-        process = subprocess.Popen([sys.executable, "-m", "paimond.daemon.cli", "run",
+        process = subprocess.Popen([sys.executable, "-m", "paimond.cli", "run",
                                     "--config", str(config)], stderr=subprocess.PIPE, text=True)
         assert process.stderr is not None
         match = None

@@ -9,12 +9,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from paimond.config.settings import JobSettings
-from paimond.daemon.executors import daemon_executor
 from paimond.errors import CommitConflictError, UnsupportedError
 from paimond.maintenance.compact import CompactJob, LookupCacheSettings
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
+from paimond.spark.executor import daemon_executor
 from paimond.table.catalog import Table
 from paimond.table.options import parse_duration_millis as parse_duration_ms
 

@@ -7,6 +7,7 @@ Usage: python examples/demo.py WAREHOUSE_DIR [SECONDS]   (SECONDS=0 runs until C
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -14,7 +15,6 @@ import sys
 import tempfile
 import threading
 import time
-import os
 import urllib.request
 from pathlib import Path
 
@@ -91,7 +91,7 @@ def main() -> int:
                       f'[lookup_cache]\ndirectory = "{config.parent / "lookup-cache"}"\n'
                       '[log]\nformat = "console"\nlevel = "warning"\n')
     _step(f"starting the paimond daemon ({config}) and an ingestion job committing every second")
-    daemon = subprocess.Popen([sys.executable, "-m", "paimond.daemon.cli", "run", "--config",
+    daemon = subprocess.Popen([sys.executable, "-m", "paimond.cli", "run", "--config",
                                str(config)])
     url = f"http://127.0.0.1:{PORT}"
     print(f"paimond daemon started on {warehouse}; metrics at {url}/metrics", flush=True)

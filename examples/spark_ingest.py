@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args(argv)
-    from paimond.daemon.executors import spark_session
+    from paimond.spark.executor import spark_session
 
     # A local master stays on the loopback interface with Python workers on this venv.
     spark = spark_session(args.master, "spark_ingest")

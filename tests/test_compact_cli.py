@@ -14,7 +14,7 @@ import pytest
 from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_deduplicate, catalog_for, sort_rows
 
-from paimond.daemon.cli import main
+from paimond.cli.main import main
 from paimond.maintenance.compact import CompactJob
 from paimond.table.catalog import open_table
 from paimond.table.scan import data_file_path, scan_snapshot

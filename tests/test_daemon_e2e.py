@@ -56,7 +56,7 @@ def _scrape(url: str) -> dict[str, float]:
 
 
 def _start(config: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([sys.executable, "-m", "paimond.daemon.cli", "run", "--config",
+    process = subprocess.Popen([sys.executable, "-m", "paimond.cli", "run", "--config",
                                 str(config)], env=env, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     started = time.monotonic()
@@ -127,12 +127,12 @@ format = "json"
         final = read_rows(warehouse, "db.busy", catalog_options=options, include_level0=True)
         assert final.num_rows == 7 * 7 + 20 and read_rows(
             warehouse, "db.busy", catalog_options=options).equals(final)
-        reply = subprocess.run([sys.executable, "-m", "paimond.daemon.cli", "trigger", url,
+        reply = subprocess.run([sys.executable, "-m", "paimond.cli", "trigger", url,
                                 "--table", "db.quiet", "--wait"], env=env, capture_output=True,
                                text=True, timeout=120)
         assert reply.returncode == 0, reply.stderr
         assert '"compact": {"outcome": "success"' in reply.stdout
-        refused = subprocess.run([sys.executable, "-m", "paimond.daemon.cli", "trigger", url,
+        refused = subprocess.run([sys.executable, "-m", "paimond.cli", "trigger", url,
                                   "--table", "db.quiet"], capture_output=True, text=True,
                                  env={**os.environ, "PAIMOND_TRIGGER_TOKEN": "wrong"}, timeout=60)
         assert refused.returncode == 1 and "401" in refused.stderr
@@ -167,7 +167,7 @@ def test_a_taken_port_exits_2_naming_the_key(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     import socket
 
-    from paimond.daemon.cli import main
+    from paimond.cli.main import main
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -25,7 +25,7 @@ import pytest
 from pypaimon_oracle import read_rows, read_rows_rust
 from pypaimon_tables import _changes, _Model, _not_null, _rng, _Writer, catalog_for, sort_rows
 
-from paimond.daemon.cli import main
+from paimond.cli.main import main
 from paimond.errors import CommitConflictError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted, read_deletion_vectors

@@ -28,7 +28,7 @@ from table_history import (
     write_consumer,
 )
 
-from paimond.daemon.cli import main
+from paimond.cli.main import main
 from paimond.errors import UnsupportedError
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.expire import ExpireJob, ExpireSettings

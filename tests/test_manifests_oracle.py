@@ -18,7 +18,7 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import catalog_for
 from table_history import tree
 
-from paimond.daemon.cli import main
+from paimond.cli.main import main
 from paimond.format.manifest import FILE_KIND_DELETE
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.manifests import ManifestMergeJob

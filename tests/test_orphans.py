@@ -19,7 +19,7 @@ from pypaimon_tables import build_pk_deduplicate, catalog_for
 from s3_endpoint import S3Endpoint
 from table_history import tree
 
-from paimond.daemon.cli import main
+from paimond.cli.main import main
 from paimond.errors import ConfigError, CorruptFileError
 from paimond.format.manifest import ManifestEntry
 from paimond.lsm.rewrite import execute_compaction

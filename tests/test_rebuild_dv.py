@@ -16,7 +16,7 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import catalog_for
 from test_dv_compaction import SCENARIOS, _Live
 
-from paimond.daemon.cli import main
+from paimond.cli.main import main
 from paimond.errors import UnsupportedError
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.rebuild_dv import RebuildDvJob

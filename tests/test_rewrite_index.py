@@ -16,7 +16,7 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import build_append_fixed_bucket, build_pk_deduplicate, catalog_for
 from table_history import assert_exactly_referenced, tree, write_tag
 
-from paimond.daemon.cli import main
+from paimond.cli.main import main
 from paimond.errors import CommitConflictError, CorruptFileError
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
 from paimond.maintenance.expire import ExpireJob, ExpireSettings

@@ -10,7 +10,7 @@ from pypaimon_oracle import live_files
 from pypaimon_tables import build_pk_deduplicate
 from s3_endpoint import S3Endpoint
 
-from paimond.daemon.cli import main
+from paimond.cli.main import main
 from paimond.table.catalog import list_tables
 from paimond.table.scan import scan_snapshot
 from paimond.table.storage import open_storage

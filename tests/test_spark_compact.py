@@ -26,13 +26,13 @@ from pypaimon_tables import (
     build_pk_partial_update,
 )
 
+from paimond.cli.main import main
 from paimond.config.settings import JobSettings
-from paimond.daemon import executors
-from paimond.daemon.cli import main
-from paimond.daemon.executors import SparkExecutor, package_zip
 from paimond.daemon.jobs import JobContext, run_compact
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact import BucketFailure, CompactionSummary, CompactJob, TaskRunner
+from paimond.spark import executor as executors
+from paimond.spark.executor import SparkExecutor, package_zip
 from paimond.table.catalog import Table, open_table
 from paimond.table.scan import scan_snapshot
 from paimond.table.storage import open_storage
@@ -261,15 +261,15 @@ def test_the_package_zip_is_importable_and_reaches_the_executors(spark: Any,
                                                                  tmp_path: Path) -> None:
     path = package_zip(str(tmp_path))
     names = set(zipfile.ZipFile(path).namelist())
-    assert {"paimond/__init__.py", "paimond/spark.py", "paimond/errors.py",
-            "paimond/daemon/executors.py", "paimond/lsm/rewrite.py",
+    assert {"paimond/__init__.py", "paimond/spark/maintain.py", "paimond/errors.py",
+            "paimond/spark/executor.py", "paimond/lsm/rewrite.py",
             "paimond/format/file_index/__init__.py"} <= names
     assert not any(n.startswith(("paimond/tests/", "paimond/.venv/", "paimond/examples/",
                                  "paimond/bench/")) for n in names)
     assert package_zip(str(tmp_path)) == path  # named by content
 
     probe = ("import sys; sys.path.insert(0, sys.argv[1]); import paimond.spark, "
-             "paimond.daemon.executors, paimond.lsm.rewrite; print(paimond.__file__)")
+             "paimond.spark.executor, paimond.lsm.rewrite; print(paimond.__file__)")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True,
                          cwd=tmp_path, env=env, check=True).stdout

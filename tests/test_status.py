@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
 
-from paimond.daemon.cli import main
+from paimond.cli.main import main
 
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), pa.field("dt", pa.string()),
                     pa.field("v", pa.string())])

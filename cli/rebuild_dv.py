@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from paimond.daemon.cli_common import (
+from paimond.cli.common import (
     EXIT_OK,
     add_storage_option,
     open_table_of,

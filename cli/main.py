@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from paimond import __version__
-from paimond.daemon import cli_daemon, cli_rebuild_dv
-from paimond.daemon.cli_common import (
+from paimond.cli import daemon as cli_daemon
+from paimond.cli import rebuild_dv as cli_rebuild_dv
+from paimond.cli.common import (
     EXIT_OK,
     EXIT_UNREADABLE,
     add_storage_option,
@@ -23,8 +24,7 @@ from paimond.daemon.cli_common import (
     storage_options_of,
     usage_errors_exit_2,
 )
-from paimond.daemon.executors import EXECUTORS, open_executor
-from paimond.daemon.report import render_json, render_text
+from paimond.cli.report import render_json, render_text
 from paimond.errors import ConfigError, PaimondError
 from paimond.lsm.task import CompactTask
 from paimond.maintenance.compact import CompactJob, LookupCacheSettings
@@ -33,6 +33,7 @@ from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
 from paimond.maintenance.rewrite_index import IndexRewriteJob
 from paimond.maintenance.status import TableStatus, table_status
+from paimond.spark.executor import EXECUTORS, open_executor
 from paimond.table.catalog import Table, list_tables, open_table
 from paimond.table.options import parse_duration_millis as parse_duration_ms
 from paimond.table.options import parse_memory_size

@@ -31,8 +31,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from structlog import get_logger
+
 import paimond
-from paimond.daemon.logging import get_logger
 from paimond.errors import ConfigError, CorruptFileError
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact import BucketFailure, Progress, TaskExecutor, TaskRunner

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paimond.config.settings import JOB_NAMES
-from paimond.daemon.executors import SparkExecutor
 from paimond.errors import ConfigError, PaimondError
 from paimond.maintenance.compact import CompactionSummary, CompactJob
 from paimond.maintenance.expire import ExpireJob, ExpireResult
 from paimond.maintenance.manifests import ManifestMergeJob, ManifestMergeResult
 from paimond.maintenance.orphans import OrphanJob, OrphanResult
+from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import open_table
 from paimond.table.storage import open_storage
 

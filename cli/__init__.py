@@ -1,0 +1,1 @@
+"""The command line: one parser, every command, one exit-code convention, reports."""
