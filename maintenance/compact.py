@@ -142,7 +142,7 @@ class TaskRunner:
 
 
 class TaskExecutor(Protocol):
-    """Runs bucket tasks elsewhere (Spark: ``paimond.daemon.executors``); ``CompactJob`` uses
+    """Runs bucket tasks elsewhere (Spark: ``paimond.spark.executor``); ``CompactJob`` uses
     its local pool when it has none. A task that fails for good is a ``BucketFailure``."""
 
     def execute(self, tasks: Sequence[CompactTask], runner: TaskRunner, progress: Progress | None
