@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 "$test_python" tests/install_check.py make "$work/warehouse"
-.tools/bin/uv build --wheel --no-build-logs -o "$work/dist" .
+.tools/bin/uv build --no-build-logs -o "$work/dist" .  # the wheel from the sdist: no stale build/
 "$python" -m venv "$work/runtime"
 "$work/runtime/bin/pip" install --quiet --disable-pip-version-check "$work"/dist/paimond-*.whl
 echo "installed without extras:"

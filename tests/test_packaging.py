@@ -39,7 +39,8 @@ def runtime_modules() -> list[Path]:
 def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([uv, "build", "--wheel", "--no-build-logs", "-o", str(out), str(ROOT)],
+    # sdist first, then the wheel from it in a clean directory (a stale build/ is not read)
+    subprocess.run([uv, "build", "--no-build-logs", "-o", str(out), str(ROOT)],
                    check=True, capture_output=True, timeout=300)
     (wheel,) = out.glob("paimond-*.whl")
     with zipfile.ZipFile(wheel) as archive:
