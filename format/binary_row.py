@@ -42,6 +42,7 @@ from paimond.format.binary_array import (
     variable_section,
     write_bytes,
 )
+from paimond.format.row_kind import RowKind
 from paimond.format.types import (
     ArrayType,
     DataType,
@@ -54,8 +55,6 @@ from paimond.format.types import (
     TimestampType,
 )
 from paimond.format.values import Timestamp
-
-ROW_KIND_INSERT, ROW_KIND_UPDATE_BEFORE, ROW_KIND_UPDATE_AFTER, ROW_KIND_DELETE = 0, 1, 2, 3
 
 _SLOT = struct.Struct("<Q")
 _LONG = struct.Struct("<q")
@@ -92,9 +91,9 @@ class _RowLayout:
 
 # ---------------------------------------------------------------- public API
 
-def encode_row(values: Sequence[object], types: Types, row_kind: int = ROW_KIND_INSERT) -> bytes:
+def encode_row(values: Sequence[object], types: Types, row_kind: int = RowKind.INSERT) -> bytes:
     """``BinaryRow.toBytes()`` of ``values``; raises ValueError/TypeError for unfit values."""
-    if not ROW_KIND_INSERT <= row_kind <= ROW_KIND_DELETE:
+    if not RowKind.INSERT <= row_kind <= RowKind.DELETE:
         raise ValueError(f"row kind must be 0..3, got {row_kind}")
     return _encode(_layout(_type_tuple(types)), values, row_kind)
 
@@ -106,14 +105,14 @@ def decode_row(data: bytes, types: Types) -> tuple[object, ...]:
 
 
 def decode_row_kind(data: bytes) -> int:
-    """The RowKind byte (``ROW_KIND_*``) of a BinaryRow."""
+    """The RowKind byte (a ``RowKind`` value) of a BinaryRow."""
     if len(data) < len(EMPTY_ROW):
         raise CodecError(f"a row has at least {len(EMPTY_ROW)} bytes, got {len(data)}")
     return _check_kind(data[0])
 
 
 def encode_manifest_row(values: Sequence[object], types: Types,
-                        row_kind: int = ROW_KIND_INSERT) -> bytes:
+                        row_kind: int = RowKind.INSERT) -> bytes:
     """The row as a manifest field stores it: 4-byte big-endian arity + row bytes."""
     type_tuple = _type_tuple(types)
     return _ARITY.pack(len(type_tuple)) + encode_row(values, type_tuple, row_kind)
@@ -191,7 +190,7 @@ def _decode(layout: _RowLayout, data: bytes, start: int, size: int) -> tuple[obj
 
 
 def _check_kind(kind: int) -> int:
-    if kind > ROW_KIND_DELETE:
+    if kind > RowKind.DELETE:
         raise CodecError(f"row kind byte {kind} is not 0..3")
     return kind
 
@@ -362,6 +361,6 @@ def _row_codec(layout: _RowLayout) -> SlotCodec:
     def encode(value: object) -> bytes:
         if not isinstance(value, (list, tuple)):
             raise TypeError(f"expected a tuple for ROW, got {type(value).__name__}")
-        return _encode(layout, value, ROW_KIND_INSERT)
+        return _encode(layout, value, RowKind.INSERT)
 
     return _section_codec(encode, functools.partial(_decode, layout))

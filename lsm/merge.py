@@ -24,11 +24,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimond.format.key_order import SortKey
+from paimond.format.row_kind import RowKind
 
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 VALUE_KIND_COLUMN = "_VALUE_KIND"
-KIND_INSERT, KIND_UPDATE_BEFORE, KIND_UPDATE_AFTER, KIND_DELETE = 0, 1, 2, 3
-_ADD_KINDS = pa.array([KIND_INSERT, KIND_UPDATE_AFTER], pa.int8())
+_ADD_KINDS = pa.array([RowKind.INSERT, RowKind.UPDATE_AFTER], pa.int8())
 SLICE_ROWS = 1 << 18
 
 Reducer = Callable[["SortedSlice"], pa.Table]

@@ -17,8 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimond.errors import UnsupportedError
+from paimond.format.row_kind import RowKind
 from paimond.format.schema import TableSchema
-from paimond.lsm.merge import KIND_INSERT, VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
+from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
 
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 # Aggregate functions with a vectorized implementation: name -> (arrow kernel, skip nulls).
@@ -152,7 +153,7 @@ def _fill(piece: SortedSlice, column: str, mask: np.ndarray | None, last: bool) 
 
 def _with_inserts(base: pa.Table) -> pa.Table:
     return base.set_column(base.schema.get_field_index(VALUE_KIND_COLUMN), VALUE_KIND_COLUMN,
-                           pa.array(np.full(base.num_rows, KIND_INSERT, np.int8)))
+                           pa.array(np.full(base.num_rows, RowKind.INSERT, np.int8)))
 
 
 def _partial_update(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[str]

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from paimond.errors import CodecError
 from paimond.format.arrow_types import FIELD_ID_KEY, to_arrow_type
+from paimond.format.row_kind import RowKind
 from paimond.format.schema import TableSchema
 from paimond.format.types import (
     ArrayType,
@@ -37,8 +38,6 @@ VALUE_KIND = DataField(2147483645, "_VALUE_KIND", TinyIntType(nullable=False))
 SYSTEM_FIELD_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID"})
 """Java ``SpecialFields.SYSTEM_FIELD_NAMES`` (``rowkind`` too, so a user column of that name
 gets system-column statistics in Java as well)."""
-
-VALUE_KIND_INSERT, VALUE_KIND_UPDATE_BEFORE, VALUE_KIND_UPDATE_AFTER, VALUE_KIND_DELETE = 0, 1, 2, 3
 
 _STRUCTURED_ID_BASE = 2147483647 // 4
 _DEPTH_LIMIT = 1 << 10
@@ -125,8 +124,8 @@ def value_batch(batch: pa.RecordBatch, schema: TableSchema) -> pa.RecordBatch:
 
 def retract_mask(value_kinds: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """True where a row is a retraction (-U or -D), as Java ``RowKind.isRetract``."""
-    return pc.or_(pc.equal(value_kinds, VALUE_KIND_UPDATE_BEFORE),
-                  pc.equal(value_kinds, VALUE_KIND_DELETE))
+    return pc.or_(pc.equal(value_kinds, RowKind.UPDATE_BEFORE),
+                  pc.equal(value_kinds, RowKind.DELETE))
 
 
 def relaxed_type(arrow_type: pa.DataType) -> pa.DataType:

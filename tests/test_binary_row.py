@@ -22,10 +22,6 @@ from paimond.errors import CodecError, UnsupportedError
 from paimond.format.binary_row import (
     EMPTY_MANIFEST_ROW,
     EMPTY_ROW,
-    ROW_KIND_DELETE,
-    ROW_KIND_INSERT,
-    ROW_KIND_UPDATE_AFTER,
-    ROW_KIND_UPDATE_BEFORE,
     decode_manifest_row,
     decode_row,
     decode_row_kind,
@@ -34,6 +30,7 @@ from paimond.format.binary_row import (
     manifest_row_arity,
     null_bits_size,
 )
+from paimond.format.row_kind import RowKind
 from paimond.format.type_json import parse_type_string
 from paimond.format.types import (
     ArrayType,
@@ -67,8 +64,8 @@ from paimond.format.values import Timestamp
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = REPO_ROOT.parent / "shared" / "golden" / "java"  # CI checks out shared/ beside the repo
 ROW_DIR = GOLDEN / "binaryrow"
-ROW_KINDS = {"+I": ROW_KIND_INSERT, "-U": ROW_KIND_UPDATE_BEFORE, "+U": ROW_KIND_UPDATE_AFTER,
-             "-D": ROW_KIND_DELETE}
+ROW_KINDS = {"+I": RowKind.INSERT, "-U": RowKind.UPDATE_BEFORE, "+U": RowKind.UPDATE_AFTER,
+             "-D": RowKind.DELETE}
 # index.json describes this file only in prose: all_types_edge written after two other rows.
 REUSE_SOURCE = {"binaryrow/_reuse_check_edge_after_reuse.bin": "binaryrow/all_types_edge.bin"}
 
