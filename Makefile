@@ -40,6 +40,7 @@ test: install
 lint: install
 	$(UV) pip install --python $(BIN)/python --quiet ruff==0.17.5
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --config pyproject.toml
 
 typecheck: install
 	$(UV) pip install --python $(BIN)/python --quiet mypy==2.4.1
