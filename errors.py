@@ -6,7 +6,12 @@ Every error names what it is about (a file, a key, a table) in its message, buil
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+ErrorKind = Literal["retry", "backoff", "data", "config", "internal"]
+"""The remedy an error calls for: re-plan now (retry), try again later (backoff), fix or
+restore a file (data), fix the settings or the table's options (config), or a bug (internal).
+Bounded, so it can label a metric."""
 
 
 class PaimondError(Exception):
@@ -16,6 +21,8 @@ class PaimondError(Exception):
     default pickling calls ``cls(*args)`` with the message alone, which fails for a subclass
     whose ``__init__`` takes fields; here an error is rebuilt from its message and fields.
     """
+
+    kind: ClassVar[ErrorKind] = "internal"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _rebuild_error, (type(self), self.args, self.__dict__)
@@ -33,6 +40,8 @@ class CodecError(PaimondError):
     """Bytes that do not decode. Codecs raise it without a path; ``table/`` re-raises it as
     :class:`CorruptFileError` naming the file."""
 
+    kind: ClassVar[ErrorKind] = "data"
+
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
@@ -40,6 +49,8 @@ class CodecError(PaimondError):
 
 class CorruptFileError(PaimondError):
     """A file exists but cannot be parsed. Never retried; nothing is deleted because of it."""
+
+    kind: ClassVar[ErrorKind] = "data"
 
     def __init__(self, path: str, reason: str) -> None:
         self.path = path
@@ -49,6 +60,8 @@ class CorruptFileError(PaimondError):
 
 class MissingFileError(PaimondError):
     """A file that metadata references does not exist."""
+
+    kind: ClassVar[ErrorKind] = "data"
 
     def __init__(self, path: str, referenced_by: str | None = None) -> None:
         self.path = path
@@ -60,6 +73,8 @@ class MissingFileError(PaimondError):
 class UnsupportedError(PaimondError):
     """Valid Paimon metadata that paimond does not handle (yet)."""
 
+    kind: ClassVar[ErrorKind] = "config"
+
     def __init__(self, what: str, path: str | None = None) -> None:
         self.what = what
         self.path = path
@@ -69,9 +84,13 @@ class UnsupportedError(PaimondError):
 class CommitConflictError(PaimondError):
     """The table moved under us in a way that invalidates the plan: re-plan."""
 
+    kind: ClassVar[ErrorKind] = "retry"
+
 
 class StorageUnavailableError(PaimondError):
     """Storage could not be reached: back off and retry later."""
+
+    kind: ClassVar[ErrorKind] = "backoff"
 
     def __init__(self, uri: str, reason: str) -> None:
         self.uri = uri
@@ -81,6 +100,8 @@ class StorageUnavailableError(PaimondError):
 
 class ConfigError(PaimondError):
     """Bad configuration; the process exits with code 2."""
+
+    kind: ClassVar[ErrorKind] = "config"
 
     def __init__(self, key: str, reason: str) -> None:
         self.key = key
@@ -92,9 +113,16 @@ class WorkerError(PaimondError):
     """An unexpected error in a worker process, carried back as text: the original exception
     (from a third-party library, say) may not survive pickling."""
 
+    kind: ClassVar[ErrorKind] = "internal"
+
     def __init__(self, task: str, error_type: str, reason: str, traceback_text: str = "") -> None:
         self.task = task
         self.error_type = error_type
         self.reason = reason
         self.traceback_text = traceback_text
         super().__init__(f"{task}: {error_type}: {reason}")
+
+
+def kind_of(error: BaseException) -> ErrorKind:
+    """The remedy for any exception: a paimond error's ``kind``, anything else a bug."""
+    return error.kind if isinstance(error, PaimondError) else "internal"

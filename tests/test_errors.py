@@ -57,6 +57,19 @@ def test_the_hierarchy_is_found() -> None:
     assert {"CorruptFileError", "ConfigError", "CommitConflictError", "WorkerError"} <= names
 
 
+def test_every_error_names_its_remedy() -> None:
+    from paimond import errors
+
+    assert {cls.__name__: cls.kind for cls in _every_error_class()
+            if cls.__module__ == "paimond.errors"} == {
+        "PaimondError": "internal", "CodecError": "data", "CorruptFileError": "data",
+        "MissingFileError": "data", "UnsupportedError": "config", "CommitConflictError": "retry",
+        "StorageUnavailableError": "backoff", "ConfigError": "config", "WorkerError": "internal"}
+    assert {cls.kind for cls in _every_error_class()} <= set(errors.ErrorKind.__args__)
+    assert errors.kind_of(errors.ConfigError("k", "r")) == "config"
+    assert errors.kind_of(ValueError("not ours")) == "internal"
+
+
 @pytest.mark.parametrize("cls", _every_error_class(), ids=lambda cls: cls.__name__)
 def test_every_error_survives_pickling_with_its_fields(cls: type[PaimondError]) -> None:
     arguments = _sample_arguments(cls)
