@@ -20,8 +20,8 @@ from paimond.lsm.levels import Levels
 from paimond.lsm.picker import PickerState, drop_deletes, pick_compaction, pick_full_compaction
 from paimond.lsm.task import CompactTask
 from paimond.table.catalog import Table
+from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
-from paimond.table.paths import partition_text
 from paimond.table.scan import BucketFiles, scan_snapshot
 
 
@@ -99,12 +99,6 @@ def plan_compaction(table: Table, *, full: bool = False,
         if task is not None:
             tasks.append(task)
     return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped))
-
-
-def partition_matches(partition_text: str, wanted: Mapping[str, str]) -> bool:
-    """Whether a partition's path (``dt=2024-01-01/hr=3``) has every wanted value."""
-    parts = dict(p.split("=", 1) for p in partition_text.split("/") if "=" in p)
-    return all(parts.get(k) == v for k, v in wanted.items())
 
 
 def _plan_bucket(table: Table, schema: TableSchema, snapshot: Snapshot, files: BucketFiles,

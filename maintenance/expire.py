@@ -30,9 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
-from paimond.maintenance.references import CHANGELOG_DIR, CHANGELOG_PREFIX, FileTally
+from paimond.maintenance.references import FileTally
 from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired, execute_expiration
 from paimond.table.catalog import Table
+from paimond.table.layout import CHANGELOG_DIR, CHANGELOG_PREFIX, EARLIEST_HINT
 from paimond.table.options import TableOptions
 from paimond.table.options import parse_duration_millis as parse_duration_ms
 from paimond.table.snapshots import Snapshots
@@ -136,7 +137,7 @@ class ExpirePlan:
 def read_history(table: Table, settings: ExpireSettings) -> SnapshotHistory:
     snapshots = table.snapshots
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
-    hint = snapshots.read_hint("EARLIEST") is not None
+    hint = snapshots.read_hint(EARLIEST_HINT) is not None
     consumers = table.consumers()
     history = SnapshotHistory(earliest, latest, hint,
                               min(consumers.values()) if consumers else None)
@@ -241,7 +242,7 @@ class ExpireJob:
         settings = self.resolved_settings()
         if not plan.expires:
             if plan.write_earliest_hint and plan.earliest_id is not None and not self.dry_run:
-                self.table.storage.write_bytes(self.table.snapshots.hint_path("EARLIEST"),
+                self.table.storage.write_bytes(self.table.snapshots.hint_path(EARLIEST_HINT),
                                                str(plan.earliest_id).encode())
             return ExpireResult(plan, None, FileTally(), self.dry_run)
         assert plan.earliest_id is not None and plan.end_id is not None  # plan.expires

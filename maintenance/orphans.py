@@ -23,8 +23,6 @@ from dataclasses import dataclass
 
 from paimond.errors import ConfigError, CorruptFileError
 from paimond.maintenance.references import (
-    CHANGELOG_DIR,
-    CHANGELOG_PREFIX,
     INDEX,
     OTHER,
     STATISTICS,
@@ -35,8 +33,23 @@ from paimond.maintenance.references import (
     referencing_snapshots,
     used_files,
 )
-from paimond.table.catalog import BRANCH_PREFIX, Table
-from paimond.table.snapshots import EARLIEST_HINT, LATEST_HINT, SNAPSHOT_PREFIX
+from paimond.table.catalog import Table
+from paimond.table.layout import (
+    BRANCH_DIR,
+    BRANCH_PREFIX,
+    BUCKET_DIR_PREFIX,
+    CHANGELOG_DIR,
+    CHANGELOG_PREFIX,
+    EARLIEST_HINT,
+    INDEX_DIR,
+    LATEST_HINT,
+    MANIFEST_DIR,
+    SCHEMA_DIR,
+    SCHEMA_PREFIX,
+    SNAPSHOT_DIR,
+    SNAPSHOT_PREFIX,
+    STATISTICS_DIR,
+)
 from paimond.table.storage import FileStatus, Storage
 
 DEFAULT_WINDOW_MS = 86_400_000  # Java: older_than defaults to now - 1 day
@@ -88,7 +101,7 @@ def bucket_dirs(storage: Storage, directory: str, depth: int) -> Iterator[str]:
     for status in storage.list_dir(directory):
         if not status.is_dir:
             continue
-        if depth == 0 and status.name.startswith("bucket-"):
+        if depth == 0 and status.name.startswith(BUCKET_DIR_PREFIX):
             yield status.path
         elif depth > 0 and "=" in status.name:
             yield from bucket_dirs(storage, status.path, depth - 1)
@@ -98,9 +111,10 @@ def _branch_dirs(table: Table) -> list[str]:
     """The main table directory and each branch's, refusing branches without a schema."""
     roots = [table.path]
     for branch in table.branches():
-        root = table.file_path("branch", BRANCH_PREFIX + branch)
-        if not any(s.name.startswith("schema-") for s in _files(table.storage, f"{root}/schema")):
-            raise CorruptFileError(f"{root}/schema", f"branch {branch} has no schema; orphan "
+        root = table.file_path(BRANCH_DIR, BRANCH_PREFIX + branch)
+        schemas = table.storage.join(root, SCHEMA_DIR)
+        if not any(s.name.startswith(SCHEMA_PREFIX) for s in _files(table.storage, schemas)):
+            raise CorruptFileError(schemas, f"branch {branch} has no schema; orphan "
                                    "removal aborted, check the branch by hand")
         roots.append(root)
     return roots
@@ -110,9 +124,9 @@ def list_candidates(table: Table) -> list[Candidate]:
     """Every file orphan removal may consider, whatever its age."""
     storage = table.storage
     out = [Candidate(metadata_kind(s.name), s, True)
-           for s in _files(storage, table.file_path("manifest"))]
-    out += [Candidate(INDEX, s, True) for s in _files(storage, table.file_path("index"))]
-    out += [Candidate(STATISTICS, s, True) for s in _files(storage, table.file_path("statistics"))]
+           for s in _files(storage, table.file_path(MANIFEST_DIR))]
+    out += [Candidate(INDEX, s, True) for s in _files(storage, table.file_path(INDEX_DIR))]
+    out += [Candidate(STATISTICS, s, True) for s in _files(storage, table.file_path(STATISTICS_DIR))]
     options = table.options()
     data_root = (table.file_path(options.data_file_path_directory)
                  if options.data_file_path_directory else table.path)
@@ -120,8 +134,8 @@ def list_candidates(table: Table) -> list[Candidate]:
     for directory in bucket_dirs(storage, data_root, depth):
         out += [Candidate(bucket_file_kind(s.name), s, True) for s in _files(storage, directory)]
     for root in _branch_dirs(table):
-        for directory, prefix in (("snapshot", SNAPSHOT_PREFIX), (CHANGELOG_DIR, CHANGELOG_PREFIX)):
-            out += [Candidate(OTHER, s, False) for s in _files(storage, f"{root}/{directory}")
+        for directory, prefix in ((SNAPSHOT_DIR, SNAPSHOT_PREFIX), (CHANGELOG_DIR, CHANGELOG_PREFIX)):
+            out += [Candidate(OTHER, s, False) for s in _files(storage, storage.join(root, directory))
                     if not s.name.startswith(prefix) and s.name not in (EARLIEST_HINT, LATEST_HINT)]
     return out
 
@@ -169,7 +183,7 @@ class OrphanJob:
         """Bucket directories we emptied, then their partition directories (Java
         ``cleanEmptyDataDirectory``)."""
         storage = self.table.storage
-        level = {d for d in directories if d.rsplit("/", 1)[-1].startswith("bucket-")
+        level = {d for d in directories if d.rsplit("/", 1)[-1].startswith(BUCKET_DIR_PREFIX)
                  and storage.delete_dir_if_empty(d)}
         for _ in range(len(self.table.latest_schema().partition_keys)):
             level = {p for p in {d.rsplit("/", 1)[0] for d in level}

@@ -40,13 +40,12 @@ from paimond.lsm.deletion_vectors import (
     vector_of,
 )
 from paimond.lsm.merge import VALUE_KIND_COLUMN
-from paimond.maintenance.compact_plan import partition_matches
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import read_data_file
 from paimond.table.kv_layout import key_fields, retract_mask
+from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import TableOptions
-from paimond.table.paths import partition_text
 from paimond.table.scan import BucketFiles, LiveFile, data_file_path, scan_snapshot
 
 _LEVEL, _FILE, _POS = "__level", "__file", "__pos"

@@ -19,12 +19,22 @@ from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.snapshot import Snapshot
-from paimond.table.catalog import BRANCH_PREFIX, Table
+from paimond.table.catalog import Table
+from paimond.table.layout import (
+    BRANCH_DIR,
+    BRANCH_PREFIX,
+    CHANGELOG_DIR,
+    CHANGELOG_PREFIX,
+    FILE_INDEX_SUFFIX,
+    INDEX_MANIFEST_PREFIX,
+    MANIFEST_LIST_PREFIX,
+    MANIFEST_PREFIX,
+    TAG_DIR,
+    TAG_PREFIX,
+)
 from paimond.table.scan import read_index_manifest, read_manifest, read_manifest_list
 from paimond.table.snapshots import Snapshots
 
-CHANGELOG_DIR = "changelog"
-CHANGELOG_PREFIX = "changelog-"
 _PARALLELISM = 8
 
 # File kinds, as reports name them.
@@ -37,18 +47,18 @@ KIND_ORDER = (SNAPSHOT, MANIFEST_LIST, MANIFEST, INDEX_MANIFEST, INDEX, STATISTI
 
 def metadata_kind(name: str) -> str:
     """The kind of a file under ``manifest/`` by its name."""
-    if name.startswith("manifest-list-"):
+    if name.startswith(MANIFEST_LIST_PREFIX):
         return MANIFEST_LIST
-    if name.startswith("index-manifest-"):
+    if name.startswith(INDEX_MANIFEST_PREFIX):
         return INDEX_MANIFEST
-    return MANIFEST if name.startswith("manifest-") else OTHER
+    return MANIFEST if name.startswith(MANIFEST_PREFIX) else OTHER
 
 
 def bucket_file_kind(name: str) -> str:
     """The kind of a file in a bucket directory by its name."""
     if name.startswith(CHANGELOG_PREFIX):
         return CHANGELOG
-    return FILE_INDEX if name.endswith(".index") else DATA
+    return FILE_INDEX if name.endswith(FILE_INDEX_SUFFIX) else DATA
 
 
 @dataclass
@@ -151,7 +161,7 @@ def _branch_root(table: Table, branch: str) -> Table:
     """A view of a branch's own directories (snapshot/, tag/, changelog/, consumer/)."""
     if branch == "main":
         return table
-    return Table(table.storage, table.file_path("branch", BRANCH_PREFIX + branch),
+    return Table(table.storage, table.file_path(BRANCH_DIR, BRANCH_PREFIX + branch),
                  f"{table.name}${branch}")
 
 
@@ -172,7 +182,7 @@ def referencing_snapshots(table: Table, *, branches: bool = True,
                     continue
                 sources.append(SnapshotSource(branch, kind, snapshots.path(snapshot_id), snapshot))
         for name, tag in root.tags().items():
-            sources.append(SnapshotSource(branch, "tag", root.file_path("tag", f"tag-{name}"), tag))
+            sources.append(SnapshotSource(branch, "tag", root.file_path(TAG_DIR, TAG_PREFIX + name), tag))
     return sources
 
 

@@ -36,13 +36,11 @@ from paimond.errors import CommitConflictError, ConfigError
 from paimond.format.manifest import FILE_KIND_DELETE, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
-from paimond.maintenance.compact_plan import partition_matches
 from paimond.maintenance.references import read_manifests
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.file_index_rebuild import FileIndexChange, FileIndexRebuild, FileKey
-from paimond.table.file_index_writer import INDEX_SUFFIX
-from paimond.table.paths import partition_text
+from paimond.table.layout import FILE_INDEX_SUFFIX, partition_matches, partition_text
 from paimond.table.scan import merge_entries, read_manifest_list
 
 Progress = Callable[[int, int, str], None]  # files done, files in all, the file just done
@@ -61,7 +59,7 @@ class IndexRewritePlan:
 
 
 def _index_state(meta: DataFileMeta) -> str:
-    names = [n for n in meta.extra_files if n.endswith(INDEX_SUFFIX)]
+    names = [n for n in meta.extra_files if n.endswith(FILE_INDEX_SUFFIX)]
     if names:
         return f"index file {names[0]}"
     return "no index" if meta.embedded_index is None else \
@@ -93,7 +91,7 @@ class IndexRewriteSummary:
                 f"(COMPACT) rewrote {what} after {self.attempts} attempt(s) in "
                 f"{self.duration_s:.2f} s")
         files_out = [c for c in self.changes if any(
-            n.endswith(INDEX_SUFFIX) for n in c.after.file.extra_files)]
+            n.endswith(FILE_INDEX_SUFFIX) for n in c.after.file.extra_files)]
         embedded = sum(1 for c in self.changes if c.after.file.embedded_index is not None)
         lines = [head, f"  embedded {embedded}, index files {len(files_out)} "
                        f"({sum(c.index_size_bytes for c in files_out):,} bytes), index removed "

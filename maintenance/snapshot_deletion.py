@@ -33,8 +33,8 @@ from paimond.maintenance.references import (
     used_files,
 )
 from paimond.table.catalog import Table
+from paimond.table.layout import EARLIEST_HINT, INDEX_DIR, MANIFEST_DIR, STATISTICS_DIR, TAG_DIR, TAG_PREFIX
 from paimond.table.scan import bucket_path, read_index_manifest, read_manifest, read_manifest_list
-from paimond.table.snapshots import EARLIEST_HINT
 from paimond.table.storage import Storage
 
 
@@ -230,11 +230,11 @@ def _metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str]) -> lis
         for meta in _manifest_list_or_empty(table, name, where):
             if meta.file_name not in skip:
                 skip.add(meta.file_name)
-                out.append(Deletion(MANIFEST, table.file_path("manifest", meta.file_name),
+                out.append(Deletion(MANIFEST, table.file_path(MANIFEST_DIR, meta.file_name),
                                     meta.file_size))
         if name not in skip:
             skip.add(name)
-            out.append(Deletion(MANIFEST_LIST, table.file_path("manifest", name), size))
+            out.append(Deletion(MANIFEST_LIST, table.file_path(MANIFEST_DIR, name), size))
     if snapshot.index_manifest:
         try:
             entries = read_index_manifest(table, snapshot)
@@ -246,14 +246,14 @@ def _metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str]) -> lis
                 if index_file.file_name not in skip:
                     skip.add(index_file.file_name)
                     out.append(Deletion(INDEX, index_file.external_path or table.file_path(
-                        "index", index_file.file_name), index_file.file_size))
+                        INDEX_DIR, index_file.file_name), index_file.file_size))
             if snapshot.index_manifest not in skip:
                 skip.add(snapshot.index_manifest)
                 out.append(Deletion(INDEX_MANIFEST, table.file_path(
-                    "manifest", snapshot.index_manifest), None))
+                    MANIFEST_DIR, snapshot.index_manifest), None))
     if snapshot.statistics and snapshot.statistics not in skip:
         skip.add(snapshot.statistics)
-        out.append(Deletion(STATISTICS, table.file_path("statistics", snapshot.statistics), None))
+        out.append(Deletion(STATISTICS, table.file_path(STATISTICS_DIR, snapshot.statistics), None))
     return out
 
 
@@ -275,7 +275,7 @@ def collect_expired(table: Table, earliest_id: int, end_id: int) -> ExpireWork:
     begin = loaded[0].id
     tag_items = sorted(table.tags().items(), key=lambda item: item[1].id)
     tags = [tag for _, tag in tag_items]
-    tag_paths = {tag.id: table.file_path("tag", f"tag-{name}") for name, tag in tag_items}
+    tag_paths = {tag.id: table.file_path(TAG_DIR, TAG_PREFIX + name) for name, tag in tag_items}
     branches = (used_files(table, referencing_snapshots(table, main=False))
                 if table.branches() else UsedFiles())
     schema = table.latest_schema()

@@ -14,8 +14,8 @@ from paimond.errors import PaimondError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH
 from paimond.format.schema import TableSchema
 from paimond.table.catalog import Table
+from paimond.table.layout import partition_text
 from paimond.table.options import TableOptions
-from paimond.table.paths import partition_text
 from paimond.table.scan import BucketFiles, SnapshotFiles, scan_snapshot, verify_data_files
 
 

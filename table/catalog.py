@@ -13,15 +13,21 @@ from dataclasses import dataclass, field
 from paimond.errors import CodecError, CorruptFileError, MissingFileError
 from paimond.format.schema import TableSchema, decode_schema
 from paimond.format.snapshot import Snapshot, decode_snapshot
+from paimond.table.layout import (
+    BRANCH_DIR,
+    BRANCH_PREFIX,
+    CONSUMER_DIR,
+    CONSUMER_PREFIX,
+    DB_SUFFIX,
+    SCHEMA_DIR,
+    SCHEMA_PREFIX,
+    SNAPSHOT_DIR,
+    TAG_DIR,
+    TAG_PREFIX,
+)
 from paimond.table.options import TableOptions
 from paimond.table.snapshots import Snapshots, parse_numbered_name
 from paimond.table.storage import Storage
-
-DB_SUFFIX = ".db"
-SCHEMA_PREFIX = "schema-"
-TAG_PREFIX = "tag-"
-CONSUMER_PREFIX = "consumer-"
-BRANCH_PREFIX = "branch-"
 
 
 @dataclass
@@ -41,7 +47,7 @@ class Table:
         return self.storage.join(self.path, *parts)
 
     def schema_ids(self) -> list[int]:
-        listing = self.storage.list_dir(self.file_path("schema"))
+        listing = self.storage.list_dir(self.file_path(SCHEMA_DIR))
         ids = (parse_numbered_name(s.name, SCHEMA_PREFIX) for s in listing if not s.is_dir)
         return sorted(i for i in ids if i is not None)
 
@@ -49,7 +55,7 @@ class Table:
         cached = self._schemas.get(schema_id)
         if cached is not None:
             return cached
-        path = self.file_path("schema", f"{SCHEMA_PREFIX}{schema_id}")
+        path = self.file_path(SCHEMA_DIR, f"{SCHEMA_PREFIX}{schema_id}")
         try:
             schema = decode_schema(self.storage.read_bytes(path))
         except CodecError as error:
@@ -62,7 +68,7 @@ class Table:
     def latest_schema(self) -> TableSchema:
         ids = self.schema_ids()
         if not ids:
-            raise MissingFileError(self.file_path("schema", f"{SCHEMA_PREFIX}0"))
+            raise MissingFileError(self.file_path(SCHEMA_DIR, f"{SCHEMA_PREFIX}0"))
         return self.schema(ids[-1])
 
     def options(self) -> TableOptions:
@@ -71,7 +77,7 @@ class Table:
     def tags(self) -> dict[str, Snapshot]:
         """Tag name -> the snapshot it pins."""
         tags = {}
-        for status in self.storage.list_dir(self.file_path("tag")):
+        for status in self.storage.list_dir(self.file_path(TAG_DIR)):
             if status.is_dir or not status.name.startswith(TAG_PREFIX):
                 continue
             try:
@@ -84,7 +90,7 @@ class Table:
     def consumers(self) -> dict[str, int]:
         """Consumer id -> the next snapshot it will read (it protects that one and later)."""
         consumers = {}
-        for status in self.storage.list_dir(self.file_path("consumer")):
+        for status in self.storage.list_dir(self.file_path(CONSUMER_DIR)):
             if status.is_dir or not status.name.startswith(CONSUMER_PREFIX):
                 continue
             try:
@@ -95,7 +101,7 @@ class Table:
         return dict(sorted(consumers.items()))
 
     def branches(self) -> list[str]:
-        listing = self.storage.list_dir(self.file_path("branch"))
+        listing = self.storage.list_dir(self.file_path(BRANCH_DIR))
         return sorted(s.name[len(BRANCH_PREFIX):] for s in listing
                       if s.is_dir and s.name.startswith(BRANCH_PREFIX))
 
@@ -107,7 +113,7 @@ def open_table(storage: Storage, warehouse: str, name: str) -> Table:
         raise ValueError(f"table name must be DB.TABLE, got {name!r}")
     table = Table(storage, storage.join(warehouse, database + DB_SUFFIX, table_name), name)
     if not table.schema_ids():
-        raise MissingFileError(table.file_path("schema", f"{SCHEMA_PREFIX}0"))
+        raise MissingFileError(table.file_path(SCHEMA_DIR, f"{SCHEMA_PREFIX}0"))
     return table
 
 
@@ -126,6 +132,6 @@ def list_tables(storage: Storage, warehouse: str) -> list[Table]:
             if not candidate.is_dir:
                 continue
             children = {s.name for s in storage.list_dir(candidate.path) if s.is_dir}
-            if children & {"schema", "snapshot"}:
+            if children & {SCHEMA_DIR, SNAPSHOT_DIR}:
                 tables.append(Table(storage, candidate.path, f"{db_name}.{candidate.name}"))
     return sorted(tables, key=lambda t: t.name)

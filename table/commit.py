@@ -34,6 +34,7 @@ from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, encode_snapshot
 from paimond.table.catalog import Table
+from paimond.table.layout import LATEST_HINT
 from paimond.table.manifest_files import ManifestWriter
 from paimond.table.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
 from paimond.table.scan import (
@@ -43,7 +44,6 @@ from paimond.table.scan import (
     read_manifest_list,
     scan_snapshot,
 )
-from paimond.table.snapshots import LATEST_HINT
 
 WRITER_VERSION = f"paimond-{__version__}"
 T = TypeVar("T")

@@ -22,7 +22,8 @@ from paimond.format.file_index.container import encode_file_index
 from paimond.format.manifest import DataFileMeta, ManifestEntry
 from paimond.table.catalog import Table
 from paimond.table.data_files import read_data_file
-from paimond.table.file_index_writer import INDEX_SUFFIX, index_file_names, write_index_file
+from paimond.table.file_index_writer import index_file_names, write_index_file
+from paimond.table.layout import FILE_INDEX_SUFFIX
 from paimond.table.scan import bucket_path
 
 FileKey = tuple[bytes, int, str]  # partition, bucket, data file name
@@ -66,8 +67,8 @@ class FileIndexRebuild:
             raise UnsupportedError("rewrite-index cannot index a data file holding only some "
                                    "columns (data evolution)", data_path)
         directory = data_path.rpartition("/")[0]
-        index_names = [n for n in meta.extra_files if n.endswith(INDEX_SUFFIX)]
-        extra_files = tuple(n for n in meta.extra_files if not n.endswith(INDEX_SUFFIX))
+        index_names = [n for n in meta.extra_files if n.endswith(FILE_INDEX_SUFFIX)]
+        extra_files = tuple(n for n in meta.extra_files if not n.endswith(FILE_INDEX_SUFFIX))
         container = self._build(meta, data_path)
         retired_entries = self.retired.get((entry.partition, entry.bucket, meta.file_name), ())
         retired = {e.identifier for e in retired_entries}

@@ -23,9 +23,9 @@ from paimond.errors import UnsupportedError
 from paimond.format.file_index import FileIndexBuilder, in_manifest_threshold_bytes
 from paimond.format.file_index.options import FILE_INDEX_PREFIX
 from paimond.format.types import DataField
+from paimond.table.layout import FILE_INDEX_SUFFIX
 from paimond.table.storage import Storage
 
-INDEX_SUFFIX = ".index"
 _MAX_NAME_TRIES = 1000
 
 
@@ -52,15 +52,15 @@ def next_index_file_name(name: str) -> str:
     dot, dash = name.rfind("."), name.rfind("-")
     number = name[dash + 1:dot] if -1 < dash < dot else ""
     if number.isascii() and number.isdigit():
-        return f"{name[:dash + 1]}{int(number) + 1}{INDEX_SUFFIX}"
-    return f"{name[:dot] if dot != -1 else name}-1{INDEX_SUFFIX}"
+        return f"{name[:dash + 1]}{int(number) + 1}{FILE_INDEX_SUFFIX}"
+    return f"{name[:dot] if dot != -1 else name}-1{FILE_INDEX_SUFFIX}"
 
 
 def index_file_names(data_file_name: str, current: str | None = None,
                      skip: Collection[str] = ()) -> Iterator[str]:
     """Names to try for a new index file of ``data_file_name``: after ``current`` (the
     index file it has now), else ``<data-file>.index`` first; never one of ``skip``."""
-    name = current if current is not None else f"{data_file_name}{INDEX_SUFFIX}"
+    name = current if current is not None else f"{data_file_name}{FILE_INDEX_SUFFIX}"
     if current is None and name not in skip:
         yield name
     while True:

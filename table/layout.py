@@ -1,8 +1,11 @@
-"""Where Paimon puts a table's files: Java ``FileStorePathFactory``, ``PartitionPathUtils``,
-``InternalRowPartitionComputer`` (Paimon 1.x/2.x).
+"""Where Paimon puts a table's files: every directory and file-name prefix of a table on
+storage, and partition paths. Java ``FileStorePathFactory``, ``SnapshotManager``,
+``SchemaManager``, ``TagManager``, ``ConsumerManager``, ``BranchManager``,
+``PartitionPathUtils``, ``InternalRowPartitionComputer`` (Paimon 1.x/2.x).
 
 A data file's location is implied by its partition values and bucket:
-``<table>/[<data-file.path-directory>/]<k1=v1/k2=v2>/bucket-<b>/<file name>``.
+``<table>/[<data-file.path-directory>/]<k1=v1/k2=v2>/bucket-<b>/<file name>``; metadata lives
+in ``<table>/{snapshot,changelog,schema,manifest,index,statistics,tag,consumer,branch}/``.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import datetime
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from paimond.format.binary_row import decode_manifest_row
@@ -27,6 +30,19 @@ from paimond.format.types import (
 )
 from paimond.format.values import Timestamp
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
+
+DB_SUFFIX = ".db"
+SNAPSHOT_DIR, CHANGELOG_DIR, SCHEMA_DIR = "snapshot", "changelog", "schema"
+MANIFEST_DIR, INDEX_DIR, STATISTICS_DIR = "manifest", "index", "statistics"
+TAG_DIR, CONSUMER_DIR, BRANCH_DIR = "tag", "consumer", "branch"
+SNAPSHOT_PREFIX, CHANGELOG_PREFIX, SCHEMA_PREFIX = "snapshot-", "changelog-", "schema-"
+TAG_PREFIX, CONSUMER_PREFIX, BRANCH_PREFIX = "tag-", "consumer-", "branch-"
+MANIFEST_PREFIX, MANIFEST_LIST_PREFIX = "manifest-", "manifest-list-"
+INDEX_MANIFEST_PREFIX = "index-manifest-"
+INDEX_FILE_PREFIX = "index-"  # deletion-vector index files under index/
+BUCKET_DIR_PREFIX = "bucket-"
+FILE_INDEX_SUFFIX = ".index"  # a data file's own file index: <data file>.index
+EARLIEST_HINT, LATEST_HINT = "EARLIEST", "LATEST"
 
 _ESCAPED = set(range(0x01, 0x20)) | {ord(c) for c in "\"#%'*/:=?\\{}[]^"} | {0x7F}
 _EPOCH_DAY = datetime.date(1970, 1, 1)
@@ -171,4 +187,10 @@ def partition_text(schema: TableSchema, partition: bytes) -> str:
 
 
 def bucket_dir_name(bucket: int) -> str:
-    return "bucket-postpone" if bucket == BUCKET_POSTPONE else f"bucket-{bucket}"
+    return f"{BUCKET_DIR_PREFIX}postpone" if bucket == BUCKET_POSTPONE else f"{BUCKET_DIR_PREFIX}{bucket}"
+
+
+def partition_matches(partition_text: str, wanted: Mapping[str, str]) -> bool:
+    """Whether a partition's path (``dt=2024-01-01/hr=3``) has every wanted value."""
+    parts = dict(p.split("=", 1) for p in partition_text.split("/") if "=" in p)
+    return all(parts.get(k) == v for k, v in wanted.items())

@@ -16,9 +16,13 @@ from paimond.format.key_order import sort_key_function
 from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry, SimpleStats, encode_manifest
 from paimond.format.manifest_list import ManifestFileMeta, encode_manifest_list
 from paimond.format.types import DataType
+from paimond.table.layout import (
+    INDEX_MANIFEST_PREFIX,
+    MANIFEST_DIR,
+    MANIFEST_LIST_PREFIX,
+    MANIFEST_PREFIX,
+)
 from paimond.table.storage import Storage
-
-MANIFEST_DIR = "manifest"
 
 
 def partition_stats(partitions: Sequence[bytes], types: Sequence[DataType]) -> SimpleStats:
@@ -54,14 +58,14 @@ class ManifestWriter:
     def _path(self, name: str) -> str:
         return self.storage.join(self.table_path, MANIFEST_DIR, name)
 
-    def _write(self, kind: str, data: bytes) -> tuple[str, int]:
-        name = f"{kind}-{self._prefix}-{next(self._counter)}"
+    def _write(self, name_prefix: str, data: bytes) -> tuple[str, int]:
+        name = f"{name_prefix}{self._prefix}-{next(self._counter)}"
         self.storage.write_bytes(self._path(name), data)
         self.written.append(self._path(name))
         return name, len(data)
 
     def write_manifest(self, entries: Sequence[ManifestEntry]) -> ManifestFileMeta:
-        name, size = self._write("manifest", encode_manifest(entries, compression=self.compression))
+        name, size = self._write(MANIFEST_PREFIX, encode_manifest(entries, compression=self.compression))
         files = [e.file for e in entries]
         return ManifestFileMeta(
             file_name=name, file_size=size,
@@ -74,10 +78,10 @@ class ManifestWriter:
             min_row_id=None, max_row_id=None)
 
     def write_manifest_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
-        return self._write("manifest-list", encode_manifest_list(metas, compression=self.compression))
+        return self._write(MANIFEST_LIST_PREFIX, encode_manifest_list(metas, compression=self.compression))
 
     def write_index_manifest(self, entries: Sequence[IndexManifestEntry]) -> str:
-        name, _ = self._write("index-manifest",
+        name, _ = self._write(INDEX_MANIFEST_PREFIX,
                               encode_index_manifest(entries, compression=self.compression))
         return name
 

@@ -27,13 +27,12 @@ from paimond.format.manifest_list import ManifestFileMeta, decode_manifest_list
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.table.catalog import Table
+from paimond.table.layout import MANIFEST_DIR, bucket_dir_name, partition_text
 from paimond.table.options import TableOptions
-from paimond.table.paths import bucket_dir_name, partition_text
 from paimond.table.storage import Storage
 
 T = TypeVar("T")
 A = TypeVar("A")
-MANIFEST_DIR = "manifest"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 from paimond.errors import CodecError, CorruptFileError, MissingFileError
 from paimond.format.snapshot import Snapshot, decode_snapshot
+from paimond.table.layout import EARLIEST_HINT, LATEST_HINT, SNAPSHOT_DIR, SNAPSHOT_PREFIX
 from paimond.table.storage import Storage
-
-SNAPSHOT_PREFIX = "snapshot-"
-EARLIEST_HINT = "EARLIEST"
-LATEST_HINT = "LATEST"
 
 
 def parse_numbered_name(name: str, prefix: str) -> int | None:
@@ -28,7 +25,7 @@ def parse_numbered_name(name: str, prefix: str) -> int | None:
 class Snapshots:
     """The snapshots of one table (or of one branch, or the changelogs, by directory/prefix)."""
 
-    def __init__(self, storage: Storage, table_path: str, *, directory: str = "snapshot",
+    def __init__(self, storage: Storage, table_path: str, *, directory: str = SNAPSHOT_DIR,
                  prefix: str = SNAPSHOT_PREFIX) -> None:
         self.storage = storage
         self.directory = storage.join(table_path, directory)

@@ -20,7 +20,7 @@ from paimond.format.types import (
     VarCharType,
 )
 from paimond.format.values import Timestamp
-from paimond.table.paths import (
+from paimond.table.layout import (
     bucket_dir_name,
     escape_path_name,
     partition_path,
