@@ -9,8 +9,7 @@ into one row, with Arrow kernels only. What paimond does not implement raises
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -18,10 +17,9 @@ import pyarrow.compute as pc
 
 from paimond.errors import UnsupportedError
 from paimond.format.row_kind import RowKind
-from paimond.format.schema import TableSchema
 from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
+from paimond.table.merge_options import MergeConfig
 
-ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 # Aggregate functions with a vectorized implementation: name -> (arrow kernel, skip nulls).
 _ORDERED = {"last_value": False, "last_non_null_value": True, "primary-key": False}
 _FIRST = {"first_value": False, "first_non_null_value": True, "first_not_null_value": True}
@@ -30,57 +28,14 @@ _ARROW = {"sum": "sum", "product": "product", "min": "min", "max": "max",
 _RETRACTABLE = {"sum", "last_value", "last_non_null_value", "primary-key"}
 
 
-@dataclass(frozen=True, slots=True)
-class MergeConfig:
-    engine: str = "deduplicate"
-    ignore_delete: bool = False
-    remove_record_on_delete: bool = False
-    aggregate_functions: Mapping[str, str] = field(default_factory=dict)
-    ignore_retract: frozenset[str] = frozenset()
-    sequence_fields: tuple[str, ...] = ()
-    sequence_descending: bool = False
-
-    @classmethod
-    def of(cls, schema: TableSchema) -> MergeConfig:
-        options = schema.options
-        engine = (options.get("merge-engine") or "deduplicate").strip().lower()
-        if engine not in ENGINES:
-            raise UnsupportedError(f"merge-engine {engine!r}")
-        if any(k.endswith(".sequence-group") for k in options):
-            raise UnsupportedError("partial-update sequence groups (fields.*.sequence-group) "
-                                   "are not supported by paimond yet")
-        ignore_delete = any(options.get(f"{p}ignore-delete", "false").lower() == "true"
-                            for p in ("", "first-row.", "deduplicate.", "partial-update."))
-        default = options.get("fields.default-aggregate-function", "last_non_null_value")
-        sequence = tuple(s.strip() for s in options.get("sequence.field", "").split(",") if s.strip())
-        functions = {}
-        for f in schema.fields:
-            if f.name in schema.primary_keys:
-                functions[f.name] = "primary-key"
-            elif f.name in sequence:
-                functions[f.name] = "last_value"
-            else:
-                functions[f.name] = options.get(f"fields.{f.name}.aggregate-function", default)
-        return cls(
-            engine=engine, ignore_delete=ignore_delete,
-            remove_record_on_delete=options.get("partial-update.remove-record-on-delete",
-                                                "false").lower() == "true",
-            aggregate_functions=functions,
-            ignore_retract=frozenset(f.name for f in schema.fields if options.get(
-                f"fields.{f.name}.ignore-retract", "false").lower() == "true"),
-            sequence_fields=sequence,
-            sequence_descending=options.get("sequence.field.sort-order", "ascending").lower()
-            == "descending",
-        )
-
-    def check_supported(self) -> None:
-        """Raise for anything the reducers below cannot do exactly."""
-        if self.engine == "aggregation":
-            for name, function in self.aggregate_functions.items():
-                if function not in {*_ORDERED, *_FIRST, *_ARROW}:
-                    raise UnsupportedError(
-                        f"aggregate function {function!r} (field {name}) is not supported by "
-                        f"paimond yet; supported: {sorted({*_ORDERED, *_FIRST, *_ARROW})}")
+def check_supported(config: MergeConfig) -> None:
+    """Raise for anything the reducers below cannot do exactly."""
+    if config.engine == "aggregation":
+        for name, function in config.aggregate_functions.items():
+            if function not in {*_ORDERED, *_FIRST, *_ARROW}:
+                raise UnsupportedError(
+                    f"aggregate function {function!r} (field {name}) is not supported by "
+                    f"paimond yet; supported: {sorted({*_ORDERED, *_FIRST, *_ARROW})}")
 
 
 def _adds(piece: SortedSlice) -> np.ndarray:
@@ -214,7 +169,7 @@ def _arrow_aggregate(piece: SortedSlice, column: pa.Array, function: str,
 
 def make_reducer(config: MergeConfig, value_columns: Sequence[str], drop_deletes: bool) -> Reducer:
     """The reducer of a table's merge engine; drops -U/-D results when ``drop_deletes``."""
-    config.check_supported()
+    check_supported(config)
 
     def reduce(piece: SortedSlice) -> pa.Table:
         if config.engine == "deduplicate":

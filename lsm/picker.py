@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from paimond.format.manifest import DataFileMeta
-from paimond.lsm.compaction_options import CompactionOptions
 from paimond.lsm.levels import SortedRun
+from paimond.table.compaction_options import CompactionOptions
 
 
 class Trigger(str, Enum):

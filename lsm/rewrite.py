@@ -41,7 +41,7 @@ from paimond.lsm.key_lookup import KeyIndex, ScanKeyIndex, without_keys
 from paimond.lsm.level0_lookup import Level0Lookup
 from paimond.lsm.lookup_cache import CachedKeyIndex, LookupCache
 from paimond.lsm.merge import VALUE_KIND_COLUMN, merge_sorted_runs
-from paimond.lsm.merge_engines import MergeConfig, make_reducer
+from paimond.lsm.merge_engines import make_reducer
 from paimond.lsm.pipeline import BackgroundWriter, Prefetch
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
@@ -53,6 +53,7 @@ from paimond.table.kv_layout import (
     retract_mask,
     thin_mode,
 )
+from paimond.table.merge_options import MergeConfig
 from paimond.table.options import TableOptions
 from paimond.table.scan import bucket_path
 from paimond.table.storage import Storage

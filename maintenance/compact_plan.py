@@ -14,12 +14,12 @@ from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.key_order import min_key_order
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
-from paimond.lsm.compaction_options import CompactionOptions
 from paimond.lsm.deletion_vectors import bucket_dv_entry
 from paimond.lsm.levels import Levels
 from paimond.lsm.picker import PickerState, drop_deletes, pick_compaction, pick_full_compaction
 from paimond.lsm.task import CompactTask
 from paimond.table.catalog import Table
+from paimond.table.compaction_options import CompactionOptions
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
 from paimond.table.scan import BucketFiles, scan_snapshot
@@ -75,7 +75,7 @@ def plan_compaction(table: Table, *, full: bool = False,
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)
-    compaction = CompactionOptions.from_options(schema.options)
+    compaction = options.compaction
     key_order = min_key_order(schema.key_type.field_types)
     moment = now()
     state_base = PickerState(local_hour=moment.hour,

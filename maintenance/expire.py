@@ -34,29 +34,8 @@ from paimond.maintenance.references import FileTally
 from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired, execute_expiration
 from paimond.table.catalog import Table
 from paimond.table.layout import CHANGELOG_DIR, CHANGELOG_PREFIX, EARLIEST_HINT
-from paimond.table.options import TableOptions
-from paimond.table.options import parse_duration_millis as parse_duration_ms
+from paimond.table.options import INT_MAX, TableOptions
 from paimond.table.snapshots import Snapshots
-
-INT_MAX = 2**31 - 1
-def _option_duration_ms(options: TableOptions, key: str, default: int | None) -> int | None:
-    value = options.raw.get(key)
-    if value is None:
-        return default
-    try:
-        return parse_duration_ms(value)
-    except ValueError:
-        raise ConfigError(key, f"{value!r} is not a duration") from None
-
-
-def _option_int(options: TableOptions, key: str, default: int | None) -> int | None:
-    value = options.raw.get(key)
-    if value is None:
-        return default
-    try:
-        return int(value.strip())
-    except ValueError:
-        raise ConfigError(key, f"{value!r} is not an integer") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +50,12 @@ class ExpireSettings:
 
     @classmethod
     def of(cls, options: TableOptions) -> ExpireSettings:
-        default = cls()
-        clean = options.raw.get("snapshot.clean-empty-directories",
-                                options.raw.get("snapshot.expire.clean-empty-directories"))
         return cls(
-            retain_min=_option_int(options, "snapshot.num-retained.min", default.retain_min) or 0,
-            retain_max=_option_int(options, "snapshot.num-retained.max", default.retain_max) or 0,
-            time_retained_ms=_option_duration_ms(
-                options, "snapshot.time-retained", default.time_retained_ms) or 0,
-            max_deletes=_option_int(options, "snapshot.expire.limit", default.max_deletes) or 0,
-            clean_empty_directories=(clean or "false").strip().lower() == "true")
+            retain_min=options.snapshot_num_retained_min,
+            retain_max=options.snapshot_num_retained_max,
+            time_retained_ms=options.snapshot_time_retained_ms,
+            max_deletes=options.snapshot_expire_limit,
+            clean_empty_directories=options.snapshot_clean_empty_directories)
 
     def validate(self) -> None:
         if self.retain_min < 1:
@@ -93,9 +68,9 @@ class ExpireSettings:
 def changelog_decoupled(options: TableOptions, settings: ExpireSettings) -> bool:
     """Java ``CoreOptions.changelogLifecycleDecoupled``: a changelog option above its snapshot
     counterpart."""
-    retain_max = _option_int(options, "changelog.num-retained.max", None)
-    retain_min = _option_int(options, "changelog.num-retained.min", None)
-    time_ms = _option_duration_ms(options, "changelog.time-retained", None)
+    retain_max = options.changelog_num_retained_max
+    retain_min = options.changelog_num_retained_min
+    time_ms = options.changelog_time_retained_ms
     return ((retain_max is not None and retain_max > settings.retain_max)
             or (retain_min is not None and retain_min > settings.retain_min)
             or (time_ms is not None and time_ms > settings.time_retained_ms))

@@ -109,7 +109,7 @@ class ManifestMergeJob:
         schema = table.latest_schema()
         scratch = open_storage(f"memory://paimond-dry-run/{uuid.uuid4()}")
         writer = ManifestWriter(scratch, scratch.root, schema.partition_type.field_types,
-                                table.options().raw.get("manifest.compression", "zstd"))
+                                table.options().manifest_compression)
         options = ManifestMergeOptions.of(table.options()).forced()
         where = table.snapshots.path(latest.id)
         try:

@@ -124,7 +124,7 @@ class Committer:
     def _writer(self, schema: TableSchema) -> ManifestWriter:
         return ManifestWriter(self.table.storage, self.table.path,
                               schema.partition_type.field_types,
-                              self.table.options().raw.get("manifest.compression", "zstd"))
+                              self.table.options().manifest_compression)
 
     def _try_once(self, changes: CommitChanges) -> Snapshot | None:
         table = self.table

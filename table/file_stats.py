@@ -103,7 +103,7 @@ def stats_modes(options: TableOptions, field_names: Sequence[str], *, level: int
     thin_keys = set(thin_key_names)
     modes, counted = [], 0
     for name in field_names:
-        field_mode = options.get(f"fields.{name}.stats-mode")
+        field_mode = options.field_stats_mode(name)
         if field_mode is not None:
             modes.append(parse_stats_mode(field_mode))
             counted += 1

@@ -28,7 +28,7 @@ from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEnt
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.types import DataType
 from paimond.table.manifest_files import ManifestWriter
-from paimond.table.options import TableOptions, parse_memory_size
+from paimond.table.options import TableOptions
 
 ReadManifest = Callable[[ManifestFileMeta], list[ManifestEntry]]
 WriteManifests = Callable[[Sequence[ManifestEntry]], list[ManifestFileMeta]]
@@ -44,14 +44,8 @@ class ManifestMergeOptions:
 
     @classmethod
     def of(cls, options: TableOptions) -> ManifestMergeOptions:
-        threshold = options.raw.get("manifest.full-compaction-threshold-size")
-        try:
-            threshold_bytes = 16 << 20 if threshold is None else parse_memory_size(threshold)
-        except ValueError:
-            raise UnsupportedError(f"option manifest.full-compaction-threshold-size="
-                                   f"{threshold!r} is not a memory size") from None
         return cls(options.manifest_target_file_size_bytes, options.manifest_merge_min_count,
-                   threshold_bytes)
+                   options.manifest_full_compaction_threshold_bytes)
 
     def forced(self) -> ManifestMergeOptions:
         """Java ``compact_manifest``: merge whatever can be merged (min count 1, threshold 1 B)."""

@@ -7,14 +7,16 @@ Java option key. Values are parsed lazily so that one bad option only fails what
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from paimond.errors import UnsupportedError
+from paimond.errors import ConfigError, UnsupportedError
 from paimond.format.schema import TableSchema
+from paimond.table.compaction_options import CompactionOptions
 
 BUCKET_POSTPONE = -2
 BUCKET_DYNAMIC = -1
+INT_MAX = 2**31 - 1
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
@@ -60,9 +62,6 @@ class TableOptions:
     def of(cls, schema: TableSchema) -> TableOptions:
         return cls(dict(schema.options), schema.version, bool(schema.primary_keys))
 
-    def get(self, key: str, default: str | None = None) -> str | None:
-        return self.raw.get(key, default)
-
     def _int(self, key: str, default: int) -> int:
         value = self.raw.get(key)
         if value is None:
@@ -71,6 +70,22 @@ class TableOptions:
             return int(value.strip())
         except ValueError:
             raise UnsupportedError(f"option {key}={value!r} is not an integer") from None
+
+    def _text(self, key: str) -> str | None:
+        value = self.raw.get(key)
+        return None if value is None else value.strip()
+
+    def _optional(self, key: str, parse: Callable[[str], int], what: str,
+                  error: type[Exception] = UnsupportedError) -> int | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except ValueError:
+            if error is ConfigError:
+                raise ConfigError(key, f"{value!r} is not {what}") from None
+            raise UnsupportedError(f"option {key}={value!r} is not {what}") from None
 
     def _bool(self, key: str, default: bool) -> bool:
         value = self.raw.get(key)
@@ -120,6 +135,39 @@ class TableOptions:
     def deletion_vectors_bitmap64(self) -> bool:
         return self._bool("deletion-vectors.bitmap64", False)
 
+    # ---- merge engine (Java CoreOptions: *.ignore-delete, sequence.field, fields.<c>.*) ----
+
+    @property
+    def ignore_delete(self) -> bool:
+        return any(self._bool(f"{prefix}ignore-delete", False)
+                   for prefix in ("", "first-row.", "deduplicate.", "partial-update."))
+
+    @property
+    def partial_update_remove_record_on_delete(self) -> bool:
+        return self._bool("partial-update.remove-record-on-delete", False)
+
+    @property
+    def has_sequence_groups(self) -> bool:
+        return any(key.endswith(".sequence-group") for key in self.raw)
+
+    @property
+    def sequence_fields(self) -> tuple[str, ...]:
+        return tuple(s.strip() for s in self.raw.get("sequence.field", "").split(",") if s.strip())
+
+    @property
+    def sequence_descending(self) -> bool:
+        return self.raw.get("sequence.field.sort-order", "ascending").lower() == "descending"
+
+    @property
+    def default_aggregate_function(self) -> str:
+        return self.raw.get("fields.default-aggregate-function", "last_non_null_value")
+
+    def field_aggregate_function(self, field_name: str, default: str) -> str:
+        return self.raw.get(f"fields.{field_name}.aggregate-function", default)
+
+    def field_ignore_retract(self, field_name: str) -> bool:
+        return self._bool(f"fields.{field_name}.ignore-retract", False)
+
     @property
     def partition_default_name(self) -> str:
         return self.raw.get("partition.default-name") or "__DEFAULT_PARTITION__"
@@ -147,6 +195,92 @@ class TableOptions:
     @property
     def manifest_merge_min_count(self) -> int:
         return self._int("manifest.merge-min-count", 30)
+
+    @property
+    def manifest_full_compaction_threshold_bytes(self) -> int:
+        return self._size("manifest.full-compaction-threshold-size", 16 << 20)
+
+    @property
+    def manifest_compression(self) -> str:
+        return self.raw.get("manifest.compression", "zstd")
+
+    # ---- snapshot and changelog expiration (Java CoreOptions: snapshot.*, changelog.*) ----
+
+    def _expire_int(self, key: str) -> int | None:
+        return self._optional(key, lambda v: int(v.strip()), "an integer", ConfigError)
+
+    def _expire_duration_ms(self, key: str) -> int | None:
+        return self._optional(key, parse_duration_millis, "a duration", ConfigError)
+
+    @property
+    def snapshot_num_retained_min(self) -> int:
+        value = self._expire_int("snapshot.num-retained.min")
+        return 10 if value is None else value
+
+    @property
+    def snapshot_num_retained_max(self) -> int:
+        value = self._expire_int("snapshot.num-retained.max")
+        return INT_MAX if value is None else value
+
+    @property
+    def snapshot_time_retained_ms(self) -> int:
+        value = self._expire_duration_ms("snapshot.time-retained")
+        return 3_600_000 if value is None else value
+
+    @property
+    def snapshot_expire_limit(self) -> int:
+        value = self._expire_int("snapshot.expire.limit")
+        return 50 if value is None else value
+
+    @property
+    def snapshot_clean_empty_directories(self) -> bool:
+        """``snapshot.clean-empty-directories`` (fallback key ``snapshot.expire.clean-empty-directories``)."""
+        value = self.raw.get("snapshot.clean-empty-directories",
+                             self.raw.get("snapshot.expire.clean-empty-directories"))
+        return (value or "false").strip().lower() == "true"
+
+    @property
+    def changelog_num_retained_min(self) -> int | None:
+        return self._expire_int("changelog.num-retained.min")
+
+    @property
+    def changelog_num_retained_max(self) -> int | None:
+        return self._expire_int("changelog.num-retained.max")
+
+    @property
+    def changelog_time_retained_ms(self) -> int | None:
+        return self._expire_duration_ms("changelog.time-retained")
+
+    # ---- compaction (Java CoreOptions: compaction.*, lookup-compact, num-sorted-run.*) ----
+
+    @property
+    def compaction(self) -> CompactionOptions:
+        """Everything a picker needs, parsed once."""
+        trigger = self.num_sorted_run_compaction_trigger
+        needs_lookup = (self.merge_engine == "first-row" or self.changelog_producer == "lookup"
+                        or self.deletion_vectors_enabled or self._bool("force-lookup", False))
+        max_interval = None
+        if (self._text("lookup-compact") or "radical").lower() == "gentle":
+            max_interval = max(trigger, self._int("lookup-compact.max-interval", trigger * 2))
+        return CompactionOptions(
+            num_sorted_run_trigger=trigger,
+            max_size_amp_percent=self._int("compaction.max-size-amplification-percent", 200),
+            size_ratio=self._int("compaction.size-ratio", 1),
+            optimization_interval_ms=self._optional(
+                "compaction.optimization-interval", parse_duration_millis, "a duration"),
+            total_size_threshold_bytes=self._optional(
+                "compaction.total-size-threshold", parse_memory_size, "a memory size"),
+            incremental_size_threshold_bytes=self._optional(
+                "compaction.incremental-size-threshold", parse_memory_size, "a memory size"),
+            offpeak_start_hour=self._int("compaction.offpeak.start.hour", -1),
+            offpeak_end_hour=self._int("compaction.offpeak.end.hour", -1),
+            offpeak_ratio=self._int("compaction.offpeak-ratio", 0),
+            force_up_level0=self._bool("compaction.force-up-level-0", False),
+            needs_lookup=needs_lookup,
+            lookup_compact_max_interval=max_interval,
+            force_rewrite_all_files=self._bool("compaction.force-rewrite-all-files", False),
+            num_levels=self.num_levels,
+        )
 
     def bucket_mode(self, schema: TableSchema) -> str:
         """Java ``BucketMode``: HASH_FIXED, HASH_DYNAMIC, KEY_DYNAMIC, BUCKET_UNAWARE, POSTPONE_MODE."""
@@ -228,6 +362,10 @@ class TableOptions:
     @property
     def stats_keep_first_n_columns(self) -> int:
         return self._int("metadata.stats-keep-first-n-columns", -1)
+
+    def field_stats_mode(self, field_name: str) -> str | None:
+        """``fields.<c>.stats-mode``, when set."""
+        return self.raw.get(f"fields.{field_name}.stats-mode")
 
     @property
     def avro_codec(self) -> str | None:

@@ -11,10 +11,10 @@ from paimond.maintenance.expire import (
     ExpireSettings,
     SnapshotHistory,
     changelog_decoupled,
-    parse_duration_ms,
     plan_expiration,
 )
 from paimond.table.options import TableOptions
+from paimond.table.options import parse_duration_millis as parse_duration_ms
 
 HOUR_MS = 3_600_000
 NOW = 1_000 * HOUR_MS

@@ -16,7 +16,8 @@ from paimond.format.key_order import sort_key_function
 from paimond.format.schema import TableSchema
 from paimond.format.types import BigIntType, DataField, IntType, VarCharType
 from paimond.lsm.merge import merge_sorted_runs
-from paimond.lsm.merge_engines import MergeConfig, make_reducer
+from paimond.lsm.merge_engines import make_reducer
+from paimond.table.merge_options import MergeConfig
 
 KEY = ["_KEY_k"]
 SORT_KEY = sort_key_function([IntType()])

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 import pytest
 
 from paimond.format.manifest import EMPTY_STATS, DataFileMeta
-from paimond.lsm.compaction_options import CompactionOptions
 from paimond.lsm.levels import Levels, SortedRun
 from paimond.lsm.picker import (
     PickerState,
@@ -21,7 +20,8 @@ from paimond.lsm.picker import (
     pick_full_compaction,
     pick_universal,
 )
-from paimond.table.options import parse_duration_millis
+from paimond.table.compaction_options import CompactionOptions
+from paimond.table.options import TableOptions, parse_duration_millis
 
 _names = itertools.count()
 
@@ -240,13 +240,13 @@ def test_levels_order_and_runs() -> None:
 
 
 def test_options_from_table_options() -> None:
-    opts = CompactionOptions.from_options({
+    opts = TableOptions({
         "num-sorted-run.compaction-trigger": "4", "compaction.optimization-interval": "2 h",
         "compaction.total-size-threshold": "64 mb", "deletion-vectors.enabled": "true",
-        "lookup-compact": "gentle"})
+        "lookup-compact": "gentle"}).compaction
     assert opts.num_sorted_run_trigger == 4 and opts.num_levels == 5
     assert opts.optimization_interval_ms == 7_200_000
     assert opts.total_size_threshold_bytes == 64 << 20
     assert opts.needs_lookup and opts.lookup_compact_max_interval == 8
-    assert CompactionOptions.from_options({}).needs_lookup is False
+    assert TableOptions({}).compaction.needs_lookup is False
     assert parse_duration_millis("30 min") == 1_800_000
