@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 import urllib.error
 import urllib.request
 from typing import Any
@@ -15,15 +13,13 @@ from typing import Any
 from prometheus_client import CollectorRegistry, write_to_textfile
 
 from paimond.config.settings import Settings, load_settings
-from paimond.daemon.http import HttpServer, run_to_json
-from paimond.daemon.logging import configure_logging, get_logger
+from paimond.daemon.http import run_to_json
+from paimond.daemon.logging import configure_logging
 from paimond.daemon.metrics import Metrics
-from paimond.daemon.scheduler import start_scheduler
-from paimond.daemon.service import Service
+from paimond.daemon.service import Daemon
 from paimond.errors import ConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
-log = get_logger(__name__)
 
 
 def _settings(args: argparse.Namespace) -> Settings | None:
@@ -39,29 +35,17 @@ def _run(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_CONFIG
     configure_logging(settings.log_format, settings.log_level)
-    registry = CollectorRegistry()
-    service = Service(settings, Metrics(registry))
+    daemon = Daemon(settings, Metrics(CollectorRegistry()))
     try:
-        http = HttpServer(service, registry, settings.http_host, settings.http_port,
-                          settings.trigger_token)
-    except ConfigError as error:
+        clean = daemon.run(on_serving=lambda url: print(f"paimond: serving {url}/metrics",
+                                                        file=sys.stderr, flush=True))
+    except ConfigError as error:  # the HTTP address cannot be bound
         print(f"paimond: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    http.start()
-    host, port = http.address
-    log.info("daemon_started", metrics_url=f"http://{host}:{port}/metrics",
-             warehouses=[w.uri for w in settings.warehouses], owner=service.owner)
-    print(f"paimond: serving http://{host}:{port}/metrics", file=sys.stderr, flush=True)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())  # a signal only sets a flag
-    scheduler = start_scheduler(service, settings.check_interval_s)
-    stop.wait()
-    log.info("daemon_stopping", grace_s=settings.grace_s)
-    scheduler.shutdown(wait=False)
-    clean = service.stop(settings.grace_s)
-    http.stop()
-    log.info("daemon_stopped", clean=clean)
+    if daemon.forced:  # a second signal: leave now, abandoning jobs still running
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_FAILED)  # commits are atomic: an abandoned job leaves only orphans
     return EXIT_OK if clean else EXIT_FAILED
 
 
@@ -71,9 +55,9 @@ def _run_once(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     configure_logging(settings.log_format, settings.log_level)
     registry = CollectorRegistry()
-    service = Service(settings, Metrics(registry))
-    runs = service.run_once()
-    service.stop(0)
+    daemon = Daemon(settings, Metrics(registry))
+    runs = daemon.run_once()
+    daemon.shutdown(0)
     for run in runs:
         print(json.dumps(run_to_json(run)))
     if args.textfile:

@@ -6,12 +6,15 @@ import hmac
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from paimond.daemon.service import Service, TableRun
+from paimond.daemon.runner import TableRun
 from paimond.errors import ConfigError
+
+if TYPE_CHECKING:  # the daemon serves this server: a runtime import would be a cycle
+    from paimond.daemon.service import Daemon
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -85,14 +88,14 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], service: Service, registry: CollectorRegistry,
+    def __init__(self, address: tuple[str, int], service: Daemon, registry: CollectorRegistry,
                  token: str | None) -> None:
         super().__init__(address, _Handler)
         self.service, self.registry, self.token = service, registry, token
 
 
 class HttpServer:
-    def __init__(self, service: Service, registry: CollectorRegistry, host: str, port: int,
+    def __init__(self, service: Daemon, registry: CollectorRegistry, host: str, port: int,
                  token: str | None) -> None:
         try:
             self._server = _Server((host, port), service, registry, token)

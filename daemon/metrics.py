@@ -1,16 +1,18 @@
 """Every metric paimond exports, on a registry passed in (prometheus-client).
 
 Names: ``paimond_`` prefix, base units, ``_total`` counters. Labels are bounded: ``job``,
-``outcome``, ``table`` (only tables the config selects); never partition, bucket or file.
+``outcome``, ``error_kind`` (errors.ErrorKind), ``table`` (only tables the config selects);
+never partition, bucket or file. Job figures arrive as job events (:meth:`Metrics.on_event`).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from paimond.clock import SYSTEM_CLOCK, Clock
+from paimond.daemon.events import CommitConflicted, JobEvent, JobFailed, JobFinished, JobStarted
 
 _DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
@@ -18,7 +20,7 @@ _DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 @dataclass
 class Metrics:
     registry: CollectorRegistry
-    clock: Callable[[], float] = time.time
+    clock: Clock = SYSTEM_CLOCK  # its monotonic reading times "seconds since last success"
     _last_success: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -46,6 +48,8 @@ class Metrics:
             "paimond_lookup_cache_files", "Files of levels >= 1 whose keys a lookup took from "
             "the key-lookup cache (hit), cached first (miss), or found damaged and rebuilt "
             "(discarded)", ["table", "result"], registry=r)
+        self.job_failures = Counter("paimond_job_failures", "Jobs failed, by the remedy their "
+                                    "error calls for", ["job", "table", "error_kind"], registry=r)
         self.commit_conflicts = Counter("paimond_commit_conflicts", "Commits that conflicted",
                                         ["table"], registry=r)
         self.commit_retries = Counter("paimond_commit_retries", "Job attempts re-planned",
@@ -70,18 +74,41 @@ class Metrics:
                       "run of a job on a table", ["job", "table"], registry=r)
         self._since = since
 
+    def on_event(self, event: JobEvent) -> None:
+        """The job events' subscriber."""
+        if isinstance(event, JobStarted):
+            self.job_started(event.job, event.table)
+        elif isinstance(event, JobFailed):
+            self.job_finished(event.job, event.table, "failure", event.duration_s)
+            self.job_failures.labels(event.job, event.table, event.error_kind).inc()
+        elif isinstance(event, CommitConflicted):
+            self.commit_conflicts.labels(event.table).inc(event.conflicts)
+            if event.retries:
+                self.commit_retries.labels(event.table).inc(event.retries)
+        elif isinstance(event, JobFinished):
+            report, table = event.report, event.table
+            self.job_finished(event.job, table, report.outcome, event.duration_s)
+            self.io(event.job, table, read_bytes=report.read_bytes,
+                    written_bytes=report.written_bytes, read_rows=report.read_rows,
+                    written_rows=report.written_rows)
+            if report.rows_superseded:
+                self.rows_superseded.labels(table).inc(report.rows_superseded)
+            for result, files in report.lookup_cache.items():
+                if files:
+                    self.lookup_cache_files.labels(table, result).inc(files)
+
     def job_started(self, job: str, table: str) -> None:
         self.jobs_started.labels(job, table).inc()
         if (job, table) not in self._last_success:
-            self._last_success[(job, table)] = self.clock()
+            self._last_success[(job, table)] = self.clock.monotonic_s()
             self._since.labels(job, table).set_function(
-                lambda: self.clock() - self._last_success[(job, table)])
+                lambda: self.clock.monotonic_s() - self._last_success[(job, table)])
 
     def job_finished(self, job: str, table: str, outcome: str, duration_s: float) -> None:
         self.jobs_finished.labels(job, table, outcome).inc()
         self.job_duration.labels(job, table).observe(duration_s)
         if outcome == "success":
-            self._last_success[(job, table)] = self.clock()
+            self._last_success[(job, table)] = self.clock.monotonic_s()
 
     def io(self, job: str, table: str, *, read_bytes: int = 0, written_bytes: int = 0,
            read_rows: int = 0, written_rows: int = 0) -> None:

@@ -1,20 +1,24 @@
-"""APScheduler 3.x drives the service: one interval job calls ``Service.tick`` (which
-discovers tables, decides and submits work); ``max_instances=1`` and ``coalesce`` so a slow
-tick is never run twice at once or replayed."""
+"""APScheduler 3.x drives the daemon: one interval job calls ``Daemon.tick`` (which discovers
+tables, decides and submits work); ``max_instances=1`` and ``coalesce`` so a slow tick is never
+run twice at once or replayed."""
 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from paimond.daemon.service import Service
+from paimond.clock import Clock
 
 
-def start_scheduler(service: Service, interval_s: float) -> BackgroundScheduler:
+def start_scheduler(tick: Callable[[], object], interval_s: float,
+                    clock: Clock) -> BackgroundScheduler:
+    """The first tick runs at once (the clock's wall time; never dropped as misfired, even
+    from an injected clock behind the system's), then every ``interval_s``."""
     scheduler = BackgroundScheduler(daemon=True)
-    scheduler.add_job(service.tick, "interval", seconds=interval_s, id="tick",
-                      max_instances=1, coalesce=True,
-                      next_run_time=datetime.datetime.now(datetime.timezone.utc))
+    first = datetime.datetime.fromtimestamp(clock.wall_ms() / 1000, datetime.timezone.utc)
+    scheduler.add_job(tick, "interval", seconds=interval_s, id="tick", max_instances=1,
+                      coalesce=True, misfire_grace_time=None, next_run_time=first)
     scheduler.start()
     return scheduler

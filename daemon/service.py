@@ -1,32 +1,50 @@
-"""The long-running worker: discovers tables, decides what each needs, runs it with bounded
-concurrency, one job stream per table at a time, under a warehouse lease; backs off and
-quarantines failing tables. Stateless: everything is re-derived from table metadata.
+"""The long-running worker: discovers tables, decides what each needs (``evaluate``), runs it
+with bounded concurrency (``runner``), one job stream per table at a time, under a warehouse
+lease; backs off and quarantines failing tables. Stateless across restarts: everything is
+re-derived from table metadata.
+
+Lifecycle (uvicorn's ``Server`` shape): :meth:`Daemon.run` serves HTTP, schedules ticks and
+blocks until :meth:`Daemon.stop`, which a signal handler may call: it only records the request.
+Shutdown then stops scheduling, lets running jobs (and so a running commit) finish within the
+grace period, and cancels what remains; a second stop request ends the wait at once.
+
+Every field of a :class:`TableState` but ``table`` and ``warehouse`` is read and written under
+the daemon's lock; storage is never touched while holding it.
 """
 
 from __future__ import annotations
 
-import datetime
+import contextlib
+import queue
+import signal
 import threading
-import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
 
-import structlog
-
+from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.config.settings import JOB_NAMES, Settings
-from paimond.daemon.jobs import JOBS, JobCancelledError, JobContext, JobReport
+from paimond.daemon import evaluate
+from paimond.daemon.discovery import find_tables, reachable
+from paimond.daemon.events import Events, log_event
+from paimond.daemon.http import HttpServer
 from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
 from paimond.daemon.metrics import Metrics
-from paimond.errors import PaimondError
-from paimond.maintenance.compact import LookupCacheSettings
+from paimond.daemon.runner import Runner, TableRun, TableWork, skipped
+from paimond.daemon.scheduler import start_scheduler
+from paimond.errors import PaimondError, kind_of
 from paimond.maintenance.status import table_status
-from paimond.table.catalog import Table, list_tables
+from paimond.table.catalog import Table
 from paimond.table.storage import Storage, open_storage
 
 log = get_logger(__name__)
+
+_STOP, _IDLE = "stop", "idle"
+_STOPPING = "the daemon is stopping"
 
 
 @dataclass
@@ -35,112 +53,105 @@ class TableState:
     warehouse: int
     last_snapshot_id: int | None = None
     compacted_snapshot_id: int | None = None
-    last_run: dict[str, float] = field(default_factory=dict)
+    last_run: dict[str, float] = field(default_factory=dict)  # job -> wall seconds
     failures: int = 0
     next_attempt_at: float = 0.0
     quarantined: bool = False
     error: str | None = None
     urgency: float = 0.0
-    running: bool = False
-    forced: bool = False
+    running: bool = False  # submitted: queued or running
+    triggered: Future[TableRun] | None = None  # a trigger that came while running: runs next
+    picker_states: dict[Any, Any] = field(default_factory=dict)  # compaction's, across runs
+
+    def standing(self) -> evaluate.Standing:
+        return evaluate.Standing(self.last_snapshot_id, self.compacted_snapshot_id,
+                                 dict(self.last_run), self.failures, self.next_attempt_at,
+                                 self.quarantined)
 
 
-@dataclass(frozen=True, slots=True)
-class TableRun:
-    table: str
-    reports: dict[str, JobReport]
-    error: str | None = None
-
-
-class Service:
-    def __init__(self, settings: Settings, metrics: Metrics, *,
-                 clock: Callable[[], float] = time.time, owner: str | None = None) -> None:
+class Daemon:
+    def __init__(self, settings: Settings, metrics: Metrics, *, clock: Clock = SYSTEM_CLOCK,
+                 owner: str | None = None) -> None:
         self.settings, self.metrics, self.clock = settings, metrics, clock
-        self._lookup_cache = (LookupCacheSettings(settings.lookup_cache_dir,
-                                                  settings.lookup_cache_max_mb << 20)
-                              if settings.lookup_cache_dir else None)
         self.owner = owner or f"paimond-{uuid.uuid4()}"
         self.storages: list[Storage] = [open_storage(w.uri, w.storage_options)
                                         for w in settings.warehouses]
-        self.leases = [Leases(s, s.root, self.owner, settings.lease_ttl_s, clock)
+        self.leases = [Leases(s, s.root, self.owner, settings.lease_ttl_s, self._wall_s)
                        for s in self.storages]
         self.tables: dict[str, TableState] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=settings.concurrency,
                                         thread_name_prefix="paimond-job")
-        self._stopping = threading.Event()
+        self._stopping = threading.Event()  # no new work
+        self._cancelled = threading.Event()  # running jobs abandon before committing
+        self._requests: queue.SimpleQueue[str] = queue.SimpleQueue()  # reentrant: signal-safe
         self._last_discovery = float("-inf")
-        self.running_jobs = 0  # executing now (queued work is not counted)
+        self.running_jobs = 0  # table runs executing now (queued work is not counted)
+        self.forced = False  # the last shutdown was cut short by a second stop request
+        self.events = Events(metrics.on_event, log_event)
+        self.runner = Runner(settings, self.leases, self.events, clock,
+                             stopping=self._stopping.is_set, cancelled=self._cancelled.is_set)
+        self._policy = evaluate.BackoffPolicy(settings.backoff_base_s, settings.backoff_max_s,
+                                              settings.quarantine_after)
+
+    def _wall_s(self) -> float:
+        return self.clock.wall_ms() / 1000
 
     # ---------------------------------------------------------------- discovery
 
     def discover(self) -> None:
-        found: dict[str, tuple[Table, int]] = {}
-        for index, storage in enumerate(self.storages):
-            try:
-                for table in list_tables(storage, storage.root):
-                    if self.settings.wants(table.name):
-                        found[table.name] = (table, index)
-            except PaimondError as error:
-                log.warning("discovery_failed", warehouse=storage.root, error=str(error))
+        found = find_tables(self.storages, self.settings.wants)
         with self._lock:
             for name, (table, index) in found.items():
                 self.tables.setdefault(name, TableState(table, index))
             for name in set(self.tables) - set(found):
-                if not self.tables[name].running:
+                if not self.tables[name].running:  # a running table goes at the next pass
                     del self.tables[name]
-        self._last_discovery = self.clock()
+            self._last_discovery = self._wall_s()
 
     def ready(self) -> bool:
         """Config loaded and every warehouse reachable."""
-        try:
-            for storage in self.storages:
-                storage.list_dir(storage.root)
-        except PaimondError:
-            return False
-        return True
+        return reachable(self.storages)
 
     # ---------------------------------------------------------------- deciding
 
-    def _due_jobs(self, state: TableState, now: float) -> list[str]:
-        latest = state.table.snapshots.latest_id()
-        changed = latest != state.last_snapshot_id
-        if changed:
-            state.last_snapshot_id = latest
-            if state.quarantined:  # a new snapshot clears quarantine
-                state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
-            self._evaluate(state)
-        if state.quarantined or now < state.next_attempt_at:
-            return []
-        due = []
-        for job in JOB_NAMES:
-            settings = self.settings.job(job)
-            if not settings.enabled:
-                continue
-            last = state.last_run.get(job)
-            if state.forced or last is None or now - last >= settings.interval_s or (
-                    job == "compact" and latest != state.compacted_snapshot_id):
-                due.append(job)
-        return due
+    def _schedules(self) -> dict[str, evaluate.Schedule]:
+        return {name: evaluate.Schedule(self.settings.job(name).enabled,
+                                        self.settings.job(name).interval_s)
+                for name in JOB_NAMES}
 
-    def _evaluate(self, state: TableState) -> None:
-        """Health gauges and urgency from the latest snapshot's metadata."""
-        status = table_status(state.table, verify_files=False, parallelism=4)
-        if status.error is not None:
-            return
-        runs = max((b.sorted_runs for b in status.buckets), default=0)
-        stop = status.stop_trigger or 1
-        trigger = status.compaction_trigger or 1
-        debt = sum(b.size_bytes for b in status.buckets if b.sorted_runs > trigger)
-        level0 = sum(lv.files for b in status.buckets for lv in b.levels if lv.level == 0)
-        manifests = status.manifests
-        self.metrics.set_table(
-            state.table.name, level0_files=level0, max_sorted_runs=runs,
-            compaction_trigger=trigger, stop_trigger=stop, compaction_debt_bytes=debt,
-            snapshots=status.snapshot_count,
-            manifest_files=(manifests.base_files + manifests.delta_files) if manifests else 0,
-            dv_cardinality=sum(b.dv_deleted_rows for b in status.buckets))
-        state.urgency = runs / stop + debt / 1e12
+    def _enabled_jobs(self) -> tuple[str, ...]:
+        return tuple(name for name, s in self._schedules().items() if s.enabled)
+
+    def _decide(self, state: TableState, standing: evaluate.Standing, now: float
+                ) -> tuple[str, ...]:
+        """Storage reads (latest id, status) outside the lock; the decision applied under it."""
+        latest = state.table.snapshots.latest_id()
+        decision = evaluate.decide(standing, latest, now, self._schedules())
+        health = (evaluate.health(table_status(state.table, verify_files=False, parallelism=4))
+                  if decision.new_snapshot else None)
+        with self._lock:
+            if decision.new_snapshot:
+                state.last_snapshot_id = latest
+            if decision.cleared:
+                state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
+            if health is not None:
+                state.urgency = health.urgency
+        if health is not None:
+            self.metrics.set_table(state.table.name, **health.gauges)
+        return decision.jobs
+
+    def _failed(self, state: TableState, message: str) -> None:
+        """Back off after a failure that was already logged where it happened."""
+        with self._lock:
+            state.failures += 1
+            state.error = message
+            backoff = evaluate.backoff(state.failures, self._policy)
+            state.next_attempt_at = self._wall_s() + backoff.delay_s
+            state.quarantined = backoff.quarantined
+            failures = state.failures
+        log.warning("table_backed_off", table=state.table.name, failures=failures,
+                    backoff_s=backoff.delay_s, quarantined=backoff.quarantined)
 
     # ---------------------------------------------------------------- running
 
@@ -148,165 +159,130 @@ class Service:
         """Decide and submit due work, most urgent tables first."""
         if self._stopping.is_set():
             return []
-        now = self.clock()
-        if now - self._last_discovery >= self.settings.discovery_interval_s:
+        now = self._wall_s()
+        with self._lock:
+            discover = now - self._last_discovery >= self.settings.discovery_interval_s
+        if discover:
             self.discover()
         with self._lock:
-            idle = [s for s in self.tables.values() if not s.running]
+            idle = [(s, s.standing()) for s in self.tables.values() if not s.running]
         candidates = []
-        for state in idle:
+        for state, standing in idle:
             try:
-                jobs = self._due_jobs(state, now)
+                jobs = self._decide(state, standing, now)
             except PaimondError as error:
-                self._failed(state, f"{type(error).__name__}: {error}", now)
+                message = f"{type(error).__name__}: {error}"
+                log.error("table_check_failed", table=state.table.name,
+                          error_kind=kind_of(error), error=message)
+                self._failed(state, message)
                 continue
             if jobs:
                 candidates.append((state, jobs))
-        candidates.sort(key=lambda c: -c[0].urgency)
+        with self._lock:
+            candidates.sort(key=lambda c: -c[0].urgency)
         futures = []
         for state, jobs in candidates:  # the pool runs `concurrency` at once, in this order
             with self._lock:
                 if state.running:
                     continue
-                state.running, state.forced = True, False
-            futures.append(self._pool.submit(self._run_table, state, jobs))
+                state.running = True
+            futures.append(self._submit(state, jobs))
         return futures
 
     def trigger(self, table_name: str) -> Future[TableRun] | None:
-        """Run every enabled job of a table now (clears quarantine and backoff)."""
+        """Run every enabled job of a table now (clears quarantine and backoff). A table that
+        is running gets the triggered run right after its current one."""
         with self._lock:
             state = self.tables.get(table_name)
         if state is None:
             self.discover()
-            state = self.tables.get(table_name)
+            with self._lock:
+                state = self.tables.get(table_name)
         if state is None:
             return None
-        state.quarantined, state.failures, state.next_attempt_at, state.forced = False, 0, 0.0, True
-        while True:
-            with self._lock:
-                if not state.running:
-                    state.running, state.forced = True, False
-                    break
-            time.sleep(0.05)  # a job of this table is queued or running: the trigger follows
-        jobs = [j for j in JOB_NAMES if self.settings.job(j).enabled]
-        return self._pool.submit(self._run_table, state, jobs)
+        with self._lock:
+            state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
+            if state.running:
+                if state.triggered is None:
+                    state.triggered = Future()
+                return state.triggered
+            state.running = True
+        return self._submit(state, self._enabled_jobs())
 
-    def _run_table(self, state: TableState, jobs: list[str]) -> TableRun:
-        name = state.table.name
-        leases = self.leases[state.warehouse]
-        reports: dict[str, JobReport] = {}
+    def _submit(self, state: TableState, jobs: tuple[str, ...],
+                answer: Future[TableRun] | None = None) -> Future[TableRun]:
+        """Queue a run of a table already marked running. ``answer`` always resolves, with a
+        skipped run if the pool cancels the work at shutdown."""
+        answer = Future() if answer is None else answer
+        try:
+            work = self._pool.submit(self._run, state, jobs)
+        except RuntimeError:  # the pool is shut down
+            self._settle(state, None, jobs, answer)
+            return answer
+        work.add_done_callback(lambda done: self._settle(state, done, jobs, answer))
+        return answer
+
+    def _run(self, state: TableState, jobs: tuple[str, ...]) -> TableRun:
         with self._lock:
             self.running_jobs += 1
+            work = TableWork(state.table, state.warehouse, jobs, state.last_snapshot_id,
+                             state.picker_states)
         try:
             if self._stopping.is_set():
-                return TableRun(name, {j: JobReport("skipped", "the daemon is stopping")
-                                       for j in jobs})
-            if not leases.acquire(name):
-                return TableRun(name, {j: JobReport("skipped", "leased by another replica")
-                                       for j in jobs})
-            try:
-                for job in jobs:
-                    if self._stopping.is_set():
-                        break
-                    reports[job] = self._run_job(state, job)
-                    leases.renew(name)
-            finally:
-                leases.release(name)
-            state.failures, state.error = 0, None
-            return TableRun(name, reports)
-        except Exception as error:  # the job boundary: every failure is logged once, here
-            message = f"{type(error).__name__}: {error}"
-            self._failed(state, message, self.clock())
-            return TableRun(name, reports, message)
+                return skipped(state.table.name, jobs, _STOPPING)
+            run = self.runner.run_table(work)
+            self._record(state, run)
+            return run
         finally:
             with self._lock:
-                state.running = False
                 self.running_jobs -= 1
-            self.metrics.set_quarantine({n for n, s in self.tables.items() if s.quarantined},
-                                        set(self.tables))
+                idle = self.running_jobs == 0
+            if idle and self._stopping.is_set():
+                self._requests.put(_IDLE)  # wakes a shutdown waiting for running jobs
 
-    def _run_job(self, state: TableState, job: str) -> JobReport:
-        name = state.table.name
-        storage = self.storages[state.warehouse]
-        ctx = JobContext(state.table, storage.root,
-                         self.settings.warehouses[state.warehouse].storage_options,
-                         self.settings.job(job), datetime.datetime.now, self._stopping.is_set,
-                         self.settings.executor, self._lookup_cache)
-        job_id = uuid.uuid4().hex[:12]
-        started = time.monotonic()
-        self.metrics.job_started(job, name)
-        with structlog.contextvars.bound_contextvars(table=name, job=job, job_id=job_id,
-                                                     base_snapshot_id=state.last_snapshot_id):
-            try:
-                report = JOBS[job](ctx)
-            except JobCancelledError:
-                report = JobReport("skipped", "abandoned: the daemon is stopping")
-            except Exception:
-                self.metrics.job_finished(job, name, "failure", time.monotonic() - started)
-                raise
-            duration = time.monotonic() - started
-            self.metrics.job_finished(job, name, report.outcome, duration)
-            self.metrics.io(job, name, read_bytes=report.read_bytes,
-                            written_bytes=report.written_bytes, read_rows=report.read_rows,
-                            written_rows=report.written_rows)
-            if report.rows_superseded:
-                self.metrics.rows_superseded.labels(name).inc(report.rows_superseded)
-            for result, files in report.lookup_cache.items():
-                if files:
-                    self.metrics.lookup_cache_files.labels(name, result).inc(files)
-            if report.conflicts:
-                self.metrics.commit_conflicts.labels(name).inc(report.conflicts)
-                self.metrics.commit_retries.labels(name).inc(report.conflicts)
-            log.info("job_finished", outcome=report.outcome, duration_s=round(duration, 3),
-                     read_rows=report.read_rows, written_rows=report.written_rows,
-                     read_bytes=report.read_bytes, written_bytes=report.written_bytes,
-                     detail=report.detail.splitlines()[0] if report.detail else "")
-        state.last_run[job] = self.clock()
-        if job == "compact" and report.outcome == "success":
-            state.compacted_snapshot_id = state.table.snapshots.latest_id()
-            state.last_snapshot_id = None  # re-evaluate the gauges after our own commit
-        return report
+    def _record(self, state: TableState, run: TableRun) -> None:
+        with self._lock:
+            state.last_run.update(run.finished_at)
+            if run.compacted_snapshot_id is not None:
+                state.compacted_snapshot_id = run.compacted_snapshot_id
+                state.last_snapshot_id = None  # re-evaluate the gauges after our own commit
+            if run.error is None and run.finished_at:
+                state.failures, state.error = 0, None
+        if run.error is not None:
+            self._failed(state, run.error)
 
-    def _failed(self, state: TableState, message: str, now: float) -> None:
-        state.failures += 1
-        state.error = message
-        backoff = min(self.settings.backoff_base_s * 2 ** (state.failures - 1),
-                      self.settings.backoff_max_s)
-        state.next_attempt_at = now + backoff
-        if state.failures >= self.settings.quarantine_after:
-            state.quarantined = True
-        log.error("table_failed", table=state.table.name, error=message,
-                  failures=state.failures, backoff_s=backoff, quarantined=state.quarantined)
-
-    # ---------------------------------------------------------------- lifecycle
+    def _settle(self, state: TableState, work: Future[TableRun] | None,
+                jobs: tuple[str, ...], answer: Future[TableRun]) -> None:
+        """A run ended (or was cancelled): free the table, answer, start a waiting trigger."""
+        if work is None or work.cancelled():
+            run = skipped(state.table.name, jobs, _STOPPING)
+        else:
+            run = work.result()
+        with self._lock:
+            follow, state.triggered = state.triggered, None
+            state.running = follow is not None and not self._stopping.is_set()
+            quarantined = {n for n, s in self.tables.items() if s.quarantined}
+            known = set(self.tables)
+        self.metrics.set_quarantine(quarantined, known)
+        answer.set_result(run)
+        if follow is not None:
+            if state.running:
+                self._submit(state, self._enabled_jobs(), follow)
+            else:
+                follow.set_result(skipped(state.table.name, self._enabled_jobs(), _STOPPING))
 
     def run_once(self) -> list[TableRun]:
         """One full pass over every table (every enabled job), then return."""
         self.discover()
-        with self._lock:
-            states = list(self.tables.values())
-        for state in states:
-            state.forced = True
+        jobs = self._enabled_jobs()
         futures = []
-        for state in states:
-            with self._lock:
-                state.running = True
-            jobs = [j for j in JOB_NAMES if self.settings.job(j).enabled]
-            futures.append(self._pool.submit(self._run_table, state, jobs))
-        return [f.result() for f in futures]
-
-    def stop(self, grace_s: float) -> bool:
-        """Stop scheduling; wait up to ``grace_s`` for running jobs. True if all finished."""
-        self._stopping.set()
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            with self._lock:
-                if self.running_jobs == 0:
-                    break
-            time.sleep(0.05)
-        self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
-            return self.running_jobs == 0
+            states = [s for s in self.tables.values() if not s.running]
+            for state in states:
+                state.running = True
+        for state in states:
+            futures.append(self._submit(state, jobs))
+        return [f.result() for f in futures]
 
     def status(self) -> dict[str, object]:
         with self._lock:
@@ -314,3 +290,85 @@ class Service:
                            "error": s.error, "running": s.running,
                            "last_snapshot_id": s.last_snapshot_id,
                            "last_run": dict(s.last_run)} for name, s in self.tables.items()}
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def run(self, on_serving: Callable[[str], None] | None = None) -> bool:
+        """Serve HTTP and tick until :meth:`stop` (SIGTERM/SIGINT in the main thread), then
+        shut down. True if every running job finished within the grace period. Raises
+        ConfigError when the HTTP address cannot be bound. ``on_serving`` gets the base URL."""
+        settings = self.settings
+        http = HttpServer(self, self.metrics.registry, settings.http_host, settings.http_port,
+                          settings.trigger_token)
+        http.start()
+        host, port = http.address
+        url = f"http://{host}:{port}"
+        log.info("daemon_started", metrics_url=f"{url}/metrics",
+                 warehouses=[w.uri for w in settings.warehouses], owner=self.owner)
+        if on_serving is not None:
+            on_serving(url)
+        try:
+            with self._signals_stop():
+                scheduler = start_scheduler(self.tick, settings.check_interval_s, self.clock)
+                try:
+                    while self._requests.get() != _STOP:
+                        pass  # an "idle" left from an earlier shutdown: not a request
+                finally:
+                    scheduler.shutdown(wait=False)
+                log.info("daemon_stopping", grace_s=settings.grace_s)
+                clean = self.shutdown(settings.grace_s)
+        finally:
+            http.stop()
+        log.info("daemon_stopped", clean=clean, forced=self.forced)
+        return clean
+
+    def stop(self) -> None:
+        """Ask the daemon to stop; asking again while it drains cuts the grace period short.
+        Safe in a signal handler: it only queues the request."""
+        self._requests.put(_STOP)
+
+    def shutdown(self, grace_s: float) -> bool:
+        """Stop scheduling; wait up to ``grace_s`` for running jobs (or until a stop request),
+        then cancel the rest. True if nothing was left running."""
+        self._stopping.set()
+        deadline = self.clock.monotonic_s() + grace_s
+        while True:
+            with self._lock:
+                if self.running_jobs == 0:
+                    break
+            remaining = deadline - self.clock.monotonic_s()
+            if remaining <= 0:
+                break
+            try:
+                request = self._requests.get(timeout=remaining)
+            except queue.Empty:
+                break
+            if request == _STOP:
+                self.forced = True
+                log.warning("daemon_shutdown_forced")
+                break
+        self._cancelled.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            return self.running_jobs == 0
+
+    @contextlib.contextmanager
+    def _signals_stop(self) -> Iterator[None]:
+        """SIGTERM and SIGINT call :meth:`stop` while inside; the previous handlers come
+        back after. Only the main thread can install handlers: elsewhere, nothing changes."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        signals = (signal.SIGTERM, signal.SIGINT)
+        previous = {signum: signal.getsignal(signum) for signum in signals}
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            self.stop()
+
+        for signum in signals:
+            signal.signal(signum, handle)
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)

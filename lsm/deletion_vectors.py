@@ -1,67 +1,28 @@
-"""A bucket's deletion vectors during compaction: Java ``BucketedDvMaintainer`` and
-``DeletionVectorsIndexFile`` (apache/paimon 5dacde516b).
+"""A bucket's deletion vectors during compaction: Java ``BucketedDvMaintainer`` (apache/paimon
+5dacde516b).
 
-A primary-key bucket has at most one DV index file, listed in the index manifest; it maps
-data file names to the row positions deleted from them. Compaction restores that map, drops
-the vectors of the files it rewrites, adds the positions its lookups supersede, and, if the
-map changed, writes ONE new file for the bucket (the version byte alone when the map became
-empty, as Java does). The index manifest's bucketed combiner then replaces the old file.
+A primary-key bucket has at most one DV index file (read and written by
+``paimond.table.deletion_vectors``); it maps data file names to the row positions deleted from
+them. Compaction restores that map, drops the vectors of the files it rewrites, adds the
+positions its lookups supersede, and, if the map changed, writes ONE new file for the bucket
+(the version byte alone when the map became empty, as Java does). The index manifest's
+bucketed combiner then replaces the old file.
 """
 
 from __future__ import annotations
 
 import array
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
-from paimond.errors import CodecError, CorruptFileError
-from paimond.format.deletion_vector import (
-    DeletionVector,
-    decode_deletion_vector_file,
-    encode_deletion_vector_file,
-)
+from paimond.format.deletion_vector import DeletionVector
 from paimond.format.file_index.roaring import bitmap_of
-from paimond.format.index_manifest import (
-    INDEX_TYPE_DELETION_VECTORS,
-    IndexFileMeta,
-    IndexManifestEntry,
-)
-from paimond.format.manifest import FILE_KIND_ADD
+from paimond.format.index_manifest import IndexManifestEntry
 from paimond.table.catalog import Table
-
-INDEX_DIR = "index"
-
-
-def index_file_path(table: Table, meta: IndexFileMeta) -> str:
-    return meta.external_path or table.file_path(INDEX_DIR, meta.file_name)
-
-
-def read_deletion_vectors(table: Table, entry: IndexManifestEntry) -> dict[str, DeletionVector]:
-    """The vectors of one DV index file, by data file name. A corrupt or truncated file is a
-    CorruptFileError naming it; a missing one a MissingFileError."""
-    meta = entry.index_file
-    path = index_file_path(table, meta)
-    data = table.storage.read_bytes(path)
-    if len(data) != meta.file_size:
-        raise CorruptFileError(path, f"{len(data)} bytes, the index manifest says "
-                                     f"{meta.file_size}")
-    try:
-        return decode_deletion_vector_file(data, meta.dv_ranges or ())
-    except CodecError as error:
-        raise CorruptFileError(path, error.reason) from None
-
-
-def bucket_dv_entry(entries: Iterable[IndexManifestEntry], partition: bytes, bucket: int
-                    ) -> IndexManifestEntry | None:
-    for entry in entries:
-        if (entry.partition == partition and entry.bucket == bucket
-                and entry.index_file.index_type == INDEX_TYPE_DELETION_VECTORS):
-            return entry
-    return None
+from paimond.table.deletion_vectors import read_deletion_vectors, write_deletion_vectors
 
 
 def deleted_positions(vector: DeletionVector | None) -> np.ndarray:
@@ -142,10 +103,5 @@ class BucketDeletionVectors:
     def write(self, table: Table, partition: bytes, bucket: int) -> tuple[IndexManifestEntry,
                                                                            str]:
         """Write the map as a new DV index file; returns its ADD entry and its path."""
-        data, ranges = encode_deletion_vector_file(self._vectors, bitmap64=self.bitmap64)
-        name = f"index-{uuid.uuid4()}-0"
-        path = table.file_path(INDEX_DIR, name)
-        table.storage.write_bytes(path, data)
-        meta = IndexFileMeta(INDEX_TYPE_DELETION_VECTORS, name, len(data), len(ranges), ranges,
-                             None, None)
-        return IndexManifestEntry(FILE_KIND_ADD, partition, bucket, meta), path
+        return write_deletion_vectors(table, self._vectors, partition, bucket,
+                                      bitmap64=self.bitmap64)

@@ -32,17 +32,16 @@ from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexMani
 from paimond.format.manifest import FILE_KIND_DELETE
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
-from paimond.lsm.deletion_vectors import (
-    BucketDeletionVectors,
-    bucket_dv_entry,
-    deleted_positions,
-    read_deletion_vectors,
-    vector_of,
-)
+from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, vector_of
 from paimond.lsm.merge import VALUE_KIND_COLUMN
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import read_data_file
+from paimond.table.deletion_vectors import (
+    bucket_dv_entry,
+    read_deletion_vectors,
+    write_deletion_vectors,
+)
 from paimond.table.kv_layout import key_fields, retract_mask
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import TableOptions
@@ -197,10 +196,9 @@ class RebuildDvJob:
                     deleted.append(IndexManifestEntry(FILE_KIND_DELETE, bucket.partition,
                                                       bucket.bucket, bucket.base.index_file))
                     continue
-                vectors = BucketDeletionVectors(
-                    bucket.vectors, bitmap64=table.options().deletion_vectors_bitmap64,
-                    base=bucket.base)
-                entry, path = vectors.write(table, bucket.partition, bucket.bucket)
+                entry, path = write_deletion_vectors(
+                    table, bucket.vectors, bucket.partition, bucket.bucket,
+                    bitmap64=table.options().deletion_vectors_bitmap64)
                 added.append(entry)
                 written.append(path)
             return Committer(table).commit(CommitChanges(

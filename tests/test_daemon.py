@@ -22,7 +22,7 @@ from paimond.daemon import jobs as daemon_jobs
 from paimond.daemon.http import HttpServer
 from paimond.daemon.lease import Leases
 from paimond.daemon.metrics import Metrics
-from paimond.daemon.service import Service
+from paimond.daemon.service import Daemon
 from paimond.table.storage import open_storage
 
 
@@ -38,13 +38,13 @@ def warehouse(pristine: tuple[Path, list[Any]], tmp_path: Path) -> tuple[str, li
     return str(tmp_path / "wh"), pristine[1]
 
 
-def _service(warehouse: str, **env: str) -> tuple[Service, CollectorRegistry]:
+def _service(warehouse: str, **env: str) -> tuple[Daemon, CollectorRegistry]:
     settings = load_settings(None, env={
         "PAIMOND_WAREHOUSE": warehouse, "PAIMOND_JOBS_EXPIRE_ENABLED": "false",
         "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false", "PAIMOND_DAEMON_BACKOFF_BASE_S": "0",
         **env})
     registry = CollectorRegistry()
-    return Service(settings, Metrics(registry)), registry
+    return Daemon(settings, Metrics(registry)), registry
 
 
 def _metric(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
@@ -183,7 +183,7 @@ def test_trigger_needs_the_token(warehouse: tuple[str, list[Any]]) -> None:
                 assert error.code == code
     finally:
         server.stop()
-        service.stop(5)
+        service.shutdown(5)
 
 
 def test_the_daemon_maintains_deletion_vectors_through_its_lookup_cache(tmp_path: Path) -> None:

@@ -28,11 +28,12 @@ from pypaimon_tables import _changes, _Model, _not_null, _rng, _Writer, catalog_
 from paimond.cli.main import main
 from paimond.errors import CommitConflictError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
-from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted, read_deletion_vectors
+from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
 from paimond.maintenance.compact import CompactionSummary, CompactJob, LookupCacheSettings
 from paimond.table.catalog import Table, open_table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import read_data_file
+from paimond.table.deletion_vectors import read_deletion_vectors
 from paimond.table.scan import data_file_path, scan_snapshot
 from paimond.table.storage import open_storage
 

@@ -1,0 +1,101 @@
+"""What a table needs, decided from figures alone: which jobs are due, how urgent the table
+is, how long to back off after a failure. Pure: no storage, no clock (``now`` is passed in),
+so every rule is tested with plain values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from paimond.maintenance.status import TableStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """One job's settings as the scheduler sees them."""
+
+    enabled: bool
+    interval_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    base_s: float
+    max_s: float
+    quarantine_after: int  # consecutive failures
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """What the daemon remembers of one table between ticks (wall seconds)."""
+
+    last_snapshot_id: int | None = None
+    compacted_snapshot_id: int | None = None  # the latest id after our last compaction
+    last_run: Mapping[str, float] = field(default_factory=dict)
+    failures: int = 0
+    next_attempt_at: float = 0.0
+    quarantined: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    jobs: tuple[str, ...]
+    new_snapshot: bool  # the table moved: refresh its health figures
+    cleared: bool  # a new snapshot lifted quarantine and backoff
+
+
+def decide(standing: Standing, latest_snapshot_id: int | None, now: float,
+           schedules: Mapping[str, Schedule]) -> Decision:
+    """Jobs due at ``now``, in ``schedules`` order. A new snapshot clears quarantine; a
+    quarantined or backing-off table gets nothing; compaction is also due whenever the table
+    moved since our last compaction."""
+    new_snapshot = latest_snapshot_id != standing.last_snapshot_id
+    cleared = new_snapshot and standing.quarantined
+    if not cleared and (standing.quarantined or now < standing.next_attempt_at):
+        return Decision((), new_snapshot, False)
+    due = []
+    for job, schedule in schedules.items():
+        if not schedule.enabled:
+            continue
+        last = standing.last_run.get(job)
+        if last is None or now - last >= schedule.interval_s or (
+                job == "compact" and latest_snapshot_id != standing.compacted_snapshot_id):
+            due.append(job)
+    return Decision(tuple(due), new_snapshot, cleared)
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    delay_s: float
+    quarantined: bool
+
+
+def backoff(failures: int, policy: BackoffPolicy) -> Backoff:
+    """After ``failures`` consecutive failures (>= 1): exponential delay, capped; quarantine
+    from ``quarantine_after`` on."""
+    delay = min(policy.base_s * 2 ** (failures - 1), policy.max_s)
+    return Backoff(delay, failures >= policy.quarantine_after)
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    gauges: Mapping[str, float]  # daemon/metrics.py's table gauges, by name
+    urgency: float  # higher runs first: sorted runs toward the stop trigger, then debt
+
+
+def health(status: TableStatus) -> Health | None:
+    """The table's health figures, or None when its status could not be read."""
+    if status.error is not None:
+        return None
+    runs = max((b.sorted_runs for b in status.buckets), default=0)
+    stop = status.stop_trigger or 1
+    trigger = status.compaction_trigger or 1
+    debt = sum(b.size_bytes for b in status.buckets if b.sorted_runs > trigger)
+    level0 = sum(lv.files for b in status.buckets for lv in b.levels if lv.level == 0)
+    manifests = status.manifests
+    gauges = {
+        "level0_files": level0, "max_sorted_runs": runs, "compaction_trigger": trigger,
+        "stop_trigger": stop, "compaction_debt_bytes": debt, "snapshots": status.snapshot_count,
+        "manifest_files": (manifests.base_files + manifests.delta_files) if manifests else 0,
+        "dv_cardinality": sum(b.dv_deleted_rows for b in status.buckets)}
+    return Health(gauges, runs / stop + debt / 1e12)

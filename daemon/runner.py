@@ -1,0 +1,127 @@
+"""Running one table's jobs under its warehouse lease, one after another, emitting a job
+event for each (started, then finished or failed, and conflicted when commits met conflicts).
+The runner decides nothing: what to run comes from ``evaluate``, what it means for the table's
+backoff is the service's business."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from paimond.clock import Clock
+from paimond.config.settings import Settings
+from paimond.daemon.events import CommitConflicted, Events, JobFailed, JobFinished, JobStarted
+from paimond.daemon.jobs import JOBS, JobCancelledError, JobContext, JobReport
+from paimond.daemon.lease import Leases
+from paimond.daemon.logging import get_logger
+from paimond.errors import ErrorKind, kind_of
+from paimond.maintenance.compact import LookupCacheSettings
+from paimond.table.catalog import Table
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TableRun:
+    table: str
+    reports: dict[str, JobReport]
+    error: str | None = None  # "TypeName: message" of the failure that ended the run
+    error_kind: ErrorKind | None = None
+    finished_at: Mapping[str, float] = field(default_factory=dict)  # job -> wall seconds
+    compacted_snapshot_id: int | None = None  # the latest id after a successful compaction
+
+
+def skipped(table: str, jobs: Sequence[str], why: str) -> TableRun:
+    return TableRun(table, {job: JobReport("skipped", why) for job in jobs})
+
+
+@dataclass(frozen=True, slots=True)
+class TableWork:
+    """One submission: a table, its jobs in order, and what the run needs of its state."""
+
+    table: Table
+    warehouse: int  # index into the settings' warehouses (and the runner's leases)
+    jobs: tuple[str, ...]
+    base_snapshot_id: int | None
+    picker_states: MutableMapping[Any, Any]
+
+
+class Runner:
+    def __init__(self, settings: Settings, leases: Sequence[Leases], events: Events,
+                 clock: Clock, *, stopping: Callable[[], bool],
+                 cancelled: Callable[[], bool]) -> None:
+        """``stopping``: start no further job; ``cancelled``: running jobs abandon their work
+        before committing."""
+        self.settings, self.leases, self.events, self.clock = settings, leases, events, clock
+        self._stopping, self._cancelled = stopping, cancelled
+        self._lookup_cache = (LookupCacheSettings(settings.lookup_cache_dir,
+                                                  settings.lookup_cache_max_mb << 20)
+                              if settings.lookup_cache_dir else None)
+
+    def run_table(self, work: TableWork) -> TableRun:
+        """Never raises: a failure ends the run and is carried in ``TableRun.error``."""
+        name = work.table.name
+        leases = self.leases[work.warehouse]
+        reports: dict[str, JobReport] = {}
+        finished_at: dict[str, float] = {}
+        compacted: int | None = None
+        in_job = False
+        try:
+            if not leases.acquire(name):
+                return skipped(name, work.jobs, "leased by another replica")
+            try:
+                for job in work.jobs:
+                    if self._stopping():
+                        break
+                    in_job = True
+                    reports[job] = report = self._run_job(work, job)
+                    in_job = False
+                    finished_at[job] = self.clock.wall_ms() / 1000
+                    if job == "compact" and report.outcome == "success":
+                        compacted = work.table.snapshots.latest_id()
+                    leases.renew(name)
+            finally:
+                leases.release(name)
+        except Exception as error:  # the table's boundary: a job's failure was its event
+            message = f"{type(error).__name__}: {error}"
+            if not in_job:
+                log.error("table_run_failed", table=name, error_kind=kind_of(error),
+                          error=message)
+            return TableRun(name, reports, message, kind_of(error), finished_at, compacted)
+        return TableRun(name, reports, finished_at=finished_at, compacted_snapshot_id=compacted)
+
+    def _run_job(self, work: TableWork, job: str) -> JobReport:
+        name = work.table.name
+        ctx = JobContext(table=work.table, settings=self.settings.job(job),
+                         now=self.clock.local_now, should_stop=self._cancelled,
+                         executor=self.settings.executor, lookup_cache=self._lookup_cache,
+                         picker_states=work.picker_states)
+        job_id = uuid.uuid4().hex[:12]
+        started = self.clock.monotonic_s()
+        with structlog.contextvars.bound_contextvars(table=name, job=job, job_id=job_id,
+                                                     base_snapshot_id=work.base_snapshot_id):
+            self.events.emit(JobStarted(name, job, job_id))
+            try:
+                report = JOBS[job](ctx)
+            except JobCancelledError:
+                report = JobReport("skipped", "abandoned: the daemon is stopping")
+            except Exception as error:
+                self.events.emit(JobFailed(name, job, job_id, self.clock.monotonic_s() - started,
+                                           kind_of(error), f"{type(error).__name__}: {error}"))
+                raise
+            duration = self.clock.monotonic_s() - started
+            if report.conflicts:
+                self.events.emit(CommitConflicted(name, job, job_id, report.conflicts,
+                                                  _retries(report)))
+            self.events.emit(JobFinished(name, job, job_id, duration, report))
+        return report
+
+
+def _retries(report: JobReport) -> int:
+    """Re-plans a job made: every conflict it saw, except the last one of a job that gave up
+    on it (outcome ``conflict``), was followed by a new attempt."""
+    return report.conflicts if report.outcome != "conflict" else report.conflicts - 1
