@@ -14,12 +14,12 @@ from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.key_order import min_key_order
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
-from paimond.lsm.deletion_vectors import bucket_dv_entry
 from paimond.lsm.levels import Levels
 from paimond.lsm.picker import PickerState, drop_deletes, pick_compaction, pick_full_compaction
 from paimond.lsm.task import CompactTask
 from paimond.table.catalog import Table
 from paimond.table.compaction_options import CompactionOptions
+from paimond.table.deletion_vectors import bucket_dv_entry
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
 from paimond.table.scan import BucketFiles, scan_snapshot
