@@ -65,7 +65,7 @@ def run_paimond(warehouse: Path) -> dict[str, float]:
 
     table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.t")
     started = time.perf_counter()
-    summary = CompactJob(table, str(warehouse), full=True, use_processes=False).run()
+    summary = CompactJob(table, full=True, use_processes=False).run()
     elapsed = time.perf_counter() - started
     assert summary.snapshot is not None and not summary.failures, summary.describe()
     return {"seconds": elapsed, "rows_in": summary.rows_read, "rows_out": summary.rows_written}

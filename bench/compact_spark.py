@@ -64,7 +64,7 @@ def compact(source: Path, scratch: Path, cores: int, executor: Any) -> dict[str,
     shutil.copytree(source, scratch)
     warehouse = str(scratch)
     table = open_table(open_storage(warehouse), warehouse, "bench.t")
-    job = CompactJob(table, warehouse, full=True, parallelism=cores, use_processes=True,
+    job = CompactJob(table, full=True, parallelism=cores, use_processes=True,
                      now=lambda: NOW, executor=executor)
     started = time.perf_counter()
     summary = job.run()

@@ -125,7 +125,7 @@ def build(warehouse: Path, rows: int) -> Any:
     for start in range(0, rows, step):
         _write(table, key_of(np.arange(start, min(rows, start + step), dtype=np.int64)), -1)
     paimond_table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.dv")
-    summary = CompactJob(paimond_table, str(warehouse), full=True, use_processes=False).run()
+    summary = CompactJob(paimond_table, full=True, use_processes=False).run()
     assert summary.snapshot is not None, summary.describe()
     return table
 
@@ -145,7 +145,7 @@ def compact(warehouse: Path, cache: Any) -> dict[str, Any]:
     paimond_table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.dv")
     _read["bytes"] = 0
     started = time.perf_counter()
-    summary = CompactJob(paimond_table, str(warehouse), use_processes=False, parallelism=1,
+    summary = CompactJob(paimond_table, use_processes=False, parallelism=1,
                          now=lambda: datetime.datetime(2026, 11, 22, 12),
                          lookup_cache=cache).run()
     seconds = time.perf_counter() - started

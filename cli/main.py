@@ -70,16 +70,14 @@ def _task_progress(done: int, total: int, task: CompactTask) -> None:
 
 
 def _compact(args: argparse.Namespace) -> int:
-    options = storage_options_of(args.storage_option)
-    storage = open_storage(args.warehouse, options)
-    table = open_table(storage, storage.root, args.table)
+    table = open_table_of(args)
     cache = None
     if args.lookup_cache:
         try:
             cache = LookupCacheSettings(args.lookup_cache, parse_memory_size(args.lookup_cache_size))
         except ValueError as error:
             raise SystemExit(f"paimond: --lookup-cache-size: {error}") from None
-    job = CompactJob(table, storage.root, options, full=args.full,
+    job = CompactJob(table, full=args.full,
                      partitions=partitions_of(args.partition),
                      parallelism=args.parallelism or (os.cpu_count() or 1),
                      progress=_task_progress if sys.stderr.isatty() else None,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from paimond.config.settings import JobSettings
 from paimond.errors import CommitConflictError, UnsupportedError
+from paimond.lsm.picker import PickerState
 from paimond.maintenance.compact import CompactJob, LookupCacheSettings
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
@@ -34,14 +35,14 @@ class JobReport:
 
 @dataclass(frozen=True, slots=True)
 class JobContext:
-    table: Table
-    storage_root: str
-    storage_options: Mapping[str, str]
+    table: Table  # its storage location is where workers reopen storage
     settings: JobSettings
     now: Callable[[], datetime.datetime]
     should_stop: Callable[[], bool]
     executor: str = "local"  # where compaction's bucket tasks run: local, spark
     lookup_cache: LookupCacheSettings | None = None
+    # compaction: the table's picker states, kept by the caller between runs (gentle mode)
+    picker_states: MutableMapping[tuple[bytes, int], PickerState] | None = None
 
 
 class JobCancelledError(Exception):
@@ -53,11 +54,12 @@ def run_compact(ctx: JobContext) -> JobReport:
         if ctx.should_stop():
             raise JobCancelledError()
 
-    job = CompactJob(ctx.table, ctx.storage_root, ctx.storage_options,
+    job = CompactJob(ctx.table,
                      full=bool(ctx.settings.options.get("full", False)),
                      parallelism=int(ctx.settings.options.get("parallelism", 1)),
                      use_processes=False, now=ctx.now, progress=progress,
-                     executor=daemon_executor(ctx.executor), lookup_cache=ctx.lookup_cache)
+                     executor=daemon_executor(ctx.executor), lookup_cache=ctx.lookup_cache,
+                     picker_states=ctx.picker_states)
     try:
         summary = job.run()
     except UnsupportedError as error:

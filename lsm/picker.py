@@ -9,6 +9,7 @@ is a pure function: the clock, the local hour and what Java keeps in memory betw
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -45,7 +46,7 @@ class PickerState:
     local_hour: int = 0
     now_millis: int = 0
     last_full_compaction_millis: int | None = None
-    force_l0_attempts: int = 0  # gentle lookup mode: picks since the last forced level-0 pick
+    force_l0_attempts: int = 0  # gentle lookup mode: empty universal picks since the last force
 
 
 def _unit(runs: Sequence[SortedRun], output_level: int, trigger: Trigger, reason: str,
@@ -161,26 +162,40 @@ def pick_force_level0(runs: Sequence[SortedRun], num_levels: int, options: Compa
 
 
 def _strategy_pick(runs: Sequence[SortedRun], num_levels: int, options: CompactionOptions,
-                   state: PickerState) -> CompactUnit | None:
+                   state: PickerState) -> tuple[CompactUnit | None, int]:
+    """The pick and the gentle-mode attempts after it: an attempt counts when universal picks
+    nothing, and the ``interval``-th one forces level 0 up and starts the count again."""
     unit = pick_universal(runs, num_levels, options, state)
+    attempts = state.force_l0_attempts
     if unit is not None or not (options.needs_lookup or options.force_up_level0):
-        return unit
+        return unit, attempts
     interval = options.lookup_compact_max_interval if options.needs_lookup else None
-    if interval is not None and state.force_l0_attempts + 1 < interval:
-        return None  # gentle mode: force only every `interval` attempts
-    return pick_force_level0(runs, num_levels, options, state)
+    if interval is not None:
+        attempts += 1
+        if attempts < interval:
+            return None, attempts  # gentle mode: force only every `interval` attempts
+        attempts = 0
+    return pick_force_level0(runs, num_levels, options, state), attempts
+
+
+def pick_step(runs: Sequence[SortedRun], num_levels: int, options: CompactionOptions,
+              state: PickerState) -> tuple[CompactUnit | None, PickerState]:
+    """A normal (minor) pick, with the manager's filters (no empty unit, no unit that is a
+    single file already at its output level), and the state the bucket's next pick starts
+    from."""
+    unit, attempts = _strategy_pick(runs, num_levels, options, state)
+    after = dataclasses.replace(state, force_l0_attempts=attempts)
+    if unit is None or not unit.files:
+        return None, after
+    if len(unit.files) == 1 and unit.files[0].level == unit.output_level:
+        return None, after
+    return unit, after
 
 
 def pick_compaction(runs: Sequence[SortedRun], num_levels: int, options: CompactionOptions,
                     state: PickerState) -> CompactUnit | None:
-    """A normal (minor) pick, with the manager's filters: no empty unit, and no unit that is
-    a single file already at its output level."""
-    unit = _strategy_pick(runs, num_levels, options, state)
-    if unit is None or not unit.files:
-        return None
-    if len(unit.files) == 1 and unit.files[0].level == unit.output_level:
-        return None
-    return unit
+    """:func:`pick_step` without the next state."""
+    return pick_step(runs, num_levels, options, state)[0]
 
 
 def pick_full_compaction(runs: Sequence[SortedRun], num_levels: int,

@@ -54,12 +54,9 @@ from paimond.table.kv_layout import (
     thin_mode,
 )
 from paimond.table.merge_options import MergeConfig
-from paimond.table.options import TableOptions
-from paimond.table.scan import bucket_path
 from paimond.table.storage import Storage
 
 FILE_SOURCE_COMPACT = 1
-SMALL_FILE_RATIO_DEFAULT = 0.7
 # Rows per batch read from a file. Memory holds about two batches per run plus each file
 # reader's pages; 32768 keeps that small at no cost in CPU over larger batches.
 BATCH_ROWS = 32768
@@ -72,20 +69,30 @@ def file_format_of(file_name: str) -> str:
     return file_name.rsplit(".", 1)[-1].lower()
 
 
+def load_deletion_vectors(task: CompactTask, table: Table) -> BucketDeletionVectors | None:
+    """The bucket's deletion vectors as the task's base index file holds them (None: the
+    table has none). CorruptFileError names a damaged index file."""
+    if not task.deletion_vectors:
+        return None
+    return BucketDeletionVectors.load(table, task.dv_index,
+                                      bitmap64=task.table.options.deletion_vectors_bitmap64)
+
+
 class _BucketRewrite:
-    def __init__(self, task: CompactTask, storage: Storage, now_millis: Callable[[], int],
-                 batch_rows: int, lookup_cache: LookupCache | None) -> None:
-        self.task = task
-        self.table = Table(storage, task.table_path, task.table_name)
-        self.schema: TableSchema = self.table.schema(task.schema_id)
-        self.options = TableOptions.of(self.schema)
-        self.directory = bucket_path(self.table, self.schema, task.partition, task.bucket)
+    """The task's walk; everything it needs comes in (schema and options in the task, the
+    bucket's vectors loaded by :func:`load_deletion_vectors`)."""
+
+    def __init__(self, task: CompactTask, table: Table, dvs: BucketDeletionVectors | None,
+                 now_millis: Callable[[], int], batch_rows: int,
+                 lookup_cache: LookupCache | None) -> None:
+        self.task, self.table, self.dvs = task, table, dvs
+        self.schema: TableSchema = task.table.schema
+        self.options = task.table.options
+        self.directory = task.directory
         self.now_millis, self.batch_rows = now_millis, batch_rows
-        ratio = float(self.schema.options.get("compaction.small-file-ratio",
-                                              SMALL_FILE_RATIO_DEFAULT))
-        self.min_file_size = int(self.options.target_file_size_bytes * ratio)
-        self.force_rewrite = self.schema.options.get(
-            "compaction.force-rewrite-all-files", "false").lower() == "true"
+        self.min_file_size = int(self.options.target_file_size_bytes
+                                 * self.options.compaction_small_file_ratio)
+        self.force_rewrite = self.options.compaction_force_rewrite_all_files
         self.key_columns = [f.name for f in key_fields(self.schema)]
         self.sort_key = sort_key_function(self.schema.key_type.field_types)
         config = MergeConfig.of(self.schema)
@@ -99,9 +106,6 @@ class _BucketRewrite:
         self.added: list[ManifestEntry] = []
         self.writers: list[RollingDataFileWriter] = []
         self.rows_read = self.rows_written = self.rewritten = self.upgraded = 0
-        self.dvs = (BucketDeletionVectors.load(self.table, task.dv_index,
-                                               bitmap64=self.options.deletion_vectors_bitmap64)
-                    if task.deletion_vectors else None)
         # Only deduplicate without a sequence field can ignore the superseded values.
         self.merges_superseded = not (config.engine == "deduplicate" and not config.sequence_fields)
         self.first_row = config.engine == "first-row"
@@ -120,7 +124,7 @@ class _BucketRewrite:
         path = self.table.storage.join(self.directory, meta.file_name)
         return read_data_file(self.table.storage, meta.external_path or path,
                               file_format=file_format_of(meta.file_name),
-                              file_schema=self.table.schema(meta.schema_id),
+                              file_schema=self.task.table.schema_of(meta.schema_id),
                               read_schema=self.schema, key_value=True,
                               batch_rows=self.batch_rows, projection=projection)
 
@@ -287,7 +291,9 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
     ``lookup_cache`` answers the level-0 key lookups of deletion-vector and first-row tables
     from local cache files (default: read the key columns of the files above)."""
     started = time.monotonic()
-    rewrite = _BucketRewrite(task, storage, now_millis, batch_rows, lookup_cache)
+    table = Table(storage, task.table_path, task.table_name)
+    dvs = load_deletion_vectors(task, table)
+    rewrite = _BucketRewrite(task, table, dvs, now_millis, batch_rows, lookup_cache)
     try:
         rewrite.run()
         rewrite.finish_deletion_vectors()

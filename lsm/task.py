@@ -11,18 +11,43 @@ from dataclasses import dataclass, field
 
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import ManifestEntry
+from paimond.format.schema import TableSchema
+from paimond.table.options import TableOptions
+from paimond.table.storage import StorageLocation
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTable:
+    """What a worker needs of the table, resolved by the planner: where its storage is, the
+    schema and typed options to write with, and the schemas the task's files were written
+    with. A worker reads neither schema files nor option strings again."""
+
+    name: str
+    path: str
+    location: StorageLocation
+    schema: TableSchema
+    options: TableOptions
+    file_schemas: tuple[TableSchema, ...] = ()
+
+    def schema_of(self, schema_id: int) -> TableSchema:
+        """The schema a task's file was written with (KeyError: the planner did not resolve it)."""
+        if schema_id == self.schema.id:
+            return self.schema
+        for schema in self.file_schemas:
+            if schema.id == schema_id:
+                return schema
+        raise KeyError(f"schema {schema_id} of {self.name} was not resolved by the planner")
 
 
 @dataclass(frozen=True, slots=True)
 class CompactTask:
-    table_name: str
-    table_path: str
+    table: TaskTable
     base_snapshot_id: int
-    schema_id: int
     partition: bytes
     partition_text: str
     bucket: int
     total_buckets: int
+    directory: str  # the bucket's data file directory
     output_level: int
     max_level: int
     inputs: tuple[ManifestEntry, ...]
@@ -35,6 +60,18 @@ class CompactTask:
     deletion_vectors: bool = False
     dv_index: IndexManifestEntry | None = None
     lookup_files: tuple[ManifestEntry, ...] = ()
+
+    @property
+    def table_name(self) -> str:
+        return self.table.name
+
+    @property
+    def table_path(self) -> str:
+        return self.table.path
+
+    @property
+    def schema_id(self) -> int:
+        return self.table.schema.id
 
     @property
     def input_bytes(self) -> int:

@@ -12,22 +12,23 @@ import datetime
 import os
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from paimond.errors import CommitConflictError, PaimondError, WorkerError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.lookup_cache import LookupCache
+from paimond.lsm.picker import PickerState
 from paimond.lsm.rewrite import BATCH_ROWS, execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact_plan import CompactionPlan, plan_compaction
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import local_wall_clock_millis
-from paimond.table.storage import Storage, open_storage
+from paimond.table.storage import Storage
 
 Progress = Callable[[int, int, CompactTask], None]
 
@@ -110,11 +111,12 @@ class LookupCacheSettings:
     max_bytes: int = 1 << 30
 
 
-def _run_task(task: CompactTask, storage_root: str, storage_options: Mapping[str, Any],
-              batch_rows: int, lookup_cache: LookupCacheSettings | None = None) -> CompactResult:
-    """Worker entry point: opens its own storage (process pools share nothing)."""
+def _run_task(task: CompactTask, batch_rows: int,
+              lookup_cache: LookupCacheSettings | None = None) -> CompactResult:
+    """Worker entry point: reopens the table's storage from the task (process pools share
+    nothing)."""
     try:
-        storage = open_storage(storage_root, storage_options)
+        storage = task.table.location.open()
         cache = None
         if lookup_cache is not None and task.lookup_files:
             cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
@@ -129,16 +131,14 @@ def _run_task(task: CompactTask, storage_root: str, storage_options: Mapping[str
 
 @dataclass(frozen=True, slots=True)
 class TaskRunner:
-    """One task on any worker, as plain picklable data (a Spark executor unpickles it)."""
+    """One task on any worker, as plain picklable data (a Spark executor unpickles it); the
+    task says where the table's storage is."""
 
-    storage_root: str
-    storage_options: Mapping[str, Any]
     batch_rows: int
     lookup_cache: LookupCacheSettings | None = None
 
     def __call__(self, task: CompactTask) -> CompactResult:
-        return _run_task(task, self.storage_root, self.storage_options, self.batch_rows,
-                         self.lookup_cache)
+        return _run_task(task, self.batch_rows, self.lookup_cache)
 
 
 class TaskExecutor(Protocol):
@@ -151,9 +151,11 @@ class TaskExecutor(Protocol):
 
 @dataclass
 class CompactJob:
+    """``picker_states``: a long-lived caller's per-(partition, bucket) picker states (the
+    daemon keeps one mapping per table), read by every plan and updated after each run, so
+    that what Java keeps in memory between picks (gentle lookup mode) carries over."""
+
     table: Table
-    storage_root: str
-    storage_options: Mapping[str, Any] = field(default_factory=dict)
     full: bool = False
     partitions: Mapping[str, str] | None = None
     parallelism: int = field(default_factory=lambda: os.cpu_count() or 1)
@@ -164,10 +166,11 @@ class CompactJob:
     progress: Progress | None = None
     executor: TaskExecutor | None = None  # None: the local pool below
     lookup_cache: LookupCacheSettings | None = None
+    picker_states: MutableMapping[tuple[bytes, int], PickerState] | None = None
 
     def plan(self) -> CompactionPlan:
         return plan_compaction(self.table, full=self.full, partitions=self.partitions,
-                               now=self.now)
+                               now=self.now, picker_states=self.picker_states)
 
     def run(self) -> CompactionSummary:
         started = time.monotonic()
@@ -178,6 +181,7 @@ class CompactJob:
             summary.plan = self.plan()
             summary.results, summary.failures = self._execute(summary.plan.tasks)
             if not summary.results:
+                self._keep_picker_states(summary)
                 break
             changes = CommitChanges(
                 deleted=[e for r in summary.results for e in r.deleted],
@@ -188,6 +192,7 @@ class CompactJob:
                             for r in summary.results if r.index_added})
             try:
                 summary.snapshot = committer.commit(changes)
+                self._keep_picker_states(summary)
                 break
             except CommitConflictError:
                 _delete_written(self.table.storage, summary.results)
@@ -197,13 +202,21 @@ class CompactJob:
         summary.duration_s = time.monotonic() - started
         return summary
 
+    def _keep_picker_states(self, summary: CompactionSummary) -> None:
+        """The plan's states, but a bucket whose task failed keeps its old one (its forced
+        pick is due again)."""
+        if self.picker_states is None or summary.plan is None:
+            return
+        failed = {(f.task.partition, f.task.bucket) for f in summary.failures}
+        self.picker_states.update((key, state) for key, state in summary.plan.picker_states.items()
+                                  if key not in failed)
+
     def _execute(self, tasks: Sequence[CompactTask]
                  ) -> tuple[list[CompactResult], list[BucketFailure]]:
         if not tasks:
             return [], []
         if self.executor is not None:
-            runner = TaskRunner(self.storage_root, dict(self.storage_options), self.batch_rows,
-                                self.lookup_cache)
+            runner = TaskRunner(self.batch_rows, self.lookup_cache)
             return self.executor.execute(tasks, runner, self.progress)
         results: list[CompactResult] = []
         failures: list[BucketFailure] = []
@@ -211,8 +224,8 @@ class CompactJob:
         pool_type = ProcessPoolExecutor if self.use_processes and workers > 1 else ThreadPoolExecutor
         with pool_type(max_workers=workers) as pool:
             futures: list[tuple[CompactTask, Future[CompactResult]]] = [
-                (t, pool.submit(_run_task, t, self.storage_root, dict(self.storage_options),
-                                self.batch_rows, self.lookup_cache)) for t in tasks]
+                (t, pool.submit(_run_task, t, self.batch_rows, self.lookup_cache))
+                for t in tasks]
             for done, (task, future) in enumerate(futures, start=1):
                 try:
                     results.append(future.result())

@@ -37,6 +37,7 @@ import paimond
 from paimond.errors import ConfigError, CorruptFileError
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact import BucketFailure, Progress, TaskExecutor, TaskRunner
+from paimond.table.storage import CREDENTIAL_OPTIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,8 +45,6 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 EXECUTORS = ("local", "spark")
-CREDENTIAL_OPTIONS = frozenset({"key", "access_key_id", "secret", "secret_access_key", "token",
-                                "session_token", "password"})
 _shipped: dict[str, str] = {}  # Spark application id -> zip path added to it
 _ship_lock = threading.Lock()
 
@@ -134,8 +133,7 @@ class SparkExecutor:
         context = self.spark.sparkContext
         ship_package(self.spark)
         if not (context.master or "").startswith("local"):
-            runner = dataclasses.replace(runner, storage_options={
-                k: v for k, v in runner.storage_options.items() if k not in CREDENTIAL_OPTIONS})
+            tasks = [_without_credentials(task) for task in tasks]
         attempts = _task_attempts(self.spark)
         context.setJobDescription(f"paimond compact {tasks[0].table_name}: {len(tasks)} buckets")
         rdd = context.parallelize(list(enumerate(tasks)), len(tasks))
@@ -159,6 +157,12 @@ class SparkExecutor:
             if progress is not None:
                 progress(done, len(tasks), task)
         return results, failures
+
+
+def _without_credentials(task: CompactTask) -> CompactTask:
+    """Executors find credentials themselves (their environment, instance roles): none ship."""
+    location = task.table.location.without_options(CREDENTIAL_OPTIONS)
+    return dataclasses.replace(task, table=dataclasses.replace(task.table, location=location))
 
 
 def _first_line(error: BaseException) -> str:

@@ -90,14 +90,13 @@ def maintain(spark: SparkSession, warehouse: str, table: str, *,
     unknown = sorted(set(jobs) - set(JOB_NAMES))
     if unknown:
         raise ConfigError("jobs", f"unknown job {unknown[0]!r}; known: {', '.join(JOB_NAMES)}")
-    options = dict(storage_options or {})
-    storage = open_storage(warehouse, options)
+    storage = open_storage(warehouse, storage_options)
     opened = open_table(storage, storage.root, table)
     summary = MaintenanceSummary(opened.name)
     for job in (j for j in JOB_NAMES if j in jobs):
         started = time.monotonic()
         if job == "compact":
-            summary.compaction = CompactJob(opened, storage.root, options, full=full,
+            summary.compaction = CompactJob(opened, full=full,
                                             executor=SparkExecutor(spark)).run()
         elif job == "expire":
             summary.expiration = ExpireJob(opened, now_ms=_wall_clock_ms).run()

@@ -27,7 +27,7 @@ from paimond.table.layout import (
 )
 from paimond.table.options import TableOptions
 from paimond.table.snapshots import Snapshots, parse_numbered_name
-from paimond.table.storage import Storage
+from paimond.table.storage import Storage, StorageLocation
 
 
 @dataclass
@@ -38,6 +38,11 @@ class Table:
     path: str
     name: str
     _schemas: dict[int, TableSchema] = field(default_factory=dict, repr=False)
+
+    @property
+    def location(self) -> StorageLocation:
+        """Where the table's storage is: a worker reopens it from this alone."""
+        return self.storage.location
 
     @property
     def snapshots(self) -> Snapshots:

@@ -371,3 +371,21 @@ class TableOptions:
     def avro_codec(self) -> str | None:
         """``avro.codec``: overrides ``file.compression`` for avro data files."""
         return self.raw.get("avro.codec")
+
+    # ---- compaction's rewrite (Java CoreOptions: compaction.*) ----
+
+    @property
+    def compaction_small_file_ratio(self) -> float:
+        """Files under this share of ``target-file-size`` are rewritten, never upgraded."""
+        value = self.raw.get("compaction.small-file-ratio")
+        if value is None:
+            return 0.7
+        try:
+            return float(value.strip())
+        except ValueError:
+            raise UnsupportedError(f"option compaction.small-file-ratio={value!r} is not a "
+                                   "number") from None
+
+    @property
+    def compaction_force_rewrite_all_files(self) -> bool:
+        return self._bool("compaction.force-rewrite-all-files", False)

@@ -17,9 +17,9 @@ import io
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, BinaryIO, Protocol, cast
 
@@ -77,6 +77,7 @@ class OutputStream(Protocol):
 
 class Storage(Protocol):
     root: str
+    location: StorageLocation
 
     def join(self, *parts: str) -> str: ...
     def read_bytes(self, path: str) -> bytes: ...
@@ -93,6 +94,32 @@ class Storage(Protocol):
     def mtime(self, path: str) -> float | None: ...
 
 
+# Options that are credentials: hidden when shown, left out of what ships to remote workers.
+CREDENTIAL_OPTIONS = frozenset({"key", "access_key_id", "secret", "secret_access_key", "token",
+                                "session_token", "password"})
+
+
+@dataclass(frozen=True, slots=True)
+class StorageLocation:
+    """Where storage is: its root URI and options, as picklable data. A worker (a process
+    pool, a Spark executor) reopens the same storage from it; ``repr`` hides credentials."""
+
+    root: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        shown = {k: ("***" if k in CREDENTIAL_OPTIONS else v) for k, v in self.options.items()}
+        return f"StorageLocation(root={self.root!r}, options={shown!r})"
+
+    def open(self) -> Storage:
+        return open_storage(self.root, self.options)
+
+    def without_options(self, names: Collection[str]) -> StorageLocation:
+        """The same location without ``names`` (credentials a remote worker finds itself)."""
+        return StorageLocation(self.root, {k: v for k, v in self.options.items()
+                                           if k not in names})
+
+
 def open_storage(uri: str, options: Mapping[str, Any] | None = None) -> Storage:
     """Open ``uri`` (a local path, ``file://``, ``s3://``, or any fsspec URL) as a ``Storage``.
 
@@ -105,6 +132,12 @@ def open_storage(uri: str, options: Mapping[str, Any] | None = None) -> Storage:
     if protocol == "" and rest.startswith("file:"):
         protocol, rest = "file", rest[5:]
     options = dict(options or {})
+    storage = _open_fsspec(protocol, rest, uri, options)
+    storage.location = StorageLocation(storage.root, options)
+    return storage
+
+
+def _open_fsspec(protocol: str, rest: str, uri: str, options: dict[str, Any]) -> FsspecStorage:
     if protocol in ("", "file", "local"):
         prefix = "file://" if protocol else ""
         fs = fsspec.filesystem("file")
@@ -126,7 +159,8 @@ class FsspecStorage:
     """A ``Storage`` over one fsspec file system, with listing caches off so that a file
     another process wrote is seen at once."""
 
-    __slots__ = ("_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable", "root")
+    __slots__ = ("_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable", "location",
+                 "root")
 
     def __init__(
         self,
@@ -144,6 +178,7 @@ class FsspecStorage:
         self._secrets = secrets
         self._unavailable = unavailable
         self.root = prefix + self._root_path
+        self.location = StorageLocation(self.root)  # open_storage sets the options
 
     def __repr__(self) -> str:
         return f"FsspecStorage(root={self.root!r})"

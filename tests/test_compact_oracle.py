@@ -85,7 +85,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
 
 
 def _job(table: Table, warehouse: str, full: bool) -> CompactJob:
-    return CompactJob(table, warehouse, full=full, parallelism=2, use_processes=False,
+    return CompactJob(table, full=full, parallelism=2, use_processes=False,
                       now=lambda: datetime.datetime(2026, 11, 22, 12))
 
 
@@ -134,7 +134,7 @@ def test_process_pool_and_dry_run_plan(pristine: dict[str, tuple[Path, Any]],
     shutil.copytree(source, warehouse)
     table = open_table(open_storage(warehouse), warehouse, spec.name)
     before = table.snapshots.latest_id()
-    job = CompactJob(table, warehouse, full=True, parallelism=2, use_processes=True)
+    job = CompactJob(table, full=True, parallelism=2, use_processes=True)
     plan = job.plan()
     assert plan.tasks and table.snapshots.latest_id() == before, "planning changes nothing"
     summary = job.run()

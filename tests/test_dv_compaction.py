@@ -154,7 +154,7 @@ class _Live:
         """Compact until no level-0 file is left (a pick may leave some for the next)."""
         summaries = []
         for _ in range(6):
-            job = CompactJob(self.table, self.warehouse, full=full, use_processes=False,
+            job = CompactJob(self.table, full=full, use_processes=False,
                              parallelism=2, now=lambda: NOW, lookup_cache=cache)
             summaries.append(job.run())
             assert not summaries[-1].failures, summaries[-1].describe()
@@ -324,7 +324,7 @@ def test_a_commit_computed_from_a_replaced_vector_file_conflicts(tmp_path: Path)
     live.write(60)
     live.compact(full=True)
     live.write(40)
-    job = CompactJob(live.table, live.warehouse, use_processes=False, parallelism=1,
+    job = CompactJob(live.table, use_processes=False, parallelism=1,
                      now=lambda: NOW)
     plan = job.plan()
     stale, _ = job._execute(plan.tasks)
@@ -432,7 +432,7 @@ def test_an_upgraded_file_keeps_its_vector(tmp_path: Path) -> None:
     expected = [i for i in range(50) if i not in (0, 5)]
     assert read_rows(warehouse, "db.upgrade").column("id").to_pylist() == expected
 
-    summary = CompactJob(table, warehouse, full=True, use_processes=False, now=lambda: NOW).run()
+    summary = CompactJob(table, full=True, use_processes=False, now=lambda: NOW).run()
     (upgraded,) = summary.results
     assert upgraded.files_upgraded == len(result.added) and upgraded.files_rewritten == 0
     levels = {e.file.file_name: e.file.level for e in upgraded.added}

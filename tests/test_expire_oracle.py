@@ -73,7 +73,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Pristine:
     table = open_table(storage, storage.root, spec.name)
 
     def compact(full: bool) -> None:
-        CompactJob(table, storage.root, full=full, use_processes=False).run()
+        CompactJob(table, full=full, use_processes=False).run()
 
     compact(False)
     _write(str(warehouse), spec.name, range(0, 20), "a")

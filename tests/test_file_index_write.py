@@ -196,7 +196,7 @@ def test_compaction_output_carries_the_index(indexed_table: tuple[Path, str],
     name = indexed_table[1]
     before = read_rows(warehouse, name)
     table = open_table(open_storage(warehouse), warehouse, name)
-    summary = CompactJob(table, warehouse, full=True, parallelism=2, use_processes=False,
+    summary = CompactJob(table, full=True, parallelism=2, use_processes=False,
                          now=lambda: datetime.datetime(2026, 1, 1)).run()
     assert summary.snapshot is not None and summary.files_out > 0
     assert read_rows(warehouse, name).equals(before)
@@ -223,7 +223,7 @@ def test_uncommitted_compaction_leaves_no_index_file(indexed_table: tuple[Path, 
 
     monkeypatch.setattr(Committer, "commit", lose)
     table = open_table(open_storage(warehouse), warehouse, indexed_table[1])
-    job = CompactJob(table, warehouse, full=True, parallelism=2, use_processes=False,
+    job = CompactJob(table, full=True, parallelism=2, use_processes=False,
                      max_attempts=2, now=lambda: datetime.datetime(2026, 1, 1))
     with pytest.raises(CommitConflictError):
         job.run()

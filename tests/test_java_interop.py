@@ -117,7 +117,7 @@ def spec_of(oracle_warehouse: tuple[str, list[TableSpec]], name: str) -> TableSp
 
 
 def compact(table: Table, warehouse: str, *, full: bool) -> None:
-    summary = CompactJob(table, warehouse, full=full, parallelism=2, use_processes=False,
+    summary = CompactJob(table, full=full, parallelism=2, use_processes=False,
                          now=lambda: NOW).run()
     assert not summary.failures, summary.describe()
 

@@ -131,7 +131,7 @@ def test_a_compaction_commit_merges_from_thirty_manifests_on(warehouse: str) -> 
         latest_id = table.snapshots.latest_id()
         assert latest_id is not None
         rows = read_rows(warehouse, name)
-        summary = CompactJob(table, table.storage.root, full=True, use_processes=False).run()
+        summary = CompactJob(table, full=True, use_processes=False).run()
         assert summary.snapshot is not None and summary.snapshot.id == latest_id + 1
         base, delta = _manifests(table, summary.snapshot.id)
         # Minor merge: the trailing run of small manifests merges once it has 30 files.
@@ -143,11 +143,11 @@ def test_a_compaction_commit_merges_from_thirty_manifests_on(warehouse: str) -> 
 def test_a_commit_fully_compacts_manifests_past_the_threshold(warehouse: str) -> None:
     table = _open(warehouse, "db.threshold")
     rows = read_rows(warehouse, "db.threshold")
-    first = CompactJob(table, table.storage.root, full=True, use_processes=False).run().snapshot
+    first = CompactJob(table, full=True, use_processes=False).run().snapshot
     assert first is not None
     base, _ = _manifests(table, first.id)
     assert len(base) == 1  # six small manifests > 1 KiB: full compaction into one
-    second = CompactJob(table, table.storage.root, full=True, use_processes=False)
+    second = CompactJob(table, full=True, use_processes=False)
     _commit(catalog_for(warehouse).get_table("db.threshold"), range(0, 5), 99)
     snapshot = second.run().snapshot
     assert snapshot is not None

@@ -80,7 +80,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[
     spec = build_pk_deduplicate(str(warehouse))
     storage = open_storage(str(warehouse))
     table = open_table(storage, storage.root, spec.name)
-    CompactJob(table, storage.root, full=False, use_processes=False).run()
+    CompactJob(table, full=False, use_processes=False).run()
     rows = {i: read_rows(str(warehouse), spec.name, snapshot_id=i)
             for i in table.snapshots.list_ids()}
     return warehouse, spec.name, rows

@@ -305,7 +305,7 @@ def test_pypaimon_reads_nanoseconds_back_after_compaction(tmp_path: Path) -> Non
     spec = build_timestamps_pk(warehouse)
     before_files = set(Path(warehouse).rglob("*.parquet"))
     table = open_table(open_storage(warehouse), warehouse, spec.name)
-    summary = CompactJob(table, warehouse, full=True, parallelism=1, use_processes=False).run()
+    summary = CompactJob(table, full=True, parallelism=1, use_processes=False).run()
     assert not summary.failures and summary.files_out > 0, summary.describe()
 
     written = set(Path(warehouse).rglob("*.parquet")) - before_files

@@ -34,9 +34,9 @@ def _layered(tmp_path: Path) -> _Live:
                           retract=True)
     live = _Live(scenario, str(tmp_path / "wh"))
     live.write(60)
-    CompactJob(live.table, live.warehouse, full=True, use_processes=False).run()
+    CompactJob(live.table, full=True, use_processes=False).run()
     live.write(40)
-    CompactJob(live.table, live.warehouse, use_processes=False, now=lambda: NOW).run()
+    CompactJob(live.table, use_processes=False, now=lambda: NOW).run()
     latest = live.table.snapshots.latest()
     assert latest is not None
     levels = {lv for b in scan_snapshot(live.table, latest).buckets().values() for lv in b.levels}

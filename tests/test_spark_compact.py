@@ -66,7 +66,7 @@ def _table(warehouse: str, name: str) -> Table:
 
 
 def _job(warehouse: str, name: str, *, full: bool, executor: Any = None) -> CompactJob:
-    return CompactJob(_table(warehouse, name), warehouse, full=full, parallelism=2,
+    return CompactJob(_table(warehouse, name), full=full, parallelism=2,
                       use_processes=False, now=lambda: NOW, executor=executor)
 
 
@@ -288,7 +288,7 @@ def test_the_daemon_runs_compaction_on_spark_when_configured(
     content = read_rows(warehouse, name, include_level0=True)
     tracker = spark.sparkContext.statusTracker()
     jobs_before = len(tracker.getJobIdsForGroup())
-    ctx = JobContext(_table(warehouse, name), warehouse, {},
+    ctx = JobContext(_table(warehouse, name),
                      JobSettings(True, 60.0, {"full": True}), lambda: NOW, lambda: False,
                      executor="spark")
 
