@@ -187,7 +187,7 @@ class DataFileWriter:
         self._row_type = physical_row_type(schema, key_value=key_value, thin=self._thin)
         self._arrow_schema = physical_arrow_schema(self._row_type)
         compression = options.file_compression_per_level.get(level, options.file_compression)
-        self._index = DataFileIndexWriter.create(storage, path, schema.fields, options.raw)
+        self._index = DataFileIndexWriter.create(storage, path, schema.fields, options)
         self._output = storage.open_output(path)
         try:
             self._format = open_format_writer(file_format, cast(BinaryIO, self._output),

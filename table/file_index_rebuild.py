@@ -17,13 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from paimond.errors import CorruptFileError, UnsupportedError
-from paimond.format.file_index import FileIndexBuilder, in_manifest_threshold_bytes
+from paimond.format.file_index import FileIndexBuilder
 from paimond.format.file_index.container import encode_file_index
 from paimond.format.manifest import DataFileMeta, ManifestEntry
 from paimond.table.catalog import Table
 from paimond.table.data_files import read_data_file
 from paimond.table.file_index_writer import index_file_names, write_index_file
 from paimond.table.layout import FILE_INDEX_SUFFIX
+from paimond.table.options import TableOptions
 from paimond.table.scan import bucket_path
 
 FileKey = tuple[bytes, int, str]  # partition, bucket, data file name
@@ -56,8 +57,8 @@ class FileIndexRebuild:
         self.table, self.retired, self.dry_run, self.batch_rows = (
             table, retired, dry_run, batch_rows)
         self.schema = table.latest_schema()
-        self.options = dict(self.schema.options)
-        self.threshold_bytes = in_manifest_threshold_bytes(self.options)
+        self.options = TableOptions.of(self.schema)
+        self.threshold_bytes = self.options.file_index_in_manifest_threshold_bytes
 
     def __call__(self, entry: ManifestEntry) -> FileIndexChange | None:
         storage, meta = self.table.storage, entry.file
@@ -102,8 +103,8 @@ class FileIndexRebuild:
         if file_schema.id != self.schema.id:  # Java's colNameMapping, by field id
             by_id = {f.id: f.name for f in file_schema.fields}
             names = {f.name: by_id[f.id] for f in self.schema.fields if f.id in by_id}
-        builder = FileIndexBuilder({f.name: f.type for f in file_schema.fields}, self.options,
-                                   names)
+        builder = FileIndexBuilder({f.name: f.type for f in file_schema.fields},
+                                   self.options.file_index_columns, names)
         if builder.empty:
             return None
         rows = 0

@@ -14,16 +14,16 @@ extra files. Index files are created exclusively, never overwritten: when a name
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from paimond.errors import UnsupportedError
-from paimond.format.file_index import FileIndexBuilder, in_manifest_threshold_bytes
-from paimond.format.file_index.options import FILE_INDEX_PREFIX
+from paimond.format.file_index import FileIndexBuilder
 from paimond.format.types import DataField
 from paimond.table.layout import FILE_INDEX_SUFFIX
+from paimond.table.options import TableOptions
 from paimond.table.storage import Storage
 
 _MAX_NAME_TRIES = 1000
@@ -39,11 +39,6 @@ class PlacedIndex:
     @property
     def extra_files(self) -> tuple[str, ...]:
         return () if self.file_name is None else (self.file_name,)
-
-
-def has_index_options(table_options: Mapping[str, str]) -> bool:
-    """Cheap test before building anything: no ``file-index.*`` key, no index."""
-    return any(key.startswith(FILE_INDEX_PREFIX) for key in table_options)
 
 
 def next_index_file_name(name: str) -> str:
@@ -90,18 +85,19 @@ class DataFileIndexWriter:
     the index options or a column type."""
 
     def __init__(self, storage: Storage, path: str, fields: Sequence[DataField],
-                 table_options: Mapping[str, str]) -> None:
+                 options: TableOptions) -> None:
         self._storage, self._path = storage, path
-        self._builder = FileIndexBuilder({f.name: f.type for f in fields}, table_options)
+        self._builder = FileIndexBuilder({f.name: f.type for f in fields},
+                                         options.file_index_columns)
         self._columns = self._builder.columns
-        self._threshold_bytes = in_manifest_threshold_bytes(table_options)
+        self._threshold_bytes = options.file_index_in_manifest_threshold_bytes
 
     @classmethod
     def create(cls, storage: Storage, path: str, fields: Sequence[DataField],
-               table_options: Mapping[str, str]) -> DataFileIndexWriter | None:
-        if not has_index_options(table_options):
+               options: TableOptions) -> DataFileIndexWriter | None:
+        if not options.has_file_index:
             return None
-        writer = cls(storage, path, fields, table_options)
+        writer = cls(storage, path, fields, options)
         return None if writer._builder.empty else writer
 
     def write(self, batch: pa.RecordBatch) -> None:

@@ -28,14 +28,13 @@ from paimond.format.file_index import (
     decode_file_index,
     decode_index,
     encode_file_index,
-    file_index_columns,
-    in_manifest_threshold_bytes,
 )
-from paimond.format.file_index.bloom import bloom_sizing
+from paimond.format.file_index.bitmap import BitmapSettings
+from paimond.format.file_index.bloom import BloomFilterSettings, bloom_sizing
+from paimond.format.file_index.columns import ColumnIndexes, IndexColumn
 from paimond.format.file_index.container import decode_java_utf, encode_java_utf
 from paimond.format.file_index.hashing import murmur_hash, thomas_wang_hash, xxh64
-from paimond.format.file_index.keys import key_type, keys_of
-from paimond.format.file_index.options import IndexColumn, parse_memory_size
+from paimond.format.file_index.keys import IndexWriter, key_type, keys_of
 from paimond.format.java_order import java_hashmap_order, java_string_hash
 from paimond.format.types import (
     MAX_LENGTH,
@@ -58,8 +57,24 @@ from paimond.format.types import (
     VarCharType,
 )
 from paimond.format.values import Timestamp
+from paimond.table.file_index_options import (
+    file_index_columns,
+    in_manifest_threshold_bytes,
+    index_settings,
+    parse_memory_size,
+)
 
 INDEX_TYPES = ("bloom-filter", "bitmap", "range-bitmap", "bsi")
+
+
+def _writer(index_type: str, data_type: DataType, options: dict[str, Any]) -> IndexWriter:
+    """A writer with the settings that ``file-index.<type>.<column>.*`` values give."""
+    return create_index_writer(index_type, data_type, index_settings(index_type, options))
+
+
+def _build(columns: dict[str, tuple[DataType, Any]], table_options: dict[str, str]) -> bytes | None:
+    indexes: ColumnIndexes = file_index_columns(table_options)
+    return build_file_index(columns, indexes)
 
 
 def _timestamps(precision: int) -> st.SearchStrategy[Timestamp]:
@@ -167,10 +182,10 @@ def test_every_index_round_trips_every_type(index_type: str, type_name: str,
     options = data.draw(_OPTIONS[index_type])
     if index_type in rejected_by:
         with pytest.raises(UnsupportedError):
-            create_index_writer(index_type, data_type, options)
+            _writer(index_type, data_type, options)
         return
     rows, queries = data.draw(columns(values))
-    writer = create_index_writer(index_type, data_type, options)
+    writer = _writer(index_type, data_type, options)
     cut = data.draw(st.integers(0, len(rows)))
     writer.write(rows[:cut])
     writer.write(rows[cut:])
@@ -178,14 +193,14 @@ def test_every_index_round_trips_every_type(index_type: str, type_name: str,
     _check_queries(decode_index(index_type, data_type, payload), index_type, data_type, rows,
                    queries)
     arrow = arrow_column(data_type, rows)
-    from_arrow = create_index_writer(index_type, data_type, options)
+    from_arrow = _writer(index_type, data_type, options)
     from_arrow.write(arrow)  # bloom and bitmap: vectorized
     assert from_arrow.serialized_bytes() == payload
-    in_two = create_index_writer(index_type, data_type, options)
+    in_two = _writer(index_type, data_type, options)
     in_two.write(arrow.slice(0, cut))
     in_two.write(arrow.slice(cut))
     assert in_two.serialized_bytes() == payload
-    per_row = create_index_writer(index_type, data_type, options)  # keys value by value
+    per_row = _writer(index_type, data_type, options)  # keys value by value
     per_row.write_keys(keys_of(data_type, arrow))
     assert per_row.serialized_bytes() == payload
 
@@ -193,7 +208,7 @@ def test_every_index_round_trips_every_type(index_type: str, type_name: str,
 @settings(max_examples=25)
 @given(st.lists(st.integers(-(2**40), 2**40) | st.none(), max_size=80))
 def test_bsi_handles_negative_and_positive_values(rows: list[int | None]) -> None:
-    writer = create_index_writer("bsi", BigIntType(), {})
+    writer = _writer("bsi", BigIntType(), {})
     writer.write(rows)
     index = decode_index("bsi", BigIntType(), writer.serialized_bytes())
     for value in [*{v for v in rows if v is not None}, 0, -1, 2**41, -(2**41), -(2**63)]:
@@ -204,7 +219,7 @@ def test_bsi_handles_negative_and_positive_values(rows: list[int | None]) -> Non
 
 
 def test_bitmap_refuses_a_value_larger_than_an_index_block_like_java() -> None:
-    writer = create_index_writer("bitmap", VarCharType(length=MAX_LENGTH),
+    writer = _writer("bitmap", VarCharType(length=MAX_LENGTH),
                                  {"index-block-size": "20b"})
     writer.write(["abcd", "abcd"])  # count 4 + (length 4 + 4 bytes + offset, length 8) = 20
     assert decode_index("bitmap", VarCharType(length=MAX_LENGTH),
@@ -215,7 +230,7 @@ def test_bitmap_refuses_a_value_larger_than_an_index_block_like_java() -> None:
 
 
 def test_bsi_refuses_long_min_like_java() -> None:
-    writer = create_index_writer("bsi", BigIntType(), {})
+    writer = _writer("bsi", BigIntType(), {})
     with pytest.raises(UnsupportedError, match="values should be non-negative"):
         writer.write([1, -(2**63)])
 
@@ -225,7 +240,7 @@ def test_bloom_false_positive_rate_is_near_fpp(type_name: str) -> None:
     data_type = COLUMN_TYPES[type_name][0]
     make = (lambda i: i) if type_name == "INT" else (lambda i: f"key-{i}")
     items, fpp = 5000, 0.01
-    writer = create_index_writer("bloom-filter", data_type, {"items": str(items),
+    writer = _writer("bloom-filter", data_type, {"items": str(items),
                                                               "fpp": str(fpp)})
     writer.write([make(i) for i in range(items)])
     index = decode_index("bloom-filter", data_type, writer.serialized_bytes())
@@ -349,8 +364,9 @@ def test_file_index_options() -> None:
                "file-index.in-manifest-threshold": "1kb", "file-index.read.enabled": "true",
                "bucket": "2"}
     columns = file_index_columns(options)
-    assert columns == {IndexColumn("a"): {"bloom-filter": {"fpp": "0.05"}},
-                       IndexColumn("b"): {"bloom-filter": {}, "bitmap": {"version": "1"}}}
+    assert columns == {IndexColumn("a"): {"bloom-filter": BloomFilterSettings(fpp=0.05)},
+                       IndexColumn("b"): {"bloom-filter": BloomFilterSettings(),
+                                          "bitmap": BitmapSettings(version=1)}}
     assert list(columns) == java_hashmap_order([IndexColumn("a"), IndexColumn("b")],
                                                IndexColumn.java_hash, compute_if_absent=True)
     assert in_manifest_threshold_bytes(options) == 1024
@@ -361,9 +377,9 @@ def test_file_index_options() -> None:
     with pytest.raises(UnsupportedError, match="column 'c' is not declared"):
         file_index_columns({"file-index.bitmap.columns": "a", "file-index.bitmap.c.version": "1"})
     with pytest.raises(UnsupportedError, match="not an int"):
-        create_index_writer("bloom-filter", IntType(), {"items": "many"})
+        _writer("bloom-filter", IntType(), {"items": "many"})
     with pytest.raises(UnsupportedError, match="Can't find file index for type: zonemap"):
-        create_index_writer("zonemap", IntType(), {})
+        _writer("zonemap", IntType(), {})
 
 
 def test_memory_sizes_parse_like_java() -> None:
@@ -377,32 +393,32 @@ def test_memory_sizes_parse_like_java() -> None:
             parse_memory_size(bad)
 
 
-def test_build_file_index() -> None:
+def test__build() -> None:
     ints = (IntType(), [3, None, 3, 7])
     strings = (VarCharType(length=MAX_LENGTH), ["x", "y", None, "x"])
-    assert build_file_index({"i": ints}, {"bucket": "1"}) is None
+    assert _build({"i": ints}, {"bucket": "1"}) is None
     with pytest.raises(UnsupportedError, match="zz does not exist"):
-        build_file_index({"i": ints}, {"file-index.bitmap.columns": "zz"})
+        _build({"i": ints}, {"file-index.bitmap.columns": "zz"})
     with pytest.raises(ValueError, match="different lengths"):
-        build_file_index({"i": ints, "s": (strings[0], ["x"])},
+        _build({"i": ints, "s": (strings[0], ["x"])},
                          {"file-index.bitmap.columns": "i,s"})
     options = {"file-index.bitmap.columns": "i,s", "file-index.bsi.columns": "i"}
-    container = decode_file_index(build_file_index({"i": ints, "s": strings}, options) or b"")
+    container = decode_file_index(_build({"i": ints, "s": strings}, options) or b"")
     assert list(container) == java_hashmap_order(["i", "s"], java_string_hash,
                                                  compute_if_absent=True)
     assert list(container["i"]) == java_hashmap_order(["bitmap", "bsi"], java_string_hash)
     bitmap = decode_index("bitmap", IntType(), container["i"]["bitmap"] or b"")
     assert bitmap.equal(3) == BitMap([0, 2])
-    arrow = build_file_index({"i": (IntType(), pa.chunked_array([[3, None], [3, 7]])),
+    arrow = _build({"i": (IntType(), pa.chunked_array([[3, None], [3, 7]])),
                               "s": (strings[0], pa.array(strings[1]))}, options)
-    assert arrow == build_file_index({"i": ints, "s": strings}, options)
+    assert arrow == _build({"i": ints, "s": strings}, options)
 
 
 def test_map_key_indexes() -> None:
     map_type = MapType(key=VarCharType(length=MAX_LENGTH), value=IntType())
     rows = [[("a", 1), ("b", 2)], None, [("b", 2)], [("a", 5), ("c", 9)]]
     options = {"file-index.bitmap.columns": "m[a],m[b]", "file-index.bitmap.m.version": "1"}
-    data = build_file_index({"m": (map_type, rows)}, options)
+    data = _build({"m": (map_type, rows)}, options)
     container = decode_file_index(data or b"")
     assert sorted(container) == ["m[a]", "m[b]"]
     a = decode_index("bitmap", IntType(), container["m[a]"]["bitmap"] or b"")
@@ -410,9 +426,9 @@ def test_map_key_indexes() -> None:
     assert a.equal(1) == BitMap([0]) and a.equal(5) == BitMap([3])
     assert a.is_null() == BitMap([1, 2])
     arrow = pa.array(rows, pa.map_(pa.string(), pa.int32()))
-    assert build_file_index({"m": (map_type, arrow)}, options) == data
+    assert _build({"m": (map_type, arrow)}, options) == data
     with pytest.raises(UnsupportedError, match="not map type"):
-        build_file_index({"m": (IntType(), [1])}, {"file-index.bitmap.columns": "m[a]"})
+        _build({"m": (IntType(), [1])}, {"file-index.bitmap.columns": "m[a]"})
 
 
 # ------------------------------------------------------------------------ corruption
@@ -428,7 +444,7 @@ def _sample_container(seed: int) -> tuple[bytes, dict[str, DataType]]:
                "file-index.range-bitmap.columns": "i,s", "file-index.bsi.columns": "i",
                "file-index.bitmap.i.version": rng.choice(["1", "2"]),
                "file-index.range-bitmap.s.chunk-size": "8b"}
-    data = build_file_index({"i": (types["i"], ints), "s": (types["s"], strings)}, options)
+    data = _build({"i": (types["i"], ints), "s": (types["s"], strings)}, options)
     assert data is not None
     return data, types
 
@@ -514,13 +530,13 @@ def test_bitmap_from_arrow_batches_keeps_javas_hashmap_order(version: str, cut: 
     keys = ([137, 582, 867, 821, 782, 64, 261, 120, 507, 779, 460, 483, 667] if version == "1"
             else [388, 807, 214, 96, 499, 29, 914, 855, 399, 443, 622, 780, 785])
     rows = keys + keys
-    reference = create_index_writer("bitmap", IntType(), {"version": version})
+    reference = _writer("bitmap", IntType(), {"version": version})
     reference.write(rows)
-    first_only = create_index_writer("bitmap", IntType(), {"version": version})
+    first_only = _writer("bitmap", IntType(), {"version": version})
     first_only.write(keys)
     assert reference.serialized_bytes() != first_only.serialized_bytes()  # the case is real
     arrow = pa.array(rows, pa.int32())
-    batches = create_index_writer("bitmap", IntType(), {"version": version})
+    batches = _writer("bitmap", IntType(), {"version": version})
     batches.write(arrow.slice(0, cut))
     batches.write(arrow.slice(cut))
     assert batches.serialized_bytes() == reference.serialized_bytes()

@@ -33,6 +33,7 @@ from paimond.format.file_index.keys import key_type
 from paimond.format.type_json import parse_type_string
 from paimond.format.types import DataType
 from paimond.format.values import Timestamp
+from paimond.table.file_index_options import file_index_columns, index_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = REPO_ROOT.parent / "shared" / "golden" / "java"  # CI checks out shared/ beside the repo
@@ -108,7 +109,8 @@ def test_payloads_and_containers_are_written_byte_identical(name: str) -> None:
     for variant in variants(name):
         if "unsupported" in variant:
             continue
-        writer = create_index_writer(variant["index_type"], data_type, variant["options"])
+        writer = create_index_writer(variant["index_type"], data_type,
+                                     index_settings(variant["index_type"], variant["options"]))
         writer.write(values)
         payload = writer.serialized_bytes()
         assert payload == _read(variant["payload_file"]), variant["variant"]
@@ -127,7 +129,9 @@ def test_rejected_combinations_are_rejected(name: str) -> None:
             continue
         java_message = variant["unsupported"].split(": ", 1)[1]
         with pytest.raises(UnsupportedError) as raised:
-            writer = create_index_writer(variant["index_type"], data_type, variant["options"])
+            writer = create_index_writer(
+                variant["index_type"], data_type,
+                index_settings(variant["index_type"], variant["options"]))
             writer.write(values)  # BSI refuses Long.MIN_VALUE only once it sees it
             writer.serialized_bytes()
         assert raised.value.what == java_message
@@ -139,7 +143,7 @@ def test_combined_container_is_what_data_file_index_writer_writes(name: str) -> 
     path = _datasets()[name]["combined_container"]
     entry = _index_json()[path]
     container = build_file_index({_datasets()[name]["column"]: (data_type, values)},
-                                 entry["table_options"])
+                                 file_index_columns(entry["table_options"]))
     assert container == _read(path)
     decoded = decode_file_index(container)
     expected = entry["index_types_in_file_order"]
@@ -154,7 +158,7 @@ def test_multi_column_data_file_index() -> None:
     row_type = {"id": "INT", "name": "STRING", "amount": "BIGINT", "dt": "DATE"}
     columns = {n: (parse_type_string(t), [row[i] for row in entry["rows"]])
                for i, (n, t) in enumerate(row_type.items())}
-    container = build_file_index(columns, entry["table_options"])
+    container = build_file_index(columns, file_index_columns(entry["table_options"]))
     assert container == _read(path) and len(container) == 802
     decoded = decode_file_index(container)
     assert list(decoded) == ["dt", "amount", "name", "id"]

@@ -6,9 +6,11 @@
 - ``create_index_writer`` / ``decode_index``: one index type over one column: ``bloom-filter``
   (``might_contain``), ``bitmap``, ``range-bitmap`` and ``bsi`` (``equal``, ``is_in``,
   ``is_null``... returning ``pyroaring.BitMap`` row numbers; range queries on the last two);
-- ``options``: the ``file-index.*`` table options.
+- ``columns``: the indexed columns and each index type's typed settings (``paimond.table``
+  reads them from the ``file-index.*`` table options).
 """
 
+from paimond.format.file_index.columns import ColumnIndexes, IndexColumn, IndexSettings
 from paimond.format.file_index.container import decode_file_index, encode_file_index
 from paimond.format.file_index.data_file_index import (
     FileIndex,
@@ -18,17 +20,17 @@ from paimond.format.file_index.data_file_index import (
     decode_index,
 )
 from paimond.format.file_index.keys import IndexWriter
-from paimond.format.file_index.options import file_index_columns, in_manifest_threshold_bytes
 
 __all__ = [
+    "ColumnIndexes",
     "FileIndex",
     "FileIndexBuilder",
+    "IndexColumn",
+    "IndexSettings",
     "IndexWriter",
     "build_file_index",
     "create_index_writer",
     "decode_file_index",
     "decode_index",
     "encode_file_index",
-    "file_index_columns",
-    "in_manifest_threshold_bytes",
 ]

@@ -17,7 +17,8 @@ The bitmaps (and v1's dictionary) follow the iteration order of the writer's
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,6 @@ from pyroaring import BitMap
 
 from paimond.errors import CodecError, UnsupportedError
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
-from paimond.format.file_index.options import option_int, option_size
 from paimond.format.file_index.roaring import read_bitmap, serialize_bitmap
 from paimond.format.java_order import java_hashmap_order
 from paimond.format.types import DataType
@@ -49,13 +49,22 @@ def bitmap_key_type(data_type: DataType) -> KeyType:
     return key_type(data_type)
 
 
-class BitmapWriter(IndexWriter):
-    """Builds one column's bitmap index; options ``version`` and ``index-block-size``."""
+@dataclass(frozen=True, slots=True)
+class BitmapSettings:
+    """The format ``version`` (1 or 2) and version 2's ``index-block-size``."""
 
-    def __init__(self, data_type: DataType, options: Mapping[str, str]) -> None:
+    version: int = VERSION_2
+    index_block_size_bytes: int = 16 << 10
+
+
+class BitmapWriter(IndexWriter):
+    """Builds one column's bitmap index."""
+
+    def __init__(self, data_type: DataType, settings: BitmapSettings | None = None) -> None:
         super().__init__(data_type, bitmap_key_type(data_type))
-        self._version = option_int(options, "version", VERSION_2)
-        self._block_size = option_size(options, "index-block-size", "16kb")
+        settings = settings or BitmapSettings()
+        self._version = settings.version
+        self._block_size = settings.index_block_size_bytes
         self._rows: dict[Key, list[int]] = {}
         self._nulls = BitMap()
         self._row_count = 0

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,13 +24,20 @@ from paimond.errors import CodecError, UnsupportedError
 from paimond.format.file_index.hash_arrays import thomas_wang_hashes, xxh64_hashes
 from paimond.format.file_index.hashing import thomas_wang_hash, xxh64
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_int_keys, key_type
-from paimond.format.file_index.options import option_float, option_int
 from paimond.format.java_order import int32
 from paimond.format.types import DataType
 
 BLOOM_FILTER = "bloom-filter"
 DEFAULT_ITEMS = 1_000_000
 DEFAULT_FPP = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class BloomFilterSettings:
+    """``items`` (expected distinct values) and ``fpp`` (false-positive probability)."""
+
+    items: int = DEFAULT_ITEMS
+    fpp: float = DEFAULT_FPP
 _UNSUPPORTED = {"BOOLEAN": "Does not support type boolean",
                 "DECIMAL": "Does not support decimal"}
 _SCALARS = {"CHAR", "VARCHAR", "BINARY", "VARBINARY", "TINYINT", "SMALLINT", "INT", "BIGINT",
@@ -71,11 +79,10 @@ def _positions(hash64: int, num_hashes: int, num_bits: int) -> list[int]:
 class BloomFilterWriter(IndexWriter):
     """Builds one column's bloom filter; ``write`` takes Python values or an Arrow array."""
 
-    def __init__(self, data_type: DataType, options: Mapping[str, str]) -> None:
+    def __init__(self, data_type: DataType, settings: BloomFilterSettings | None = None) -> None:
         super().__init__(data_type, bloom_key_type(data_type))
-        items = option_int(options, "items", DEFAULT_ITEMS)
-        self.num_hashes, self.num_bits = bloom_sizing(items, option_float(options, "fpp",
-                                                                          DEFAULT_FPP))
+        settings = settings or BloomFilterSettings()
+        self.num_hashes, self.num_bits = bloom_sizing(settings.items, settings.fpp)
         self._bits = bytearray(self.num_bits // 8)
         self._set: np.ndarray | None = None  # bits set by write_arrow, one bool per bit
 

@@ -15,7 +15,7 @@ Java fails with "values should be non-negative".
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,10 +53,10 @@ def _encode_half(values: np.ndarray, rows: np.ndarray) -> bytes:
 
 
 class BsiWriter(IndexWriter):
-    """Builds one column's BSI index (it has no options). Values and rows are kept as
+    """Builds one column's BSI index (it has no settings). Values and rows are kept as
     arrays (from Arrow vectorized) and sliced with numpy at the end."""
 
-    def __init__(self, data_type: DataType, options: Mapping[str, str] | None = None) -> None:
+    def __init__(self, data_type: DataType, settings: None = None) -> None:
         super().__init__(data_type, bsi_key_type(data_type))
         self._values: list[np.ndarray] = []  # per write: the non-null rows' values
         self._rows: list[np.ndarray] = []

@@ -6,8 +6,9 @@ configured columns of a data file and return the container bytes Java's
 ``DataFileIndexWriter.close()`` produces for the same rows and options. Columns
 and, per column, index types appear in the iteration order of the ``HashMap``s Java fills
 (column names and index type names hashed as Java strings). Whether the bytes are embedded in
-the manifest or written beside the data file is the caller's choice
-(``options.in_manifest_threshold_bytes``).
+the manifest or written beside the data file is the caller's choice (the table's
+``file-index.in-manifest-threshold``). The indexed columns and their settings come typed
+(:data:`ColumnIndexes`), read from the table's options by ``paimond.table``.
 """
 
 from __future__ import annotations
@@ -21,12 +22,9 @@ from paimond.errors import UnsupportedError
 from paimond.format.file_index.bitmap import BITMAP, BitmapIndex, BitmapWriter
 from paimond.format.file_index.bloom import BLOOM_FILTER, BloomFilterIndex, BloomFilterWriter
 from paimond.format.file_index.bsi import BSI, BsiIndex, BsiWriter
+from paimond.format.file_index.columns import ColumnIndexes, IndexSettings
 from paimond.format.file_index.container import encode_file_index
 from paimond.format.file_index.keys import IndexWriter, Key, key_type, keys_of
-from paimond.format.file_index.options import (
-    file_index_columns,
-    map_column_options,
-)
 from paimond.format.file_index.range_bitmap import RANGE_BITMAP, RangeBitmapIndex, RangeBitmapWriter
 from paimond.format.java_order import java_hashmap_order, java_string_hash
 from paimond.format.types import DataType, MapType
@@ -34,7 +32,7 @@ from paimond.format.types import DataType, MapType
 FileIndex = BloomFilterIndex | BitmapIndex | RangeBitmapIndex | BsiIndex
 Values: TypeAlias = Sequence[Any] | pa.Array | pa.ChunkedArray
 
-_WRITERS: dict[str, Callable[[DataType, Mapping[str, str]], IndexWriter]] = {
+_WRITERS: dict[str, Callable[[DataType, Any], IndexWriter]] = {
     BLOOM_FILTER: BloomFilterWriter, BITMAP: BitmapWriter, RANGE_BITMAP: RangeBitmapWriter,
     BSI: BsiWriter}
 _READERS: dict[str, Callable[[DataType, bytes], FileIndex]] = {
@@ -43,14 +41,14 @@ _READERS: dict[str, Callable[[DataType, bytes], FileIndex]] = {
 
 
 def create_index_writer(index_type: str, data_type: DataType,
-                        options: Mapping[str, str]) -> IndexWriter:
+                        settings: IndexSettings = None) -> IndexWriter:
     """``FileIndexer.create(type, dataType, options).createWriter()``.
 
     Raises UnsupportedError for an unknown index type or a column type it rejects."""
     writer = _WRITERS.get(index_type)
     if writer is None:
         raise UnsupportedError(f"Can't find file index for type: {index_type}")
-    return writer(data_type, options)
+    return writer(data_type, settings)
 
 
 def decode_index(index_type: str, data_type: DataType, payload: bytes) -> FileIndex:
@@ -73,8 +71,8 @@ class _MapKeyWriters:
         self.column, self.index_type, self.value_type = column, index_type, data_type.value
         self.writers: dict[str, IndexWriter] = {}
 
-    def add(self, key: str, options: Mapping[str, str]) -> None:
-        self.writers[key] = create_index_writer(self.index_type, self.value_type, options)
+    def add(self, key: str, settings: IndexSettings) -> None:
+        self.writers[key] = create_index_writer(self.index_type, self.value_type, settings)
 
     def write(self, values: Values) -> None:
         for row in _map_rows(self.value_type, values):
@@ -112,30 +110,29 @@ def _map_rows(value_type: DataType, values: Values) -> list[list[tuple[str, Key 
             for row in values]
 
 
-def _maintainers(types: Mapping[str, DataType], table_options: Mapping[str, str],
+def _maintainers(types: Mapping[str, DataType], indexes: ColumnIndexes,
                  column_names: Mapping[str, str] | None
                  ) -> dict[str, dict[str, IndexWriter | _MapKeyWriters]]:
     """Index type -> column -> maintainer, in the order ``DataFileIndexWriter`` holds them."""
     by_type: dict[str, dict[str, IndexWriter | _MapKeyWriters]] = {}
     type_calls: list[str] = []
-    for column, index_types in file_index_columns(table_options).items():
+    for column, index_types in indexes.items():
         name = column.name if column_names is None else column_names.get(column.name)
         if name is None:
             continue  # a column the data file's schema does not have yet
         if name not in types:
             raise UnsupportedError(f"{name} does not exist in column fields")
-        for index_type, options in index_types.items():
+        for index_type, settings in index_types.items():
             type_calls.append(index_type)
             maintainers = by_type.setdefault(index_type, {})
             if column.nested_key is None:
                 if name not in maintainers:
-                    maintainers[name] = create_index_writer(index_type, types[name], options)
+                    maintainers[name] = create_index_writer(index_type, types[name], settings)
                 continue
             found = maintainers.get(name)
             if not isinstance(found, _MapKeyWriters):
                 found = maintainers[name] = _MapKeyWriters(name, index_type, types[name])
-            base = map_column_options(table_options, column.name, index_type)
-            found.add(column.nested_key, {**base, **options})
+            found.add(column.nested_key, settings)
     order = java_hashmap_order(type_calls, java_string_hash, compute_if_absent=True)
     return {t: {c: by_type[t][c] for c in java_hashmap_order(by_type[t], java_string_hash)}
             for t in order}
@@ -146,14 +143,14 @@ class FileIndexBuilder:
     index writers' state, never the rows.
 
     ``types`` maps the data file's column names to their types. ``column_names`` maps the
-    column names of the options to the data file's (Java's ``colNameMapping`` for a file of
+    column names of ``indexes`` to the data file's (Java's ``colNameMapping`` for a file of
     an older schema; an option column it lacks is skipped); None uses them as they are.
-    Raises UnsupportedError where Paimon refuses the options or a column type."""
+    Raises UnsupportedError where Paimon refuses a column or its type."""
 
-    def __init__(self, types: Mapping[str, DataType], table_options: Mapping[str, str],
+    def __init__(self, types: Mapping[str, DataType], indexes: ColumnIndexes,
                  column_names: Mapping[str, str] | None = None) -> None:
         self._types = dict(types)
-        self._maintainers = _maintainers(self._types, table_options, column_names)
+        self._maintainers = _maintainers(self._types, indexes, column_names)
 
     @property
     def empty(self) -> bool:
@@ -210,14 +207,14 @@ class FileIndexBuilder:
 
 
 def build_file_index(columns: Mapping[str, tuple[DataType, Values]],
-                     table_options: Mapping[str, str]) -> bytes | None:
+                     indexes: ColumnIndexes) -> bytes | None:
     """The file index container of a data file, or None when no index is configured.
 
     ``columns`` maps column names to their type and the column's values (Python values as
     in ``paimond.format.values``, or an Arrow array); every column has one value per row.
-    Raises UnsupportedError where Paimon refuses the options or a column type, ValueError
-    for a value that does not fit its column type."""
-    builder = FileIndexBuilder({n: t for n, (t, _) in columns.items()}, table_options)
+    Raises UnsupportedError where Paimon refuses a column or its type, ValueError for a
+    value that does not fit its column type."""
+    builder = FileIndexBuilder({n: t for n, (t, _) in columns.items()}, indexes)
     if builder.empty:
         return None
     builder.write({n: values for n, (_, values) in columns.items()})

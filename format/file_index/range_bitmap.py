@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import bisect
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,6 @@ from paimond.format.file_index.bit_slices import (
     encode_bit_slices,
 )
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
-from paimond.format.file_index.options import option_size
 from paimond.format.file_index.roaring import bitmap_of
 from paimond.format.types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
 
@@ -114,14 +114,24 @@ def _encode_dictionary(kt: KeyType, keys: Sequence[Key], limit: int) -> bytes:
                      struct.pack(f">{len(offsets)}i", *offsets), *chunks, *key_sections])
 
 
-class RangeBitmapWriter(IndexWriter):
-    """Builds one column's range bitmap; option ``chunk-size``. Rows are kept as (key, row)
-    arrays, from Arrow vectorized; values are coded and bit-sliced with numpy at the end."""
+@dataclass(frozen=True, slots=True)
+class RangeBitmapSettings:
+    """``chunk-size``; None: Java's default for the column type (16 KiB, none for
+    BOOLEAN/TINYINT/SMALLINT)."""
 
-    def __init__(self, data_type: DataType, options: Mapping[str, str]) -> None:
+    chunk_size_bytes: int | None = None
+
+
+class RangeBitmapWriter(IndexWriter):
+    """Builds one column's range bitmap. Rows are kept as (key, row) arrays, from Arrow
+    vectorized; values are coded and bit-sliced with numpy at the end."""
+
+    def __init__(self, data_type: DataType, settings: RangeBitmapSettings | None = None) -> None:
         super().__init__(data_type, range_key_type(data_type))
-        default = "0b" if data_type.name in _UNCHUNKED else "16kb"
-        self._chunk_size = option_size(options, "chunk-size", default)
+        chunk_size = (settings or RangeBitmapSettings()).chunk_size_bytes
+        if chunk_size is None:
+            chunk_size = 0 if data_type.name in _UNCHUNKED else 16 << 10
+        self._chunk_size = chunk_size
         self._keys: list[pa.Array | np.ndarray] = []  # per write: the non-null rows' keys
         self._rows: list[np.ndarray] = []  # ... and their row numbers
         self._row_count = 0

@@ -1,5 +1,5 @@
 """File-index table options: Java ``FileIndexOptions`` and ``MemorySize`` parsing (apache/paimon
-``5dacde516b``), as pure functions over a table's options.
+``5dacde516b``), read into the typed settings ``paimond.format.file_index`` writes with.
 
 - ``file-index.<type>.columns = c1,c2`` declares an index of ``<type>`` on each column
   (``c[k]`` indexes key ``k`` of MAP column ``c``);
@@ -10,17 +10,26 @@
   in the manifest, larger ones go to a ``<data-file>.index`` file.
 
 The columns come back in the iteration order of Java's maps, which decides the order in
-which ``DataFileIndexWriter`` fills its own maps.
+which ``DataFileIndexWriter`` fills its own maps. ``TableOptions`` hands these out; the
+functions here take the raw options so that the reader stays lazy per option.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from paimond.errors import UnsupportedError
-from paimond.format.java_order import int32, java_hashmap_order, java_string_hash
+from paimond.format.file_index.bitmap import BITMAP, VERSION_2, BitmapSettings
+from paimond.format.file_index.bloom import (
+    BLOOM_FILTER,
+    DEFAULT_FPP,
+    DEFAULT_ITEMS,
+    BloomFilterSettings,
+)
+from paimond.format.file_index.columns import ColumnIndexes, IndexColumn, IndexSettings
+from paimond.format.file_index.range_bitmap import RANGE_BITMAP, RangeBitmapSettings
+from paimond.format.java_order import java_hashmap_order, java_string_hash
 
 FILE_INDEX_PREFIX = "file-index."
 COLUMNS_SUFFIX = ".columns"
@@ -47,7 +56,7 @@ def parse_memory_size(text: str) -> int:
     return value
 
 
-def option_int(options: Mapping[str, str], key: str, default: int) -> int:
+def _int(options: Mapping[str, str], key: str, default: int) -> int:
     raw = options.get(key)
     if raw is None:
         return default
@@ -58,7 +67,7 @@ def option_int(options: Mapping[str, str], key: str, default: int) -> int:
     return value if -(2**31) <= value < 2**31 else _bad(key, raw, "an int")
 
 
-def option_float(options: Mapping[str, str], key: str, default: float) -> float:
+def _float(options: Mapping[str, str], key: str, default: float) -> float:
     raw = options.get(key)
     try:
         return default if raw is None else float(raw.strip())
@@ -66,7 +75,7 @@ def option_float(options: Mapping[str, str], key: str, default: float) -> float:
         return _bad(key, raw or "", "a number")
 
 
-def option_size(options: Mapping[str, str], key: str, default: str) -> int:
+def _size(options: Mapping[str, str], key: str, default: str) -> int:
     raw = options.get(key, default)
     try:
         return parse_memory_size(raw)
@@ -78,37 +87,24 @@ def _bad(key: str, raw: str, what: str) -> int:
     raise UnsupportedError(f"file index option {key}={raw!r} is not {what}")
 
 
-@dataclass(frozen=True, slots=True)
-class IndexColumn:
-    """``FileIndexOptions.Column``: a top-level column, or one key of a MAP column."""
-
-    name: str
-    nested_key: str | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> IndexColumn:
-        start = text.find("[")
-        if start != -1 and text.endswith("]"):
-            return cls(text[:start], text[start + 1:-1])
-        return cls(text)
-
-    def java_hash(self) -> int:
-        """``Arrays.hashCode(new Object[] {name, nestedName, isNested})``."""
-        h = 31 + java_string_hash(self.name)
-        h = 31 * h + (0 if self.nested_key is None else java_string_hash(self.nested_key))
-        return int32(31 * h + (1231 if self.nested_key is not None else 1237))
-
-    @property
-    def index_name(self) -> str:
-        """The column name in the index container (``FileIndexCommon.toMapKey``)."""
-        return self.name if self.nested_key is None else f"{self.name}[{self.nested_key}]"
-
-
-ColumnIndexes = dict[IndexColumn, dict[str, dict[str, str]]]
+def index_settings(index_type: str, options: Mapping[str, str]) -> IndexSettings:
+    """The typed settings of one index from its ``<option> -> value`` map (Java's defaults
+    for what is not set). Raises UnsupportedError for a value Java would not parse."""
+    if index_type == BLOOM_FILTER:
+        return BloomFilterSettings(_int(options, "items", DEFAULT_ITEMS),
+                                   _float(options, "fpp", DEFAULT_FPP))
+    if index_type == BITMAP:
+        return BitmapSettings(_int(options, "version", VERSION_2),
+                              _size(options, "index-block-size", "16kb"))
+    if index_type == RANGE_BITMAP:
+        chunk = options.get("chunk-size")
+        return RangeBitmapSettings(None if chunk is None else _size(options, "chunk-size", chunk))
+    return None
 
 
 def file_index_columns(table_options: Mapping[str, str]) -> ColumnIndexes:
-    """Column -> index type -> that index's options, in Java's map orders.
+    """Column -> index type -> that index's settings, in Java's map orders. A key of a MAP
+    column also takes the options set on the whole column (its own win).
 
     Raises UnsupportedError where ``FileIndexOptions`` throws (an empty column name, an
     option for a column its index type does not declare)."""
@@ -123,17 +119,25 @@ def file_index_columns(table_options: Mapping[str, str]) -> ColumnIndexes:
                 declared.append((IndexColumn.parse(name.strip()), index_type))
     order = java_hashmap_order((c for c, _ in declared), IndexColumn.java_hash,
                                compute_if_absent=True)
-    columns: ColumnIndexes = {c: {} for c in order}
+    columns: dict[IndexColumn, dict[str, dict[str, str]]] = {c: {} for c in order}
     for column in order:
         types = [t for c, t in declared if c == column]
         for index_type in java_hashmap_order(types, java_string_hash, compute_if_absent=True):
             columns[column][index_type] = {}
     _fill_options(table_options, keys, columns)
-    return columns
+    typed: ColumnIndexes = {}
+    for column, index_types in columns.items():
+        typed[column] = {}
+        for index_type, options in index_types.items():
+            if column.nested_key is not None:
+                options = {**_map_column_options(table_options, column.name, index_type),
+                           **options}
+            typed[column][index_type] = index_settings(index_type, options)
+    return typed
 
 
 def _fill_options(table_options: Mapping[str, str], keys: list[str],
-                  columns: ColumnIndexes) -> None:
+                  columns: dict[IndexColumn, dict[str, dict[str, str]]]) -> None:
     map_columns = {(c.name, t) for c, types in columns.items() if c.nested_key is not None
                    for t in types}
     for key in keys:
@@ -153,8 +157,8 @@ def _fill_options(table_options: Mapping[str, str], keys: list[str],
         target[option] = table_options[key]
 
 
-def map_column_options(table_options: Mapping[str, str], column: str,
-                       index_type: str) -> dict[str, str]:
+def _map_column_options(table_options: Mapping[str, str], column: str,
+                        index_type: str) -> dict[str, str]:
     """Options set on a whole MAP column (``file-index.<type>.<column>.<option>``)."""
     prefix = f"{FILE_INDEX_PREFIX}{index_type}.{column}."
     return {k[len(prefix):]: v for k, v in table_options.items()
@@ -164,5 +168,10 @@ def map_column_options(table_options: Mapping[str, str], column: str,
 def in_manifest_threshold_bytes(table_options: Mapping[str, str]) -> int:
     """Indexes of at most this many bytes are embedded in the manifest entry."""
     raw = table_options.get(IN_MANIFEST_THRESHOLD)
-    return DEFAULT_IN_MANIFEST_THRESHOLD_BYTES if raw is None else option_size(
+    return DEFAULT_IN_MANIFEST_THRESHOLD_BYTES if raw is None else _size(
         table_options, IN_MANIFEST_THRESHOLD, raw)
+
+
+def has_file_index_options(table_options: Mapping[str, str]) -> bool:
+    """Cheap test before building anything: no ``file-index.*`` key, no index."""
+    return any(key.startswith(FILE_INDEX_PREFIX) for key in table_options)
