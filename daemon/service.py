@@ -14,15 +14,12 @@ the daemon's lock; storage is never touched while holding it.
 
 from __future__ import annotations
 
-import contextlib
 import queue
-import signal
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 from paimond.clock import SYSTEM_CLOCK, Clock
@@ -36,6 +33,7 @@ from paimond.daemon.logging import get_logger
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import Runner, TableRun, TableWork, skipped
 from paimond.daemon.scheduler import start_scheduler
+from paimond.daemon.signals import stop_on_signals
 from paimond.errors import PaimondError, kind_of
 from paimond.maintenance.status import table_status
 from paimond.table.catalog import Table
@@ -183,7 +181,7 @@ class Daemon:
         futures = []
         for state, jobs in candidates:  # the pool runs `concurrency` at once, in this order
             with self._lock:
-                if state.running:
+                if state.running or not self._current(state):
                     continue
                 state.running = True
             futures.append(self._submit(state, jobs))
@@ -193,14 +191,13 @@ class Daemon:
         """Run every enabled job of a table now (clears quarantine and backoff). A table that
         is running gets the triggered run right after its current one."""
         with self._lock:
-            state = self.tables.get(table_name)
-        if state is None:
+            known = table_name in self.tables
+        if not known:
             self.discover()
-            with self._lock:
-                state = self.tables.get(table_name)
-        if state is None:
-            return None
         with self._lock:
+            state = self.tables.get(table_name)
+            if state is None:
+                return None
             state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
             if state.running:
                 if state.triggered is None:
@@ -208,6 +205,11 @@ class Daemon:
                 return state.triggered
             state.running = True
         return self._submit(state, self._enabled_jobs())
+
+    def _current(self, state: TableState) -> bool:
+        """Still the table's state: discovery may have dropped it (and re-added a new one)
+        since it was read. Under the lock."""
+        return self.tables.get(state.table.name) is state
 
     def _submit(self, state: TableState, jobs: tuple[str, ...],
                 answer: Future[TableRun] | None = None) -> Future[TableRun]:
@@ -308,7 +310,7 @@ class Daemon:
         if on_serving is not None:
             on_serving(url)
         try:
-            with self._signals_stop():
+            with stop_on_signals(self.stop):
                 scheduler = start_scheduler(self.tick, settings.check_interval_s, self.clock)
                 try:
                     while self._requests.get() != _STOP:
@@ -321,6 +323,11 @@ class Daemon:
             http.stop()
         log.info("daemon_stopped", clean=clean, forced=self.forced)
         return clean
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set once shutdown began: nothing new is scheduled."""
+        return self._stopping
 
     def stop(self) -> None:
         """Ask the daemon to stop; asking again while it drains cuts the grace period short.
@@ -351,24 +358,3 @@ class Daemon:
         self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             return self.running_jobs == 0
-
-    @contextlib.contextmanager
-    def _signals_stop(self) -> Iterator[None]:
-        """SIGTERM and SIGINT call :meth:`stop` while inside; the previous handlers come
-        back after. Only the main thread can install handlers: elsewhere, nothing changes."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        signals = (signal.SIGTERM, signal.SIGINT)
-        previous = {signum: signal.getsignal(signum) for signum in signals}
-
-        def handle(signum: int, frame: FrameType | None) -> None:
-            self.stop()
-
-        for signum in signals:
-            signal.signal(signum, handle)
-        try:
-            yield
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
