@@ -11,8 +11,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from paimond.errors import ConfigError, UnsupportedError
+from paimond.format.file_index.columns import ColumnIndexes
 from paimond.format.schema import TableSchema
 from paimond.table.compaction_options import CompactionOptions
+from paimond.table.file_index_options import (
+    file_index_columns,
+    has_file_index_options,
+    in_manifest_threshold_bytes,
+)
 
 BUCKET_POSTPONE = -2
 BUCKET_DYNAMIC = -1
@@ -362,6 +368,22 @@ class TableOptions:
     @property
     def stats_keep_first_n_columns(self) -> int:
         return self._int("metadata.stats-keep-first-n-columns", -1)
+
+    # ---- file indexes (Java FileIndexOptions: file-index.*) ----
+
+    @property
+    def has_file_index(self) -> bool:
+        """Any ``file-index.*`` option at all (cheap; nothing is parsed)."""
+        return has_file_index_options(self.raw)
+
+    @property
+    def file_index_columns(self) -> ColumnIndexes:
+        """The indexed columns and each index's typed settings, in Java's map orders."""
+        return file_index_columns(self.raw)
+
+    @property
+    def file_index_in_manifest_threshold_bytes(self) -> int:
+        return in_manifest_threshold_bytes(self.raw)
 
     def field_stats_mode(self, field_name: str) -> str | None:
         """``fields.<c>.stats-mode``, when set."""

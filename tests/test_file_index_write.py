@@ -75,7 +75,8 @@ def test_a_small_index_is_embedded_and_built_batch_by_batch(storage: Storage,
     assert meta.extra_files == () and meta.embedded_index is not None
     assert sorted(p.name for p in (tmp_path / "bucket-0").iterdir()) == [meta.file_name]
     everything = {c: [v for rows in parts for v in rows[c]] for c in TYPES}
-    whole = build_file_index({c: (TYPES[c], everything[c]) for c in TYPES}, options)
+    whole = build_file_index({c: (TYPES[c], everything[c]) for c in TYPES},
+                             TableOptions(options).file_index_columns)
     assert meta.embedded_index == whole  # batch by batch builds what one pass builds
     container = decode_file_index(meta.embedded_index)
     assert list(container) == ["k"]
