@@ -284,7 +284,7 @@ class TableOptions:
             force_up_level0=self._bool("compaction.force-up-level-0", False),
             needs_lookup=needs_lookup,
             lookup_compact_max_interval=max_interval,
-            force_rewrite_all_files=self._bool("compaction.force-rewrite-all-files", False),
+            force_rewrite_all_files=self.compaction_force_rewrite_all_files,
             num_levels=self.num_levels,
         )
 

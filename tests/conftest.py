@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,13 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
     return True if _needs_oracle(collection_path, set()) else None
+
+
+@pytest.fixture(autouse=True)
+def _structlog_defaults() -> Iterator[None]:
+    """A test that configures logging (``paimond run`` in-process) leaves no configuration
+    behind for the next."""
+    yield
+    import structlog
+
+    structlog.reset_defaults()
