@@ -23,6 +23,7 @@ from paimond.format.values import Timestamp
 from paimond.table.layout import (
     bucket_dir_name,
     escape_path_name,
+    partition_matches,
     partition_path,
     unescape_path_name,
 )
@@ -93,3 +94,11 @@ def test_unpartitioned_and_bucket_dirs() -> None:
     assert partition_path([], [], []) == ""
     assert bucket_dir_name(3) == "bucket-3"
     assert bucket_dir_name(-2) == "bucket-postpone"
+
+
+def test_partition_matches_needs_every_wanted_value() -> None:
+    assert partition_matches("dt=2024-01-01/hr=3", {"dt": "2024-01-01"})
+    assert partition_matches("dt=2024-01-01/hr=3", {"dt": "2024-01-01", "hr": "3"})
+    assert not partition_matches("dt=2024-01-01/hr=3", {"dt": "2024-01-01", "hr": "4"})
+    assert not partition_matches("dt=2024-01-01", {"region": "eu"})
+    assert partition_matches("", {})  # an unpartitioned table matches no filter at all
