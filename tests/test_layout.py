@@ -101,4 +101,4 @@ def test_partition_matches_needs_every_wanted_value() -> None:
     assert partition_matches("dt=2024-01-01/hr=3", {"dt": "2024-01-01", "hr": "3"})
     assert not partition_matches("dt=2024-01-01/hr=3", {"dt": "2024-01-01", "hr": "4"})
     assert not partition_matches("dt=2024-01-01", {"region": "eu"})
-    assert partition_matches("", {})  # an unpartitioned table matches no filter at all
+    assert partition_matches("", {})  # no wanted values: every partition matches
