@@ -2,7 +2,10 @@
 variables, validated into frozen dataclasses. Nothing is read at import time.
 
 Every key can be overridden as ``PAIMOND_<SECTION>_<KEY>`` (``PAIMOND_HTTP_PORT=9200``,
-``PAIMOND_JOBS_COMPACT_INTERVAL_S=30``); ``PAIMOND_WAREHOUSE`` adds a warehouse URI.
+``PAIMOND_JOBS_COMPACT_INTERVAL_S=30``); ``PAIMOND_WAREHOUSE`` adds a warehouse URI and
+``PAIMOND_EXECUTOR`` sets ``executor``. An unknown section, job or key, in the file or in a
+``PAIMOND_<SECTION>_...`` variable, is refused like a bad value: ConfigError names the key (or
+the variable), and ``paimond run`` exits with code 2. Job sections are typed in ``jobs.py``.
 Credentials never live in the file: the trigger token comes from ``PAIMOND_TRIGGER_TOKEN`` or
 ``http.trigger_token_file``, S3 credentials from the usual AWS variables or files.
 """
@@ -22,13 +25,23 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from paimond.config.jobs import (
+    JOB_NAMES,
+    CompactJobSettings,
+    ExpireJobSettings,
+    JobSettings,
+    JobsSettings,
+    MergeManifestsJobSettings,
+    RemoveOrphansJobSettings,
+    parse_jobs,
+)
+from paimond.config.values import choice as _choice
+from paimond.config.values import number as _number
 from paimond.errors import ConfigError
 
-JOB_NAMES = ("compact", "expire", "merge_manifests", "remove_orphans")
-_JOB_DEFAULTS: dict[str, tuple[bool, float]] = {
-    "compact": (True, 60.0), "expire": (True, 300.0), "merge_manifests": (True, 600.0),
-    "remove_orphans": (False, 86400.0),
-}
+__all__ = ["JOB_NAMES", "CompactJobSettings", "ExpireJobSettings", "JobSettings", "JobsSettings",
+           "MergeManifestsJobSettings", "RemoveOrphansJobSettings", "Settings",
+           "WarehouseSettings", "load_settings"]
 _SECRET_KEYS = {"key", "secret", "token", "access_key_id", "secret_access_key", "session_token",
                 "password"}
 
@@ -44,21 +57,14 @@ class WarehouseSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class JobSettings:
-    enabled: bool
-    interval_s: float
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
 class Settings:
     warehouses: tuple[WarehouseSettings, ...]
     include: tuple[str, ...] = ("*.*",)
     exclude: tuple[str, ...] = ()
-    jobs: Mapping[str, JobSettings] = field(default_factory=dict)
+    jobs: JobsSettings = field(default_factory=JobsSettings)
     concurrency: int = 2
     memory_budget_mb: int = 1024  # accepted and validated; not enforced yet (see README)
-    executor: str = "local"
+    executor: str = "local"  # where the daemon's compaction tasks run: local, spark
     http_host: str = "127.0.0.1"
     http_port: int = 9181
     trigger_token: str | None = field(default=None, repr=False)
@@ -80,7 +86,8 @@ class Settings:
                 and not any(fnmatch.fnmatchcase(table_name, p) for p in self.exclude))
 
     def job(self, name: str) -> JobSettings:
-        return self.jobs.get(name) or JobSettings(*_JOB_DEFAULTS[name])
+        """The typed section of job ``name`` (one of JOB_NAMES)."""
+        return self.jobs.by_name(name)
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -107,49 +114,47 @@ def _read_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
-    """``PAIMOND_<SECTION>_<KEY>`` (and ``PAIMOND_JOBS_<JOB>_<KEY>``) override file values."""
-    sections = ("tables", "limits", "http", "log", "lease", "shutdown", "daemon",
-                "lookup_cache")
-    for name, value in env.items():
+def _table(data: dict[str, Any], name: str, key: str) -> dict[str, Any]:
+    value = data.setdefault(name, {})
+    if not isinstance(value, dict):
+        raise ConfigError(key, "expected a table of settings")
+    return value
+
+
+def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """``PAIMOND_<SECTION>_<KEY>`` (and ``PAIMOND_JOBS_<JOB>_<KEY>``) override file values.
+
+    Returns which variable set which key, so that an error names the variable. Variables
+    outside the sections (``PAIMOND_S3_ENDPOINT_URL``, ``PAIMOND_TRIGGER_TOKEN``) are read
+    elsewhere and left alone here."""
+    origins: dict[str, str] = {}
+    for name, value in sorted(env.items()):
         if not name.startswith("PAIMOND_"):
             continue
         rest = name[len("PAIMOND_"):].lower()
         if rest == "warehouse":
-            data.setdefault("warehouses", []).append({"uri": value})
+            warehouses = data.setdefault("warehouses", [])
+            if not isinstance(warehouses, list):
+                raise ConfigError("warehouses", "expected a list of warehouses")
+            origins[f"warehouses[{len(warehouses)}].uri"] = name
+            warehouses.append({"uri": value})
+        elif rest == "executor":
+            data["executor"] = value
+            origins["executor"] = name
         elif rest.startswith("jobs_"):
-            for job in JOB_NAMES:
-                if rest.startswith(f"jobs_{job}_"):
-                    data.setdefault("jobs", {}).setdefault(job, {})[rest[len(f"jobs_{job}_"):]] = value
+            job = next((j for j in JOB_NAMES if rest.startswith(f"jobs_{j}_")), None)
+            if job is None:
+                raise ConfigError(name, f"unknown job; jobs are {', '.join(JOB_NAMES)}")
+            key = rest[len(f"jobs_{job}_"):]
+            _table(_table(data, "jobs", "jobs"), job, f"jobs.{job}")[key] = value
+            origins[f"jobs.{job}.{key}"] = name
         else:
-            for section in sections:
-                if rest.startswith(section + "_"):
-                    data.setdefault(section, {})[rest[len(section) + 1:]] = value
-
-
-def _number(raw: Any, key: str, kind: type, minimum: float) -> Any:
-    try:
-        value = kind(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(key, f"expected a {kind.__name__}, got {raw!r}") from None
-    if isinstance(raw, bool) or value < minimum:
-        raise ConfigError(key, f"must be a {kind.__name__} >= {minimum}, got {raw!r}")
-    return value
-
-
-def _flag(raw: Any, key: str) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
-        return raw.lower() in ("true", "1", "yes")
-    raise ConfigError(key, f"expected true or false, got {raw!r}")
-
-
-def _choice(raw: Any, key: str, choices: tuple[str, ...]) -> str:
-    value = str(raw).lower()
-    if value not in choices:
-        raise ConfigError(key, f"must be one of {', '.join(choices)}, got {raw!r}")
-    return value
+            section = next((s for s in _SECTION_KEYS if rest.startswith(s + "_")), None)
+            if section is not None:
+                key = rest[len(section) + 1:]
+                _table(data, section, section)[key] = value
+                origins[f"{section}.{key}"] = name
+    return origins
 
 
 def _patterns(raw: Any, key: str) -> tuple[str, ...]:
@@ -168,6 +173,10 @@ def _warehouses(raw: Any) -> tuple[WarehouseSettings, ...]:
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or not isinstance(item.get("uri"), str) or not item["uri"]:
             raise ConfigError(f"warehouses[{i}].uri", "a warehouse needs a uri")
+        unknown = sorted(set(item) - {"uri", "storage_options"})
+        if unknown:
+            raise ConfigError(f"warehouses[{i}].{unknown[0]}",
+                              "unknown key; known: storage_options, uri")
         options = item.get("storage_options", {})
         if not isinstance(options, dict):
             raise ConfigError(f"warehouses[{i}].storage_options", "expected a table of options")
@@ -178,22 +187,6 @@ def _warehouses(raw: Any) -> tuple[WarehouseSettings, ...]:
                               "environment (AWS_ACCESS_KEY_ID, ...) or credential files")
         out.append(WarehouseSettings(item["uri"], {str(k): str(v) for k, v in options.items()}))
     return tuple(out)
-
-
-def _jobs(raw: Any) -> dict[str, JobSettings]:
-    if not isinstance(raw, dict):
-        raise ConfigError("jobs", "expected a table of jobs")
-    unknown = sorted(set(raw) - set(JOB_NAMES))
-    if unknown:
-        raise ConfigError(f"jobs.{unknown[0]}", f"unknown job; jobs are {', '.join(JOB_NAMES)}")
-    jobs = {}
-    for name in JOB_NAMES:
-        section = dict(raw.get(name, {}))
-        enabled, interval = _JOB_DEFAULTS[name]
-        enabled = _flag(section.pop("enabled", enabled), f"jobs.{name}.enabled")
-        interval = _number(section.pop("interval_s", interval), f"jobs.{name}.interval_s", float, 1)
-        jobs[name] = JobSettings(enabled, interval, section)
-    return jobs
 
 
 def _token(http: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
@@ -242,7 +235,16 @@ def load_settings(path: str | None = None, env: Mapping[str, str] | None = None)
     Raises ConfigError naming the offending key."""
     env = os.environ if env is None else env
     data = _read_file(Path(path)) if path else {}
-    _apply_env(data, env)
+    origins = _apply_env(data, env)
+    try:
+        return _settings(data, env)
+    except ConfigError as error:
+        if error.key not in origins:
+            raise
+        raise ConfigError(origins[error.key], f"{error.reason} (sets {error.key})") from None
+
+
+def _settings(data: dict[str, Any], env: Mapping[str, str]) -> Settings:
     known = {"warehouses", "tables", "jobs", "limits", "executor", "http", "log", "lease",
              "shutdown", "daemon", "lookup_cache"}
     unknown = sorted(set(data) - known)
@@ -252,13 +254,13 @@ def load_settings(path: str | None = None, env: Mapping[str, str] | None = None)
     tables, limits, http = data.get("tables", {}), data.get("limits", {}), data.get("http", {})
     log, daemon = data.get("log", {}), data.get("daemon", {})
     cache = data.get("lookup_cache", {})
-    if int(limits.get("per_table", 1)) != 1:
+    if _number(limits.get("per_table", 1), "limits.per_table", int, 1) != 1:
         raise ConfigError("limits.per_table", "one job per table at a time is the only mode")
     return Settings(
         warehouses=_warehouses(data.get("warehouses")),
         include=_patterns(tables.get("include", ["*.*"]), "tables.include"),
         exclude=_patterns(tables.get("exclude", []), "tables.exclude"),
-        jobs=_jobs(data.get("jobs", {})),
+        jobs=parse_jobs(data.get("jobs", {})),
         concurrency=_number(limits.get("concurrency", 2), "limits.concurrency", int, 1),
         memory_budget_mb=_number(limits.get("memory_budget_mb", 1024), "limits.memory_budget_mb",
                                  int, 64),

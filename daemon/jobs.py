@@ -7,8 +7,15 @@ import dataclasses
 import datetime
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
-from paimond.config.settings import JobSettings
+from paimond.config.settings import (
+    CompactJobSettings,
+    ExpireJobSettings,
+    JobSettings,
+    MergeManifestsJobSettings,
+    RemoveOrphansJobSettings,
+)
 from paimond.errors import CommitConflictError, UnsupportedError
 from paimond.lsm.picker import PickerState
 from paimond.maintenance.compact import CompactJob, LookupCacheSettings
@@ -17,7 +24,8 @@ from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
 from paimond.spark.executor import daemon_executor
 from paimond.table.catalog import Table
-from paimond.table.options import parse_duration_millis as parse_duration_ms
+
+S = TypeVar("S", bound=JobSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +42,9 @@ class JobReport:
 
 
 @dataclass(frozen=True, slots=True)
-class JobContext:
+class JobContext(Generic[S]):
     table: Table  # its storage location is where workers reopen storage
-    settings: JobSettings
+    settings: S  # the job's typed section of the daemon's settings, validated at start
     now: Callable[[], datetime.datetime]
     should_stop: Callable[[], bool]
     executor: str = "local"  # where compaction's bucket tasks run: local, spark
@@ -49,14 +57,13 @@ class JobCancelledError(Exception):
     """The daemon is stopping: abandon this job before it commits."""
 
 
-def run_compact(ctx: JobContext) -> JobReport:
+def run_compact(ctx: JobContext[CompactJobSettings]) -> JobReport:
     def progress(done: int, total: int, task: object) -> None:
         if ctx.should_stop():
             raise JobCancelledError()
 
     job = CompactJob(ctx.table,
-                     full=bool(ctx.settings.options.get("full", False)),
-                     parallelism=int(ctx.settings.options.get("parallelism", 1)),
+                     full=ctx.settings.full, parallelism=ctx.settings.parallelism,
                      use_processes=False, now=ctx.now, progress=progress,
                      executor=daemon_executor(ctx.executor), lookup_cache=ctx.lookup_cache,
                      picker_states=ctx.picker_states)
@@ -79,22 +86,22 @@ def run_compact(ctx: JobContext) -> JobReport:
                      lookup_cache=cache)
 
 
-def _now_ms(ctx: JobContext) -> int:
+def _now_ms(ctx: JobContext[Any]) -> int:
     return int(ctx.now().timestamp() * 1000)
 
 
-def run_expire(ctx: JobContext) -> JobReport:
+def run_expire(ctx: JobContext[ExpireJobSettings]) -> JobReport:
     """Paimon's expiration with the table's options; ``retain_min``, ``retain_max``,
     ``max_deletes`` and ``older_than`` in the job's settings override them."""
     settings = ExpireSettings.of(ctx.table.options())
-    options = ctx.settings.options
+    job = ctx.settings
     settings = dataclasses.replace(
-        settings, retain_min=int(options.get("retain_min", settings.retain_min)),
-        retain_max=int(options.get("retain_max", settings.retain_max)),
-        max_deletes=int(options.get("max_deletes", settings.max_deletes)))
-    if "older_than" in ctx.settings.options:
-        settings = dataclasses.replace(
-            settings, time_retained_ms=parse_duration_ms(str(ctx.settings.options["older_than"])))
+        settings,
+        retain_min=settings.retain_min if job.retain_min is None else job.retain_min,
+        retain_max=settings.retain_max if job.retain_max is None else job.retain_max,
+        max_deletes=settings.max_deletes if job.max_deletes is None else job.max_deletes,
+        time_retained_ms=(settings.time_retained_ms if job.older_than_ms is None
+                          else job.older_than_ms))
     now = _now_ms(ctx)
     try:
         result = ExpireJob(ctx.table, now_ms=lambda: now, settings=settings).run()
@@ -103,7 +110,7 @@ def run_expire(ctx: JobContext) -> JobReport:
     return JobReport("success", result.describe())
 
 
-def run_merge_manifests(ctx: JobContext) -> JobReport:
+def run_merge_manifests(ctx: JobContext[MergeManifestsJobSettings]) -> JobReport:
     try:
         result = ManifestMergeJob(ctx.table, clock_ms=lambda: _now_ms(ctx)).run()
     except CommitConflictError as error:
@@ -111,18 +118,18 @@ def run_merge_manifests(ctx: JobContext) -> JobReport:
     return JobReport("success", result.describe(), written_bytes=result.written.total_bytes)
 
 
-def run_remove_orphans(ctx: JobContext) -> JobReport:
+def run_remove_orphans(ctx: JobContext[RemoveOrphansJobSettings]) -> JobReport:
     """Orphan removal with its safety window (default 1 day; ``older_than`` in the job's
     settings; windows under 1 hour are refused, never forced from the daemon)."""
     now = _now_ms(ctx)
-    older_than = None
-    if "older_than" in ctx.settings.options:
-        older_than = now - parse_duration_ms(str(ctx.settings.options["older_than"]))
+    window_ms = ctx.settings.older_than_ms
+    older_than = None if window_ms is None else now - window_ms
     result = OrphanJob(ctx.table, now_ms=lambda: now, older_than_ms=older_than).run()
     return JobReport("success", result.describe())
 
 
-JOBS: dict[str, Callable[[JobContext], JobReport]] = {
+# Each runner takes the context of its own job's settings (Settings.job(name)).
+JOBS: dict[str, Callable[[JobContext[Any]], JobReport]] = {
     "compact": run_compact,
     "expire": run_expire,
     "merge_manifests": run_merge_manifests,

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 
-from paimond.config.settings import load_settings
+from paimond.config.settings import CompactJobSettings, load_settings
 from paimond.daemon import jobs as daemon_jobs
 from paimond.daemon.http import HttpServer
 from paimond.daemon.lease import Leases
@@ -206,3 +206,25 @@ def test_the_daemon_maintains_deletion_vectors_through_its_lookup_cache(tmp_path
     assert (_metric(registry, "paimond_lookup_cache_files_total", table=table,
                     result="hit") or 0) > 0
     assert list(cache_dir.glob("*.keys"))
+
+
+@pytest.mark.parametrize("text, full", [("false", False), ("true", True)])
+def test_environment_full_reaches_the_daemons_compaction(
+        warehouse: tuple[str, list[Any]], monkeypatch: pytest.MonkeyPatch, text: str,
+        full: bool) -> None:
+    # PAIMOND_JOBS_COMPACT_FULL=false once became bool("false"): full compactions.
+    path, specs = warehouse
+    built: list[dict[str, Any]] = []
+    real = daemon_jobs.CompactJob
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        built.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(daemon_jobs, "CompactJob", recording)
+    service, _ = _service(path, PAIMOND_JOBS_COMPACT_FULL=text,
+                          PAIMOND_JOBS_COMPACT_PARALLELISM="2")
+    assert service.settings.job("compact") == CompactJobSettings(full=full, parallelism=2)
+    runs = [f.result() for f in service.tick()]
+    assert all(r.error is None and r.reports["compact"].outcome == "success" for r in runs)
+    assert [(k["full"], k["parallelism"]) for k in built] == [(full, 2)] * len(specs)

@@ -6,8 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from paimond.config.settings import load_settings
+from paimond.cli.main import main
+from paimond.config.settings import (
+    CompactJobSettings,
+    ExpireJobSettings,
+    RemoveOrphansJobSettings,
+    load_settings,
+)
+from paimond.config.values import DURATION_UNITS_MS, duration_ms
 from paimond.errors import ConfigError
+from paimond.table.options import parse_duration_millis
 
 GOOD = """
 [[warehouses]]
@@ -44,9 +52,9 @@ def test_file_and_defaults(tmp_path: Path) -> None:
     settings = load_settings(_write(tmp_path, GOOD), env={})
     assert settings.warehouses[0].uri == "s3://bucket/wh"
     assert settings.warehouses[0].storage_options == {"endpoint_url": "http://127.0.0.1:9000"}
-    assert settings.job("compact").interval_s == 30 and settings.job("compact").options == {"full": False}
+    assert settings.job("compact") == CompactJobSettings(interval_s=30, full=False)
     orphans = settings.job("remove_orphans")
-    assert orphans.enabled and orphans.options["older_than"] == "2d"
+    assert orphans == RemoveOrphansJobSettings(enabled=True, older_than_ms=2 * 86_400_000)
     assert settings.job("expire").enabled and settings.job("expire").interval_s == 300
     assert (settings.concurrency, settings.http_port, settings.log_format) == (3, 9300, "auto")
     assert settings.wants("sales.orders") and settings.wants("ops.events")
@@ -92,6 +100,31 @@ def test_yaml(tmp_path: Path) -> None:
     ("[[warehouses]\n", "paimond.toml"),
     ('[[warehouses]]\nuri = "/w"\n[limits]\nconcurency = 2\n', "limits.concurency"),
     ('[[warehouses]]\nuri = "/w"\n[limits]\nper_table = 2\n', "limits.per_table"),
+    ('[[warehouses]]\nuri = "/w"\n[limits]\nper_table = "one"\n', "limits.per_table"),
+    ('executor = "yarn"\n[[warehouses]]\nuri = "/w"\n', "executor"),
+    # TOML: a key after [[warehouses]] belongs to the warehouse, where it is unknown.
+    ('[[warehouses]]\nuri = "/w"\nexecutor = "spark"\n', "warehouses[0].executor"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.compact]\nfulll = true\n', "jobs.compact.fulll"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.compact]\nfull = "sometimes"\n', "jobs.compact.full"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.compact]\nparallelism = 0\n', "jobs.compact.parallelism"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.compact]\nparallelism = 2.5\n',
+     "jobs.compact.parallelism"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.merge_manifests]\nolder_than = "1d"\n',
+     "jobs.merge_manifests.older_than"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.expire]\nretain_max = -1\n', "jobs.expire.retain_max"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.expire]\nretain_min = 0\n', "jobs.expire.retain_min"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.expire]\nretain_min = 5\nretain_max = 3\n',
+     "jobs.expire.retain_max"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.expire]\nmax_deletes = -5\n', "jobs.expire.max_deletes"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.expire]\nolder_than = "2 weeks"\n',
+     "jobs.expire.older_than"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.expire]\nolder_than = true\n', "jobs.expire.older_than"),
+    ('[[warehouses]]\nuri = "/w"\n[jobs.remove_orphans]\nolder_than = "-1 d"\n',
+     "jobs.remove_orphans.older_than"),
+    # The daemon never forces a window under one hour: it would fail on every table.
+    ('[[warehouses]]\nuri = "/w"\n[jobs.remove_orphans]\nolder_than = "30 min"\n',
+     "jobs.remove_orphans.older_than"),
+    ('jobs = { compact = 3 }\n[[warehouses]]\nuri = "/w"\n', "jobs.compact"),
 ])
 def test_bad_config_names_the_key(tmp_path: Path, text: str, key: str) -> None:
     with pytest.raises(ConfigError) as error:
@@ -117,3 +150,96 @@ def test_lookup_cache_settings(tmp_path: Path) -> None:
     config.write_text('[[warehouses]]\nuri = "/wh"\n[lookup_cache]\nmax_size = 5\n')
     with pytest.raises(ConfigError, match="lookup_cache.max_size"):
         load_settings(str(config), env={})
+
+
+def test_job_sections_are_typed(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[[warehouses]]\nuri = "/w"\n[jobs.compact]\nfull = true\n'
+                            'parallelism = 4\n[jobs.expire]\nretain_min = 2\nretain_max = 20\n'
+                            'older_than = "30 min"\nmax_deletes = 7\n')
+    settings = load_settings(path, env={})
+    assert settings.job("compact") == CompactJobSettings(full=True, parallelism=4)
+    assert settings.job("expire") == ExpireJobSettings(retain_min=2, retain_max=20,
+                                                       older_than_ms=1_800_000, max_deletes=7)
+    assert settings.jobs.merge_manifests.enabled and settings.jobs.merge_manifests.interval_s == 600
+    assert settings.job("remove_orphans") == RemoveOrphansJobSettings()
+    defaults = load_settings(None, env={"PAIMOND_WAREHOUSE": "/w"})
+    assert defaults.job("expire") == ExpireJobSettings()  # None: the table's own options
+    with pytest.raises(KeyError):
+        defaults.job("vacuum")
+
+
+@pytest.mark.parametrize("text, full", [
+    ("false", False), ("FALSE", False), ("0", False), ("no", False), (" No ", False),
+    ("true", True), ("True", True), ("1", True), ("yes", True), ("YES", True),
+])
+def test_environment_booleans(tmp_path: Path, text: str, full: bool) -> None:
+    path = _write(tmp_path, '[[warehouses]]\nuri = "/w"\n[jobs.compact]\nfull = true\n')
+    settings = load_settings(path, env={"PAIMOND_JOBS_COMPACT_FULL": text})
+    assert settings.job("compact").full is full
+
+
+@pytest.mark.parametrize("env, key", [
+    ({"PAIMOND_JOBS_COMPACT_FULL": "maybe"}, "PAIMOND_JOBS_COMPACT_FULL"),
+    ({"PAIMOND_JOBS_COMPACT_FULL": ""}, "PAIMOND_JOBS_COMPACT_FULL"),
+    ({"PAIMOND_JOBS_COMPACT_FULLL": "true"}, "PAIMOND_JOBS_COMPACT_FULLL"),
+    ({"PAIMOND_JOBS_VACUUM_ENABLED": "true"}, "PAIMOND_JOBS_VACUUM_ENABLED"),
+    ({"PAIMOND_JOBS_EXPIRE_RETAIN_MAX": "-1"}, "PAIMOND_JOBS_EXPIRE_RETAIN_MAX"),
+    ({"PAIMOND_JOBS_EXPIRE_OLDER_THAN": "soon"}, "PAIMOND_JOBS_EXPIRE_OLDER_THAN"),
+    ({"PAIMOND_HTTP_PORTT": "1"}, "PAIMOND_HTTP_PORTT"),
+    ({"PAIMOND_LIMITS_PER_TABLE": "abc"}, "PAIMOND_LIMITS_PER_TABLE"),
+    ({"PAIMOND_EXECUTOR": "yarn"}, "PAIMOND_EXECUTOR"),
+    ({"PAIMOND_WAREHOUSE": ""}, "PAIMOND_WAREHOUSE"),
+])
+def test_bad_environment_names_the_variable(env: dict[str, str], key: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings(None, env={"PAIMOND_WAREHOUSE": "/w", **env})
+    assert error.value.key == key
+
+
+def test_other_paimond_variables_are_not_settings() -> None:
+    # Read elsewhere (storage, tests) or injected by Kubernetes service links.
+    env = {"PAIMOND_WAREHOUSE": "/w", "PAIMOND_S3_ENDPOINT_URL": "http://s3",
+           "PAIMOND_TESTS_WITHOUT_ORACLES": "1", "PAIMOND_SERVICE_HOST": "10.0.0.1"}
+    assert load_settings(None, env=env).executor == "local"
+
+
+def test_executor_from_file_and_environment(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'executor = "spark"\n[[warehouses]]\nuri = "/w"\n')
+    assert load_settings(path, env={}).executor == "spark"
+    assert load_settings(path, env={"PAIMOND_EXECUTOR": "local"}).executor == "local"
+    assert load_settings(None, env={"PAIMOND_WAREHOUSE": "/w",
+                                    "PAIMOND_EXECUTOR": "Spark"}).executor == "spark"
+
+
+@pytest.mark.parametrize("command", ["run", "run-once"])
+@pytest.mark.parametrize("text, env, key", [
+    ('[jobs.compact]\nfulll = true\n', {}, "jobs.compact.fulll"),
+    ("", {"PAIMOND_JOBS_COMPACT_FULL": "nope"}, "PAIMOND_JOBS_COMPACT_FULL"),
+    ('[jobs.expire]\nolder_than = "2 weeks"\n', {}, "jobs.expire.older_than"),
+    ('[jobs.expire]\nretain_max = -3\n', {}, "jobs.expire.retain_max"),
+    ("", {"PAIMOND_EXECUTOR": "yarn"}, "PAIMOND_EXECUTOR"),
+])
+def test_daemon_commands_exit_2_naming_the_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: str, text: str, env: dict[str, str], key: str) -> None:
+    path = _write(tmp_path, f'[[warehouses]]\nuri = "{tmp_path / "wh"}"\n{text}')
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main([command, "--config", path]) == 2
+    assert key in capsys.readouterr().err
+    assert not (tmp_path / "wh").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("text", [f"3 {unit}".strip() for unit in DURATION_UNITS_MS]
+                         + ["7", " 2 D ", "10MIN"])
+def test_durations_read_as_table_options_do(text: str) -> None:
+    # config may not import table/: its copy of Paimon's duration grammar must agree.
+    assert duration_ms(text, "k") == parse_duration_millis(text)
+
+
+@pytest.mark.parametrize("text", ["", "d", "1 week", "1.5 h", "-1 s", "1 h 30 min"])
+def test_bad_durations_are_refused_as_table_options_are(text: str) -> None:
+    with pytest.raises(ConfigError):
+        duration_ms(text, "k")
+    with pytest.raises(ValueError):
+        parse_duration_millis(text)

@@ -27,7 +27,7 @@ from pypaimon_tables import (
 )
 
 from paimond.cli.main import main
-from paimond.config.settings import JobSettings
+from paimond.config.settings import CompactJobSettings
 from paimond.daemon.jobs import JobContext, run_compact
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact import BucketFailure, CompactionSummary, CompactJob, TaskRunner
@@ -289,7 +289,7 @@ def test_the_daemon_runs_compaction_on_spark_when_configured(
     tracker = spark.sparkContext.statusTracker()
     jobs_before = len(tracker.getJobIdsForGroup())
     ctx = JobContext(_table(warehouse, name),
-                     JobSettings(True, 60.0, {"full": True}), lambda: NOW, lambda: False,
+                     CompactJobSettings(full=True), lambda: NOW, lambda: False,
                      executor="spark")
 
     report = run_compact(ctx)

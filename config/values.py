@@ -1,0 +1,69 @@
+"""Setting values from a file (TOML or YAML types) or the environment (always strings), each
+checked into its Python type; every failure is a ConfigError naming the key.
+
+Durations use Paimon's grammar (Java ``TimeUtils.parseDuration``, apache/paimon release-1.0):
+``30 min``, ``1h``, ``500ms``, ``2 d``; a bare number is milliseconds. ``table/options.py``
+parses table options with the same grammar; config may import nothing of ours but errors, so
+the unit table is repeated here and tests/test_settings.py checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+from paimond.errors import ConfigError
+
+N = TypeVar("N", int, float)
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+DURATION_UNITS_MS = {
+    "": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def number(raw: Any, key: str, kind: type[N], minimum: float) -> N:
+    """An int or float at least ``minimum``; an int setting refuses ``2.5``."""
+    if isinstance(raw, bool) or (kind is int and isinstance(raw, float) and not raw.is_integer()):
+        raise ConfigError(key, f"expected a {kind.__name__}, got {raw!r}")
+    try:
+        value = kind(raw.strip() if isinstance(raw, str) else raw)
+    except (TypeError, ValueError):
+        raise ConfigError(key, f"expected a {kind.__name__}, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(key, f"must be a {kind.__name__} >= {minimum}, got {raw!r}")
+    return value
+
+
+def flag(raw: Any, key: str) -> bool:
+    """A boolean, or one of true/false/1/0/yes/no in any case (the environment's spelling)."""
+    if isinstance(raw, bool):
+        return raw
+    text = raw.strip().lower() if isinstance(raw, str) else None
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ConfigError(key, f"expected true or false (or 1/0, yes/no), got {raw!r}")
+
+
+def choice(raw: Any, key: str, choices: tuple[str, ...]) -> str:
+    value = str(raw).strip().lower()
+    if value not in choices:
+        raise ConfigError(key, f"must be one of {', '.join(choices)}, got {raw!r}")
+    return value
+
+
+def duration_ms(raw: Any, key: str, minimum_ms: int = 0) -> int:
+    """A Paimon duration (``1 d``, ``30 min``) in milliseconds, at least ``minimum_ms``."""
+    match = None if isinstance(raw, bool) else _DURATION.match(str(raw))
+    if match is None or match.group(2).lower() not in DURATION_UNITS_MS:
+        raise ConfigError(key, f"expected a duration such as '30 min', '1 h' or '2 d', "
+                               f"got {raw!r}")
+    value = int(match.group(1)) * DURATION_UNITS_MS[match.group(2).lower()]
+    if value < minimum_ms:
+        raise ConfigError(key, f"must be at least {minimum_ms // 1000} s, got {raw!r}")
+    return value
