@@ -59,13 +59,14 @@ def _data_files(warehouse: Path) -> list[Path]:
 
 
 def run_paimond(warehouse: Path) -> dict[str, float]:
+    from paimond.clock import SYSTEM_CLOCK
     from paimond.maintenance.compact import CompactJob
     from paimond.table.catalog import open_table
     from paimond.table.storage import open_storage
 
     table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.t")
     started = time.perf_counter()
-    summary = CompactJob(table, full=True, use_processes=False).run()
+    summary = CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run()
     elapsed = time.perf_counter() - started
     assert summary.snapshot is not None and not summary.failures, summary.describe()
     return {"seconds": elapsed, "rows_in": summary.rows_read, "rows_out": summary.rows_written}

@@ -56,6 +56,7 @@ def generate(warehouse: Path, rows: int, buckets: int, commits: int) -> None:
 
 
 def compact(source: Path, scratch: Path, cores: int, executor: Any) -> dict[str, float]:
+    from paimond.clock import Clock
     from paimond.maintenance.compact import CompactJob
     from paimond.table.catalog import open_table
     from paimond.table.storage import open_storage
@@ -65,7 +66,7 @@ def compact(source: Path, scratch: Path, cores: int, executor: Any) -> dict[str,
     warehouse = str(scratch)
     table = open_table(open_storage(warehouse), warehouse, "bench.t")
     job = CompactJob(table, full=True, parallelism=cores, use_processes=True,
-                     now=lambda: NOW, executor=executor)
+                     clock=Clock(fixed_ms=int(NOW.timestamp() * 1000)), executor=executor)
     started = time.perf_counter()
     summary = job.run()
     wall = time.perf_counter() - started

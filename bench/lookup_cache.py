@@ -109,6 +109,7 @@ def build(warehouse: Path, rows: int) -> Any:
     import pyarrow as pa
     from pypaimon import CatalogFactory, Schema
 
+    from paimond.clock import SYSTEM_CLOCK
     from paimond.maintenance.compact import CompactJob
     from paimond.table.catalog import open_table
     from paimond.table.storage import open_storage
@@ -125,7 +126,7 @@ def build(warehouse: Path, rows: int) -> Any:
     for start in range(0, rows, step):
         _write(table, key_of(np.arange(start, min(rows, start + step), dtype=np.int64)), -1)
     paimond_table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.dv")
-    summary = CompactJob(paimond_table, full=True, use_processes=False).run()
+    summary = CompactJob(paimond_table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run()
     assert summary.snapshot is not None, summary.describe()
     return table
 
@@ -138,6 +139,7 @@ def write_round(table: Any, rows: int, keys: int, round_no: int) -> None:
 
 
 def compact(warehouse: Path, cache: Any) -> dict[str, Any]:
+    from paimond.clock import Clock
     from paimond.maintenance.compact import CompactJob
     from paimond.table.catalog import open_table
     from paimond.table.storage import open_storage
@@ -146,7 +148,7 @@ def compact(warehouse: Path, cache: Any) -> dict[str, Any]:
     _read["bytes"] = 0
     started = time.perf_counter()
     summary = CompactJob(paimond_table, use_processes=False, parallelism=1,
-                         now=lambda: datetime.datetime(2026, 11, 22, 12),
+                         clock=Clock(fixed_ms=int(datetime.datetime(2026, 11, 22, 12).timestamp() * 1000)),
                          lookup_cache=cache).run()
     seconds = time.perf_counter() - started
     assert summary.snapshot is not None and not summary.failures, summary.describe()

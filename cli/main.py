@@ -7,7 +7,6 @@ import dataclasses
 import datetime
 import os
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ from paimond.cli.common import (
     usage_errors_exit_2,
 )
 from paimond.cli.report import render_json, render_text
+from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, PaimondError
 from paimond.lsm.task import CompactTask
 from paimond.maintenance.compact import CompactJob, LookupCacheSettings
@@ -77,7 +77,7 @@ def _compact(args: argparse.Namespace) -> int:
             cache = LookupCacheSettings(args.lookup_cache, parse_memory_size(args.lookup_cache_size))
         except ValueError as error:
             raise SystemExit(f"paimond: --lookup-cache-size: {error}") from None
-    job = CompactJob(table, full=args.full,
+    job = CompactJob(table, clock=SYSTEM_CLOCK, full=args.full,
                      partitions=partitions_of(args.partition),
                      parallelism=args.parallelism or (os.cpu_count() or 1),
                      progress=_task_progress if sys.stderr.isatty() else None,
@@ -94,8 +94,9 @@ def _compact(args: argparse.Namespace) -> int:
 # ---- expire-snapshots, merge-manifests, remove-orphans -----------------------------------
 
 
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
+def _one_moment() -> Clock:
+    """The clock of a command whose window and job must agree on one reading of now."""
+    return Clock(fixed_ms=SYSTEM_CLOCK.wall_ms())
 
 
 def _duration_or_timestamp(text: str) -> tuple[int | None, int | None]:
@@ -117,7 +118,8 @@ def _duration_or_timestamp(text: str) -> tuple[int | None, int | None]:
 
 def _expire_snapshots(args: argparse.Namespace) -> int:
     table = open_table_of(args)
-    now_ms = _wall_clock_ms()
+    clock = _one_moment()
+    now_ms = clock.wall_ms()
     settings = ExpireSettings.of(table.options())
     overrides = {"retain_max": args.retain_max, "retain_min": args.retain_min,
                  "max_deletes": args.max_deletes}
@@ -126,13 +128,13 @@ def _expire_snapshots(args: argparse.Namespace) -> int:
         window_ms, timestamp_ms = _duration_or_timestamp(args.older_than)
         retained_ms = window_ms if window_ms is not None else now_ms - (timestamp_ms or 0)
         settings = dataclasses.replace(settings, time_retained_ms=retained_ms)
-    job = ExpireJob(table, now_ms=lambda: now_ms, settings=settings, dry_run=args.dry_run)
+    job = ExpireJob(table, clock=clock, settings=settings, dry_run=args.dry_run)
     print(job.run().describe())
     return EXIT_OK
 
 
 def _merge_manifests(args: argparse.Namespace) -> int:
-    result = ManifestMergeJob(open_table_of(args), clock_ms=_wall_clock_ms,
+    result = ManifestMergeJob(open_table_of(args), clock=SYSTEM_CLOCK,
                               dry_run=args.dry_run).run()
     print(result.describe())
     return EXIT_OK
@@ -140,12 +142,13 @@ def _merge_manifests(args: argparse.Namespace) -> int:
 
 def _remove_orphans(args: argparse.Namespace) -> int:
     table = open_table_of(args)
-    now_ms = _wall_clock_ms()
+    clock = _one_moment()
+    now_ms = clock.wall_ms()
     older_than_ms = None
     if args.older_than:
         window_ms, timestamp_ms = _duration_or_timestamp(args.older_than)
         older_than_ms = now_ms - window_ms if window_ms is not None else timestamp_ms
-    job = OrphanJob(table, now_ms=lambda: now_ms, older_than_ms=older_than_ms,
+    job = OrphanJob(table, clock=clock, older_than_ms=older_than_ms,
                     dry_run=args.dry_run, force=args.force)
     print(job.run().describe())
     return EXIT_OK
@@ -198,7 +201,7 @@ def _add_table_maintenance_commands(commands: Any) -> None:
 
 
 def _rewrite_index(args: argparse.Namespace) -> int:
-    job = IndexRewriteJob(open_table_of(args), clock_ms=_wall_clock_ms,
+    job = IndexRewriteJob(open_table_of(args), clock=SYSTEM_CLOCK,
                           partitions=partitions_of(args.partition), dry_run=args.dry_run,
                           parallelism=args.parallelism or min(8, os.cpu_count() or 1),
                           progress=progress_bar if sys.stderr.isatty() else None)

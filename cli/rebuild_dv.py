@@ -14,11 +14,12 @@ from paimond.cli.common import (
     progress_bar,
     usage_errors_exit_2,
 )
+from paimond.clock import SYSTEM_CLOCK
 from paimond.maintenance.rebuild_dv import RebuildDvJob
 
 
 def _rebuild_dv(args: argparse.Namespace) -> int:
-    job = RebuildDvJob(open_table_of(args), dry_run=args.dry_run,
+    job = RebuildDvJob(open_table_of(args), clock=SYSTEM_CLOCK, dry_run=args.dry_run,
                        discard_existing=args.discard_existing,
                        partitions=partitions_of(args.partition),
                        progress=progress_bar if sys.stderr.isatty() else None)

@@ -4,11 +4,11 @@ returning a :class:`JobReport` with the figures metrics and logs need."""
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from paimond.clock import Clock
 from paimond.config.settings import (
     CompactJobSettings,
     ExpireJobSettings,
@@ -45,7 +45,7 @@ class JobReport:
 class JobContext(Generic[S]):
     table: Table  # its storage location is where workers reopen storage
     settings: S  # the job's typed section of the daemon's settings, validated at start
-    now: Callable[[], datetime.datetime]
+    clock: Clock  # the daemon's: the jobs' one source of time
     should_stop: Callable[[], bool]
     executor: str = "local"  # where compaction's bucket tasks run: local, spark
     lookup_cache: LookupCacheSettings | None = None
@@ -64,7 +64,7 @@ def run_compact(ctx: JobContext[CompactJobSettings]) -> JobReport:
 
     job = CompactJob(ctx.table,
                      full=ctx.settings.full, parallelism=ctx.settings.parallelism,
-                     use_processes=False, now=ctx.now, progress=progress,
+                     use_processes=False, clock=ctx.clock, progress=progress,
                      executor=daemon_executor(ctx.executor), lookup_cache=ctx.lookup_cache,
                      picker_states=ctx.picker_states)
     try:
@@ -86,10 +86,6 @@ def run_compact(ctx: JobContext[CompactJobSettings]) -> JobReport:
                      lookup_cache=cache)
 
 
-def _now_ms(ctx: JobContext[Any]) -> int:
-    return int(ctx.now().timestamp() * 1000)
-
-
 def run_expire(ctx: JobContext[ExpireJobSettings]) -> JobReport:
     """Paimon's expiration with the table's options; ``retain_min``, ``retain_max``,
     ``max_deletes`` and ``older_than`` in the job's settings override them."""
@@ -102,9 +98,8 @@ def run_expire(ctx: JobContext[ExpireJobSettings]) -> JobReport:
         max_deletes=settings.max_deletes if job.max_deletes is None else job.max_deletes,
         time_retained_ms=(settings.time_retained_ms if job.older_than_ms is None
                           else job.older_than_ms))
-    now = _now_ms(ctx)
     try:
-        result = ExpireJob(ctx.table, now_ms=lambda: now, settings=settings).run()
+        result = ExpireJob(ctx.table, clock=ctx.clock, settings=settings).run()
     except UnsupportedError as error:
         return JobReport("skipped", str(error))
     return JobReport("success", result.describe())
@@ -112,7 +107,7 @@ def run_expire(ctx: JobContext[ExpireJobSettings]) -> JobReport:
 
 def run_merge_manifests(ctx: JobContext[MergeManifestsJobSettings]) -> JobReport:
     try:
-        result = ManifestMergeJob(ctx.table, clock_ms=lambda: _now_ms(ctx)).run()
+        result = ManifestMergeJob(ctx.table, clock=ctx.clock).run()
     except CommitConflictError as error:
         return JobReport("conflict", str(error), conflicts=1)
     return JobReport("success", result.describe(), written_bytes=result.written.total_bytes)
@@ -121,10 +116,9 @@ def run_merge_manifests(ctx: JobContext[MergeManifestsJobSettings]) -> JobReport
 def run_remove_orphans(ctx: JobContext[RemoveOrphansJobSettings]) -> JobReport:
     """Orphan removal with its safety window (default 1 day; ``older_than`` in the job's
     settings; windows under 1 hour are refused, never forced from the daemon)."""
-    now = _now_ms(ctx)
     window_ms = ctx.settings.older_than_ms
-    older_than = None if window_ms is None else now - window_ms
-    result = OrphanJob(ctx.table, now_ms=lambda: now, older_than_ms=older_than).run()
+    older_than = None if window_ms is None else ctx.clock.wall_ms() - window_ms
+    result = OrphanJob(ctx.table, clock=ctx.clock, older_than_ms=older_than).run()
     return JobReport("success", result.describe())
 
 

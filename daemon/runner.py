@@ -97,7 +97,7 @@ class Runner:
     def _run_job(self, work: TableWork, job: str) -> JobReport:
         name = work.table.name
         ctx = JobContext(table=work.table, settings=self.settings.job(job),
-                         now=self.clock.local_now, should_stop=self._cancelled,
+                         clock=self.clock, should_stop=self._cancelled,
                          executor=self.settings.executor, lookup_cache=self._lookup_cache,
                          picker_states=work.picker_states)
         job_id = uuid.uuid4().hex[:12]

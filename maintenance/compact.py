@@ -8,7 +8,6 @@ attempt's new files and re-plans from the new latest snapshot.
 
 from __future__ import annotations
 
-import datetime
 import os
 import time
 import traceback
@@ -17,6 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from paimond.clock import Clock
 from paimond.errors import CommitConflictError, PaimondError, WorkerError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.snapshot import Snapshot
@@ -27,7 +27,6 @@ from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact_plan import CompactionPlan, plan_compaction
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
-from paimond.table.data_files import local_wall_clock_millis
 from paimond.table.storage import Storage
 
 Progress = Callable[[int, int, CompactTask], None]
@@ -111,16 +110,16 @@ class LookupCacheSettings:
     max_bytes: int = 1 << 30
 
 
-def _run_task(task: CompactTask, batch_rows: int,
+def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
               lookup_cache: LookupCacheSettings | None = None) -> CompactResult:
     """Worker entry point: reopens the table's storage from the task (process pools share
-    nothing)."""
+    nothing); ``clock`` (the driver's, as data) stamps the files' creation time."""
     try:
         storage = task.table.location.open()
         cache = None
         if lookup_cache is not None and task.lookup_files:
             cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
-        return execute_compaction(task, storage, now_millis=local_wall_clock_millis,
+        return execute_compaction(task, storage, now_millis=clock.local_ms,
                                   batch_rows=batch_rows, lookup_cache=cache)
     except PaimondError:
         raise
@@ -135,10 +134,11 @@ class TaskRunner:
     task says where the table's storage is."""
 
     batch_rows: int
+    clock: Clock
     lookup_cache: LookupCacheSettings | None = None
 
     def __call__(self, task: CompactTask) -> CompactResult:
-        return _run_task(task, self.batch_rows, self.lookup_cache)
+        return _run_task(task, self.batch_rows, self.clock, self.lookup_cache)
 
 
 class TaskExecutor(Protocol):
@@ -162,7 +162,7 @@ class CompactJob:
     use_processes: bool = True
     batch_rows: int = BATCH_ROWS
     max_attempts: int = 3
-    now: Callable[[], datetime.datetime] = datetime.datetime.now
+    clock: Clock = field(kw_only=True)  # the plan's moment and the new files' creation time
     progress: Progress | None = None
     executor: TaskExecutor | None = None  # None: the local pool below
     lookup_cache: LookupCacheSettings | None = None
@@ -170,12 +170,13 @@ class CompactJob:
 
     def plan(self) -> CompactionPlan:
         return plan_compaction(self.table, full=self.full, partitions=self.partitions,
-                               now=self.now, picker_states=self.picker_states)
+                               moment=self.clock.local_now(),
+                               picker_states=self.picker_states)
 
     def run(self) -> CompactionSummary:
         started = time.monotonic()
         summary = CompactionSummary(self.table.name, lookup_cache_used=self.lookup_cache is not None)
-        committer = Committer(self.table)
+        committer = Committer(self.table, clock=self.clock)
         for attempt in range(1, self.max_attempts + 1):
             summary.attempts = attempt
             summary.plan = self.plan()
@@ -216,7 +217,7 @@ class CompactJob:
         if not tasks:
             return [], []
         if self.executor is not None:
-            runner = TaskRunner(self.batch_rows, self.lookup_cache)
+            runner = TaskRunner(self.batch_rows, self.clock, self.lookup_cache)
             return self.executor.execute(tasks, runner, self.progress)
         results: list[CompactResult] = []
         failures: list[BucketFailure] = []
@@ -224,7 +225,7 @@ class CompactJob:
         pool_type = ProcessPoolExecutor if self.use_processes and workers > 1 else ThreadPoolExecutor
         with pool_type(max_workers=workers) as pool:
             futures: list[tuple[CompactTask, Future[CompactResult]]] = [
-                (t, pool.submit(_run_task, t, self.batch_rows, self.lookup_cache))
+                (t, pool.submit(_run_task, t, self.batch_rows, self.clock, self.lookup_cache))
                 for t in tasks]
             for done, (task, future) in enumerate(futures, start=1):
                 try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from paimond.errors import UnsupportedError
@@ -60,13 +60,15 @@ def check_compactable(schema: TableSchema, options: TableOptions) -> None:
 
 def plan_compaction(table: Table, *, full: bool = False,
                     partitions: Mapping[str, str] | None = None,
-                    now: Callable[[], datetime.datetime],
+                    moment: datetime.datetime,
                     snapshot: Snapshot | None = None,
                     picker_states: Mapping[tuple[bytes, int], PickerState] | None = None
                     ) -> CompactionPlan:
     """Plan every bucket of the latest snapshot (or ``snapshot``). ``partitions`` keeps only
-    partitions whose path components match (``{"dt": "2024-01-01"}``). ``picker_states``:
-    what earlier plans left per (partition, bucket); the plan holds the states after it."""
+    partitions whose path components match (``{"dt": "2024-01-01"}``). ``moment``: the local
+    wall date-time the plan is made at (off-peak hours, the forced-compaction interval), data
+    from the caller's clock. ``picker_states``: what earlier plans left per (partition,
+    bucket); the plan holds the states after it."""
     schema = table.latest_schema()
     options = TableOptions.of(schema)
     check_compactable(schema, options)
@@ -75,7 +77,6 @@ def plan_compaction(table: Table, *, full: bool = False,
         return CompactionPlan(table.name, None, (), 0)
     compaction = options.compaction
     spec = TaskTable(table.name, table.path, table.location, schema, options)
-    moment = now()
     now_millis = int(moment.timestamp() * 1000)
     previous = picker_states or {}
     tasks, skipped, seen, states = [], [], 0, {}

@@ -26,9 +26,9 @@ snapshot ones, or files under ``changelog/``) are refused: that needs changelog 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from paimond.clock import Clock
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
 from paimond.maintenance.references import FileTally
 from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired, execute_expiration
@@ -198,7 +198,7 @@ class ExpireJob:
     """Plan, collect and delete. ``settings`` default to the table's options."""
 
     table: Table
-    now_ms: Callable[[], int]
+    clock: Clock  # read once per plan: snapshots older than now - time_retained expire
     settings: ExpireSettings | None = None
     dry_run: bool = False
 
@@ -210,7 +210,7 @@ class ExpireJob:
         settings.validate()
         refuse_decoupled_changelog(self.table, self.table.options(), settings)
         return plan_expiration(self.table.name, read_history(self.table, settings), settings,
-                               self.now_ms())
+                               self.clock.wall_ms())
 
     def run(self) -> ExpireResult:
         plan = self.plan()

@@ -12,9 +12,9 @@ that name them, until expiration removes them. A dry run merges into memory only
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from paimond.clock import Clock
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.snapshot import Snapshot
 from paimond.maintenance.references import MANIFEST, MANIFEST_LIST, FileTally
@@ -67,7 +67,7 @@ class ManifestMergeResult:
 @dataclass
 class ManifestMergeJob:
     table: Table
-    clock_ms: Callable[[], int]
+    clock: Clock
     dry_run: bool = False
 
     def run(self) -> ManifestMergeResult:
@@ -80,7 +80,7 @@ class ManifestMergeJob:
 
     def _commit(self) -> ManifestMergeResult:
         table = self.table
-        committed = Committer(table, clock_ms=self.clock_ms).compact_manifests()
+        committed = Committer(table, clock=self.clock).compact_manifests()
         if isinstance(committed, ManifestsUnchanged):
             latest = table.snapshots.latest()
             before = tuple(self._manifests(latest)) if latest else ()

@@ -18,9 +18,10 @@ window under one hour is refused unless forced.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from paimond.clock import Clock
 from paimond.errors import ConfigError, CorruptFileError
 from paimond.maintenance.references import (
     INDEX,
@@ -153,13 +154,13 @@ def check_window(now_ms: int, older_than_ms: int, force: bool) -> None:
 @dataclass
 class OrphanJob:
     table: Table
-    now_ms: Callable[[], int]
+    clock: Clock
     older_than_ms: int | None = None  # absolute (epoch millis); default now - 1 day
     dry_run: bool = False
     force: bool = False
 
     def run(self) -> OrphanResult:
-        now = self.now_ms()
+        now = self.clock.wall_ms()
         older_than = now - DEFAULT_WINDOW_MS if self.older_than_ms is None else self.older_than_ms
         check_window(now, older_than, self.force)
         candidates = list_candidates(self.table)

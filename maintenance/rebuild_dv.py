@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimond.clock import Clock
 from paimond.errors import CommitConflictError, CorruptFileError, MissingFileError, UnsupportedError
 from paimond.format.deletion_vector import DeletionVector
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
@@ -103,6 +104,7 @@ class RebuildSummary:
 @dataclass
 class RebuildDvJob:
     table: Table
+    clock: Clock = field(kw_only=True)  # the snapshot's timeMillis
     dry_run: bool = False
     discard_existing: bool = False
     partitions: Mapping[str, str] | None = None
@@ -201,7 +203,7 @@ class RebuildDvJob:
                     bitmap64=table.options().deletion_vectors_bitmap64)
                 added.append(entry)
                 written.append(path)
-            return Committer(table).commit(CommitChanges(
+            return Committer(table, clock=self.clock).commit(CommitChanges(
                 index_added=added, index_deleted=deleted, index_base=base,
                 expected_snapshot_id=summary.base_snapshot_id))
         except BaseException:

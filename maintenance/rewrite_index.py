@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from paimond.clock import Clock
 from paimond.errors import CommitConflictError, ConfigError
 from paimond.format.manifest import FILE_KIND_DELETE, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
@@ -146,7 +147,7 @@ def _key(entry: ManifestEntry) -> FileKey:
 @dataclass
 class IndexRewriteJob:
     table: Table
-    clock_ms: Callable[[], int]
+    clock: Clock
     partitions: Mapping[str, str] | None = None
     dry_run: bool = False
     parallelism: int = 4
@@ -161,7 +162,7 @@ class IndexRewriteJob:
         started = time.monotonic()
         summary = IndexRewriteSummary(self.table.name, self.dry_run,
                                       schema=self.table.latest_schema())
-        committer = Committer(self.table, clock_ms=self.clock_ms)
+        committer = Committer(self.table, clock=self.clock)
         for attempt in range(1, self.max_attempts + 1):
             summary.attempts = attempt
             summary.plan = self.plan()

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from paimond.clock import SYSTEM_CLOCK
 from paimond.config.settings import JOB_NAMES
 from paimond.errors import ConfigError, PaimondError
 from paimond.maintenance.compact import CompactionSummary, CompactJob
@@ -73,10 +74,6 @@ class MaintenanceFailedError(PaimondError):
         super().__init__(f"maintenance of {summary.table_name} failed:\n{summary.describe()}")
 
 
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def maintain(spark: SparkSession, warehouse: str, table: str, *,
              storage_options: Mapping[str, Any] | None = None,
              jobs: Sequence[str] = ("compact", "expire"), full: bool = False
@@ -96,14 +93,14 @@ def maintain(spark: SparkSession, warehouse: str, table: str, *,
     for job in (j for j in JOB_NAMES if j in jobs):
         started = time.monotonic()
         if job == "compact":
-            summary.compaction = CompactJob(opened, full=full,
+            summary.compaction = CompactJob(opened, clock=SYSTEM_CLOCK, full=full,
                                             executor=SparkExecutor(spark)).run()
         elif job == "expire":
-            summary.expiration = ExpireJob(opened, now_ms=_wall_clock_ms).run()
+            summary.expiration = ExpireJob(opened, clock=SYSTEM_CLOCK).run()
         elif job == "merge_manifests":
-            summary.manifests = ManifestMergeJob(opened, clock_ms=_wall_clock_ms).run()
+            summary.manifests = ManifestMergeJob(opened, clock=SYSTEM_CLOCK).run()
         else:
-            summary.orphans = OrphanJob(opened, now_ms=_wall_clock_ms).run()
+            summary.orphans = OrphanJob(opened, clock=SYSTEM_CLOCK).run()
         summary.durations_s[job] = time.monotonic() - started
     if summary.failed:
         raise MaintenanceFailedError(summary)

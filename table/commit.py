@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar, cast
 
 from paimond import __version__
+from paimond.clock import Clock
 from paimond.errors import CommitConflictError, PaimondError
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.key_order import max_key_order, min_key_order
@@ -92,7 +93,7 @@ class Committer:
     commit_kind: str = "COMPACT"
     check_conflicts: bool = True
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
+    clock: Clock = field(kw_only=True)  # snapshots' timeMillis; no default: the caller's clock
     sleep: Callable[[float], None] = time.sleep
     commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
     rng: random.Random = field(default_factory=random.Random)
@@ -272,7 +273,7 @@ class Committer:
             delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
             index_manifest=latest.index_manifest, commit_user=self.commit_user,
             commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind="COMPACT",
-            time_millis=self.clock_ms(), total_record_count=latest.total_record_count,
+            time_millis=self.clock.wall_ms(), total_record_count=latest.total_record_count,
             delta_record_count=0, watermark=latest.watermark, statistics=latest.statistics,
             properties=latest.properties, next_row_id=latest.next_row_id or 0,
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
@@ -304,7 +305,7 @@ class Committer:
             delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
             index_manifest=index_manifest, commit_user=self.commit_user,
             commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind=self.commit_kind,
-            time_millis=self.clock_ms(), total_record_count=previous_total + delta_rows,
+            time_millis=self.clock.wall_ms(), total_record_count=previous_total + delta_rows,
             delta_record_count=delta_rows,
             watermark=latest.watermark if latest else None,
             statistics=latest.statistics if latest and latest.schema_id == schema.id else None,

@@ -11,7 +11,6 @@ index the ``file-index.*`` options ask for (:mod:`paimond.table.file_index_write
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, cast
@@ -55,12 +54,6 @@ _COMPRESSION_EXTENSIONS = {"none": None, "gzip": "gz", "bzip2": "bz2", "deflate"
 def file_format_for_level(options: TableOptions, level: int) -> str:
     """``file.format.per.level`` for ``level``, else ``file.format``."""
     return options.file_format_per_level.get(level, options.file_format)
-
-
-def local_wall_clock_millis() -> int:
-    """Now as Java's ``_CREATION_TIME``: local wall-clock millis read as if UTC."""
-    local = datetime.datetime.now()
-    return (local - datetime.datetime(1970, 1, 1)) // datetime.timedelta(milliseconds=1)
 
 
 # ---------------------------------------------------------------- reading

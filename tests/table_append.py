@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from paimond.clock import SYSTEM_CLOCK
 from paimond.format.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
@@ -13,5 +14,5 @@ from paimond.table.commit import CommitChanges, Committer
 def append_files(table: Table, files: Sequence[tuple[bytes, int, int, DataFileMeta]]) -> int:
     """Commit (partition bytes, bucket, total_buckets, meta) as ADD entries; returns the id."""
     entries = [ManifestEntry(FILE_KIND_ADD, p, b, tb, meta) for p, b, tb, meta in files]
-    committer = Committer(table, commit_kind="APPEND", check_conflicts=False)
+    committer = Committer(table, commit_kind="APPEND", check_conflicts=False, clock=SYSTEM_CLOCK)
     return committer.commit(CommitChanges(added=entries)).id

@@ -19,6 +19,7 @@ import pyarrow as pa
 from pypaimon import Schema
 from pypaimon_tables import catalog_for
 
+from paimond.clock import Clock
 from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.snapshot import Snapshot, encode_snapshot
 from paimond.table.catalog import Table, open_table
@@ -174,9 +175,8 @@ class History:
 
     def _committer(self, kind: str, advance_ms: int) -> Committer:
         self.clock_ms += advance_ms
-        now = self.clock_ms
         return Committer(self.table, commit_kind=kind, check_conflicts=kind != "APPEND",
-                         clock_ms=lambda: now)
+                         clock=Clock(fixed_ms=self.clock_ms))
 
     def _new_file(self, template: ManifestEntry, level: int = 0) -> ManifestEntry:
         schema = self.table.latest_schema()

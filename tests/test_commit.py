@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -11,13 +13,17 @@ import pytest
 from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_deduplicate, sort_rows
 
+from paimond.clock import Clock
 from paimond.errors import CommitConflictError
 from paimond.format.index_manifest import IndexFileMeta, IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
+from paimond.maintenance.compact import CompactJob
 from paimond.table.catalog import Table, open_table
 from paimond.table.commit import CommitChanges, Committer, RetryPolicy, combine_index_entries
 from paimond.table.scan import LiveFile, read_manifest, read_manifest_list, scan_snapshot
 from paimond.table.storage import open_storage
+
+CLOCK = Clock(fixed_ms=1_700_000_000_000)
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +63,13 @@ def test_upgrade_commit_is_shaped_like_paimons(table: tuple[Table, Any, str]) ->
     before = tbl.snapshots.latest()
     assert before is not None
     files = _oldest_level0_per_bucket(tbl)
-    snapshot = Committer(tbl, clock_ms=lambda: 1_700_000_000_000).commit(_upgrade(files, 5))
+    snapshot = Committer(tbl, clock=CLOCK).commit(_upgrade(files, 5))
 
     assert snapshot.id == before.id + 1 and tbl.snapshots.latest_id() == snapshot.id
     assert snapshot.commit_kind == "COMPACT" and snapshot.commit_identifier == 2**63 - 1
     assert snapshot.delta_record_count == 0
     assert snapshot.total_record_count == before.total_record_count
-    assert snapshot.time_millis == 1_700_000_000_000
+    assert snapshot.time_millis == CLOCK.fixed_ms == 1_700_000_000_000
     assert tbl.snapshots.read_hint("LATEST") == snapshot.id
     # Delta manifest: every DELETE before every ADD, identity fields verbatim.
     where = tbl.snapshots.path(snapshot.id)
@@ -90,10 +96,10 @@ def test_upgrade_commit_is_shaped_like_paimons(table: tuple[Table, Any, str]) ->
 def test_deleting_a_file_that_is_no_longer_live_conflicts(table: tuple[Table, Any, str]) -> None:
     tbl, _, _ = table
     changes = _upgrade(_oldest_level0_per_bucket(tbl), 5)
-    Committer(tbl).commit(changes)
+    Committer(tbl, clock=CLOCK).commit(changes)
     latest = tbl.snapshots.latest_id()
     with pytest.raises(CommitConflictError, match="no longer live"):
-        Committer(tbl).commit(changes)
+        Committer(tbl, clock=CLOCK).commit(changes)
     assert tbl.snapshots.latest_id() == latest
 
 
@@ -105,7 +111,7 @@ def test_overlapping_files_in_a_level_conflict(table: tuple[Table, Any, str]) ->
     two = sorted(bucket.levels[0], key=lambda f: f.meta.max_sequence_number)[:2]
     assert len(two) == 2
     with pytest.raises(CommitConflictError, match="LSM conflict"):
-        Committer(tbl).commit(_upgrade(two, 3))
+        Committer(tbl, clock=CLOCK).commit(_upgrade(two, 3))
     assert tbl.snapshots.latest_id() == latest.id
 
 
@@ -133,18 +139,18 @@ def test_losing_the_race_retries_on_top_of_the_concurrent_commit(
     assert before is not None
 
     def concurrent_upgrade() -> None:  # another paimond job upgrades one file first
-        Committer(tbl).commit(_upgrade(files[:1], 4))
+        Committer(tbl, clock=CLOCK).commit(_upgrade(files[:1], 4))
 
     racing = dataclasses.replace(tbl, storage=_RacingStorage(tbl.storage, concurrent_upgrade))
     waits: list[float] = []
     with pytest.raises(CommitConflictError, match="no longer live"):
-        Committer(racing, sleep=waits.append).commit(_upgrade(files, 5))
+        Committer(racing, sleep=waits.append, clock=CLOCK).commit(_upgrade(files, 5))
     assert len(waits) == 1  # lost the race once, re-read, then saw the conflict
     assert tbl.snapshots.latest_id() == before.id + 1
 
     racing = dataclasses.replace(tbl, storage=_RacingStorage(
-        tbl.storage, lambda: Committer(tbl).commit(_upgrade(files[2:3], 4))))
-    snapshot = Committer(racing, sleep=waits.append).commit(_upgrade(files[1:2], 5))
+        tbl.storage, lambda: Committer(tbl, clock=CLOCK).commit(_upgrade(files[2:3], 4))))
+    snapshot = Committer(racing, sleep=waits.append, clock=CLOCK).commit(_upgrade(files[1:2], 5))
     assert snapshot.id == before.id + 3
     levels = {f.meta.file_name: f.meta.level for f in scan_snapshot(tbl, snapshot).files}
     assert levels[files[0].meta.file_name] == 4
@@ -177,7 +183,8 @@ def test_gives_up_after_max_retries(table: tuple[Table, Any, str]) -> None:
 
     stuck = dataclasses.replace(tbl, storage=AlwaysTaken(tbl.storage))
     waits: list[float] = []
-    committer = Committer(stuck, retry=RetryPolicy(max_retries=3), sleep=waits.append)
+    committer = Committer(stuck, retry=RetryPolicy(max_retries=3), sleep=waits.append,
+                          clock=CLOCK)
     with pytest.raises(CommitConflictError, match="lost the race"):
         committer.commit(_upgrade(_oldest_level0_per_bucket(tbl), 5))
     assert len(waits) == 3 and waits == sorted(waits)
@@ -200,4 +207,33 @@ def test_bucketed_index_combiner() -> None:
 
 def test_empty_changes_are_refused(table: tuple[Table, Any, str]) -> None:
     with pytest.raises(ValueError):
-        Committer(table[0]).commit(CommitChanges())
+        Committer(table[0], clock=CLOCK).commit(CommitChanges())
+
+
+def test_a_fixed_clock_stamps_the_snapshot_and_the_compacted_files(
+        table: tuple[Table, Any, str]) -> None:
+    """The one clock, passed down: the snapshot's ``timeMillis`` is the clock's wall time and
+    the files a compaction writes (in worker processes, which get the clock as data) carry
+    its local time as ``_CREATION_TIME``; nothing below reads the system clock."""
+    tbl, spec, warehouse = table
+    before_rows = read_rows(warehouse, spec.name)
+    clock = Clock(fixed_ms=1_234_567_890_123)
+    local = datetime.datetime.fromtimestamp(1_234_567_890.123)  # naive local wall time
+    local_ms = (local - datetime.datetime(1970, 1, 1)) // datetime.timedelta(milliseconds=1)
+    assert clock.local_ms() == local_ms
+
+    upgraded = Committer(tbl, clock=clock).commit(_upgrade(_oldest_level0_per_bucket(tbl), 5))
+    assert upgraded.time_millis == 1_234_567_890_123
+    written = json.loads(tbl.storage.read_bytes(tbl.snapshots.path(upgraded.id)))
+    assert written["timeMillis"] == 1_234_567_890_123
+
+    summary = CompactJob(tbl, clock=clock, full=True, parallelism=2, use_processes=True).run()
+    assert summary.snapshot is not None and not summary.failures, summary.describe()
+    assert summary.snapshot.time_millis == 1_234_567_890_123
+    added = [e.file for r in summary.results for e in r.added]
+    assert added and {f.creation_time_millis for f in added} == {local_ms}
+    latest = scan_snapshot(tbl, summary.snapshot)
+    live = {f.meta.file_name: f.meta.creation_time_millis for f in latest.files}
+    assert {live[f.file_name] for f in added} == {local_ms}, "as committed in the manifests"
+    assert sort_rows(read_rows(warehouse, spec.name), spec.sort_columns).equals(
+        sort_rows(before_rows, spec.sort_columns))

@@ -15,6 +15,7 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_deduplicate, catalog_for, sort_rows
 
 from paimond.cli.main import main
+from paimond.clock import SYSTEM_CLOCK
 from paimond.maintenance.compact import CompactJob
 from paimond.table.catalog import open_table
 from paimond.table.scan import data_file_path, scan_snapshot
@@ -71,7 +72,7 @@ def _write_rows(warehouse: str, spec: Any, ids: list[int]) -> None:
 def test_a_writer_commits_while_compaction_runs(copy: tuple[str, Any]) -> None:
     warehouse, spec = copy
     table = open_table(open_storage(warehouse), warehouse, spec.name)
-    job = CompactJob(table, full=True, use_processes=False, parallelism=1)
+    job = CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False, parallelism=1)
     wrote = []
 
     def progress(done: int, total: int, task: object) -> None:
@@ -94,8 +95,8 @@ def test_a_writer_commits_while_compaction_runs(copy: tuple[str, Any]) -> None:
 def test_inputs_removed_meanwhile_make_the_job_replan(copy: tuple[str, Any]) -> None:
     warehouse, spec = copy
     table = open_table(open_storage(warehouse), warehouse, spec.name)
-    first = CompactJob(table, full=True, use_processes=False)
-    second = CompactJob(table, full=True, use_processes=False)
+    first = CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False)
+    second = CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False)
     raced = []
 
     def progress(done: int, total: int, task: object) -> None:
@@ -128,7 +129,7 @@ def _compact_then_die(warehouse: str, name: str, stage: str) -> None:
         commit.Committer.commit = die  # type: ignore[method-assign]
     else:
         commit.Committer._write_snapshot = die_after_manifests  # type: ignore[method-assign]
-    CompactJob(table, full=True, use_processes=False).run()
+    CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run()
 
 
 @pytest.mark.parametrize("stage", ["before-commit", "before-snapshot"])
@@ -147,7 +148,7 @@ def test_a_crash_before_the_snapshot_leaves_the_table_unchanged(copy: tuple[str,
         sort_rows(content, spec.sort_columns))
     # Only orphans were left; a rerun finishes the job.
     table = open_table(open_storage(warehouse), warehouse, spec.name)
-    assert CompactJob(table, full=True, use_processes=False).run().snapshot is not None
+    assert CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run().snapshot is not None
     assert read_rows(warehouse, spec.name).equals(content)
 
 
@@ -160,7 +161,7 @@ def test_a_corrupt_input_fails_only_its_bucket(copy: tuple[str, Any]) -> None:
     victim_bucket = next(iter(buckets.values()))
     victim = data_file_path(table, table.latest_schema(), victim_bucket.files[0])
     Path(victim).write_bytes(b"PAR1 this is not a parquet file PAR1")
-    summary = CompactJob(table, full=True, use_processes=False).run()
+    summary = CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run()
     assert len(summary.failures) == 1
     assert victim in summary.failures[0].error and "CorruptFileError" in summary.failures[0].error
     assert summary.snapshot is not None and len(summary.results) == len(buckets) - 1

@@ -22,10 +22,13 @@ from pypaimon_tables import (
     catalog_for,
 )
 
+from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.maintenance.compact import CompactJob
 from paimond.table.catalog import Table, open_table
 from paimond.table.scan import scan_snapshot
 from paimond.table.storage import open_storage
+
+CLOCK = Clock(fixed_ms=int(datetime.datetime(2026, 11, 22, 12).timestamp() * 1000))
 
 
 def build_pk_row_format(warehouse: str) -> Any:
@@ -86,7 +89,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
 
 def _job(table: Table, warehouse: str, full: bool) -> CompactJob:
     return CompactJob(table, full=full, parallelism=2, use_processes=False,
-                      now=lambda: datetime.datetime(2026, 11, 22, 12))
+                      clock=CLOCK)
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
@@ -134,7 +137,7 @@ def test_process_pool_and_dry_run_plan(pristine: dict[str, tuple[Path, Any]],
     shutil.copytree(source, warehouse)
     table = open_table(open_storage(warehouse), warehouse, spec.name)
     before = table.snapshots.latest_id()
-    job = CompactJob(table, full=True, parallelism=2, use_processes=True)
+    job = CompactJob(table, clock=SYSTEM_CLOCK, full=True, parallelism=2, use_processes=True)
     plan = job.plan()
     assert plan.tasks and table.snapshots.latest_id() == before, "planning changes nothing"
     summary = job.run()

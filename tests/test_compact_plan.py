@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from pypaimon_tables import _not_null, _Writer, build_append_unaware, build_pk_deduplicate, catalog_for
 
+from paimond.clock import Clock
 from paimond.errors import UnsupportedError
 from paimond.lsm.picker import PickerState
 from paimond.maintenance.compact import CompactJob
@@ -16,7 +17,8 @@ from paimond.maintenance.compact_plan import plan_compaction
 from paimond.table.catalog import open_table
 from paimond.table.storage import open_storage
 
-NOON = lambda: datetime.datetime(2026, 11, 22, 12, 0)  # noqa: E731
+NOON = datetime.datetime(2026, 11, 22, 12, 0)
+CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))  # its local time is NOON
 
 
 def test_plan_normal_and_full(tmp_path: Path) -> None:
@@ -26,7 +28,7 @@ def test_plan_normal_and_full(tmp_path: Path) -> None:
     latest = table.snapshots.latest()
     assert latest is not None
 
-    full = plan_compaction(table, full=True, now=NOON)
+    full = plan_compaction(table, full=True, moment=NOON)
     assert full.base_snapshot_id == latest.id and full.tasks
     assert full.buckets_seen == len(full.tasks)
     for task in full.tasks:
@@ -34,7 +36,7 @@ def test_plan_normal_and_full(tmp_path: Path) -> None:
         assert task.trigger == "full" and task.drop_deletes
         assert {e.file.level for e in task.inputs} == {0}
 
-    normal = plan_compaction(table, now=NOON)
+    normal = plan_compaction(table, moment=NOON)
     # 6 commits -> up to 6 level-0 runs per bucket; the trigger is 5.
     for task in normal.tasks:
         assert len(task.inputs) >= 2 and task.output_level > 0
@@ -46,7 +48,7 @@ def test_plan_normal_and_full(tmp_path: Path) -> None:
     assert lines[1:] == [f"  {task.describe()}" for task in normal.tasks]
     assert all(f"bucket {t.bucket}: {len(t.inputs)} files" in t.describe() for t in normal.tasks)
 
-    one = plan_compaction(table, full=True, now=NOON,
+    one = plan_compaction(table, full=True, moment=NOON,
                           partitions={"tag": full.tasks[0].partition_text.split("tag=")[1]})
     assert 0 < len(one.tasks) < len(full.tasks)
 
@@ -56,7 +58,7 @@ def test_append_tables_are_refused(tmp_path: Path) -> None:
     spec = build_append_unaware(warehouse)
     table = open_table(open_storage(warehouse), warehouse, spec.name)
     with pytest.raises(UnsupportedError, match="append tables"):
-        plan_compaction(table, now=NOON)
+        plan_compaction(table, moment=NOON)
 
 
 def test_gentle_lookup_mode_forces_level0_up_every_max_interval_runs(tmp_path: Path) -> None:
@@ -75,12 +77,12 @@ def test_gentle_lookup_mode_forces_level0_up_every_max_interval_runs(tmp_path: P
     states: dict[tuple[bytes, int], PickerState] = {}
 
     def run() -> int | None:
-        summary = CompactJob(table, use_processes=False, now=NOON, picker_states=states).run()
+        summary = CompactJob(table, use_processes=False, clock=CLOCK, picker_states=states).run()
         assert not summary.failures
         return summary.snapshot.id if summary.snapshot is not None else None
 
     # Without shared states every run is a first attempt: level 0 never moves.
-    assert [CompactJob(table, use_processes=False, now=NOON).run().snapshot
+    assert [CompactJob(table, use_processes=False, clock=CLOCK).run().snapshot
             for _ in range(4)] == [None] * 4
     assert [run(), run()] == [None, None]
     assert [s.force_l0_attempts for s in states.values()] == [2]
@@ -89,5 +91,5 @@ def test_gentle_lookup_mode_forces_level0_up_every_max_interval_runs(tmp_path: P
     latest = table.snapshots.latest()
     assert latest is not None and latest.commit_kind == "COMPACT"
     assert [s.force_l0_attempts for s in states.values()] == [0]
-    plan = plan_compaction(table, now=NOON)
+    plan = plan_compaction(table, moment=NOON)
     assert plan.buckets_seen == 1 and not plan.tasks  # nothing left in level 0

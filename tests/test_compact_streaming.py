@@ -159,7 +159,7 @@ def test_a_failing_task_leaves_no_file_behind(pristine: tuple[Path, Any], tmp_pa
     # Tiny batches and files: some files are done and one may be open when it fails.
     monkeypatch.setattr(rewrite, "RollingDataFileWriter", SmallFiles)
     task = max(plan_compaction(table, full=True, partitions=None,
-                               now=datetime.datetime.now).tasks,
+                               moment=datetime.datetime(2026, 11, 22, 12)).tasks,
                key=lambda t: sum(e.file.row_count for e in t.inputs))
     with pytest.raises((RuntimeError, OSError), match="merge failed|disk full"):
         execute_compaction(task, table.storage, now_millis=lambda: 0, batch_rows=2)

@@ -26,6 +26,7 @@ from pypaimon_oracle import read_rows, read_rows_rust
 from pypaimon_tables import _changes, _Model, _not_null, _rng, _Writer, catalog_for, sort_rows
 
 from paimond.cli.main import main
+from paimond.clock import Clock
 from paimond.errors import CommitConflictError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
@@ -38,6 +39,7 @@ from paimond.table.scan import data_file_path, scan_snapshot
 from paimond.table.storage import open_storage
 
 NOW = datetime.datetime(2026, 11, 22, 12)
+CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))  # its local time is NOW
 Row = dict[str, Any]
 
 
@@ -155,7 +157,7 @@ class _Live:
         summaries = []
         for _ in range(6):
             job = CompactJob(self.table, full=full, use_processes=False,
-                             parallelism=2, now=lambda: NOW, lookup_cache=cache)
+                             parallelism=2, clock=CLOCK, lookup_cache=cache)
             summaries.append(job.run())
             assert not summaries[-1].failures, summaries[-1].describe()
             if not self.level0_files():
@@ -324,8 +326,7 @@ def test_a_commit_computed_from_a_replaced_vector_file_conflicts(tmp_path: Path)
     live.write(60)
     live.compact(full=True)
     live.write(40)
-    job = CompactJob(live.table, use_processes=False, parallelism=1,
-                     now=lambda: NOW)
+    job = CompactJob(live.table, use_processes=False, parallelism=1, clock=CLOCK)
     plan = job.plan()
     stale, _ = job._execute(plan.tasks)
     assert any(r.index_added for r in stale)
@@ -336,7 +337,7 @@ def test_a_commit_computed_from_a_replaced_vector_file_conflicts(tmp_path: Path)
                     r.task.dv_index.index_file.file_name if r.task.dv_index else None
                     for r in stale if r.index_added})
     with pytest.raises(CommitConflictError, match="DELETION_VECTORS index of bucket"):
-        Committer(live.table).commit(changes)
+        Committer(live.table, clock=CLOCK).commit(changes)
 
 
 def _corrupt_every_cache_file(directory: Path) -> int:
@@ -418,21 +419,21 @@ def test_an_upgraded_file_keeps_its_vector(tmp_path: Path) -> None:
     writer.commit([{"id": i, "v": f"v{i}"} for i in range(50)])
     warehouse = str(tmp_path / "wh")
     table = open_table(open_storage(warehouse), warehouse, "db.upgrade")
-    (task,) = plan_compaction(table, full=True, now=lambda: NOW).tasks
+    (task,) = plan_compaction(table, full=True, moment=NOW).tasks
     result = execute_compaction(dataclasses.replace(task, output_level=3), table.storage,
                                 now_millis=lambda: 0)
     # pypaimon rolled the 50 rows into several small key-disjoint files: all move up as they are
     assert result.files_upgraded == len(task.inputs) and result.files_rewritten == 0
-    Committer(table).commit(CommitChanges(deleted=result.deleted, added=result.added))
+    Committer(table, clock=CLOCK).commit(CommitChanges(deleted=result.deleted, added=result.added))
     moved = min(result.added, key=lambda e: e.file.min_sequence_number)
     vectors = BucketDeletionVectors({}, bitmap64=False, base=None)
     vectors.mark(moved.file.file_name, np.array([0, 5], dtype=np.int64))
     entry, _ = vectors.write(table, moved.partition, moved.bucket)
-    Committer(table).commit(CommitChanges(index_added=[entry]))
+    Committer(table, clock=CLOCK).commit(CommitChanges(index_added=[entry]))
     expected = [i for i in range(50) if i not in (0, 5)]
     assert read_rows(warehouse, "db.upgrade").column("id").to_pylist() == expected
 
-    summary = CompactJob(table, full=True, use_processes=False, now=lambda: NOW).run()
+    summary = CompactJob(table, full=True, use_processes=False, clock=CLOCK).run()
     (upgraded,) = summary.results
     assert upgraded.files_upgraded == len(result.added) and upgraded.files_rewritten == 0
     levels = {e.file.file_name: e.file.level for e in upgraded.added}

@@ -15,6 +15,7 @@ import pytest
 from pypaimon_tables import build_pk_deduplicate
 
 import paimond
+from paimond.clock import SYSTEM_CLOCK
 from paimond.errors import CorruptFileError, PaimondError, WorkerError
 from paimond.maintenance.compact import CompactJob
 from paimond.table.catalog import open_table
@@ -111,7 +112,7 @@ def _damage_one_bucket(tmp_path: Path, pristine: tuple[Path, Any], damage: str
 def test_a_workers_error_fails_its_bucket_in_a_process_pool(
         tmp_path: Path, pristine: tuple[Path, Any], damage: str) -> None:
     warehouse, table, victim, buckets = _damage_one_bucket(tmp_path, pristine, damage)
-    summary = CompactJob(table, full=True, use_processes=True, parallelism=2).run()
+    summary = CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=True, parallelism=2).run()
     assert buckets >= 2
     assert len(summary.failures) == 1, summary.failures
     assert victim in summary.failures[0].error

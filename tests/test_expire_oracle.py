@@ -29,6 +29,7 @@ from table_history import (
 )
 
 from paimond.cli.main import main
+from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import UnsupportedError
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
@@ -37,6 +38,7 @@ from paimond.table.scan import read_manifest_list, scan_snapshot, verify_data_fi
 from paimond.table.storage import open_storage
 
 FAR_FUTURE_MS = 4_102_444_800_000  # 2100-01-01: every snapshot is older than any retention
+FAR_FUTURE = Clock(fixed_ms=FAR_FUTURE_MS)
 EVERYTHING_OLD = ExpireSettings(retain_min=1, time_retained_ms=0, max_deletes=1000)
 
 
@@ -73,7 +75,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Pristine:
     table = open_table(storage, storage.root, spec.name)
 
     def compact(full: bool) -> None:
-        CompactJob(table, full=full, use_processes=False).run()
+        CompactJob(table, clock=SYSTEM_CLOCK, full=full, use_processes=False).run()
 
     compact(False)
     _write(str(warehouse), spec.name, range(0, 20), "a")
@@ -103,7 +105,7 @@ def _read(warehouse: str, name: str, options: dict[str, str]) -> pa.Table:
 
 
 def _expire(table: Table, settings: ExpireSettings = EVERYTHING_OLD, **kw: Any) -> Any:
-    return ExpireJob(table, now_ms=lambda: FAR_FUTURE_MS, settings=settings, **kw).run()
+    return ExpireJob(table, clock=FAR_FUTURE, settings=settings, **kw).run()
 
 
 def test_kept_snapshots_read_as_before_and_expired_ones_are_gone(
@@ -291,7 +293,7 @@ def test_decoupled_changelog_is_refused(tmp_path: Path,
     table = open_table(storage, storage.root, "db.decoupled")
     storage.write_bytes(table.file_path("changelog", "changelog-1"), b"{}")
     with pytest.raises(UnsupportedError, match="long-lived changelogs"):
-        ExpireJob(table, now_ms=lambda: FAR_FUTURE_MS,
+        ExpireJob(table, clock=FAR_FUTURE,
                   settings=ExpireSettings(retain_min=60)).run()
 
 

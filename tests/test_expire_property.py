@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from table_history import History, assert_exactly_referenced, write_consumer
 
+from paimond.clock import Clock
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.table.scan import scan_snapshot
@@ -49,8 +50,8 @@ def _expire(history: History, params: tuple[int, int, int, int, int | None]) -> 
         write_consumer(table, "c", consumer)
     expire_settings = ExpireSettings(retain_min=retain_min, retain_max=retain_min + extra,
                                      time_retained_ms=retained_s * 1000, max_deletes=max_deletes)
-    now = history.clock_ms + 30_000
-    result = ExpireJob(table, now_ms=lambda: now, settings=expire_settings).run()
+    clock = Clock(fixed_ms=history.clock_ms + 30_000)
+    result = ExpireJob(table, clock=clock, settings=expire_settings).run()
     event(f"deleted {'some' if result.deleted.total_files else 'no'} files, kinds "
           f"{sorted(result.deleted.files)}")
     after = table.snapshots.list_ids()
@@ -84,8 +85,8 @@ def test_expiration_keeps_exactly_what_is_referenced(
         elif op == "tag":
             history.tag_latest()
         elif op == "merge":
-            clock = history.clock_ms = history.clock_ms + advance_s * 1000
-            ManifestMergeJob(history.table, clock_ms=lambda: clock).run()  # noqa: B023 - runs now
+            history.clock_ms += advance_s * 1000
+            ManifestMergeJob(history.table, clock=Clock(fixed_ms=history.clock_ms)).run()
         else:
             _expire(history, expire_params)
     _expire(history, (1, 0, 0, 50, None))  # then everything but the latest goes

@@ -17,6 +17,7 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_deduplicate, catalog_for
 from table_history import tree
 
+from paimond.clock import Clock
 from paimond.errors import CommitConflictError, UnsupportedError
 from paimond.format.file_index import build_file_index, decode_file_index
 from paimond.format.schema import TableSchema
@@ -30,6 +31,8 @@ from paimond.table.kv_layout import physical_arrow_schema, to_key_value_batch
 from paimond.table.options import TableOptions
 from paimond.table.scan import data_file_path, scan_snapshot
 from paimond.table.storage import Storage, open_storage
+
+NEW_YEAR = Clock(fixed_ms=int(datetime.datetime(2026, 1, 1).timestamp() * 1000))
 
 STRING = VarCharType(length=2**31 - 1)
 TYPES = {"id": IntType(nullable=False), "s": STRING, "k": IntType()}
@@ -198,7 +201,7 @@ def test_compaction_output_carries_the_index(indexed_table: tuple[Path, str],
     before = read_rows(warehouse, name)
     table = open_table(open_storage(warehouse), warehouse, name)
     summary = CompactJob(table, full=True, parallelism=2, use_processes=False,
-                         now=lambda: datetime.datetime(2026, 1, 1)).run()
+                         clock=NEW_YEAR).run()
     assert summary.snapshot is not None and summary.files_out > 0
     assert read_rows(warehouse, name).equals(before)
     schema = table.latest_schema()
@@ -225,7 +228,7 @@ def test_uncommitted_compaction_leaves_no_index_file(indexed_table: tuple[Path, 
     monkeypatch.setattr(Committer, "commit", lose)
     table = open_table(open_storage(warehouse), warehouse, indexed_table[1])
     job = CompactJob(table, full=True, parallelism=2, use_processes=False,
-                     max_attempts=2, now=lambda: datetime.datetime(2026, 1, 1))
+                     max_attempts=2, clock=NEW_YEAR)
     with pytest.raises(CommitConflictError):
         job.run()
     assert tree(warehouse) == before

@@ -39,6 +39,7 @@ from pypaimon_tables import TableSpec, catalog_for
 from test_dv_compaction import SCENARIOS, Scenario, _Live
 from test_rebuild_dv import _enable_vectors, _layered
 
+from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
@@ -48,8 +49,9 @@ from paimond.table.catalog import Table, open_table
 from paimond.table.storage import open_storage
 
 NOW = datetime.datetime(2026, 11, 22, 12)
-CLOCK_MS = 1_700_000_000_000
-FAR_FUTURE_MS = 4_102_444_800_000  # 2100-01-01
+CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))  # its local time is NOW
+COMMIT_CLOCK = Clock(fixed_ms=1_700_000_000_000)
+FAR_FUTURE = Clock(fixed_ms=4_102_444_800_000)  # 2100-01-01
 # Every comparison of a Java read with a pypaimon read, by label (see test_zz_...).
 COMPARED: list[str] = []
 
@@ -118,14 +120,14 @@ def spec_of(oracle_warehouse: tuple[str, list[TableSpec]], name: str) -> TableSp
 
 def compact(table: Table, warehouse: str, *, full: bool) -> None:
     summary = CompactJob(table, full=full, parallelism=2, use_processes=False,
-                         now=lambda: NOW).run()
+                         clock=CLOCK).run()
     assert not summary.failures, summary.describe()
 
 
 def expire_keeping(table: Table, retain: int) -> None:
     settings = ExpireSettings(retain_min=retain, retain_max=retain, time_retained_ms=0,
                               max_deletes=10_000)
-    ExpireJob(table, now_ms=lambda: FAR_FUTURE_MS, settings=settings).run()
+    ExpireJob(table, clock=FAR_FUTURE, settings=settings).run()
     assert len(table.snapshots.list_ids()) == retain
 
 
@@ -157,7 +159,7 @@ def test_primary_key_tables_read_alike_through_maintenance(
     assert not multiset_diff(after.rows, canonical_rows(spec.compacted_rows))
     assert len(after.rows) == spec.compacted_rows.num_rows > 0
 
-    ManifestMergeJob(table, clock_ms=lambda: CLOCK_MS).run()
+    ManifestMergeJob(table, clock=COMMIT_CLOCK).run()
     compare(java_reader, warehouse, name, "after merge-manifests")
     compact(table, warehouse, full=False)  # nothing to do, or an upgrade: still alike
     expire_keeping(table, 2)
@@ -248,7 +250,7 @@ def test_rebuilt_deletion_vectors_read_alike(java_reader: JavaReader, tmp_path: 
     before_id = live.table.snapshots.latest_id()
     # Vectors enabled, none written yet: both read every level >= 1 row unmerged.
     unvectored = compare(java_reader, live.warehouse, live.name, "before rebuild-dv")
-    summary = RebuildDvJob(live.table).run()
+    summary = RebuildDvJob(live.table, clock=SYSTEM_CLOCK).run()
     assert summary.snapshot is not None
     rebuilt = compare(java_reader, live.warehouse, live.name, "after rebuild-dv")
     assert rebuilt.splits["deletionFiles"] > 0
@@ -297,7 +299,7 @@ def test_append_tables_read_alike_through_index_rewrite_and_expiration(
     _set_options(warehouse, name, {"file-index.bloom-filter.columns": "id",
                                    "file-index.bloom-filter.id.items": "500",
                                    "file-index.bitmap.columns": "id"})
-    summary = IndexRewriteJob(table, clock_ms=lambda: CLOCK_MS).run()
+    summary = IndexRewriteJob(table, clock=COMMIT_CLOCK).run()
     assert summary.snapshot is not None
     compare(java_reader, warehouse, name, "after rewrite-index", projection=projection)
     # A filter makes Java evaluate each file's value stats before its index; the files are
@@ -305,7 +307,7 @@ def test_append_tables_read_alike_through_index_rewrite_and_expiration(
     # empty stats, and Java 1.0 indexes past those empty arrays (STATS_COLS_CRASH).
     with pytest.raises(JavaReadError, match=STATS_COLS_CRASH):
         java_reader.read(table_path(warehouse, name), projection=["id"], filters=["id=1"])
-    ManifestMergeJob(table, clock_ms=lambda: CLOCK_MS).run()
+    ManifestMergeJob(table, clock=COMMIT_CLOCK).run()
     compare(java_reader, warehouse, name, "after merge-manifests", projection=projection)
     expire_keeping(table, 2)
     latest = compare(java_reader, warehouse, name, "after expire", projection=projection)
@@ -359,7 +361,7 @@ def test_primary_key_file_indexes_filter_alike(
 
     filtered("after full compaction")
     _set_options(warehouse, name, {"file-index.bitmap.columns": "id,v"})
-    summary = IndexRewriteJob(table, clock_ms=lambda: CLOCK_MS).run()
+    summary = IndexRewriteJob(table, clock=COMMIT_CLOCK).run()
     assert summary.snapshot is not None
     filtered("after rewrite-index")
 

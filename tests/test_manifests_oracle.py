@@ -19,6 +19,7 @@ from pypaimon_tables import catalog_for
 from table_history import tree
 
 from paimond.cli.main import main
+from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.format.manifest import FILE_KIND_DELETE
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.manifests import ManifestMergeJob
@@ -131,7 +132,7 @@ def test_a_compaction_commit_merges_from_thirty_manifests_on(warehouse: str) -> 
         latest_id = table.snapshots.latest_id()
         assert latest_id is not None
         rows = read_rows(warehouse, name)
-        summary = CompactJob(table, full=True, use_processes=False).run()
+        summary = CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run()
         assert summary.snapshot is not None and summary.snapshot.id == latest_id + 1
         base, delta = _manifests(table, summary.snapshot.id)
         # Minor merge: the trailing run of small manifests merges once it has 30 files.
@@ -143,11 +144,11 @@ def test_a_compaction_commit_merges_from_thirty_manifests_on(warehouse: str) -> 
 def test_a_commit_fully_compacts_manifests_past_the_threshold(warehouse: str) -> None:
     table = _open(warehouse, "db.threshold")
     rows = read_rows(warehouse, "db.threshold")
-    first = CompactJob(table, full=True, use_processes=False).run().snapshot
+    first = CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run().snapshot
     assert first is not None
     base, _ = _manifests(table, first.id)
     assert len(base) == 1  # six small manifests > 1 KiB: full compaction into one
-    second = CompactJob(table, full=True, use_processes=False)
+    second = CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False)
     _commit(catalog_for(warehouse).get_table("db.threshold"), range(0, 5), 99)
     snapshot = second.run().snapshot
     assert snapshot is not None
@@ -180,7 +181,7 @@ def test_a_commit_racing_the_merge_is_kept(warehouse: str) -> None:
     writer = catalog_for(warehouse).get_table("db.many")
     racing = dataclasses.replace(table, storage=_Racing(table.storage,
                                                         lambda: _commit(writer, range(500, 505), 7)))
-    result = ManifestMergeJob(racing, clock_ms=lambda: 1_700_000_000_000).run()
+    result = ManifestMergeJob(racing, clock=Clock(fixed_ms=1_700_000_000_000)).run()
     assert result.base_snapshot_id == latest_id + 1 and result.snapshot_id == latest_id + 2
     assert read_rows(warehouse, "db.many").equals(read_rows(warehouse, "db.many",
                                                             snapshot_id=latest_id + 1))

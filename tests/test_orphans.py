@@ -6,7 +6,6 @@ and stay while younger; nothing a snapshot, tag, branch or changelog names is ev
 
 from __future__ import annotations
 
-import datetime
 import os
 import shutil
 import time
@@ -20,6 +19,7 @@ from s3_endpoint import S3Endpoint
 from table_history import tree
 
 from paimond.cli.main import main
+from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, CorruptFileError
 from paimond.format.manifest import ManifestEntry
 from paimond.lsm.rewrite import execute_compaction
@@ -35,15 +35,12 @@ from paimond.table.storage import open_storage
 DAY_S = 86_400
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def crash_a_compaction(table: Table) -> list[str]:
     """Rewrite every bucket as a full compaction would, then 'crash' before committing: the new
     data files exist, and so do the manifests of a commit that never wrote its snapshot."""
-    plan = plan_compaction(table, full=True, now=datetime.datetime.now)
-    results = [execute_compaction(task, table.storage, now_millis=_now_ms) for task in plan.tasks]
+    plan = plan_compaction(table, full=True, moment=SYSTEM_CLOCK.local_now())
+    results = [execute_compaction(task, table.storage, now_millis=SYSTEM_CLOCK.local_ms)
+               for task in plan.tasks]
     written = [path for result in results for path in result.written_paths]
     writer = ManifestWriter(table.storage, table.path,
                             table.latest_schema().partition_type.field_types)
@@ -80,7 +77,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[
     spec = build_pk_deduplicate(str(warehouse))
     storage = open_storage(str(warehouse))
     table = open_table(storage, storage.root, spec.name)
-    CompactJob(table, full=False, use_processes=False).run()
+    CompactJob(table, clock=SYSTEM_CLOCK, full=False, use_processes=False).run()
     rows = {i: read_rows(str(warehouse), spec.name, snapshot_id=i)
             for i in table.snapshots.list_ids()}
     return warehouse, spec.name, rows
@@ -107,12 +104,12 @@ def test_crashed_compaction_files_go_once_older_than_the_window(
         table.storage.write_bytes(path, b"not Paimon's")
     _age(untouchable, 30 * DAY_S)
 
-    young = OrphanJob(table, now_ms=_now_ms).run()  # the crash just happened
+    young = OrphanJob(table, clock=SYSTEM_CLOCK).run()  # the crash just happened
     assert young.removed.total_files == 0 and young.young_files == len(orphans)
     assert all(os.path.exists(p) for p in orphans)
 
     _age(orphans, 2 * DAY_S)
-    result = OrphanJob(table, now_ms=_now_ms).run()
+    result = OrphanJob(table, clock=SYSTEM_CLOCK).run()
     assert result.removed.total_files == len(orphans)
     assert result.removed.files["data"] == len(orphans) - 3 > 0
     assert result.removed.files["manifest"] == 1 and result.removed.files["manifest-list"] == 1
@@ -120,7 +117,7 @@ def test_crashed_compaction_files_go_once_older_than_the_window(
     assert not any(os.path.exists(p) for p in orphans)
     assert all(os.path.exists(p) for p in untouchable)
     _readable_everywhere(warehouse, table.name, table, rows)
-    assert OrphanJob(table, now_ms=_now_ms).run().removed.total_files == 0
+    assert OrphanJob(table, clock=SYSTEM_CLOCK).run().removed.total_files == 0
 
 
 def test_dry_run_changes_nothing(copy: tuple[str, Table, dict[int, Any]],
@@ -143,11 +140,11 @@ def test_windows_under_an_hour_need_force(copy: tuple[str, Table, dict[int, Any]
     warehouse, table, rows = copy
     orphans = crash_a_compaction(table)
     _age(orphans, 120)
-    now = _now_ms()
+    now = SYSTEM_CLOCK.wall_ms()
     with pytest.raises(ConfigError, match="under one hour"):
-        OrphanJob(table, now_ms=lambda: now, older_than_ms=now - 60_000).run()
+        OrphanJob(table, clock=Clock(fixed_ms=now), older_than_ms=now - 60_000).run()
     with pytest.raises(ConfigError, match="earlier than now"):
-        OrphanJob(table, now_ms=lambda: now, older_than_ms=now, force=True).run()
+        OrphanJob(table, clock=Clock(fixed_ms=now), older_than_ms=now, force=True).run()
     assert main(["remove-orphans", warehouse, "--table", table.name, "--older-than", "1 min"]) == 2
     assert "use force" in capsys.readouterr().err
     assert main(["remove-orphans", warehouse, "--table", table.name, "--older-than", "1 min",
@@ -164,10 +161,10 @@ def test_tags_and_branches_keep_expired_snapshots_files(
     pypaimon_table.create_tag("base", 4)
     pypaimon_table.branch_manager().create_branch("side", "base")
     assert pypaimon_table.delete_tag("base")
-    ExpireJob(table, now_ms=lambda: 4_102_444_800_000,
+    ExpireJob(table, clock=Clock(fixed_ms=4_102_444_800_000),
               settings=ExpireSettings(retain_min=1, time_retained_ms=0)).run()
     _age_tree(table.path, 2 * DAY_S)
-    result = OrphanJob(table, now_ms=_now_ms).run()
+    result = OrphanJob(table, clock=SYSTEM_CLOCK).run()
     assert result.removed.total_files == 0
     assert "2 tags" in result.describe() and "1 branches" in result.describe()
     for options, snapshot_id in (({"scan.tag-name": "kept"}, 2), ({"branch": "side"}, 4)):
@@ -187,12 +184,12 @@ def test_a_referenced_file_that_cannot_be_read_aborts_before_deleting(
     assert latest is not None
     Path(table.file_path("manifest", latest.delta_manifest_list)).write_bytes(b"garbage")
     with pytest.raises(CorruptFileError):
-        OrphanJob(table, now_ms=_now_ms).run()
+        OrphanJob(table, clock=SYSTEM_CLOCK).run()
     assert all(os.path.exists(p) for p in orphans)
     branch_schema = Path(table.file_path("branch", "branch-empty", "schema"))
     branch_schema.mkdir(parents=True)
     with pytest.raises(CorruptFileError, match="branch empty has no schema"):
-        OrphanJob(table, now_ms=_now_ms).run()
+        OrphanJob(table, clock=SYSTEM_CLOCK).run()
 
 
 @pytest.mark.s3
@@ -211,12 +208,13 @@ def test_on_s3_with_an_injected_clock(s3_endpoint: S3Endpoint,
     orphans = crash_a_compaction(table)
     assert all(storage.exists(p) for p in orphans)
 
-    young = OrphanJob(table, now_ms=_now_ms).run()  # S3 mtimes are the upload time: young
+    young = OrphanJob(table, clock=SYSTEM_CLOCK).run()  # S3 mtimes are the upload time: young
     assert young.removed.total_files == 0 and young.young_files > len(orphans)
-    later = _now_ms() + 2 * DAY_S * 1000  # two days on, everything is past the window
-    dry = OrphanJob(table, now_ms=lambda: later, dry_run=True).run()
+    # two days on, everything is past the window
+    later = Clock(fixed_ms=SYSTEM_CLOCK.wall_ms() + 2 * DAY_S * 1000)
+    dry = OrphanJob(table, clock=later, dry_run=True).run()
     assert dry.removed.total_files == len(orphans) and all(storage.exists(p) for p in orphans)
-    result = OrphanJob(table, now_ms=lambda: later).run()
+    result = OrphanJob(table, clock=later).run()
     assert result.removed.total_files == len(orphans)
     assert not any(storage.exists(p) for p in orphans)
     catalog_options = {"s3.endpoint": s3_endpoint.endpoint_url, "s3.access-key": options["key"],

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pypaimon_oracle import read_rows
 from pypaimon_tables import TableSpec, _Model, _Writer, catalog_for
 
+from paimond.clock import SYSTEM_CLOCK
 from paimond.errors import CodecError
 from paimond.format.parquet_int96 import (
     JULIAN_DAY_OF_EPOCH,
@@ -305,7 +306,7 @@ def test_pypaimon_reads_nanoseconds_back_after_compaction(tmp_path: Path) -> Non
     spec = build_timestamps_pk(warehouse)
     before_files = set(Path(warehouse).rglob("*.parquet"))
     table = open_table(open_storage(warehouse), warehouse, spec.name)
-    summary = CompactJob(table, full=True, parallelism=1, use_processes=False).run()
+    summary = CompactJob(table, clock=SYSTEM_CLOCK, full=True, parallelism=1, use_processes=False).run()
     assert not summary.failures and summary.files_out > 0, summary.describe()
 
     written = set(Path(warehouse).rglob("*.parquet")) - before_files

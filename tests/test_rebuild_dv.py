@@ -17,12 +17,14 @@ from pypaimon_tables import catalog_for
 from test_dv_compaction import SCENARIOS, _Live
 
 from paimond.cli.main import main
+from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import UnsupportedError
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.rebuild_dv import RebuildDvJob
 from paimond.table.scan import scan_snapshot
 
 NOW = datetime.datetime(2026, 11, 22, 12)
+CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))  # its local time is NOW
 
 
 def _layered(tmp_path: Path) -> _Live:
@@ -34,9 +36,9 @@ def _layered(tmp_path: Path) -> _Live:
                           retract=True)
     live = _Live(scenario, str(tmp_path / "wh"))
     live.write(60)
-    CompactJob(live.table, full=True, use_processes=False).run()
+    CompactJob(live.table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run()
     live.write(40)
-    CompactJob(live.table, use_processes=False, now=lambda: NOW).run()
+    CompactJob(live.table, use_processes=False, clock=CLOCK).run()
     latest = live.table.snapshots.latest()
     assert latest is not None
     levels = {lv for b in scan_snapshot(live.table, latest).buckets().values() for lv in b.levels}
@@ -59,16 +61,16 @@ def test_rebuild_makes_pypaimon_read_the_table_right(tmp_path: Path) -> None:
     assert not unvectored.equals(live.expected())
     before_id = live.table.snapshots.latest_id()
 
-    preview = RebuildDvJob(live.table, dry_run=True).run()
+    preview = RebuildDvJob(live.table, clock=SYSTEM_CLOCK, dry_run=True).run()
     assert preview.changed and preview.snapshot is None
     assert "would be committed" in preview.describe()
     assert live.table.snapshots.latest_id() == before_id
 
-    summary = RebuildDvJob(live.table).run()
+    summary = RebuildDvJob(live.table, clock=SYSTEM_CLOCK).run()
     assert summary.snapshot is not None and summary.snapshot.commit_kind == "COMPACT"
     assert read_rows(live.warehouse, live.name).equals(live.expected())
     # Idempotent: the second run commits nothing.
-    again = RebuildDvJob(live.table).run()
+    again = RebuildDvJob(live.table, clock=SYSTEM_CLOCK).run()
     assert not again.changed and again.snapshot is None
     assert live.table.snapshots.latest_id() == summary.snapshot.id
     assert "already right" in again.describe()
@@ -83,10 +85,10 @@ def test_vectors_maintained_by_compaction_need_no_rebuild(tmp_path: Path) -> Non
     for _ in range(3):
         live.write(30)
         live.compact()
-    summary = RebuildDvJob(live.table).run()
+    summary = RebuildDvJob(live.table, clock=SYSTEM_CLOCK).run()
     assert not summary.changed, summary.describe()
     # Discarding them loses only what the vectors alone recorded: deleted keys come back.
-    rebuilt = RebuildDvJob(live.table, discard_existing=True, dry_run=True).run()
+    rebuilt = RebuildDvJob(live.table, clock=SYSTEM_CLOCK, discard_existing=True, dry_run=True).run()
     assert sum(b.rows_after for b in rebuilt.buckets) <= sum(b.rows_before
                                                              for b in rebuilt.buckets)
 
@@ -94,14 +96,14 @@ def test_vectors_maintained_by_compaction_need_no_rebuild(tmp_path: Path) -> Non
 def test_lost_vector_files_are_rebuilt_with_discard_existing(tmp_path: Path) -> None:
     live = _layered(tmp_path)
     _enable_vectors(live)
-    RebuildDvJob(live.table).run()
+    RebuildDvJob(live.table, clock=SYSTEM_CLOCK).run()
     latest = live.table.snapshots.latest()
     assert latest is not None
     for entry in scan_snapshot(live.table, latest).index_entries:
         Path(live.table.file_path("index", entry.index_file.file_name)).unlink()
     with pytest.raises(Exception, match="index-"):
-        RebuildDvJob(live.table).run()
-    summary = RebuildDvJob(live.table, discard_existing=True).run()
+        RebuildDvJob(live.table, clock=SYSTEM_CLOCK).run()
+    summary = RebuildDvJob(live.table, clock=SYSTEM_CLOCK, discard_existing=True).run()
     assert summary.snapshot is not None
     assert read_rows(live.warehouse, live.name).equals(live.expected())
 
@@ -127,4 +129,4 @@ def test_cli_rebuild_dv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_tables_without_vectors_are_refused(tmp_path: Path) -> None:
     live = _layered(tmp_path)
     with pytest.raises(UnsupportedError, match="deletion-vectors.enabled"):
-        RebuildDvJob(live.table).run()
+        RebuildDvJob(live.table, clock=SYSTEM_CLOCK).run()

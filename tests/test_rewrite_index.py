@@ -17,6 +17,7 @@ from pypaimon_tables import build_append_fixed_bucket, build_pk_deduplicate, cat
 from table_history import assert_exactly_referenced, tree, write_tag
 
 from paimond.cli.main import main
+from paimond.clock import Clock
 from paimond.errors import CommitConflictError, CorruptFileError
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
@@ -29,6 +30,8 @@ from paimond.table.scan import data_file_path, read_manifest, read_manifest_list
 from paimond.table.storage import open_storage
 
 FAR_FUTURE_MS = 4_102_444_800_000  # 2100-01-01
+FAR_FUTURE = Clock(fixed_ms=FAR_FUTURE_MS)
+CLOCK = Clock(fixed_ms=1_700_000_000_000)
 BLOOM = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "2000"}
 BITMAP = {"file-index.bitmap.columns": "v"}
 
@@ -55,7 +58,7 @@ def _set_options(warehouse: str, table: Table, options: dict[str, str],
 
 
 def _rewrite(table: Table, **kwargs: Any) -> IndexRewriteSummary:
-    return IndexRewriteJob(table, clock_ms=lambda: 1_700_000_000_000, **kwargs).run()
+    return IndexRewriteJob(table, clock=CLOCK, **kwargs).run()
 
 
 def _check_indexes(table: Table, columns: list[str]) -> list[dict[str, Any]]:
@@ -129,7 +132,7 @@ def test_rewrite_index_follows_the_options(pristine: dict[str, tuple[Path, str]]
         assert live.meta.embedded_index is None and placed_index(table, live) == {}
     assert _rewrite(table).snapshot is None
     # Once merged manifests forget those DELETEs, the files go back to no index at all.
-    ManifestMergeJob(table, clock_ms=lambda: 1_700_000_000_000).run()
+    ManifestMergeJob(table, clock=CLOCK).run()
     assert _rewrite(table).snapshot is not None
     latest = table.snapshots.latest()
     assert latest is not None
@@ -187,7 +190,7 @@ def test_expiration_keeps_data_and_frees_replaced_index_files(
     tagged_rows = read_rows(warehouse, table.name, snapshot_id=first.snapshot.id)
 
     settings = ExpireSettings(retain_min=1, retain_max=1, time_retained_ms=0, max_deletes=100)
-    ExpireJob(table, now_ms=lambda: FAR_FUTURE_MS, settings=settings).run()
+    ExpireJob(table, clock=FAR_FUTURE, settings=settings).run()
     assert table.snapshots.list_ids() == [third.snapshot.id]
     # The second index files are gone, the tag's first ones and the live third ones stay.
     assert_exactly_referenced(table)
@@ -199,8 +202,8 @@ def test_expiration_keeps_data_and_frees_replaced_index_files(
 
     # Without the tag, its index files are orphans once no manifest kept names them.
     table.storage.delete(table.file_path("tag", "tag-indexed"))
-    ManifestMergeJob(table, clock_ms=lambda: 1_700_000_000_000).run()
-    ExpireJob(table, now_ms=lambda: FAR_FUTURE_MS, settings=settings).run()
+    ManifestMergeJob(table, clock=CLOCK).run()
+    ExpireJob(table, clock=FAR_FUTURE, settings=settings).run()
     orphans = _remove_orphans(table)
     assert orphans.removed.files["file-index"] == len(first.changes)
     assert_exactly_referenced(table)
@@ -208,7 +211,7 @@ def test_expiration_keeps_data_and_frees_replaced_index_files(
     _set_options(warehouse, table, {"file-index.bloom-filter.id.items": "5000"})
     fourth = _rewrite(table)
     assert _remove_orphans(table).removed.total_files == 0
-    ExpireJob(table, now_ms=lambda: FAR_FUTURE_MS, settings=settings).run()
+    ExpireJob(table, clock=FAR_FUTURE, settings=settings).run()
     assert_exactly_referenced(table)
     assert {index_files(c.after.file)[0] for c in fourth.changes} <= {
         p.name for p in Path(warehouse).rglob("bucket-*/*")}
@@ -217,7 +220,7 @@ def test_expiration_keeps_data_and_frees_replaced_index_files(
 
 
 def _remove_orphans(table: Table) -> Any:
-    return OrphanJob(table, now_ms=lambda: FAR_FUTURE_MS, older_than_ms=FAR_FUTURE_MS - 1000,
+    return OrphanJob(table, clock=FAR_FUTURE, older_than_ms=FAR_FUTURE_MS - 1000,
                      force=True).run()
 
 

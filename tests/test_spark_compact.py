@@ -27,6 +27,7 @@ from pypaimon_tables import (
 )
 
 from paimond.cli.main import main
+from paimond.clock import Clock
 from paimond.config.settings import CompactJobSettings
 from paimond.daemon.jobs import JobContext, run_compact
 from paimond.lsm.task import CompactResult, CompactTask
@@ -47,6 +48,7 @@ BUILDERS = {
 }
 SAME_LAYOUT = sorted(BUILDERS)
 NOW = datetime.datetime(2026, 11, 22, 12)
+CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))  # its local time is NOW
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +69,7 @@ def _table(warehouse: str, name: str) -> Table:
 
 def _job(warehouse: str, name: str, *, full: bool, executor: Any = None) -> CompactJob:
     return CompactJob(_table(warehouse, name), full=full, parallelism=2,
-                      use_processes=False, now=lambda: NOW, executor=executor)
+                      use_processes=False, clock=CLOCK, executor=executor)
 
 
 Layout = dict[tuple[bytes, int], tuple[list[tuple[int, int, int]], list[tuple[str, int, list[int]]]]]
@@ -289,7 +291,7 @@ def test_the_daemon_runs_compaction_on_spark_when_configured(
     tracker = spark.sparkContext.statusTracker()
     jobs_before = len(tracker.getJobIdsForGroup())
     ctx = JobContext(_table(warehouse, name),
-                     CompactJobSettings(full=True), lambda: NOW, lambda: False,
+                     CompactJobSettings(full=True), CLOCK, lambda: False,
                      executor="spark")
 
     report = run_compact(ctx)
