@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import os
 import sys
@@ -27,11 +26,8 @@ from paimond.cli.report import render_json, render_text
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, PaimondError
 from paimond.lsm.task import CompactTask
-from paimond.maintenance.compact import CompactJob, LookupCacheSettings
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.manifests import ManifestMergeJob
-from paimond.maintenance.orphans import OrphanJob
-from paimond.maintenance.rewrite_index import IndexRewriteJob
+from paimond.maintenance.compact import LookupCacheSettings
+from paimond.maintenance.jobs import JOBS, JobContext, JobReport
 from paimond.maintenance.status import TableStatus, table_status
 from paimond.spark.executor import EXECUTORS, open_executor
 from paimond.table.catalog import Table, list_tables, open_table
@@ -69,6 +65,14 @@ def _task_progress(done: int, total: int, task: CompactTask) -> None:
     progress_bar(done, total, f"{task.partition_text or '-'} bucket {task.bucket}")
 
 
+def _run(job: str, table: Table, context: JobContext, **settings: Any) -> JobReport:
+    """Run a registered job and print what it did."""
+    spec = JOBS[job]
+    report = spec.run(table, spec.settings(**settings), context)
+    print(report.result.describe())
+    return report
+
+
 def _compact(args: argparse.Namespace) -> int:
     table = open_table_of(args)
     cache = None
@@ -77,18 +81,16 @@ def _compact(args: argparse.Namespace) -> int:
             cache = LookupCacheSettings(args.lookup_cache, parse_memory_size(args.lookup_cache_size))
         except ValueError as error:
             raise SystemExit(f"paimond: --lookup-cache-size: {error}") from None
-    job = CompactJob(table, clock=SYSTEM_CLOCK, full=args.full,
-                     partitions=partitions_of(args.partition),
-                     parallelism=args.parallelism or (os.cpu_count() or 1),
-                     progress=_task_progress if sys.stderr.isatty() else None,
-                     lookup_cache=cache)
+    settings = {"full": args.full, "partitions": partitions_of(args.partition),
+                "parallelism": args.parallelism or None, "dry_run": args.dry_run}
+    progress = _task_progress if sys.stderr.isatty() else None
     if args.dry_run:
-        print(job.plan().describe())
+        _run("compact", table, JobContext(SYSTEM_CLOCK), **settings)
         return EXIT_OK
-    with open_executor(args.executor, spark_master=args.spark_master) as job.executor:
-        summary = job.run()
-    print(summary.describe())
-    return EXIT_UNREADABLE if summary.failures else EXIT_OK
+    with open_executor(args.executor, spark_master=args.spark_master) as executor:
+        context = JobContext(SYSTEM_CLOCK, executor=executor, progress=progress, lookup_cache=cache)
+        report = _run("compact", table, context, **settings)
+    return EXIT_UNREADABLE if report.failed else EXIT_OK
 
 
 # ---- expire-snapshots, merge-manifests, remove-orphans -----------------------------------
@@ -99,11 +101,13 @@ def _one_moment() -> Clock:
     return Clock(fixed_ms=SYSTEM_CLOCK.wall_ms())
 
 
-def _duration_or_timestamp(text: str) -> tuple[int | None, int | None]:
-    """``--older-than``: a duration (``1 h``, ``2d``) gives (window ms, None); a timestamp
-    (``2024-05-01 12:00:00``, local time unless it names a zone) gives (None, epoch ms)."""
+def _older_than(text: str | None) -> dict[str, int | None]:
+    """``--older-than``: a duration (``1 h``, ``2d``) is a window before now; a timestamp
+    (``2024-05-01 12:00:00``, local time unless it names a zone) is a moment."""
+    if not text:
+        return {}
     try:
-        return parse_duration_ms(text), None
+        return {"older_than_ms": parse_duration_ms(text)}
     except ValueError:
         pass
     try:
@@ -113,44 +117,24 @@ def _duration_or_timestamp(text: str) -> tuple[int | None, int | None]:
                           "timestamp (e.g. '2024-05-01 12:00:00')") from None
     if moment.tzinfo is None:
         moment = moment.astimezone()  # Java parses it in the default time zone
-    return None, int(moment.timestamp() * 1000)
+    return {"older_than_timestamp_ms": int(moment.timestamp() * 1000)}
 
 
 def _expire_snapshots(args: argparse.Namespace) -> int:
-    table = open_table_of(args)
-    clock = _one_moment()
-    now_ms = clock.wall_ms()
-    settings = ExpireSettings.of(table.options())
-    overrides = {"retain_max": args.retain_max, "retain_min": args.retain_min,
-                 "max_deletes": args.max_deletes}
-    settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
-    if args.older_than:
-        window_ms, timestamp_ms = _duration_or_timestamp(args.older_than)
-        retained_ms = window_ms if window_ms is not None else now_ms - (timestamp_ms or 0)
-        settings = dataclasses.replace(settings, time_retained_ms=retained_ms)
-    job = ExpireJob(table, clock=clock, settings=settings, dry_run=args.dry_run)
-    print(job.run().describe())
+    _run("expire", open_table_of(args), JobContext(_one_moment()), retain_max=args.retain_max,
+         retain_min=args.retain_min, max_deletes=args.max_deletes, dry_run=args.dry_run,
+         **_older_than(args.older_than))
     return EXIT_OK
 
 
 def _merge_manifests(args: argparse.Namespace) -> int:
-    result = ManifestMergeJob(open_table_of(args), clock=SYSTEM_CLOCK,
-                              dry_run=args.dry_run).run()
-    print(result.describe())
+    _run("merge_manifests", open_table_of(args), JobContext(SYSTEM_CLOCK), dry_run=args.dry_run)
     return EXIT_OK
 
 
 def _remove_orphans(args: argparse.Namespace) -> int:
-    table = open_table_of(args)
-    clock = _one_moment()
-    now_ms = clock.wall_ms()
-    older_than_ms = None
-    if args.older_than:
-        window_ms, timestamp_ms = _duration_or_timestamp(args.older_than)
-        older_than_ms = now_ms - window_ms if window_ms is not None else timestamp_ms
-    job = OrphanJob(table, clock=clock, older_than_ms=older_than_ms,
-                    dry_run=args.dry_run, force=args.force)
-    print(job.run().describe())
+    _run("remove_orphans", open_table_of(args), JobContext(_one_moment()), dry_run=args.dry_run,
+         force=args.force, **_older_than(args.older_than))
     return EXIT_OK
 
 
@@ -201,11 +185,9 @@ def _add_table_maintenance_commands(commands: Any) -> None:
 
 
 def _rewrite_index(args: argparse.Namespace) -> int:
-    job = IndexRewriteJob(open_table_of(args), clock=SYSTEM_CLOCK,
-                          partitions=partitions_of(args.partition), dry_run=args.dry_run,
-                          parallelism=args.parallelism or min(8, os.cpu_count() or 1),
-                          progress=progress_bar if sys.stderr.isatty() else None)
-    print(job.run().describe())
+    context = JobContext(SYSTEM_CLOCK, progress=progress_bar if sys.stderr.isatty() else None)
+    _run("rewrite_index", open_table_of(args), context, partitions=partitions_of(args.partition),
+         dry_run=args.dry_run, parallelism=args.parallelism or min(8, os.cpu_count() or 1))
     return EXIT_OK
 
 

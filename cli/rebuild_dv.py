@@ -15,15 +15,15 @@ from paimond.cli.common import (
     usage_errors_exit_2,
 )
 from paimond.clock import SYSTEM_CLOCK
-from paimond.maintenance.rebuild_dv import RebuildDvJob
+from paimond.maintenance.jobs import JOBS, JobContext
 
 
 def _rebuild_dv(args: argparse.Namespace) -> int:
-    job = RebuildDvJob(open_table_of(args), clock=SYSTEM_CLOCK, dry_run=args.dry_run,
-                       discard_existing=args.discard_existing,
-                       partitions=partitions_of(args.partition),
-                       progress=progress_bar if sys.stderr.isatty() else None)
-    print(job.run().describe())
+    job = JOBS["rebuild_dv"]
+    settings = job.settings(dry_run=args.dry_run, discard_existing=args.discard_existing,
+                            partitions=partitions_of(args.partition))
+    context = JobContext(SYSTEM_CLOCK, progress=progress_bar if sys.stderr.isatty() else None)
+    print(job.run(open_table_of(args), settings, context).result.describe())
     return EXIT_OK
 
 

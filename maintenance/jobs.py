@@ -1,0 +1,202 @@
+"""The one job registry: a job's name -> its typed settings and how it runs on a table.
+
+The command line, the daemon and Spark's ``maintain`` all look jobs up here, so a job is wired
+in exactly one place. ``run(table, settings, context)`` returns a :class:`JobReport` carrying
+the job's own result (``describe()`` prints it) and the figures metrics need; errors propagate
+(the caller decides what a conflict or an unsupported table means to it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from paimond.clock import Clock
+from paimond.lsm.picker import PickerState
+from paimond.maintenance.compact import CompactJob, LookupCacheSettings, TaskExecutor
+from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.manifests import ManifestMergeJob
+from paimond.maintenance.orphans import OrphanJob
+from paimond.maintenance.rebuild_dv import RebuildDvJob
+from paimond.maintenance.rewrite_index import IndexRewriteJob
+from paimond.table.catalog import Table
+
+
+class Described(Protocol):
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class JobContext:
+    """What a run needs besides the table and its settings."""
+
+    clock: Clock
+    executor: TaskExecutor | None = None  # compaction's bucket tasks; None: the local pool
+    # (done, total, what) after each unit of work; may raise to abandon the job before it commits
+    progress: Callable[..., None] | None = None
+    lookup_cache: LookupCacheSettings | None = None
+    # compaction: the table's picker states, kept by a long-lived caller (gentle lookup mode)
+    picker_states: MutableMapping[tuple[bytes, int], PickerState] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobReport:
+    result: Described
+    failed: bool = False  # part of the job failed (a bucket); the rest was committed
+    read_bytes: int = 0
+    written_bytes: int = 0
+    read_rows: int = 0
+    written_rows: int = 0
+    replans: int = 0  # commit conflicts the job re-planned after
+    rows_superseded: int = 0  # compaction: higher-level rows newly deleted by vectors
+    lookup_cache: Mapping[str, int] = field(default_factory=dict)  # hit/miss/discarded files
+
+
+# ---- settings ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CompactSettings:
+    full: bool = False
+    parallelism: int | None = None  # bucket tasks at once; None: the CPU count
+    partitions: Mapping[str, str] | None = None
+    dry_run: bool = False  # the plan is the result
+    use_processes: bool = True  # the local pool: processes, else threads
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireOverrides:
+    """Overrides of the table's own expiration options (None: the option applies)."""
+
+    retain_min: int | None = None
+    retain_max: int | None = None
+    max_deletes: int | None = None
+    older_than_ms: int | None = None  # a window before now
+    older_than_timestamp_ms: int | None = None  # or a moment
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestMergeSettings:
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanSettings:
+    older_than_ms: int | None = None  # a window before now (default 1 day)
+    older_than_timestamp_ms: int | None = None  # or a moment
+    dry_run: bool = False
+    force: bool = False  # allow a window under 1 hour
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteIndexSettings:
+    partitions: Mapping[str, str] | None = None
+    parallelism: int = 4
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildDvSettings:
+    partitions: Mapping[str, str] | None = None
+    dry_run: bool = False
+    discard_existing: bool = False
+
+
+# ---- runs ----------------------------------------------------------------------------------
+
+
+def _compact(table: Table, settings: CompactSettings, context: JobContext) -> JobReport:
+    job = CompactJob(table, clock=context.clock, full=settings.full,
+                     partitions=settings.partitions, use_processes=settings.use_processes,
+                     progress=context.progress, executor=context.executor,
+                     lookup_cache=context.lookup_cache, picker_states=context.picker_states,
+                     **({} if settings.parallelism is None else {"parallelism": settings.parallelism}))
+    if settings.dry_run:
+        return JobReport(job.plan())
+    summary = job.run()
+    results = summary.results
+    cache = {"hit": sum(r.cache_hits for r in results),
+             "miss": sum(r.cache_misses for r in results),
+             "discarded": sum(r.cache_discarded for r in results)}
+    return JobReport(summary, failed=bool(summary.failures), read_bytes=summary.bytes_in,
+                     written_bytes=summary.bytes_out, read_rows=summary.rows_read,
+                     written_rows=summary.rows_written, replans=max(0, summary.attempts - 1),
+                     rows_superseded=sum(r.rows_superseded for r in results), lookup_cache=cache)
+
+
+def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> JobReport:
+    options = ExpireSettings.of(table.options())
+    retained_ms = options.time_retained_ms
+    if settings.older_than_ms is not None:
+        retained_ms = settings.older_than_ms
+    elif settings.older_than_timestamp_ms is not None:
+        retained_ms = context.clock.wall_ms() - settings.older_than_timestamp_ms
+    overrides = {"retain_min": settings.retain_min, "retain_max": settings.retain_max,
+                 "max_deletes": settings.max_deletes}
+    options = dataclasses.replace(options, time_retained_ms=retained_ms,
+                                  **{k: v for k, v in overrides.items() if v is not None})
+    job = ExpireJob(table, clock=context.clock, settings=options, dry_run=settings.dry_run)
+    return JobReport(job.run())
+
+
+def _merge_manifests(table: Table, settings: ManifestMergeSettings, context: JobContext
+                     ) -> JobReport:
+    result = ManifestMergeJob(table, clock=context.clock, dry_run=settings.dry_run).run()
+    return JobReport(result, written_bytes=result.written.total_bytes)
+
+
+def _remove_orphans(table: Table, settings: OrphanSettings, context: JobContext) -> JobReport:
+    older_than = settings.older_than_timestamp_ms
+    if settings.older_than_ms is not None:
+        older_than = context.clock.wall_ms() - settings.older_than_ms
+    job = OrphanJob(table, clock=context.clock, older_than_ms=older_than,
+                    dry_run=settings.dry_run, force=settings.force)
+    return JobReport(job.run())
+
+
+def _rewrite_index(table: Table, settings: RewriteIndexSettings, context: JobContext
+                   ) -> JobReport:
+    job = IndexRewriteJob(table, clock=context.clock, partitions=settings.partitions,
+                          dry_run=settings.dry_run, parallelism=settings.parallelism,
+                          progress=context.progress)
+    return JobReport(job.run())
+
+
+def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) -> JobReport:
+    job = RebuildDvJob(table, clock=context.clock, dry_run=settings.dry_run,
+                       discard_existing=settings.discard_existing,
+                       partitions=settings.partitions, progress=context.progress)
+    return JobReport(job.run())
+
+
+# ---- the registry --------------------------------------------------------------------------
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Job(Generic[S]):
+    name: str
+    settings_type: type[S]
+    run: Callable[[Table, S, JobContext], JobReport]
+
+    def settings(self, **values: Any) -> S:
+        """This job's settings from ``values``; keys it does not have are ignored (a daemon
+        section's ``enabled`` and ``interval_s``)."""
+        names = {f.name for f in dataclasses.fields(self.settings_type)}  # type: ignore[arg-type]
+        return self.settings_type(**{k: v for k, v in values.items() if k in names})
+
+
+JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
+    Job("compact", CompactSettings, _compact),
+    Job("expire", ExpireOverrides, _expire),
+    Job("merge_manifests", ManifestMergeSettings, _merge_manifests),
+    Job("remove_orphans", OrphanSettings, _remove_orphans),
+    Job("rewrite_index", RewriteIndexSettings, _rewrite_index),
+    Job("rebuild_dv", RebuildDvSettings, _rebuild_dv),
+)}
+# The jobs a table's routine maintenance runs, in this order (the daemon, Spark's maintain).
+ROUTINE_JOBS = ("compact", "expire", "merge_manifests", "remove_orphans")
