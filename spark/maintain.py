@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paimond.clock import SYSTEM_CLOCK
-from paimond.config.settings import JOB_NAMES
 from paimond.errors import ConfigError, PaimondError
-from paimond.maintenance.compact import CompactionSummary, CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireResult
-from paimond.maintenance.manifests import ManifestMergeJob, ManifestMergeResult
-from paimond.maintenance.orphans import OrphanJob, OrphanResult
+from paimond.maintenance.compact import CompactionSummary
+from paimond.maintenance.expire import ExpireResult
+from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS, JobContext, JobReport
+from paimond.maintenance.manifests import ManifestMergeResult
+from paimond.maintenance.orphans import OrphanResult
 from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import open_table
 from paimond.table.storage import open_storage
@@ -51,19 +51,35 @@ __all__ = ["MaintenanceFailedError", "MaintenanceSummary", "maintain"]
 @dataclass
 class MaintenanceSummary:
     table_name: str
-    compaction: CompactionSummary | None = None
-    expiration: ExpireResult | None = None
-    manifests: ManifestMergeResult | None = None
-    orphans: OrphanResult | None = None
+    reports: dict[str, JobReport] = field(default_factory=dict)  # by job, in the order run
     durations_s: dict[str, float] = field(default_factory=dict)
+
+    def _result(self, job: str) -> Any:
+        report = self.reports.get(job)
+        return None if report is None else report.result
+
+    @property
+    def compaction(self) -> CompactionSummary | None:
+        return self._result("compact")  # type: ignore[no-any-return]
+
+    @property
+    def expiration(self) -> ExpireResult | None:
+        return self._result("expire")  # type: ignore[no-any-return]
+
+    @property
+    def manifests(self) -> ManifestMergeResult | None:
+        return self._result("merge_manifests")  # type: ignore[no-any-return]
+
+    @property
+    def orphans(self) -> OrphanResult | None:
+        return self._result("remove_orphans")  # type: ignore[no-any-return]
 
     @property
     def failed(self) -> bool:
-        return self.compaction is not None and bool(self.compaction.failures)
+        return any(report.failed for report in self.reports.values())
 
     def describe(self) -> str:
-        parts = [self.compaction, self.expiration, self.manifests, self.orphans]
-        return "\n".join(p.describe() for p in parts if p is not None)
+        return "\n".join(report.result.describe() for report in self.reports.values())
 
 
 class MaintenanceFailedError(PaimondError):
@@ -84,24 +100,18 @@ def maintain(spark: SparkSession, warehouse: str, table: str, *,
 
     Raises MaintenanceFailedError after every job ran if a bucket failed, ConfigError for an
     unknown job, and what the jobs raise (CommitConflictError after repeated conflicts)."""
-    unknown = sorted(set(jobs) - set(JOB_NAMES))
+    unknown = sorted(set(jobs) - set(ROUTINE_JOBS))
     if unknown:
-        raise ConfigError("jobs", f"unknown job {unknown[0]!r}; known: {', '.join(JOB_NAMES)}")
+        raise ConfigError("jobs", f"unknown job {unknown[0]!r}; known: {', '.join(ROUTINE_JOBS)}")
     storage = open_storage(warehouse, storage_options)
     opened = open_table(storage, storage.root, table)
     summary = MaintenanceSummary(opened.name)
-    for job in (j for j in JOB_NAMES if j in jobs):
+    context = JobContext(SYSTEM_CLOCK, executor=SparkExecutor(spark))
+    for name in (j for j in ROUTINE_JOBS if j in jobs):
         started = time.monotonic()
-        if job == "compact":
-            summary.compaction = CompactJob(opened, clock=SYSTEM_CLOCK, full=full,
-                                            executor=SparkExecutor(spark)).run()
-        elif job == "expire":
-            summary.expiration = ExpireJob(opened, clock=SYSTEM_CLOCK).run()
-        elif job == "merge_manifests":
-            summary.manifests = ManifestMergeJob(opened, clock=SYSTEM_CLOCK).run()
-        else:
-            summary.orphans = OrphanJob(opened, clock=SYSTEM_CLOCK).run()
-        summary.durations_s[job] = time.monotonic() - started
+        job = JOBS[name]
+        summary.reports[name] = job.run(opened, job.settings(full=full), context)
+        summary.durations_s[name] = time.monotonic() - started
     if summary.failed:
         raise MaintenanceFailedError(summary)
     return summary
