@@ -123,6 +123,18 @@ class WorkerError(PaimondError):
         super().__init__(f"{task}: {error_type}: {reason}")
 
 
+class BucketsFailedError(PaimondError):
+    """Some buckets of a job failed (named in ``detail``); the others were committed."""
+
+    kind: ClassVar[ErrorKind] = "data"
+
+    def __init__(self, table: str, job: str, detail: str) -> None:
+        self.table = table
+        self.job = job
+        self.detail = detail
+        super().__init__(f"{table}: {job} failed in part:\n{detail}")
+
+
 def kind_of(error: BaseException) -> ErrorKind:
     """The remedy for any exception: a paimond error's ``kind``, anything else a bug."""
     return error.kind if isinstance(error, PaimondError) else "internal"

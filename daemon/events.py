@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from paimond.daemon.jobs import JobReport
 from paimond.daemon.logging import get_logger
+from paimond.daemon.outcomes import JobOutcome
 from paimond.errors import ErrorKind
 
 log = get_logger(__name__)
@@ -28,7 +28,7 @@ class JobFinished:
     job: str
     job_id: str
     duration_s: float
-    report: JobReport
+    report: JobOutcome
 
 
 @dataclass(frozen=True, slots=True)

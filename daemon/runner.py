@@ -5,6 +5,7 @@ backoff is the service's business."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -15,11 +16,13 @@ import structlog
 from paimond.clock import Clock
 from paimond.config.settings import Settings
 from paimond.daemon.events import CommitConflicted, Events, JobFailed, JobFinished, JobStarted
-from paimond.daemon.jobs import JOBS, JobCancelledError, JobContext, JobReport
 from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
+from paimond.daemon.outcomes import JobCancelledError, JobOutcome, run_job
 from paimond.errors import ErrorKind, kind_of
 from paimond.maintenance.compact import LookupCacheSettings
+from paimond.maintenance.jobs import JOBS, JobContext
+from paimond.spark.executor import daemon_executor
 from paimond.table.catalog import Table
 
 log = get_logger(__name__)
@@ -28,7 +31,7 @@ log = get_logger(__name__)
 @dataclass(frozen=True, slots=True)
 class TableRun:
     table: str
-    reports: dict[str, JobReport]
+    reports: dict[str, JobOutcome]
     error: str | None = None  # "TypeName: message" of the failure that ended the run
     error_kind: ErrorKind | None = None
     finished_at: Mapping[str, float] = field(default_factory=dict)  # job -> wall seconds
@@ -36,7 +39,7 @@ class TableRun:
 
 
 def skipped(table: str, jobs: Sequence[str], why: str) -> TableRun:
-    return TableRun(table, {job: JobReport("skipped", why) for job in jobs})
+    return TableRun(table, {job: JobOutcome("skipped", why) for job in jobs})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +69,7 @@ class Runner:
         """Never raises: a failure ends the run and is carried in ``TableRun.error``."""
         name = work.table.name
         leases = self.leases[work.warehouse]
-        reports: dict[str, JobReport] = {}
+        reports: dict[str, JobOutcome] = {}
         finished_at: dict[str, float] = {}
         compacted: int | None = None
         in_job = False
@@ -94,21 +97,27 @@ class Runner:
             return TableRun(name, reports, message, kind_of(error), finished_at, compacted)
         return TableRun(name, reports, finished_at=finished_at, compacted_snapshot_id=compacted)
 
-    def _run_job(self, work: TableWork, job: str) -> JobReport:
+    def _abandon_if_cancelled(self, *_: object) -> None:
+        """A job's progress callback: abandon the job before it commits once cancelled."""
+        if self._cancelled():
+            raise JobCancelledError()
+
+    def _run_job(self, work: TableWork, job: str) -> JobOutcome:
         name = work.table.name
-        ctx = JobContext(table=work.table, settings=self.settings.job(job),
-                         clock=self.clock, should_stop=self._cancelled,
-                         executor=self.settings.executor, lookup_cache=self._lookup_cache,
-                         picker_states=work.picker_states)
+        spec = JOBS[job]
+        # the daemon's typed section (enabled, interval_s and the job's own keys); bucket
+        # tasks run in threads here (a process pool per job would cost more than it saves)
+        settings = spec.settings(**dataclasses.asdict(self.settings.job(job)), use_processes=False)
+        context = JobContext(self.clock, executor=daemon_executor(self.settings.executor),
+                             progress=self._abandon_if_cancelled,
+                             lookup_cache=self._lookup_cache, picker_states=work.picker_states)
         job_id = uuid.uuid4().hex[:12]
         started = self.clock.monotonic_s()
         with structlog.contextvars.bound_contextvars(table=name, job=job, job_id=job_id,
                                                      base_snapshot_id=work.base_snapshot_id):
             self.events.emit(JobStarted(name, job, job_id))
             try:
-                report = JOBS[job](ctx)
-            except JobCancelledError:
-                report = JobReport("skipped", "abandoned: the daemon is stopping")
+                report = run_job(spec, work.table, settings, context)
             except Exception as error:
                 self.events.emit(JobFailed(name, job, job_id, self.clock.monotonic_s() - started,
                                            kind_of(error), f"{type(error).__name__}: {error}"))
@@ -121,7 +130,7 @@ class Runner:
         return report
 
 
-def _retries(report: JobReport) -> int:
+def _retries(report: JobOutcome) -> int:
     """Re-plans a job made: every conflict it saw, except the last one of a job that gave up
     on it (outcome ``conflict``), was followed by a new attempt."""
     return report.conflicts if report.outcome != "conflict" else report.conflicts - 1

@@ -3,6 +3,7 @@ failing tables back off into quarantine, triggers need the token."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import threading
@@ -18,11 +19,11 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 
 from paimond.config.settings import CompactJobSettings, load_settings
-from paimond.daemon import jobs as daemon_jobs
 from paimond.daemon.http import HttpServer
 from paimond.daemon.lease import Leases
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
+from paimond.maintenance import jobs as registry_module
 from paimond.table.storage import open_storage
 
 
@@ -101,10 +102,10 @@ def test_two_replicas_never_work_on_one_table_at_once(warehouse: tuple[str, list
     active: dict[str, int] = {}
     overlaps, runs = [], []
     lock = threading.Lock()
-    original = daemon_jobs.JOBS["compact"]
+    original = registry_module.JOBS["compact"]
 
-    def counting(ctx: Any) -> Any:
-        name = ctx.table.name
+    def counting(table: Any, settings: Any, context: Any) -> Any:
+        name = table.name
         with lock:
             active[name] = active.get(name, 0) + 1
             if active[name] > 1:
@@ -112,12 +113,13 @@ def test_two_replicas_never_work_on_one_table_at_once(warehouse: tuple[str, list
             runs.append(name)
         try:
             time.sleep(0.2)
-            return original(ctx)
+            return original.run(table, settings, context)
         finally:
             with lock:
                 active[name] -= 1
 
-    monkeypatch.setitem(daemon_jobs.JOBS, "compact", counting)
+    monkeypatch.setitem(registry_module.JOBS, "compact",  # type: ignore[arg-type]
+                        dataclasses.replace(original, run=counting))
     first, _ = _service(path)
     second, _ = _service(path)
     futures = first.tick() + second.tick()
@@ -215,13 +217,13 @@ def test_environment_full_reaches_the_daemons_compaction(
     # PAIMOND_JOBS_COMPACT_FULL=false once became bool("false"): full compactions.
     path, specs = warehouse
     built: list[dict[str, Any]] = []
-    real = daemon_jobs.CompactJob
+    real = registry_module.CompactJob
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         built.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(daemon_jobs, "CompactJob", recording)
+    monkeypatch.setattr(registry_module, "CompactJob", recording)
     service, _ = _service(path, PAIMOND_JOBS_COMPACT_FULL=text,
                           PAIMOND_JOBS_COMPACT_PARALLELISM="2")
     assert service.settings.job("compact") == CompactJobSettings(full=full, parallelism=2)

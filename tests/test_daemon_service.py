@@ -17,15 +17,27 @@ from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 from structlog.testing import capture_logs
 
 from paimond.config.settings import load_settings
-from paimond.daemon import jobs as daemon_jobs
 from paimond.daemon import service as daemon_service
-from paimond.daemon.jobs import JobReport
 from paimond.daemon.metrics import Metrics
+from paimond.daemon.outcomes import JobCancelledError
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
-from paimond.errors import CorruptFileError
+from paimond.errors import CommitConflictError, CorruptFileError
+from paimond.maintenance import jobs as registry_module
+from paimond.maintenance.jobs import CompactSettings, Job, JobReport
 
 WAIT_S = 60
+
+
+class _Done:
+    def describe(self) -> str:
+        return "done"
+
+
+def _stand_in(monkeypatch: pytest.MonkeyPatch, run: Any) -> None:
+    """The registry's compaction replaced by ``run(table, settings, context)``."""
+    monkeypatch.setitem(registry_module.JOBS, "compact",  # type: ignore[arg-type]
+                        Job("compact", CompactSettings, run))
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +66,7 @@ def test_discovery_races_runs_and_triggers(warehouse: tuple[str, list[str]],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     path, names = warehouse
     steady, flaky = names
-    monkeypatch.setitem(daemon_jobs.JOBS, "compact", lambda ctx: JobReport("success"))
+    _stand_in(monkeypatch, lambda table, settings, context: JobReport(_Done()))
     real_find = daemon_service.find_tables
     flips = itertools.count()
 
@@ -113,13 +125,18 @@ def _blocking_compaction(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Eve
                                                                     threading.Event, list[bool]]:
     started, release, cancelled = threading.Event(), threading.Event(), []
 
-    def blocking(ctx: Any) -> JobReport:
+    def blocking(table: Any, settings: Any, context: Any) -> JobReport:
         started.set()
         release.wait(WAIT_S)
-        cancelled.append(ctx.should_stop())
-        return JobReport("success")
+        try:  # a job learns at its progress calls that it must abandon its work; this
+            context.progress(1, 1, None)  # stand-in notes it and returns all the same
+        except JobCancelledError:
+            cancelled.append(True)
+        else:
+            cancelled.append(False)
+        return JobReport(_Done())
 
-    monkeypatch.setitem(daemon_jobs.JOBS, "compact", blocking)
+    _stand_in(monkeypatch, blocking)
     return started, release, cancelled
 
 
@@ -191,10 +208,10 @@ def test_a_failed_job_logs_once_and_counts_by_error_kind(
         kind: str) -> None:
     path, names = warehouse
 
-    def failing(ctx: Any) -> JobReport:
+    def failing(table: Any, settings: Any, context: Any) -> JobReport:
         raise error
 
-    monkeypatch.setitem(daemon_jobs.JOBS, "compact", failing)
+    _stand_in(monkeypatch, failing)
     daemon, registry = _daemon(path)
     with capture_logs() as logs:
         runs = [f.result(WAIT_S) for f in daemon.tick()]
@@ -216,9 +233,12 @@ def test_a_failed_job_logs_once_and_counts_by_error_kind(
 def test_conflicts_and_re_plans_are_counted_apart(warehouse: tuple[str, list[str]],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     path, (first, second) = warehouse
-    reports = {first: JobReport("success", conflicts=2),  # 3 attempts: 2 conflicts, 2 re-plans
-               second: JobReport("conflict", conflicts=1)}  # gave up: no re-plan
-    monkeypatch.setitem(daemon_jobs.JOBS, "compact", lambda ctx: reports[ctx.table.name])
+    def compaction(table: Any, settings: Any, context: Any) -> JobReport:
+        if table.name == second:  # gave up after a conflict: no re-plan
+            raise CommitConflictError(f"{table.name}: inputs gone")
+        return JobReport(_Done(), replans=2)  # 3 attempts: 2 conflicts, 2 re-plans
+
+    _stand_in(monkeypatch, compaction)
     daemon, registry = _daemon(path)
     with capture_logs() as logs:
         assert len([f.result(WAIT_S) for f in daemon.tick()]) == 2
@@ -242,12 +262,12 @@ def test_jobs_get_the_injected_clock_and_the_tables_picker_states(
 
     seen: list[tuple[Any, Any]] = []
 
-    def recording(ctx: Any) -> JobReport:
-        ctx.picker_states[ctx.table.name] = len(seen)
-        seen.append((ctx.clock, id(ctx.picker_states)))
-        return JobReport("success")
+    def recording(table: Any, settings: Any, context: Any) -> JobReport:
+        context.picker_states[table.name] = len(seen)
+        seen.append((context.clock, id(context.picker_states)))
+        return JobReport(_Done())
 
-    monkeypatch.setitem(daemon_jobs.JOBS, "compact", recording)
+    _stand_in(monkeypatch, recording)
     path, names = warehouse
     settings = load_settings(None, env={"PAIMOND_WAREHOUSE": path,
                                         "PAIMOND_JOBS_EXPIRE_ENABLED": "false",

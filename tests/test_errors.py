@@ -65,7 +65,8 @@ def test_every_error_names_its_remedy() -> None:
             if cls.__module__ == "paimond.errors"} == {
         "PaimondError": "internal", "CodecError": "data", "CorruptFileError": "data",
         "MissingFileError": "data", "UnsupportedError": "config", "CommitConflictError": "retry",
-        "StorageUnavailableError": "backoff", "ConfigError": "config", "WorkerError": "internal"}
+        "StorageUnavailableError": "backoff", "ConfigError": "config", "WorkerError": "internal",
+        "BucketsFailedError": "data"}
     assert {cls.kind for cls in _every_error_class()} <= set(errors.ErrorKind.__args__)
     assert errors.kind_of(errors.ConfigError("k", "r")) == "config"
     assert errors.kind_of(ValueError("not ours")) == "internal"

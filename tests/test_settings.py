@@ -243,3 +243,10 @@ def test_bad_durations_are_refused_as_table_options_are(text: str) -> None:
         duration_ms(text, "k")
     with pytest.raises(ValueError):
         parse_duration_millis(text)
+
+
+def test_the_daemons_job_sections_are_the_registrys_routine_jobs() -> None:
+    from paimond.config.settings import JOB_NAMES
+    from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS
+
+    assert tuple(JOB_NAMES) == ROUTINE_JOBS and set(ROUTINE_JOBS) <= set(JOBS)

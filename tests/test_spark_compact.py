@@ -4,6 +4,7 @@ commits nothing while the others commit, and paimond reaches the executors as a 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import shutil
@@ -29,9 +30,10 @@ from pypaimon_tables import (
 from paimond.cli.main import main
 from paimond.clock import Clock
 from paimond.config.settings import CompactJobSettings
-from paimond.daemon.jobs import JobContext, run_compact
+from paimond.daemon.outcomes import run_job
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact import BucketFailure, CompactionSummary, CompactJob, TaskRunner
+from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.spark import executor as executors
 from paimond.spark.executor import SparkExecutor, package_zip
 from paimond.table.catalog import Table, open_table
@@ -290,11 +292,11 @@ def test_the_daemon_runs_compaction_on_spark_when_configured(
     content = read_rows(warehouse, name, include_level0=True)
     tracker = spark.sparkContext.statusTracker()
     jobs_before = len(tracker.getJobIdsForGroup())
-    ctx = JobContext(_table(warehouse, name),
-                     CompactJobSettings(full=True), CLOCK, lambda: False,
-                     executor="spark")
-
-    report = run_compact(ctx)
+    compact = JOBS["compact"]  # as the daemon's runner composes it, executor = "spark"
+    report = run_job(compact, _table(warehouse, name),
+                     compact.settings(**dataclasses.asdict(CompactJobSettings(full=True)),
+                                      use_processes=False),
+                     JobContext(CLOCK, executor=executors.daemon_executor("spark")))
 
     assert report.outcome == "success" and report.read_rows > 0, report.detail
     assert len(tracker.getJobIdsForGroup()) > jobs_before
