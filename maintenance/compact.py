@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from paimond.clock import Clock
-from paimond.errors import CommitConflictError, PaimondError, WorkerError
+from paimond.errors import PaimondError, WorkerError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.lookup_cache import LookupCache
@@ -25,6 +25,7 @@ from paimond.lsm.picker import PickerState
 from paimond.lsm.rewrite import BATCH_ROWS, execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact_plan import CompactionPlan, plan_compaction
+from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.storage import Storage
@@ -177,29 +178,30 @@ class CompactJob:
         started = time.monotonic()
         summary = CompactionSummary(self.table.name, lookup_cache_used=self.lookup_cache is not None)
         committer = Committer(self.table, clock=self.clock)
-        for attempt in range(1, self.max_attempts + 1):
-            summary.attempts = attempt
+
+        def attempt(number: int) -> Attempt:
+            summary.attempts = number
             summary.plan = self.plan()
             summary.results, summary.failures = self._execute(summary.plan.tasks)
             if not summary.results:
-                self._keep_picker_states(summary)
-                break
+                return Attempt()
+            results = summary.results
             changes = CommitChanges(
-                deleted=[e for r in summary.results for e in r.deleted],
-                added=[e for r in summary.results for e in r.added],
-                index_added=[e for r in summary.results for e in r.index_added],
+                deleted=[e for r in results for e in r.deleted],
+                added=[e for r in results for e in r.added],
+                index_added=[e for r in results for e in r.index_added],
                 index_base={(r.task.partition, r.task.bucket, INDEX_TYPE_DELETION_VECTORS):
                             r.task.dv_index.index_file.file_name if r.task.dv_index else None
-                            for r in summary.results if r.index_added})
-            try:
-                summary.snapshot = committer.commit(changes)
-                self._keep_picker_states(summary)
-                break
-            except CommitConflictError:
-                _delete_written(self.table.storage, summary.results)
+                            for r in results if r.index_added})
+
+            def discard() -> None:
+                _delete_written(self.table.storage, results)
                 summary.results = []
-                if attempt == self.max_attempts:
-                    raise
+
+            return Attempt(lambda: committer.commit(changes), discard)
+
+        summary.snapshot, _ = commit_with_replan(attempt, self.max_attempts)
+        self._keep_picker_states(summary)
         summary.duration_s = time.monotonic() - started
         return summary
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimond.clock import Clock
-from paimond.errors import CommitConflictError, CorruptFileError, MissingFileError, UnsupportedError
+from paimond.errors import CorruptFileError, MissingFileError, UnsupportedError
 from paimond.format.deletion_vector import DeletionVector
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_DELETE
@@ -35,6 +35,7 @@ from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, vector_of
 from paimond.lsm.merge import VALUE_KIND_COLUMN
+from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import read_data_file
@@ -113,16 +114,18 @@ class RebuildDvJob:
 
     def run(self) -> RebuildSummary:
         started = time.monotonic()
-        for attempt in range(1, self.max_attempts + 1):
+        planned: list[RebuildSummary] = []
+
+        def attempt(number: int) -> Attempt:
             summary = self._plan()
+            planned.append(summary)
             if self.dry_run or not summary.changed:
-                break
-            try:
-                summary.snapshot = self._commit(summary)
-                break
-            except CommitConflictError:
-                if attempt == self.max_attempts:
-                    raise
+                return Attempt()
+            return Attempt(lambda: self._commit(summary))
+
+        snapshot, _ = commit_with_replan(attempt, self.max_attempts)
+        summary = planned[-1]
+        summary.snapshot = snapshot
         summary.duration_s = time.monotonic() - started
         return summary
 

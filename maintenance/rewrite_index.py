@@ -33,11 +33,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from paimond.clock import Clock
-from paimond.errors import CommitConflictError, ConfigError
+from paimond.errors import ConfigError
 from paimond.format.manifest import FILE_KIND_DELETE, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.maintenance.references import read_manifests
+from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.file_index_rebuild import FileIndexChange, FileIndexRebuild, FileKey
@@ -163,22 +164,22 @@ class IndexRewriteJob:
         summary = IndexRewriteSummary(self.table.name, self.dry_run,
                                       schema=self.table.latest_schema())
         committer = Committer(self.table, clock=self.clock)
-        for attempt in range(1, self.max_attempts + 1):
-            summary.attempts = attempt
+
+        def attempt(number: int) -> Attempt:
+            summary.attempts = number
             summary.plan = self.plan()
-            summary.changes = self._execute(summary.plan)
-            if not summary.changes or self.dry_run:
-                break
-            try:
-                summary.snapshot = committer.commit(CommitChanges(
-                    deleted=[c.before for c in summary.changes],
-                    added=[c.after for c in summary.changes]))
-                break
-            except CommitConflictError:
-                self._delete_written(summary.changes)
+            summary.changes = changes = self._execute(summary.plan)
+            if not changes or self.dry_run:
+                return Attempt()
+
+            def discard() -> None:
+                self._delete_written(changes)
                 summary.changes = []
-                if attempt == self.max_attempts:
-                    raise
+
+            return Attempt(lambda: committer.commit(CommitChanges(
+                deleted=[c.before for c in changes], added=[c.after for c in changes])), discard)
+
+        summary.snapshot, _ = commit_with_replan(attempt, self.max_attempts)
         summary.duration_s = time.monotonic() - started
         return summary
 
