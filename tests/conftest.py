@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from java_reader import java_reader  # noqa: F401
-from s3_endpoint import s3_endpoint, s3_storage  # noqa: F401
-from spark_session import spark  # noqa: F401
+
+# Test helpers (support/) and the test modules whose cases other folders reuse (format/ for
+# the row codecs, maintenance/ for the deletion-vector scenarios) import by bare name.
+TESTS = Path(__file__).resolve().parent
+SHARED_FOLDERS = (TESTS / "support", TESTS / "format", TESTS / "maintenance")
+sys.path[:0] = [str(folder) for folder in SHARED_FOLDERS]
+
+from java_reader import java_reader  # noqa: E402, F401
+from s3_endpoint import s3_endpoint, s3_storage  # noqa: E402, F401
+from spark_session import spark  # noqa: E402, F401
 
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=60, deadline=None)
@@ -56,7 +64,8 @@ def _needs_oracle(path: Path, seen: set[Path]) -> bool:
                 return True
         for module in modules:
             top = module.split(".")[0]
-            if top in ORACLE_MODULES or _needs_oracle(path.parent / f"{top}.py", seen):
+            if top in ORACLE_MODULES or any(_needs_oracle(folder / f"{top}.py", seen)
+                                            for folder in (path.parent, *SHARED_FOLDERS)):
                 return True
     return False
 
