@@ -7,7 +7,7 @@
 #     -v ./paimond.toml:/etc/paimond/paimond.toml:ro paimond:0.1.0      (the daemon)
 #   docker run --rm paimond:0.1.0 --help                               (any other command)
 #
-# deploy/README.md explains the choices; tests/test_deploy.py checks them.
+# deploy/README.md explains the choices; tests/project/test_deploy.py checks them.
 
 FROM python:3.11-slim AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 UV_NO_CACHE=1

@@ -4,7 +4,7 @@ checked into its Python type; every failure is a ConfigError naming the key.
 Durations use Paimon's grammar (Java ``TimeUtils.parseDuration``, apache/paimon release-1.0):
 ``30 min``, ``1h``, ``500ms``, ``2 d``; a bare number is milliseconds. ``table/options.py``
 parses table options with the same grammar; config may import nothing of ours but errors, so
-the unit table is repeated here and tests/test_settings.py checks that the two agree.
+the unit table is repeated here and tests/config/test_settings.py checks that the two agree.
 """
 
 from __future__ import annotations

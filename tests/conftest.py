@@ -27,7 +27,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 @pytest.fixture(scope="session")
 def oracle_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list]:
-    """Every pypaimon-written test table (tests/pypaimon_tables.py), written once per session.
+    """Every pypaimon-written test table (tests/support/pypaimon_tables.py), written once per session.
 
     Read-only: tests that change a table copy it first.
     """
