@@ -172,7 +172,7 @@ def main() -> None:
     _instrument_storage()
 
     import paimond.lsm.lookup_cache as lookup_cache
-    from paimond.maintenance.compact import LookupCacheSettings
+    from paimond.maintenance.execution import LookupCacheSettings
 
     root = Path(tempfile.mkdtemp(prefix="paimond-lookup-bench-"))
     try:

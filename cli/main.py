@@ -26,7 +26,7 @@ from paimond.cli.report import render_json, render_text
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, PaimondError
 from paimond.lsm.task import CompactTask
-from paimond.maintenance.compact import LookupCacheSettings
+from paimond.maintenance.execution import LookupCacheSettings
 from paimond.maintenance.jobs import JOBS, JobContext, JobReport
 from paimond.maintenance.status import TableStatus, table_status
 from paimond.spark.executor import EXECUTORS, open_executor

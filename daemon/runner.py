@@ -20,7 +20,7 @@ from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
 from paimond.daemon.outcomes import JobCancelledError, JobOutcome, run_job
 from paimond.errors import ErrorKind, kind_of
-from paimond.maintenance.compact import LookupCacheSettings
+from paimond.maintenance.execution import LookupCacheSettings
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.spark.executor import daemon_executor
 from paimond.table.catalog import Table

@@ -10,33 +10,28 @@ from __future__ import annotations
 
 import os
 import time
-import traceback
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from paimond.clock import Clock
-from paimond.errors import PaimondError, WorkerError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.snapshot import Snapshot
-from paimond.lsm.lookup_cache import LookupCache
 from paimond.lsm.picker import PickerState
-from paimond.lsm.rewrite import BATCH_ROWS, execute_compaction
+from paimond.lsm.rewrite import BATCH_ROWS
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact_plan import CompactionPlan, plan_compaction
+from paimond.maintenance.execution import (
+    BucketFailure,
+    LookupCacheSettings,
+    Progress,
+    TaskExecutor,
+    TaskRunner,
+    run_in_local_pool,
+)
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.storage import Storage
-
-Progress = Callable[[int, int, CompactTask], None]
-
-
-@dataclass(frozen=True, slots=True)
-class BucketFailure:
-    task: CompactTask
-    error: str
 
 
 @dataclass
@@ -101,53 +96,6 @@ class CompactionSummary:
         lines += [f"  FAILED {f.task.partition_text or '-'} bucket {f.task.bucket}: {f.error}"
                   for f in self.failures]
         return "\n".join(lines)
-
-
-@dataclass(frozen=True, slots=True)
-class LookupCacheSettings:
-    """Where the key-lookup cache lives on the machine running a task (``lsm.lookup_cache``)."""
-
-    directory: str
-    max_bytes: int = 1 << 30
-
-
-def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
-              lookup_cache: LookupCacheSettings | None = None) -> CompactResult:
-    """Worker entry point: reopens the table's storage from the task (process pools share
-    nothing); ``clock`` (the driver's, as data) stamps the files' creation time."""
-    try:
-        storage = task.table.location.open()
-        cache = None
-        if lookup_cache is not None and task.lookup_files:
-            cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
-        return execute_compaction(task, storage, now_millis=clock.local_ms,
-                                  batch_rows=batch_rows, lookup_cache=cache)
-    except PaimondError:
-        raise
-    except Exception as error:  # a library's exception may not pickle back to the parent
-        where = f"{task.partition_text or '-'} bucket {task.bucket}"
-        raise WorkerError(where, type(error).__name__, str(error), traceback.format_exc()) from None
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRunner:
-    """One task on any worker, as plain picklable data (a Spark executor unpickles it); the
-    task says where the table's storage is."""
-
-    batch_rows: int
-    clock: Clock
-    lookup_cache: LookupCacheSettings | None = None
-
-    def __call__(self, task: CompactTask) -> CompactResult:
-        return _run_task(task, self.batch_rows, self.clock, self.lookup_cache)
-
-
-class TaskExecutor(Protocol):
-    """Runs bucket tasks elsewhere (Spark: ``paimond.spark.executor``); ``CompactJob`` uses
-    its local pool when it has none. A task that fails for good is a ``BucketFailure``."""
-
-    def execute(self, tasks: Sequence[CompactTask], runner: TaskRunner, progress: Progress | None
-                ) -> tuple[list[CompactResult], list[BucketFailure]]: ...
 
 
 @dataclass
@@ -218,26 +166,11 @@ class CompactJob:
                  ) -> tuple[list[CompactResult], list[BucketFailure]]:
         if not tasks:
             return [], []
+        runner = TaskRunner(self.batch_rows, self.clock, self.lookup_cache)
         if self.executor is not None:
-            runner = TaskRunner(self.batch_rows, self.clock, self.lookup_cache)
             return self.executor.execute(tasks, runner, self.progress)
-        results: list[CompactResult] = []
-        failures: list[BucketFailure] = []
-        workers = max(1, min(self.parallelism, len(tasks)))
-        pool_type = ProcessPoolExecutor if self.use_processes and workers > 1 else ThreadPoolExecutor
-        with pool_type(max_workers=workers) as pool:
-            futures: list[tuple[CompactTask, Future[CompactResult]]] = [
-                (t, pool.submit(_run_task, t, self.batch_rows, self.clock, self.lookup_cache))
-                for t in tasks]
-            for done, (task, future) in enumerate(futures, start=1):
-                try:
-                    results.append(future.result())
-                except Exception as error:  # the bucket fails, named; the others still land
-                    failures.append(BucketFailure(task, f"{type(error).__name__}: {error}"))
-                if self.progress is not None:
-                    self.progress(done, len(tasks), task)
-        return results, failures
-
+        return run_in_local_pool(tasks, runner, self.parallelism, self.use_processes,
+                                 self.progress)
 
 def _delete_written(storage: Storage, results: Sequence[CompactResult]) -> None:
     """New files of an attempt that will never be committed, with their index files."""

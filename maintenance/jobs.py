@@ -15,7 +15,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from paimond.clock import Clock
 from paimond.lsm.picker import PickerState
-from paimond.maintenance.compact import CompactJob, LookupCacheSettings, TaskExecutor
+from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob

@@ -36,7 +36,7 @@ from structlog import get_logger
 import paimond
 from paimond.errors import ConfigError, CorruptFileError
 from paimond.lsm.task import CompactResult, CompactTask
-from paimond.maintenance.compact import BucketFailure, Progress, TaskExecutor, TaskRunner
+from paimond.maintenance.execution import BucketFailure, Progress, TaskExecutor, TaskRunner
 from paimond.table.storage import CREDENTIAL_OPTIONS
 
 if TYPE_CHECKING:

@@ -30,7 +30,8 @@ from paimond.clock import Clock
 from paimond.errors import CommitConflictError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
-from paimond.maintenance.compact import CompactionSummary, CompactJob, LookupCacheSettings
+from paimond.maintenance.compact import CompactionSummary, CompactJob
+from paimond.maintenance.execution import LookupCacheSettings
 from paimond.table.catalog import Table, open_table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import read_data_file

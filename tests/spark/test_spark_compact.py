@@ -32,7 +32,8 @@ from paimond.clock import Clock
 from paimond.config.settings import CompactJobSettings
 from paimond.daemon.outcomes import run_job
 from paimond.lsm.task import CompactResult, CompactTask
-from paimond.maintenance.compact import BucketFailure, CompactionSummary, CompactJob, TaskRunner
+from paimond.maintenance.compact import CompactionSummary, CompactJob
+from paimond.maintenance.execution import BucketFailure, TaskRunner
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.spark import executor as executors
 from paimond.spark.executor import SparkExecutor, package_zip

@@ -1,0 +1,93 @@
+"""Where compaction's bucket tasks run: the executor protocol (Spark implements it in
+``paimond.spark.executor``), the picklable task runner a worker calls, and the local pool
+(processes, or threads). A task that fails for good is a :class:`BucketFailure`; the other
+buckets still land."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+from paimond.clock import Clock
+from paimond.errors import PaimondError, WorkerError
+from paimond.lsm.lookup_cache import LookupCache
+from paimond.lsm.rewrite import execute_compaction
+from paimond.lsm.task import CompactResult, CompactTask
+
+Progress = Callable[[int, int, CompactTask], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BucketFailure:
+    task: CompactTask
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class LookupCacheSettings:
+    """Where the key-lookup cache lives on the machine running a task (``lsm.lookup_cache``)."""
+
+    directory: str
+    max_bytes: int = 1 << 30
+
+
+def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
+              lookup_cache: LookupCacheSettings | None = None) -> CompactResult:
+    """Worker entry point: reopens the table's storage from the task (process pools share
+    nothing); ``clock`` (the driver's, as data) stamps the files' creation time."""
+    try:
+        storage = task.table.location.open()
+        cache = None
+        if lookup_cache is not None and task.lookup_files:
+            cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
+        return execute_compaction(task, storage, now_millis=clock.local_ms,
+                                  batch_rows=batch_rows, lookup_cache=cache)
+    except PaimondError:
+        raise
+    except Exception as error:  # a library's exception may not pickle back to the parent
+        where = f"{task.partition_text or '-'} bucket {task.bucket}"
+        raise WorkerError(where, type(error).__name__, str(error), traceback.format_exc()) from None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRunner:
+    """One task on any worker, as plain picklable data (a Spark executor unpickles it); the
+    task says where the table's storage is."""
+
+    batch_rows: int
+    clock: Clock
+    lookup_cache: LookupCacheSettings | None = None
+
+    def __call__(self, task: CompactTask) -> CompactResult:
+        return _run_task(task, self.batch_rows, self.clock, self.lookup_cache)
+
+
+class TaskExecutor(Protocol):
+    """Runs bucket tasks elsewhere (Spark: ``paimond.spark.executor``); ``CompactJob`` uses
+    its local pool when it has none. A task that fails for good is a ``BucketFailure``."""
+
+    def execute(self, tasks: Sequence[CompactTask], runner: TaskRunner, progress: Progress | None
+                ) -> tuple[list[CompactResult], list[BucketFailure]]: ...
+
+
+def run_in_local_pool(tasks: Sequence[CompactTask], runner: TaskRunner, parallelism: int,
+                      use_processes: bool, progress: Progress | None
+                      ) -> tuple[list[CompactResult], list[BucketFailure]]:
+    results: list[CompactResult] = []
+    failures: list[BucketFailure] = []
+    workers = max(1, min(parallelism, len(tasks)))
+    pool_type = ProcessPoolExecutor if use_processes and workers > 1 else ThreadPoolExecutor
+    with pool_type(max_workers=workers) as pool:
+        futures: list[tuple[CompactTask, Future[CompactResult]]] = [
+            (t, pool.submit(runner, t)) for t in tasks]
+        for done, (task, future) in enumerate(futures, start=1):
+            try:
+                results.append(future.result())
+            except Exception as error:  # the bucket fails, named; the others still land
+                failures.append(BucketFailure(task, f"{type(error).__name__}: {error}"))
+            if progress is not None:
+                progress(done, len(tasks), task)
+    return results, failures
