@@ -12,7 +12,7 @@ NOT_SHIPPED = ["tests", "tests.*", "bench", "bench.*", "examples", "examples.*",
                "build", "build.*", "dist", "dist.*"]
 
 
-class BuildPackage(build_py):
+class BuildPackage(build_py):  # type: ignore[misc]  # setuptools ships no types
     def find_package_modules(self, package: str, package_dir: str) -> list[tuple[str, str, str]]:
         modules = super().find_package_modules(package, package_dir)
         return [m for m in modules if (m[0], m[1]) != ("paimond", "setup")]

@@ -72,7 +72,7 @@ class Events:
                 subscriber(event)
             except Exception:  # an observer's bug must not change what the job did
                 log.exception("event_subscriber_failed", subscriber=repr(subscriber),
-                              event=type(event).__name__)
+                              event_type=type(event).__name__)
 
 
 def log_event(event: JobEvent) -> None:

@@ -34,7 +34,7 @@ _ARROW_SCHEMA_KEY = b"ARROW:schema"
 
 
 def is_nanos(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_timestamp(arrow_type) and arrow_type.unit == "ns"
+    return bool(pa.types.is_timestamp(arrow_type) and arrow_type.unit == "ns")
 
 
 def storage_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -127,7 +127,7 @@ def declare_int96(footer: bytes, paths: frozenset[tuple[str, ...]], logical: pa.
     for row_group in _items(meta, 4):
         for chunk in _items(row_group, 1):
             column = _struct(chunk, 3)
-            names = tuple(name.decode() for name in _items(column, 3))
+            names = _texts(column, 3)
             if names in paths:
                 _set_type(column, _PARQUET_INT96)
     for entry in _items(meta, 5) if field(meta, 5) is not None else []:
@@ -222,6 +222,16 @@ def _items(fields: list[Field], field_id: int) -> list[list[Field]]:
     if found is None or not isinstance(found.value, Items):
         raise CodecError(f"parquet footer struct lacks list field {field_id}")
     return found.value.values  # type: ignore[return-value]  # Parquet's lists here hold structs
+
+
+def _texts(fields: list[Field], field_id: int) -> tuple[str, ...]:
+    """A list of strings (a column's ``path_in_schema``)."""
+    found = field(fields, field_id)
+    if found is None or not isinstance(found.value, Items):
+        raise CodecError(f"parquet footer struct lacks list field {field_id}")
+    if not all(isinstance(value, bytes) for value in found.value.values):
+        raise CodecError(f"parquet footer list field {field_id} holds other than strings")
+    return tuple(value.decode() for value in found.value.values)  # type: ignore[union-attr]
 
 
 def _struct(fields: list[Field], field_id: int) -> list[Field]:

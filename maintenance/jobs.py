@@ -135,10 +135,11 @@ def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> Job
         retained_ms = settings.older_than_ms
     elif settings.older_than_timestamp_ms is not None:
         retained_ms = context.clock.wall_ms() - settings.older_than_timestamp_ms
-    overrides = {"retain_min": settings.retain_min, "retain_max": settings.retain_max,
-                 "max_deletes": settings.max_deletes}
-    options = dataclasses.replace(options, time_retained_ms=retained_ms,
-                                  **{k: v for k, v in overrides.items() if v is not None})
+    options = dataclasses.replace(
+        options, time_retained_ms=retained_ms,
+        retain_min=options.retain_min if settings.retain_min is None else settings.retain_min,
+        retain_max=options.retain_max if settings.retain_max is None else settings.retain_max,
+        max_deletes=options.max_deletes if settings.max_deletes is None else settings.max_deletes)
     job = ExpireJob(table, clock=context.clock, settings=options, dry_run=settings.dry_run)
     return JobReport(job.run())
 

@@ -156,7 +156,7 @@ class _ParquetWriter:
 
 
 def _fixed_len_decimal(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_decimal(arrow_type) and arrow_type.precision > 18
+    return bool(pa.types.is_decimal(arrow_type) and arrow_type.precision > 18)
 
 
 def _distinct_mostly(arrow_type: pa.DataType, sample: pa.ChunkedArray) -> bool:
