@@ -230,3 +230,38 @@ def test_environment_full_reaches_the_daemons_compaction(
     runs = [f.result() for f in service.tick()]
     assert all(r.error is None and r.reports["compact"].outcome == "success" for r in runs)
     assert [(k["full"], k["parallelism"]) for k in built] == [(full, 2)] * len(specs)
+
+
+def test_a_compaction_with_a_failed_bucket_is_a_failed_job(
+        warehouse: tuple[str, list[Any]]) -> None:
+    """The buckets that succeeded stay committed; the job counts as failed (metric outcome,
+    error kind, backoff), not as a success that hides a corrupt file."""
+    from paimond.table.catalog import open_table
+    from paimond.table.scan import data_file_path, scan_snapshot
+    from paimond.table.storage import open_storage
+
+    path, specs = warehouse
+    victim = specs[0].name
+    table = open_table(open_storage(path), path, victim)
+    latest = table.snapshots.latest()
+    assert latest is not None
+    buckets = scan_snapshot(table, latest).buckets()
+    assert len(buckets) >= 2
+    victim_bucket = next(iter(buckets.values()))
+    damaged = data_file_path(table, table.latest_schema(), victim_bucket.files[0])
+    Path(damaged).write_bytes(b"PAR1 not a parquet file PAR1")
+    service, registry = _service(path, PAIMOND_DAEMON_BACKOFF_BASE_S="60")
+    runs = {r.table: r for r in (f.result() for f in service.tick())}
+    assert runs[victim].error is not None and "BucketsFailedError" in runs[victim].error
+    assert damaged in runs[victim].error and runs[victim].error_kind == "data"
+    assert _metric(registry, "paimond_jobs_finished_total", job="compact", table=victim,
+                   outcome="failure") == 1
+    assert _metric(registry, "paimond_job_failures_total", job="compact", table=victim,
+                   error_kind="data") == 1
+    state = service.tables[victim]
+    assert state.failures == 1 and state.next_attempt_at > 0, "backed off"
+    after = table.snapshots.latest()
+    assert after is not None and after.id == latest.id + 1, "the other buckets committed"
+    compacted = {(f.entry.partition, f.entry.bucket) for f in scan_snapshot(table, after).files
+                 if f.meta.level > 0}
+    assert compacted and (victim_bucket.partition, victim_bucket.bucket) not in compacted
