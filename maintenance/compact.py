@@ -29,9 +29,11 @@ from paimond.maintenance.execution import (
     run_in_local_pool,
 )
 from paimond.maintenance.replan import Attempt, commit_with_replan
+from paimond.maintenance.job_cleanup import RecordedJob, committed_names, recorded_job
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.storage import Storage
+from paimond.table.job_records import JobJournal
 
 
 @dataclass
@@ -124,13 +126,19 @@ class CompactJob:
 
     def run(self) -> CompactionSummary:
         started = time.monotonic()
+        """Runs as a recorded job: a run killed midway leaves files the next run deletes."""
+        with recorded_job(self.table, "compact", self.clock) as recorded:
+            return self._run(recorded)
+
+    def _run(self, recorded: RecordedJob) -> CompactionSummary:
         summary = CompactionSummary(self.table.name, lookup_cache_used=self.lookup_cache is not None)
         committer = Committer(self.table, clock=self.clock)
 
         def attempt(number: int) -> Attempt:
             summary.attempts = number
             summary.plan = self.plan()
-            summary.results, summary.failures = self._execute(summary.plan.tasks)
+            summary.results, summary.failures = self._execute(summary.plan.tasks,
+                                                              recorded.journal)
             if not summary.results:
                 return Attempt()
             results = summary.results
@@ -147,6 +155,7 @@ class CompactJob:
                 summary.results = []
 
             return Attempt(lambda: committer.commit(changes), discard)
+            recorded.keep(committed_names(changes))
 
         summary.snapshot, _ = commit_with_replan(attempt, self.max_attempts)
         self._keep_picker_states(summary)
@@ -162,11 +171,11 @@ class CompactJob:
         self.picker_states.update((key, state) for key, state in summary.plan.picker_states.items()
                                   if key not in failed)
 
-    def _execute(self, tasks: Sequence[CompactTask]
+    def _execute(self, tasks: Sequence[CompactTask], journal: JobJournal | None = None
                  ) -> tuple[list[CompactResult], list[BucketFailure]]:
         if not tasks:
             return [], []
-        runner = TaskRunner(self.batch_rows, self.clock, self.lookup_cache)
+        runner = TaskRunner(self.batch_rows, self.clock, self.lookup_cache, journal)
         if self.executor is not None:
             return self.executor.execute(tasks, runner, self.progress)
         return run_in_local_pool(tasks, runner, self.parallelism, self.use_processes,

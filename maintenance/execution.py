@@ -16,6 +16,7 @@ from paimond.errors import PaimondError, WorkerError
 from paimond.lsm.lookup_cache import LookupCache
 from paimond.lsm.rewrite import execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
+from paimond.table.job_records import JobJournal
 
 Progress = Callable[[int, int, CompactTask], None]
 
@@ -35,11 +36,15 @@ class LookupCacheSettings:
 
 
 def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
-              lookup_cache: LookupCacheSettings | None = None) -> CompactResult:
+              lookup_cache: LookupCacheSettings | None = None,
+              journal: JobJournal | None = None) -> CompactResult:
     """Worker entry point: reopens the table's storage from the task (process pools share
-    nothing); ``clock`` (the driver's, as data) stamps the files' creation time."""
+    nothing); ``clock`` (the driver's, as data) stamps the files' creation time; ``journal``
+    notes each file in the job's record before it is written."""
     try:
         storage = task.table.location.open()
+        if journal is not None:
+            storage = journal.recording(storage)
         cache = None
         if lookup_cache is not None and task.lookup_files:
             cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
@@ -60,9 +65,10 @@ class TaskRunner:
     batch_rows: int
     clock: Clock
     lookup_cache: LookupCacheSettings | None = None
+    journal: JobJournal | None = None
 
     def __call__(self, task: CompactTask) -> CompactResult:
-        return _run_task(task, self.batch_rows, self.clock, self.lookup_cache)
+        return _run_task(task, self.batch_rows, self.clock, self.lookup_cache, self.journal)
 
 
 class TaskExecutor(Protocol):

@@ -12,7 +12,9 @@ references are read, so a file committed meanwhile is either young or already re
 
 Unlike Java, a referenced file that cannot be read aborts the job before anything is deleted
 (a missing one is tolerated only when the snapshot naming it has vanished meanwhile), and a
-window under one hour is refused unless forced.
+window under one hour is refused unless forced. ``.paimond/`` (paimond's job records) is never a
+candidate: dead jobs' records are cleaned first (``job_cleanup``), and the files a running job
+has recorded are spared whatever the window.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from paimond.maintenance.references import (
 from paimond.table.catalog import Table
 from paimond.table.layout import (
     BRANCH_DIR,
+from paimond.table.job_records import recorded_names
     BRANCH_PREFIX,
     BUCKET_DIR_PREFIX,
     CHANGELOG_DIR,
@@ -167,7 +170,10 @@ class OrphanJob:
         old = [c for c in candidates
                if c.status.mtime_s is not None and c.status.mtime_s * 1000 < older_than]
         sources = tuple(referencing_snapshots(self.table))
-        used = used_files(self.table, sources).all if old else set()
+        # A running job's files are young, unless the window was forced short: spare them.
+        used = used_files(self.table, sources).all | recorded_names(self.table) if old else set()
+        if not self.dry_run:
+            clean_dead_jobs(self.table, now)
         orphans = [c for c in old if not c.by_name or c.status.name not in used]
         removed = FileTally()
         emptied: set[str] = set()

@@ -36,6 +36,7 @@ from paimond.format.snapshot import Snapshot
 from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, vector_of
 from paimond.lsm.merge import VALUE_KIND_COLUMN
 from paimond.maintenance.replan import Attempt, commit_with_replan
+from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import read_data_file
@@ -114,6 +115,15 @@ class RebuildDvJob:
 
     def run(self) -> RebuildSummary:
         started = time.monotonic()
+        """Runs as a recorded job (a dry run writes nothing): a run killed midway leaves
+        index files the next writing job deletes."""
+        if self.dry_run:
+            return self._run(self.table, set())
+        with recorded_job(self.table, "rebuild-dv", self.clock) as recorded:
+            return self._run(recorded.table, recorded.kept)
+
+    def _run(self, writing: Table, kept: set[str]) -> RebuildSummary:
+        """``writing``: the table as the job writes it; ``kept`` collects what it commits."""
         planned: list[RebuildSummary] = []
 
         def attempt(number: int) -> Attempt:
@@ -121,7 +131,7 @@ class RebuildDvJob:
             planned.append(summary)
             if self.dry_run or not summary.changed:
                 return Attempt()
-            return Attempt(lambda: self._commit(summary))
+            return Attempt(lambda: self._commit(summary, writing, kept))
 
         snapshot, _ = commit_with_replan(attempt, self.max_attempts)
         summary = planned[-1]
@@ -188,7 +198,7 @@ class RebuildDvJob:
                              bucket.bucket, base, result, before,
                              sum(len(v) for v in result.values()), dropped, changed)
 
-    def _commit(self, summary: RebuildSummary) -> Snapshot:
+    def _commit(self, summary: RebuildSummary, writing: Table, kept: set[str]) -> Snapshot:
         table = self.table
         added, deleted, written = [], [], []
         base: dict[tuple[bytes, int, str], str | None] = {}
@@ -202,13 +212,14 @@ class RebuildDvJob:
                                                       bucket.bucket, bucket.base.index_file))
                     continue
                 entry, path = write_deletion_vectors(
-                    table, bucket.vectors, bucket.partition, bucket.bucket,
+                    writing, bucket.vectors, bucket.partition, bucket.bucket,
                     bitmap64=table.options().deletion_vectors_bitmap64)
                 added.append(entry)
                 written.append(path)
-            return Committer(table, clock=self.clock).commit(CommitChanges(
-                index_added=added, index_deleted=deleted, index_base=base,
-                expected_snapshot_id=summary.base_snapshot_id))
+            changes = CommitChanges(index_added=added, index_deleted=deleted, index_base=base,
+                                    expected_snapshot_id=summary.base_snapshot_id)
+            kept.update(committed_names(changes))
+            return Committer(table, clock=self.clock).commit(changes)
         except BaseException:
             for path in written:
                 table.storage.delete(path)

@@ -38,6 +38,7 @@ from paimond.format.manifest import FILE_KIND_DELETE, DataFileMeta, ManifestEntr
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.maintenance.references import read_manifests
+from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
@@ -161,6 +162,15 @@ class IndexRewriteJob:
 
     def run(self) -> IndexRewriteSummary:
         started = time.monotonic()
+        """Runs as a recorded job (a dry run writes nothing): a run killed midway leaves
+        index files the next writing job deletes."""
+        if self.dry_run:
+            return self._run(self.table, set())
+        with recorded_job(self.table, "rewrite-index", self.clock) as recorded:
+            return self._run(recorded.table, recorded.kept)
+
+    def _run(self, writing: Table, kept: set[str]) -> IndexRewriteSummary:
+        """``writing``: the table as the job writes it; ``kept`` collects what it commits."""
         summary = IndexRewriteSummary(self.table.name, self.dry_run,
                                       schema=self.table.latest_schema())
         committer = Committer(self.table, clock=self.clock)
@@ -168,7 +178,7 @@ class IndexRewriteJob:
         def attempt(number: int) -> Attempt:
             summary.attempts = number
             summary.plan = self.plan()
-            summary.changes = changes = self._execute(summary.plan)
+            summary.changes = changes = self._execute(summary.plan, writing)
             if not changes or self.dry_run:
                 return Attempt()
 
@@ -176,20 +186,22 @@ class IndexRewriteJob:
                 self._delete_written(changes)
                 summary.changes = []
 
-            return Attempt(lambda: committer.commit(CommitChanges(
-                deleted=[c.before for c in changes], added=[c.after for c in changes])), discard)
+            commit = CommitChanges(deleted=[c.before for c in changes],
+                                   added=[c.after for c in changes])
+            kept.update(committed_names(commit))
+            return Attempt(lambda: committer.commit(commit), discard)
 
         summary.snapshot, _ = commit_with_replan(attempt, self.max_attempts)
         summary.duration_s = time.monotonic() - started
         return summary
 
-    def _execute(self, plan: IndexRewritePlan) -> list[FileIndexChange]:
+    def _execute(self, plan: IndexRewritePlan, writing: Table) -> list[FileIndexChange]:
         """Re-index the planned files in parallel; on a failure, delete what was written and
         re-raise."""
         files = plan.files
         if not files:
             return []
-        rebuild = FileIndexRebuild(self.table, plan.retired, dry_run=self.dry_run,
+        rebuild = FileIndexRebuild(writing, plan.retired, dry_run=self.dry_run,
                                    batch_rows=self.batch_rows)
         pool = ThreadPoolExecutor(max_workers=max(1, min(self.parallelism, len(files))))
         futures: list[Future[FileIndexChange | None]] = [pool.submit(rebuild, e) for e in files]
