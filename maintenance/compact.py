@@ -28,12 +28,12 @@ from paimond.maintenance.execution import (
     TaskRunner,
     run_in_local_pool,
 )
-from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.maintenance.job_cleanup import RecordedJob, committed_names, recorded_job
+from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
-from paimond.table.storage import Storage
 from paimond.table.job_records import JobJournal
+from paimond.table.storage import Storage
 
 
 @dataclass
@@ -125,12 +125,12 @@ class CompactJob:
                                picker_states=self.picker_states)
 
     def run(self) -> CompactionSummary:
-        started = time.monotonic()
         """Runs as a recorded job: a run killed midway leaves files the next run deletes."""
         with recorded_job(self.table, "compact", self.clock) as recorded:
             return self._run(recorded)
 
     def _run(self, recorded: RecordedJob) -> CompactionSummary:
+        started = time.monotonic()
         summary = CompactionSummary(self.table.name, lookup_cache_used=self.lookup_cache is not None)
         committer = Committer(self.table, clock=self.clock)
 
@@ -154,8 +154,8 @@ class CompactJob:
                 _delete_written(self.table.storage, results)
                 summary.results = []
 
-            return Attempt(lambda: committer.commit(changes), discard)
             recorded.keep(committed_names(changes))
+            return Attempt(lambda: committer.commit(changes), discard)
 
         summary.snapshot, _ = commit_with_replan(attempt, self.max_attempts)
         self._keep_picker_states(summary)

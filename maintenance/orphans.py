@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, CorruptFileError
+from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.references import (
     INDEX,
     OTHER,
@@ -37,9 +38,9 @@ from paimond.maintenance.references import (
     used_files,
 )
 from paimond.table.catalog import Table
+from paimond.table.job_records import recorded_names
 from paimond.table.layout import (
     BRANCH_DIR,
-from paimond.table.job_records import recorded_names
     BRANCH_PREFIX,
     BUCKET_DIR_PREFIX,
     CHANGELOG_DIR,
@@ -169,11 +170,11 @@ class OrphanJob:
         candidates = list_candidates(self.table)
         old = [c for c in candidates
                if c.status.mtime_s is not None and c.status.mtime_s * 1000 < older_than]
+        if not self.dry_run:
+            clean_dead_jobs(self.table, now)
         sources = tuple(referencing_snapshots(self.table))
         # A running job's files are young, unless the window was forced short: spare them.
         used = used_files(self.table, sources).all | recorded_names(self.table) if old else set()
-        if not self.dry_run:
-            clean_dead_jobs(self.table, now)
         orphans = [c for c in old if not c.by_name or c.status.name not in used]
         removed = FileTally()
         emptied: set[str] = set()

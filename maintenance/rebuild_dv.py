@@ -35,8 +35,8 @@ from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, vector_of
 from paimond.lsm.merge import VALUE_KIND_COLUMN
-from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
+from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.data_files import read_data_file
@@ -114,7 +114,6 @@ class RebuildDvJob:
     progress: Progress | None = None
 
     def run(self) -> RebuildSummary:
-        started = time.monotonic()
         """Runs as a recorded job (a dry run writes nothing): a run killed midway leaves
         index files the next writing job deletes."""
         if self.dry_run:
@@ -124,6 +123,7 @@ class RebuildDvJob:
 
     def _run(self, writing: Table, kept: set[str]) -> RebuildSummary:
         """``writing``: the table as the job writes it; ``kept`` collects what it commits."""
+        started = time.monotonic()
         planned: list[RebuildSummary] = []
 
         def attempt(number: int) -> Attempt:

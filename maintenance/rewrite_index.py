@@ -37,8 +37,8 @@ from paimond.errors import ConfigError
 from paimond.format.manifest import FILE_KIND_DELETE, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
-from paimond.maintenance.references import read_manifests
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
+from paimond.maintenance.references import read_manifests
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
@@ -161,7 +161,6 @@ class IndexRewriteJob:
         return plan_index_rewrite(self.table, self.partitions)
 
     def run(self) -> IndexRewriteSummary:
-        started = time.monotonic()
         """Runs as a recorded job (a dry run writes nothing): a run killed midway leaves
         index files the next writing job deletes."""
         if self.dry_run:
@@ -171,6 +170,7 @@ class IndexRewriteJob:
 
     def _run(self, writing: Table, kept: set[str]) -> IndexRewriteSummary:
         """``writing``: the table as the job writes it; ``kept`` collects what it commits."""
+        started = time.monotonic()
         summary = IndexRewriteSummary(self.table.name, self.dry_run,
                                       schema=self.table.latest_schema())
         committer = Committer(self.table, clock=self.clock)
