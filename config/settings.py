@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -79,6 +80,9 @@ class Settings:
     quarantine_after: int = 5
     lookup_cache_dir: str | None = None  # None: deletion-vector lookups read the data files
     lookup_cache_max_mb: int = 1024
+    # The daemon's stable identity (leases, job records): a restarted daemon takes its own
+    # lease back at once. ``daemon.replica_id``, else env ``POD_NAME``, else the hostname.
+    replica_id: str = field(default_factory=socket.gethostname)
 
     def wants(self, table_name: str) -> bool:
         """Whether ``db.table`` is maintained (include patterns, minus exclude patterns)."""
@@ -212,7 +216,7 @@ _SECTION_KEYS = {
     "lease": {"ttl_s"},
     "shutdown": {"grace_s"},
     "daemon": {"check_interval_s", "discovery_interval_s", "backoff_base_s", "backoff_max_s",
-               "quarantine_after"},
+               "quarantine_after", "replica_id"},
     "lookup_cache": {"directory", "max_size_mb"},
 }
 
@@ -284,4 +288,12 @@ def _settings(data: dict[str, Any], env: Mapping[str, str]) -> Settings:
         lookup_cache_dir=str(cache["directory"]) if cache.get("directory") else None,
         lookup_cache_max_mb=_number(cache.get("max_size_mb", 1024), "lookup_cache.max_size_mb",
                                     int, 1),
+        replica_id=_replica_id(daemon, env),
     )
+
+
+def _replica_id(daemon: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    value = str(daemon.get("replica_id") or env.get("POD_NAME") or socket.gethostname()).strip()
+    if not value or "/" in value:
+        raise ConfigError("daemon.replica_id", f"{value!r}: expected a non-empty name without '/'")
+    return value

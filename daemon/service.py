@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -71,7 +70,7 @@ class Daemon:
     def __init__(self, settings: Settings, metrics: Metrics, *, clock: Clock = SYSTEM_CLOCK,
                  owner: str | None = None) -> None:
         self.settings, self.metrics, self.clock = settings, metrics, clock
-        self.owner = owner or f"paimond-{uuid.uuid4()}"
+        self.owner = owner or settings.replica_id  # stable: a restart takes its leases back
         self.storages: list[Storage] = [open_storage(w.uri, w.storage_options)
                                         for w in settings.warehouses]
         self.leases = [Leases(s, s.root, self.owner, settings.lease_ttl_s, self._wall_s)

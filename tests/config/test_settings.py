@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,20 @@ def test_the_daemons_job_sections_are_the_registrys_routine_jobs() -> None:
     from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS
 
     assert tuple(JOB_NAMES) == ROUTINE_JOBS and set(ROUTINE_JOBS) <= set(JOBS)
+
+
+def test_replica_id(tmp_path: Path) -> None:
+    """The daemon's stable identity: the file's key, else the pod's name, else the hostname;
+    ``PAIMOND_DAEMON_REPLICA_ID`` overrides the file."""
+    warehouse = {"PAIMOND_WAREHOUSE": "/wh"}
+    assert load_settings(None, env=warehouse).replica_id == socket.gethostname()
+    assert load_settings(None, env=warehouse | {"POD_NAME": "paimond-0"}).replica_id == "paimond-0"
+    config = tmp_path / "r.toml"
+    config.write_text('[[warehouses]]\nuri = "/wh"\n[daemon]\nreplica_id = "east-1"\n')
+    assert load_settings(str(config), env={"POD_NAME": "paimond-0"}).replica_id == "east-1"
+    overridden = load_settings(str(config), env={"PAIMOND_DAEMON_REPLICA_ID": "west-2"})
+    assert overridden.replica_id == "west-2"
+    config.write_text('[[warehouses]]\nuri = "/wh"\n[daemon]\nreplica_id = "a/b"\n')
+    with pytest.raises(ConfigError) as error:
+        load_settings(str(config), env={})
+    assert error.value.key == "daemon.replica_id"
