@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from paimond.errors import PaimondError
+from paimond.faults import crash_point
 from paimond.table.storage import Storage
 
 LEASE_PREFIX = "lease-"
@@ -72,6 +73,7 @@ class Leases:
         created = self._storage.create_exclusive(
             self._storage.join(self._dir(table), f"{LEASE_PREFIX}{epoch}"), body)
         if created:
+            crash_point("lease.epoch_created")
             self._cleanup(table, epoch)
         return created
 
@@ -80,6 +82,7 @@ class Leases:
             suffix = status.name[len(LEASE_PREFIX):]
             if status.name.startswith(LEASE_PREFIX) and suffix.isdigit() and int(suffix) < newest - 1:
                 self._storage.delete(status.path)
+                crash_point("lease.old_epoch_deleted")
 
     def acquire(self, table: str) -> bool:
         """Take (or renew) the lease; False if another live owner holds it or won the race."""

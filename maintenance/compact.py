@@ -14,6 +14,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 from paimond.clock import Clock
+from paimond.faults import crash_point
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
@@ -187,6 +188,7 @@ def _delete_written(storage: Storage, results: Sequence[CompactResult]) -> None:
         extra_files = {e.file.file_name: e.file.extra_files for e in result.added}
         for path in result.written_paths:
             storage.delete(path)
+            crash_point("compact.conflict_file_deleted")
             directory, _, name = path.rpartition("/")
             for extra in extra_files.get(name, ()):
                 storage.delete(storage.join(directory, extra))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, CorruptFileError
+from paimond.faults import crash_point
 from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.references import (
     INDEX,
@@ -180,6 +181,7 @@ class OrphanJob:
         emptied: set[str] = set()
         for candidate in orphans:
             if self.dry_run or self.table.storage.delete(candidate.status.path):
+                crash_point("orphans.file_deleted")
                 removed.add(candidate.kind, candidate.status.size_bytes)
                 emptied.add(candidate.status.path.rsplit("/", 1)[0])
         if not self.dry_run:

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from paimond.clock import Clock
 from paimond.errors import CorruptFileError, MissingFileError, UnsupportedError
+from paimond.faults import crash_point
 from paimond.format.deletion_vector import DeletionVector
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_DELETE
@@ -223,6 +224,7 @@ class RebuildDvJob:
         except BaseException:
             for path in written:
                 table.storage.delete(path)
+                crash_point("rebuild_dv.conflict_file_deleted")
             raise
 
 

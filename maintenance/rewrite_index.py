@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError
+from paimond.faults import crash_point
 from paimond.format.manifest import FILE_KIND_DELETE, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
@@ -228,3 +229,4 @@ class IndexRewriteJob:
         for change in changes:
             if change.written_path is not None:
                 self.table.storage.delete(change.written_path)
+                crash_point("rewrite_index.conflict_file_deleted")

@@ -28,6 +28,7 @@ from typing import TypeVar, cast
 from paimond import __version__
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError, PaimondError
+from paimond.faults import crash_point
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.key_order import max_key_order, min_key_order
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
@@ -161,6 +162,7 @@ class Committer:
             if {m.file_name for m in after} == {m.file_name for m in before}:
                 writer.remove_written()
                 return ManifestsUnchanged()
+            crash_point("commit.manifests_compacted")
             if self.check_conflicts:
                 self._check_same_live_files(latest, after)
             snapshot = self._manifest_compaction_snapshot(writer, latest, after)
@@ -186,7 +188,9 @@ class Committer:
             else:
                 writer.remove_written()
                 return None
+        crash_point("commit.snapshot_created")
         self._write_latest_hint(snapshot.id)
+        crash_point("commit.latest_hint_written")
         return snapshot
 
     def _committed_by_us(self, snapshot_id: int) -> bool:
@@ -267,6 +271,7 @@ class Committer:
         """Java ``compactManifestOnce``: new base, empty delta, everything else inherited."""
         base_name, base_size = writer.write_manifest_list(base_metas)
         delta_name, delta_size = writer.write_manifest_list([])
+        crash_point("commit.compacted_manifest_list_written")
         return Snapshot(
             id=latest.id + 1, schema_id=latest.schema_id,
             base_manifest_list=base_name, base_manifest_list_size=base_size,
@@ -289,13 +294,16 @@ class Committer:
             if self.merge_manifests:
                 base_metas = self._merged(writer, latest, schema, base_metas, forced=False)
         delta_metas = [writer.write_manifest(delta_entries)] if delta_entries else []
+        crash_point("commit.manifests_written")
         base_name, base_size = writer.write_manifest_list(base_metas)
         delta_name, delta_size = writer.write_manifest_list(delta_metas)
+        crash_point("commit.manifest_list_written")
         index_manifest = latest.index_manifest if latest else None
         if changes.index_added or changes.index_deleted:
             previous = read_index_manifest(table, latest) if latest else []
             combined = combine_index_entries(previous, changes.index_deleted, changes.index_added)
             index_manifest = writer.write_index_manifest(combined) if combined else None
+            crash_point("commit.index_manifest_written")
         delta_rows = (sum(e.file.row_count for e in changes.added)
                       - sum(e.file.row_count for e in changes.deleted))
         previous_total = (latest.total_record_count or 0) if latest else 0

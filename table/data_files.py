@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimond.errors import CodecError, CorruptFileError, UnsupportedError
+from paimond.faults import crash_point
 from paimond.format.binary_row import EMPTY_MANIFEST_ROW, encode_manifest_row
 from paimond.format.manifest import EMPTY_STATS, DataFileMeta
 from paimond.format.schema import TableSchema
@@ -267,6 +268,7 @@ class DataFileWriter:
             if self._index is not None:
                 self._index.discard(index)
             raise
+        crash_point("data_files.file_written")
         stats = [c.result() for c in self._collectors]
         fields = self._row_type.fields
         if self._key_value:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 
 from paimond.errors import CodecError, CorruptFileError
+from paimond.faults import crash_point
 from paimond.format.deletion_vector import (
     DeletionVector,
     decode_deletion_vector_file,
@@ -65,6 +66,7 @@ def write_deletion_vectors(table: Table, vectors: Mapping[str, DeletionVector], 
     name = f"{INDEX_FILE_PREFIX}{uuid.uuid4()}-0"
     path = table.file_path(INDEX_DIR, name)
     table.storage.write_bytes(path, data)
+    crash_point("deletion_vectors.index_file_written")
     meta = IndexFileMeta(INDEX_TYPE_DELETION_VECTORS, name, len(data), len(ranges), ranges,
                          None, None)
     return IndexManifestEntry(FILE_KIND_ADD, partition, bucket, meta), path

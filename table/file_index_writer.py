@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from paimond.errors import UnsupportedError
+from paimond.faults import crash_point
 from paimond.format.file_index import FileIndexBuilder
 from paimond.format.types import DataField
 from paimond.table.layout import FILE_INDEX_SUFFIX
@@ -72,6 +73,7 @@ def write_index_file(storage: Storage, directory: str, data_file_name: str, cont
     for _ in range(_MAX_NAME_TRIES):
         name = next(names)
         if storage.create_exclusive(storage.join(directory, name), container):
+            crash_point("file_index.file_written")
             return name
     raise UnsupportedError(f"no free index file name after {_MAX_NAME_TRIES} tries",
                            storage.join(directory, data_file_name))

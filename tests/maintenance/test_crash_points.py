@@ -1,0 +1,370 @@
+"""Crash safety at every step (DESIGN.md, Invariants): every ``crash_point("...")`` in the
+package is killed at, and after each kill the table is as a reader needs it.
+
+Each job runs once in a subprocess with ``PAIMOND_CRASH_TRACE`` to list the crash points it
+passes and how often; then, for each (point, pass) pair (long loops sampled: always the first
+and the last pass), a fresh copy of the table runs the job with ``PAIMOND_CRASH_AT`` and must
+die with exit code 137. Afterwards pypaimon's latest read is the content before the job or the
+content a clean run leaves, every snapshot from EARLIEST to LATEST reads, no file that a
+snapshot references is missing, and a rerun of the job (no crash) completes and reads what a
+clean run reads. Expiration is proven the same way by its own test.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pypaimon.schema.schema_change import SchemaChange
+from pypaimon_oracle import read_rows
+from pypaimon_tables import build_pk_deduplicate, catalog_for
+from test_dv_compaction import SCENARIOS, _Live
+from test_rebuild_dv import _enable_vectors, _layered
+
+import paimond
+from paimond.cli.main import main
+from paimond.daemon.lease import Leases
+from paimond.faults import EXIT_CODE
+from paimond.maintenance.references import referencing_snapshots, used_files
+from paimond.table.catalog import open_table
+from paimond.table.storage import open_storage
+
+PACKAGE = Path(paimond.__file__).resolve().parent
+NOT_PACKAGE = {"tests", "bench", "examples", "deploy", "spark"} | {
+    p.name for p in PACKAGE.iterdir() if p.name.startswith(".")}
+BLOOM = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "2000"}
+
+# Which campaign crashes at each point; a point no campaign reaches needs a reason here.
+CRASHED_BY: dict[str, tuple[str, ...]] = {
+    "commit.manifests_written": ("compact", "compact_dv", "rewrite_index", "rebuild_dv"),
+    "commit.manifest_list_written": ("compact", "compact_dv", "rewrite_index", "rebuild_dv"),
+    "commit.index_manifest_written": ("compact_dv", "rebuild_dv"),
+    "commit.snapshot_created": ("compact", "compact_dv", "merge_manifests", "rewrite_index",
+                                "rebuild_dv"),
+    "commit.latest_hint_written": ("compact", "compact_dv", "merge_manifests", "rewrite_index",
+                                   "rebuild_dv"),
+    "commit.manifests_compacted": ("merge_manifests",),
+    "commit.compacted_manifest_list_written": ("merge_manifests",),
+    "data_files.file_written": ("compact", "compact_dv"),
+    "file_index.file_written": ("compact", "rewrite_index"),
+    "deletion_vectors.index_file_written": ("compact_dv", "rebuild_dv"),
+    "orphans.file_deleted": ("remove_orphans",),
+    "compact.conflict_file_deleted": ("conflict_compact",),
+    "rewrite_index.conflict_file_deleted": ("conflict_rewrite_index",),
+    "rebuild_dv.conflict_file_deleted": ("conflict_rebuild_dv",),
+    "lease.epoch_created": ("lease",),
+    "lease.old_epoch_deleted": ("lease",),
+}
+NOT_CRASHED: dict[str, str] = {}  # point -> why no campaign here kills at it
+OTHER_CAMPAIGNS = ("expire.", "snapshot_deletion.")  # expiration's own crash test
+
+
+def crash_points_in_source() -> dict[str, list[str]]:
+    """Every ``crash_point("<name>")`` call in the package: name -> where (file:line)."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] in NOT_PACKAGE or relative.name == "faults.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name != "crash_point":
+                continue
+            where = f"{relative}:{node.lineno}"
+            assert len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and \
+                isinstance(node.args[0].value, str), f"{where}: a crash point needs a literal name"
+            found.setdefault(node.args[0].value, []).append(where)
+    return found
+
+
+def test_every_crash_point_is_crashed_at_or_excused() -> None:
+    points = crash_points_in_source()
+    ours = {p for p in points if not p.startswith(OTHER_CAMPAIGNS)}
+    assert ours - set(CRASHED_BY) - set(NOT_CRASHED) == set(), \
+        "crash points no campaign kills at (add one, or a reason to NOT_CRASHED)"
+    assert set(CRASHED_BY) - ours == set(), "campaigns claim points that are gone"
+    assert set(NOT_CRASHED) - ours == set()
+
+
+# ---- the campaign ------------------------------------------------------------------------
+
+
+# The jobs' processes start as `python -m paimond.cli` would, but without pandas: the test
+# environment has it (pypaimon needs it), paimond does not, and pyarrow imports it at its first
+# array conversion when it is there (about a second of each process's start).
+WITHOUT_PANDAS = """
+import importlib.abc, sys
+class _NoPandas(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, _NoPandas())
+"""
+CLI = """
+import runpy
+runpy.run_module("paimond.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+@dataclass
+class Job:
+    """One job on one table: ``argv`` the CLI command (``{wh}`` is the warehouse), or
+    ``driver`` a Python program run with the warehouse as its argument."""
+
+    name: str
+    table: str
+    warehouse: Path  # pristine, never changed
+    argv: list[str] = field(default_factory=list)
+    driver: str | None = None
+    only: tuple[str, ...] = ()  # crash only at these points (the rest: other campaigns)
+    rerun: list[str] = field(default_factory=list)  # default: argv
+
+    def command(self, warehouse: str) -> list[str]:
+        if self.driver is not None:
+            return [sys.executable, "-c", WITHOUT_PANDAS + self.driver, warehouse, self.table,
+                    *self.argv]
+        return [sys.executable, "-c", WITHOUT_PANDAS + CLI,
+                *[a.replace("{wh}", warehouse) for a in self.argv]]
+
+    def rerun_argv(self, warehouse: str) -> list[str]:
+        return [a.replace("{wh}", warehouse) for a in (self.rerun or self.argv)]
+
+
+def _run(job: Job, warehouse: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PAIMOND_CRASH")}
+    return subprocess.run(job.command(warehouse), env=clean | env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def sample(passes: int) -> list[int]:
+    """The passes to crash at: first, last and one between."""
+    return sorted({1, (passes + 1) // 2, passes})
+
+
+def _content(warehouse: str, table: str) -> pa.Table:
+    return read_rows(warehouse, table)
+
+
+def check_table(warehouse: str, table_name: str, allowed: list[pa.Table], what: str, *,
+                every_snapshot: bool = True) -> None:
+    """Readable, content allowed, every snapshot reads, nothing referenced is missing."""
+    assert any(_content(warehouse, table_name).equals(c) for c in allowed), \
+        f"{what}: the latest read is neither the content before the job nor after it"
+    table = open_table(open_storage(warehouse), warehouse, table_name)
+    ids = table.snapshots.list_ids()
+    assert ids == list(range(ids[0], ids[-1] + 1)), f"{what}: snapshot ids {ids}"
+    latest = catalog_for(warehouse).get_table(table_name).snapshot_manager().get_latest_snapshot()
+    assert latest.id == ids[-1], f"{what}: pypaimon's latest is {latest.id}, not {ids[-1]}"
+    for snapshot_id in ids if every_snapshot else ():
+        read_rows(warehouse, table_name, snapshot_id=snapshot_id)
+    used = used_files(table, referencing_snapshots(table)).all
+    on_disk = {p.name for p in Path(warehouse).rglob("*") if p.is_file()}
+    assert used <= on_disk, f"{what}: referenced files missing: {sorted(used - on_disk)}"
+
+
+def run_campaign(job: Job, tmp_path: Path) -> list[tuple[str, int]]:
+    """Trace, then crash at each sampled (point, pass); returns the pairs killed at."""
+    before = _content(str(job.warehouse), job.table)
+    traced = tmp_path / "traced"
+    shutil.copytree(job.warehouse, traced)
+    trace = tmp_path / "trace.txt"
+    result = _run(job, str(traced), {"PAIMOND_CRASH_TRACE": str(trace)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    after = _content(str(traced), job.table)
+    passes = Counter(trace.read_text().split()) if trace.exists() else Counter()
+    claimed = {p for p, jobs in CRASHED_BY.items() if job.name in jobs}
+    assert claimed <= set(passes), f"{job.name} never passes {sorted(claimed - set(passes))}"
+    targets = sorted(p for p in passes if not job.only or p in job.only)
+    cases = [(point, n) for point in targets for n in sample(passes[point])]
+
+    def crash(case: tuple[str, int]) -> None:
+        point, n = case
+        what = f"{job.name} killed at {point}:{n}"
+        warehouse = str(tmp_path / f"{point}-{n}")
+        shutil.copytree(job.warehouse, warehouse)
+        died = _run(job, warehouse, {"PAIMOND_CRASH_AT": f"{point}:{n}"})
+        assert died.returncode == EXIT_CODE, \
+            f"{what}: exited {died.returncode}\n{died.stdout}{died.stderr}"
+        check_table(warehouse, job.table, [before, after], what)
+        assert main(job.rerun_argv(warehouse)) == 0, f"{what}: the rerun failed"
+        check_table(warehouse, job.table, [after], f"{what}, then rerun", every_snapshot=False)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # one job process, one check at a time
+        list(pool.map(crash, cases))
+    print(f"\ncrash campaign {job.name}: {len(cases)} cases: "
+          + ", ".join(f"{p}:{n}" for p, n in cases))
+    return cases
+
+
+# ---- the tables --------------------------------------------------------------------------
+
+
+def _set_options(warehouse: str, table: str, options: dict[str, str]) -> None:
+    catalog_for(warehouse).alter_table(table, [SchemaChange.set_option(k, v)
+                                               for k, v in options.items()], False)
+
+
+def _deduplicate(root: Path, options: dict[str, str] | None = None) -> tuple[Path, str]:
+    warehouse = root / "wh"
+    name = build_pk_deduplicate(str(warehouse)).name
+    if options:
+        _set_options(str(warehouse), name, options)
+    return warehouse, name
+
+
+def _dv(root: Path) -> tuple[Path, str]:
+    """A deletion-vector table with a compacted level and new level-0 files on top: the
+    next compaction looks their keys up and writes vectors and an index manifest."""
+    live = _Live(SCENARIOS[0], str(root / "wh"))
+    live.write(60)
+    live.compact(full=True)
+    live.write(30)
+    return root / "wh", live.name
+
+
+def _rebuild(root: Path) -> tuple[Path, str]:
+    live = _layered(root)
+    _enable_vectors(live)
+    return root / "wh", live.name
+
+
+def _with_orphans(root: Path) -> tuple[Path, str]:
+    """Leftovers of a compaction killed before its snapshot, every file two hours old. The
+    job's record goes: it names the files by absolute path, so a copy's cleanup would delete
+    them here, and these are orphans of a writer that left none."""
+    warehouse, name = _deduplicate(root, BLOOM)
+    job = Job("compact", name, warehouse, ["compact", "{wh}", "--table", name, "--full",
+                                           "--parallelism", "1"])
+    died = _run(job, str(warehouse), {"PAIMOND_CRASH_AT": "commit.manifest_list_written"})
+    assert died.returncode == EXIT_CODE, died.stderr
+    for records in warehouse.rglob(".paimond"):
+        shutil.rmtree(records)
+    old = time.time() - 7200
+    for path in warehouse.rglob("*"):
+        os.utime(path, (old, old))
+    return warehouse, name
+
+
+# A concurrent full compaction commits just before the job's first commit: the job's commit
+# conflicts and it deletes what its attempt wrote, then re-plans.
+CONFLICT_DRIVER = """
+import sys
+from paimond.cli.main import main
+from paimond.clock import SYSTEM_CLOCK
+from paimond.maintenance.compact import CompactJob
+from paimond.table.catalog import open_table
+from paimond.table.commit import Committer
+from paimond.table.storage import open_storage
+
+warehouse, name, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+original, raced = Committer.commit, []
+
+def commit(self, changes):
+    if not raced:
+        raced.append(True)
+        table = open_table(open_storage(warehouse), warehouse, name)
+        CompactJob(table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run()
+    return original(self, changes)
+
+Committer.commit = commit
+sys.exit(main([a.replace("{wh}", warehouse) for a in argv]))
+"""
+
+
+def _conflict(job: Job, point: str) -> Job:
+    return Job(f"conflict_{job.name}", job.table, job.warehouse, job.argv,
+               CONFLICT_DRIVER, (point,))
+
+
+def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
+    def job(name: str, build: Callable[[Path], tuple[Path, str]], *argv: str) -> Job:
+        warehouse, table = build(root / name)
+        return Job(name, table, warehouse, [argv[0], "{wh}", "--table", table, *argv[1:]])
+
+    def compact() -> Job:
+        return job("compact", lambda r: _deduplicate(r, BLOOM), "compact", "--full",
+                   "--parallelism", "1")
+
+    def rewrite_index() -> Job:
+        return job("rewrite_index", lambda r: _deduplicate(r, BLOOM), "rewrite-index",
+                   "--parallelism", "1")
+
+    def rebuild_dv() -> Job:
+        return job("rebuild_dv", _rebuild, "rebuild-dv")
+
+    return {
+        "compact": compact,
+        "compact_dv": lambda: job("compact_dv", _dv, "compact", "--parallelism", "1"),
+        "merge_manifests": lambda: job("merge_manifests", _deduplicate, "merge-manifests"),
+        "remove_orphans": lambda: job("remove_orphans", _with_orphans, "remove-orphans",
+                                      "--older-than", "1 s", "--force"),
+        "rewrite_index": rewrite_index,
+        "rebuild_dv": rebuild_dv,
+        "conflict_compact": lambda: _conflict(compact(), "compact.conflict_file_deleted"),
+        "conflict_rewrite_index": lambda: _conflict(rewrite_index(),
+                                                    "rewrite_index.conflict_file_deleted"),
+        "conflict_rebuild_dv": lambda: _conflict(rebuild_dv(), "rebuild_dv.conflict_file_deleted"),
+    }
+
+
+JOBS = ["compact", "compact_dv", "merge_manifests", "remove_orphans", "rewrite_index",
+        "rebuild_dv", "conflict_compact", "conflict_rewrite_index", "conflict_rebuild_dv"]
+
+
+@pytest.mark.crash_campaign
+@pytest.mark.parametrize("name", JOBS)
+def test_a_crash_at_every_point_leaves_the_table_readable(name: str, tmp_path: Path) -> None:
+    job = _jobs(tmp_path)[name]()
+    cases = run_campaign(job, tmp_path)
+    assert cases, f"{name} passes no crash point"
+
+
+# ---- leases ------------------------------------------------------------------------------
+
+LEASE_DRIVER = """
+import sys
+from paimond.daemon.lease import Leases
+from paimond.table.storage import open_storage
+
+warehouse = sys.argv[1]
+for epoch_clock in (0.0, 1.0, 2.0):
+    leases = Leases(open_storage(warehouse), warehouse, "a", 60.0, lambda: epoch_clock)
+    assert leases.acquire("db.t") and leases.renew("db.t")
+    leases.release("db.t")
+"""
+
+
+@pytest.mark.crash_campaign
+def test_a_crash_while_taking_a_lease_leaves_it_to_be_taken(tmp_path: Path) -> None:
+    """Acquire, renew, release (three times: old epochs get deleted): killed at any step,
+    the lease still reads, its owner takes it again, and another owner once it expired."""
+    job = Job("lease", "db.t", tmp_path / "unused", driver=LEASE_DRIVER)
+    trace = tmp_path / "trace.txt"
+    assert _run(job, str(tmp_path / "traced"), {"PAIMOND_CRASH_TRACE": str(trace)}).returncode == 0
+    passes = Counter(trace.read_text().split())
+    assert set(passes) == {p for p, jobs in CRASHED_BY.items() if "lease" in jobs}
+    cases = [(point, n) for point in sorted(passes) for n in sample(passes[point])]
+    for point, n in cases:
+        warehouse = str(tmp_path / f"{point}-{n}")
+        died = _run(job, warehouse, {"PAIMOND_CRASH_AT": f"{point}:{n}"})
+        assert died.returncode == EXIT_CODE, died.stderr
+        storage = open_storage(warehouse)
+        assert Leases(storage, warehouse, "b", 60.0, lambda: 0.0).current("db.t") is not None
+        assert Leases(storage, warehouse, "a", 60.0, lambda: 5.0).acquire("db.t")
+        assert Leases(storage, warehouse, "b", 60.0, lambda: 500.0).acquire("db.t")
+    print(f"\ncrash campaign lease: {len(cases)} cases: "
+          + ", ".join(f"{p}:{n}" for p, n in cases))
