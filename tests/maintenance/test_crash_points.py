@@ -131,7 +131,6 @@ class Job:
     argv: list[str] = field(default_factory=list)
     driver: str | None = None
     only: tuple[str, ...] = ()  # crash only at these points (the rest: other campaigns)
-    rerun: list[str] = field(default_factory=list)  # default: argv
 
     def command(self, warehouse: str) -> list[str]:
         if self.driver is not None:
@@ -141,7 +140,7 @@ class Job:
                 *[a.replace("{wh}", warehouse) for a in self.argv]]
 
     def rerun_argv(self, warehouse: str) -> list[str]:
-        return [a.replace("{wh}", warehouse) for a in (self.rerun or self.argv)]
+        return [a.replace("{wh}", warehouse) for a in self.argv]
 
 
 def _run(job: Job, warehouse: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
