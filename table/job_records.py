@@ -86,12 +86,18 @@ class JobJournal:
     body: bytes  # job.json
 
     def note(self, storage: Storage, path: str) -> None:
-        """Record ``path`` before it is written (an idempotent overwrite)."""
+        """Record ``path`` before it is written (an idempotent overwrite), relative to the
+        table: a copy of the table (a backup, a restore under another root) must never lead a
+        cleanup to the original's files. A file outside the table is not noted (orphan
+        removal covers it)."""
+        relative = _relative_to_table(self.directory, path)
+        if relative is None:
+            return
         if self.directory not in _STARTED:
             storage.write_bytes(storage.join(self.directory, JOB_FILE), self.body)
             _STARTED.add(self.directory)
-        storage.write_bytes(storage.join(self.directory, FILES_DIR, _marker_name(path)),
-                            path.encode())
+        storage.write_bytes(storage.join(self.directory, FILES_DIR, _marker_name(relative)),
+                            relative.encode())
 
     def end(self) -> None:
         """This process no longer runs the job: a record it left is dead from now on."""
@@ -159,14 +165,31 @@ def is_dead(record: JobRecord, now_ms: int, dead_after_ms: int = DEFAULT_DEAD_AF
     return not _pid_alive(owner.pid)
 
 
+def _table_root(record_dir: str) -> str:
+    """``<table>`` of ``<table>/.paimond/jobs/<job-id>``."""
+    return record_dir.rstrip("/").rsplit("/", 3)[0]
+
+
+def _relative_to_table(record_dir: str, path: str) -> str | None:
+    root = _table_root(record_dir) + "/"
+    return path[len(root):] if path.startswith(root) else None
+
+
 def listed_files(storage: Storage, record_dir: str) -> list[str]:
-    """The paths a record's job noted (markers that vanished meanwhile are skipped)."""
+    """The paths a record's job noted, under the table that holds the record. Markers that
+    vanished meanwhile are skipped, and so is anything that is not a plain path inside the
+    table (absolute, a URI, or climbing out with ``..``): nothing outside is ever deleted."""
+    root = _table_root(record_dir)
     paths = []
     for status in storage.list_dir(storage.join(record_dir, FILES_DIR)):
         try:
-            paths.append(storage.read_bytes(status.path).decode())
-        except MissingFileError:
+            relative = storage.read_bytes(status.path).decode()
+        except (MissingFileError, UnicodeDecodeError):
             continue
+        parts = relative.split("/")
+        if relative.startswith("/") or "://" in relative or ".." in parts or "" in parts:
+            continue
+        paths.append(storage.join(root, relative))
     return paths
 
 

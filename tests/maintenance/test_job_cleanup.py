@@ -137,3 +137,43 @@ def test_a_dead_process_on_this_host_and_an_expired_record(copy: tuple[str, Tabl
     assert (result.records_removed, result.files_deleted) == (2, 2)
     assert [r.job_id for r in read_records(table)] == [young_elsewhere.job_id]
     assert _unreferenced(table) == set()
+
+
+def test_a_copied_tables_records_never_reach_the_original(copy: tuple[str, Table],
+                                                          tmp_path: Path) -> None:
+    """A record lists paths relative to its table: cleaning a copy (a backup restored
+    elsewhere) deletes the copy's files, never the original's."""
+    warehouse, table = copy
+    journal = start_job(table, "compact", started_ms=0)
+    path = table.file_path("bucket-0", "data-dead-0.parquet")
+    journal.note(table.storage, path)
+    table.storage.write_bytes(path, b"x")
+    journal.end()
+    outside = str(tmp_path / "elsewhere" / "data-outside-0.parquet")
+    journal.note(table.storage, outside)  # outside the table: not noted
+    assert listed_files(table.storage, journal.directory) == [path]
+
+    shutil.copytree(warehouse, tmp_path / "wh-copy")
+    storage = open_storage(str(tmp_path / "wh-copy"))
+    twin = open_table(storage, storage.root, table.name)
+    assert clean_dead_jobs(twin, SYSTEM_CLOCK.wall_ms()).files_deleted == 1
+    assert os.path.exists(path), "the original's file is untouched"
+    assert not os.path.exists(twin.file_path("bucket-0", "data-dead-0.parquet"))
+
+
+def test_a_marker_that_climbs_out_of_the_table_is_ignored(copy: tuple[str, Table],
+                                                         tmp_path: Path) -> None:
+    _, table = copy
+    journal = start_job(table, "compact", started_ms=0)
+    victim = tmp_path / "precious.parquet"
+    victim.write_bytes(b"keep me")
+    journal.note(table.storage, table.file_path("bucket-0", "data-x-0.parquet"))
+    for name, text in (("a", str(victim)), ("b", "../../../precious.parquet"),
+                       ("c", "file:///etc/passwd")):
+        table.storage.write_bytes(table.storage.join(journal.directory, "files", name),
+                                  text.encode())
+    journal.end()
+    assert listed_files(table.storage, journal.directory) == [
+        table.file_path("bucket-0", "data-x-0.parquet")]
+    clean_dead_jobs(table, SYSTEM_CLOCK.wall_ms())
+    assert victim.read_bytes() == b"keep me"
