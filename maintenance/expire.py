@@ -4,18 +4,22 @@
 The plan picks ``end`` (exclusive) from metadata and an injected ``now``: snapshots below
 ``latest - retain_max + 1`` go regardless, none at or above ``latest - retain_min + 1``,
 none a consumer will still read, at most ``max_deletes`` from the earliest, and a snapshot
-goes only if its successor is older than ``time_retained``. Deletion then runs in an order
-that keeps every snapshot from ``end`` on readable at any crash, and lets a rerun finish:
+goes only if its successor is older than ``time_retained``. ``snapshot_deletion`` collects
+what goes (Java's choice of files):
 
-1. data files retired by a DELETE entry in the delta of a snapshot in (begin, end] (an ADD of
-   the same file later in that delta keeps it: an upgrade), unless the newest tag before
-   that snapshot, or a branch, still holds it; an extra file that such an ADD no longer lists
-   (an index rewrite replaced it) unless anything kept names it; changelog files of
-   [begin, end);
-2. for each snapshot in [begin, end): its manifests, each before the manifest list naming it,
-   its index files before its index manifest, its statistics, unless the end snapshot, a tag
-   in range or a branch still names them;
-3. the snapshot files, ascending; 4. ``EARLIEST`` = end, last.
+- data files retired by a DELETE entry in the delta of a snapshot in (begin, end] (an ADD of
+  the same file later in that delta keeps it: an upgrade), unless the newest tag before
+  that snapshot, or a branch, still holds it; an extra file that such an ADD no longer lists
+  (an index rewrite replaced it) unless anything kept names it; changelog files of
+  [begin, end);
+- for each snapshot in [begin, end): its manifests, its index files and index manifest, its
+  statistics, unless the end snapshot, a tag in range or a branch still names them;
+- the snapshot files of [begin, end).
+
+``expiration_record`` deletes them in another order than Java's, so that at any crash every
+snapshot a reader can find reads: the list first, then ``EARLIEST`` = end, the snapshot files
+ascending, and only then the files they alone named. A run first finishes what a killed run
+recorded.
 
 Unlike Java, an unreadable (corrupt) file, or a missing file of a snapshot that must stay
 intact (end, tags, branches), aborts before anything is deleted; files of the snapshots being
@@ -30,8 +34,9 @@ from dataclasses import dataclass, field
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
+from paimond.maintenance.expiration_record import execute_expiration, finish_interrupted
 from paimond.maintenance.references import FileTally
-from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired, execute_expiration
+from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired
 from paimond.table.catalog import Table
 from paimond.table.layout import CHANGELOG_DIR, CHANGELOG_PREFIX, EARLIEST_HINT
 from paimond.table.options import INT_MAX, TableOptions
@@ -159,8 +164,20 @@ class ExpireResult:
     work: ExpireWork | None
     deleted: FileTally
     dry_run: bool
+    finished_records: int = 0  # expirations a killed run left, finished first
+    finished: FileTally = field(default_factory=FileTally)  # what finishing them deleted
 
     def describe(self) -> str:
+        return "\n".join(self._finished_lines() + [self._own()])
+
+    def _finished_lines(self) -> list[str]:
+        if not self.finished_records:
+            return []
+        return [f"{self.plan.table_name}: finished {self.finished_records} interrupted "
+                f"expiration(s): deleted {self.finished.total_files} files, "
+                f"{self.finished.total_bytes:,} bytes", *self.finished.lines("    ")]
+
+    def _own(self) -> str:
         plan, work = self.plan, self.work
         verb = "would delete" if self.dry_run else "deleted"
         if work is None or work.begin_id is None:
@@ -213,15 +230,17 @@ class ExpireJob:
                                self.clock.wall_ms())
 
     def run(self) -> ExpireResult:
-        plan = self.plan()
         settings = self.resolved_settings()
+        finished = (0, FileTally()) if self.dry_run else finish_interrupted(
+            self.table, clean_empty_directories=settings.clean_empty_directories)
+        plan = self.plan()
         if not plan.expires:
             if plan.write_earliest_hint and plan.earliest_id is not None and not self.dry_run:
                 self.table.storage.write_bytes(self.table.snapshots.hint_path(EARLIEST_HINT),
                                                str(plan.earliest_id).encode())
-            return ExpireResult(plan, None, FileTally(), self.dry_run)
+            return ExpireResult(plan, None, FileTally(), self.dry_run, *finished)
         assert plan.earliest_id is not None and plan.end_id is not None  # plan.expires
         work = collect_expired(self.table, plan.earliest_id, plan.end_id)
         deleted = execute_expiration(self.table, work, dry_run=self.dry_run,
                                      clean_empty_directories=settings.clean_empty_directories)
-        return ExpireResult(plan, work, deleted, self.dry_run)
+        return ExpireResult(plan, work, deleted, self.dry_run, *finished)

@@ -1,7 +1,6 @@
-"""Which files an expiration deletes, and deleting them in an order that survives a crash:
-Java ``SnapshotDeletion`` / ``FileDeletionBase`` and ``ExpireSnapshotsImpl.expireUntil``
-(apache/paimon 5dacde516b). ``expire`` documents the order; this module only reads metadata
-in ``collect_expired`` and only deletes in ``execute_expiration``.
+"""Which files an expiration deletes: Java ``SnapshotDeletion`` / ``FileDeletionBase``
+(apache/paimon 5dacde516b). This module only reads metadata; ``expiration_record`` deletes,
+in an order that survives a crash.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from paimond.maintenance.references import (
     MANIFEST_LIST,
     SNAPSHOT,
     STATISTICS,
-    FileTally,
     UsedFiles,
     live_data_files,
     names_kept_after,
@@ -33,9 +31,8 @@ from paimond.maintenance.references import (
     used_files,
 )
 from paimond.table.catalog import Table
-from paimond.table.layout import EARLIEST_HINT, INDEX_DIR, MANIFEST_DIR, STATISTICS_DIR, TAG_DIR, TAG_PREFIX
+from paimond.table.layout import INDEX_DIR, MANIFEST_DIR, STATISTICS_DIR, TAG_DIR, TAG_PREFIX
 from paimond.table.scan import bucket_path, read_index_manifest, read_manifest, read_manifest_list
-from paimond.table.storage import Storage
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +52,11 @@ class ExpireWork:
     data_files: tuple[Deletion, ...] = ()
     bucket_dirs: tuple[tuple[str, int], ...] = ()  # (bucket dir, partition depth)
     metadata: tuple[Deletion, ...] = ()
-    snapshot_files: tuple[Deletion, ...] = ()
+    snapshot_files: tuple[Deletion, ...] = ()  # ascending
     write_earliest: bool = False
     protected_data_files: int = 0
+    tags: tuple[tuple[str, int], ...] = ()  # (name, snapshot id) of the tags when collected
+    branches: tuple[str, ...] = ()  # the branches when collected
 
     @property
     def snapshot_count(self) -> int:
@@ -276,8 +275,10 @@ def collect_expired(table: Table, earliest_id: int, end_id: int) -> ExpireWork:
     tag_items = sorted(table.tags().items(), key=lambda item: item[1].id)
     tags = [tag for _, tag in tag_items]
     tag_paths = {tag.id: table.file_path(TAG_DIR, TAG_PREFIX + name) for name, tag in tag_items}
+    branch_names = tuple(table.branches())
     branches = (used_files(table, referencing_snapshots(table, main=False))
-                if table.branches() else UsedFiles())
+                if branch_names else UsedFiles())
+    held_tags = tuple((name, tag.id) for name, tag in tag_items)
     schema = table.latest_schema()
     paths = _DataPaths(table, schema)
     data, bucket_dirs, protected = _data_deletions(table, loaded, begin, tags, tag_paths,
@@ -286,7 +287,8 @@ def collect_expired(table: Table, earliest_id: int, end_id: int) -> ExpireWork:
     data += _changelog_deletions(table, expiring, paths)
     dirs = tuple((d, paths.depth) for d in sorted(bucket_dirs))
     if loaded[-1].id != end_id:  # the end snapshot is gone: only the data files are certain
-        return ExpireWork(begin, end_id, tuple(data), dirs, protected_data_files=protected)
+        return ExpireWork(begin, end_id, tuple(data), dirs, protected_data_files=protected,
+                          tags=held_tags, branches=branch_names)
     skip = set(branches.metadata)
     for tag in _skipping_tags(tags, begin, end_id):
         skip |= read_snapshot_metadata(table, tag, tag_paths[tag.id], changelog=False).names()
@@ -295,47 +297,5 @@ def collect_expired(table: Table, earliest_id: int, end_id: int) -> ExpireWork:
     metadata = [d for s in expiring for d in _metadata_deletions(table, s, skip)]
     snapshot_files = [Deletion(SNAPSHOT, table.snapshots.path(s.id), None) for s in expiring]
     return ExpireWork(begin, end_id, tuple(data), dirs, tuple(metadata), tuple(snapshot_files),
-                      write_earliest=True, protected_data_files=protected)
-
-
-def _size(storage: Storage, deletion: Deletion) -> int | None:
-    if deletion.size_bytes is not None:
-        return deletion.size_bytes
-    try:
-        return storage.size(deletion.path)
-    except MissingFileError:
-        return None
-
-
-def _remove_empty_dirs(storage: Storage, bucket_dirs: Iterable[tuple[str, int]]) -> None:
-    """Bucket directories left empty, then their partition directories, deepest first."""
-    level = {d for d, _ in bucket_dirs if storage.delete_dir_if_empty(d)}
-    depth = max((n for _, n in bucket_dirs), default=0)
-    for _ in range(depth):
-        level = {parent for parent in {d.rsplit("/", 1)[0] for d in level}
-                 if storage.delete_dir_if_empty(parent)}
-
-
-def execute_expiration(table: Table, work: ExpireWork, *, dry_run: bool,
-                       clean_empty_directories: bool = False) -> FileTally:
-    """Delete ``work`` in order (or, with ``dry_run``, only count it); returns what went."""
-    storage = table.storage
-    tally = FileTally()
-
-    def delete(deletions: Iterable[Deletion]) -> None:
-        for deletion in deletions:
-            size = _size(storage, deletion)
-            if dry_run:
-                if size is not None:  # None: already gone
-                    tally.add(deletion.kind, size)
-            elif storage.delete(deletion.path):
-                tally.add(deletion.kind, size or 0)
-
-    delete(work.data_files)
-    if clean_empty_directories and not dry_run:
-        _remove_empty_dirs(storage, work.bucket_dirs)
-    delete(work.metadata)
-    delete(work.snapshot_files)
-    if work.write_earliest and not dry_run:
-        storage.write_bytes(table.snapshots.hint_path(EARLIEST_HINT), str(work.end_id).encode())
-    return tally
+                      write_earliest=True, protected_data_files=protected, tags=held_tags,
+                      branches=branch_names)

@@ -192,16 +192,18 @@ class _Recording:
         self._inner.write_bytes(path, data)
 
 
-def _stage(path: str) -> int:
-    name = path.rsplit("/", 1)[-1]
-    if "/bucket-" in path:
-        return 0
-    if "/manifest/" in path:
+def _stage(op: str, path: str) -> int:
+    """The record, EARLIEST, snapshot files, data files, manifests, the record's removal."""
+    if "/.paimond/expirations/" in path:
+        return 0 if op == "write" else 5
+    if path.endswith("/EARLIEST"):
         return 1
-    return 2 if name.startswith("snapshot-") else 3
+    if path.rsplit("/", 1)[-1].startswith("snapshot-"):
+        return 2
+    return 3 if "/bucket-" in path else 4
 
 
-def test_data_then_metadata_then_snapshots_then_earliest(copy: tuple[str, Table]) -> None:
+def test_record_earliest_snapshots_then_what_only_they_named(copy: tuple[str, Table]) -> None:
     _, table = copy
     named: dict[str, set[str]] = {}  # manifest list -> the manifests it names
     for snapshot_id in table.snapshots.list_ids():
@@ -210,9 +212,10 @@ def test_data_then_metadata_then_snapshots_then_earliest(copy: tuple[str, Table]
             named[name] = {m.file_name for m in read_manifest_list(table, name, "test")}
     recording = _Recording(table.storage)
     _expire(dataclasses.replace(table, storage=recording))
-    stages = [_stage(path) for _, path in recording.log]
-    assert stages == sorted(stages) and set(stages) == {0, 1, 2, 3}
-    assert recording.log[-1] == ("write", table.snapshots.hint_path("EARLIEST"))
+    stages = [_stage(op, path) for op, path in recording.log]
+    assert stages == sorted(stages) and set(stages) == {0, 1, 2, 3, 4, 5}
+    deleted = [path for op, path in recording.log if _stage(op, path) == 2]
+    assert deleted == sorted(deleted, key=lambda p: int(p.rsplit("-", 1)[-1]))  # ascending
     order = {path.rsplit("/", 1)[-1]: i for i, (op, path) in enumerate(recording.log)
              if op == "delete"}
     lists = [name for name in order if name in named]
