@@ -34,6 +34,8 @@ from paimond.table.commit import Committer
 from paimond.table.job_records import read_records
 from paimond.table.storage import open_storage
 
+pytestmark = pytest.mark.crash_campaign  # minutes on S3: once per CI run
+
 BLOOM = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "2000",
          "file-index.in-manifest-threshold": "1 b"}
 KEEP_TWO = ExpireSettings(retain_min=2, retain_max=2, time_retained_ms=0)
