@@ -127,6 +127,18 @@ def _expire_snapshots(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _expire_consumers(args: argparse.Namespace) -> int:
+    older_than = None
+    if args.older_than:
+        try:
+            older_than = parse_duration_ms(args.older_than)
+        except ValueError as error:
+            raise ConfigError("--older-than", str(error)) from None
+    _run("expire_consumers", open_table_of(args), JobContext(SYSTEM_CLOCK),
+         older_than_ms=older_than, dry_run=args.dry_run)
+    return EXIT_OK
+
+
 def _merge_manifests(args: argparse.Namespace) -> int:
     _run("merge_manifests", open_table_of(args), JobContext(SYSTEM_CLOCK), dry_run=args.dry_run)
     return EXIT_OK
@@ -156,6 +168,22 @@ def _add_table_maintenance_commands(commands: Any) -> None:
     expire.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
     add_storage_option(expire)
     expire.set_defaults(run=usage_errors_exit_2(_expire_snapshots))
+
+    consumers = commands.add_parser(
+        "expire-consumers", help="delete consumer files not modified for a while",
+        description="Paimon's consumer expiration (what commits do when "
+                    "consumer.expiration-time is set and write-only is not): consumer files "
+                    "last modified before now minus the window are deleted, so they no longer "
+                    "keep snapshots from expiring. Main branch only.")
+    consumers.add_argument("warehouse", help="warehouse path or URI")
+    consumers.add_argument("--table", metavar="DB.TABLE", required=True)
+    consumers.add_argument("--older-than", metavar="DURATION",
+                           help="the window (e.g. '1 d'); default: the table's "
+                                "consumer.expiration-time (unset: nothing expires)")
+    consumers.add_argument("--dry-run", action="store_true",
+                           help="print what would go, delete nothing")
+    add_storage_option(consumers)
+    consumers.set_defaults(run=usage_errors_exit_2(_expire_consumers))
 
     merge = commands.add_parser(
         "merge-manifests", help="merge the latest snapshot's manifests (Paimon compact_manifest)",

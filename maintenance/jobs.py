@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from paimond.clock import Clock
 from paimond.lsm.picker import PickerState
 from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.consumers import ConsumerExpireJob
 from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
@@ -76,6 +77,12 @@ class ExpireOverrides:
     max_deletes: int | None = None
     older_than_ms: int | None = None  # a window before now
     older_than_timestamp_ms: int | None = None  # or a moment
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerExpireSettings:
+    older_than_ms: int | None = None  # overrides consumer.expiration-time
     dry_run: bool = False
 
 
@@ -144,6 +151,13 @@ def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> Job
     return JobReport(job.run())
 
 
+def _expire_consumers(table: Table, settings: ConsumerExpireSettings, context: JobContext
+                      ) -> JobReport:
+    job = ConsumerExpireJob(table, clock=context.clock, older_than_ms=settings.older_than_ms,
+                            dry_run=settings.dry_run)
+    return JobReport(job.run())
+
+
 def _merge_manifests(table: Table, settings: ManifestMergeSettings, context: JobContext
                      ) -> JobReport:
     result = ManifestMergeJob(table, clock=context.clock, dry_run=settings.dry_run).run()
@@ -195,6 +209,7 @@ class Job(Generic[S]):
 JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
     Job("compact", CompactSettings, _compact),
     Job("expire", ExpireOverrides, _expire),
+    Job("expire_consumers", ConsumerExpireSettings, _expire_consumers),
     Job("merge_manifests", ManifestMergeSettings, _merge_manifests),
     Job("remove_orphans", OrphanSettings, _remove_orphans),
     Job("rewrite_index", RewriteIndexSettings, _rewrite_index),

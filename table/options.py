@@ -257,6 +257,14 @@ class TableOptions:
     def changelog_time_retained_ms(self) -> int | None:
         return self._expire_duration_ms("changelog.time-retained")
 
+    # ---- consumers (Java CoreOptions: consumer.*) ----
+
+    @property
+    def consumer_expiration_time_ms(self) -> int | None:
+        """``consumer.expiration-time``: a consumer file not modified for this long expires
+        (no default: consumers never expire)."""
+        return self._expire_duration_ms("consumer.expiration-time")
+
     # ---- compaction (Java CoreOptions: compaction.*, lookup-compact, num-sorted-run.*) ----
 
     @property

@@ -1,0 +1,192 @@
+"""Consumer expiration on a pypaimon-written table: consumer files written as Java writes them
+(pretty-printed JSON) and as pypaimon's ``ConsumerManager`` writes them, modification times set
+with ``os.utime``, a fixed clock. Which consumers go is checked against a model of Java's
+``ConsumerManager.expire`` (epoch milliseconds, strict before); snapshot expiration stops at a
+live consumer and passes it once the consumer is expired; dry runs change nothing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pypaimon import Schema
+from pypaimon.consumer.consumer import Consumer
+from pypaimon.consumer.consumer_manager import ConsumerManager
+from pypaimon_tables import catalog_for
+from table_history import tree
+
+from paimond.cli.main import main
+from paimond.clock import SYSTEM_CLOCK, Clock
+from paimond.maintenance.consumers import ConsumerExpireJob, list_consumers
+from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.jobs import JOBS, JobContext
+from paimond.table.catalog import Table, open_table
+from paimond.table.storage import open_storage
+
+HOUR_MS = 3_600_000
+NAME = "db.t"
+
+
+def _java_json(next_snapshot: int) -> bytes:
+    """Java ``Consumer.toJson``: Jackson's default pretty printer."""
+    return f'{{\n  "nextSnapshot" : {next_snapshot}\n}}'.encode()
+
+
+def _make_table(warehouse: Path, options: dict[str, str]) -> Table:
+    catalog = catalog_for(str(warehouse))
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    catalog.create_database("db", True)
+    catalog.create_table(NAME, Schema.from_pyarrow_schema(
+        schema, primary_keys=["id"], options={"bucket": "1", **options}), False)
+    table = catalog.get_table(NAME)
+    for i in range(5):
+        builder = table.new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        write.write_arrow(pa.Table.from_pylist([{"id": i, "v": f"v{i}"}], schema=schema))
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
+    return open_table(open_storage(str(warehouse)), str(warehouse), NAME)
+
+
+def _set_mtime(path: str, ms: int) -> None:
+    os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
+
+
+def _consumer_path(table: Table, consumer_id: str) -> str:
+    return table.file_path("consumer", f"consumer-{consumer_id}")
+
+
+def _write_consumers(table: Table, specs: dict[str, tuple[int | None, int]]) -> None:
+    """id -> (next snapshot, mtime ms); None writes an unparsable file. Even ids through
+    pypaimon's ConsumerManager, odd ones as Java's bytes."""
+    manager = ConsumerManager(catalog_for(str(Path(table.path).parents[1])).get_table(NAME)
+                              .file_io, table.path)
+    for index, (consumer_id, (next_snapshot, mtime_ms)) in enumerate(sorted(specs.items())):
+        path = _consumer_path(table, consumer_id)
+        if next_snapshot is None:
+            Path(path).parent.mkdir(exist_ok=True)
+            Path(path).write_bytes(b"{not json")
+        elif index % 2 == 0:
+            manager.reset_consumer(consumer_id, Consumer(next_snapshot))
+        else:
+            Path(path).parent.mkdir(exist_ok=True)
+            Path(path).write_bytes(_java_json(next_snapshot))
+        _set_mtime(path, mtime_ms)
+
+
+def _model_expired(specs: dict[str, tuple[int | None, int]], now_ms: int,
+                   expiration_ms: int) -> set[str]:
+    """Java: ``(now - expiration).isAfter(modified)``."""
+    return {cid for cid, (_, mtime) in specs.items() if now_ms - expiration_ms > mtime}
+
+
+NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+SPECS: dict[str, tuple[int | None, int]] = {
+    "a-stale": (2, NOW_MS - 3 * HOUR_MS),
+    "b-fresh": (4, NOW_MS - 10 * 60_000),
+    "c-boundary": (3, NOW_MS - HOUR_MS),  # exactly at the cut-off: kept
+    "d-just-past": (3, NOW_MS - HOUR_MS - 1),  # one millisecond older: expires
+    "e-junk": (None, NOW_MS - 2 * HOUR_MS),  # unparsable, old: Java expires it unread
+    "f-future": (5, NOW_MS + HOUR_MS),
+}
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Table:
+    table = _make_table(tmp_path / "wh", {"consumer.expiration-time": "1 h",
+                                          "write-only": "true"})
+    _write_consumers(table, SPECS)
+    return table
+
+
+def test_listing_reads_ids_positions_and_times(table: Table) -> None:
+    listed = {c.consumer_id: (c.next_snapshot, c.modified_ms) for c in list_consumers(table)}
+    assert listed == SPECS
+
+
+def test_expiry_deletes_exactly_what_java_would(table: Table) -> None:
+    result = ConsumerExpireJob(table, clock=Clock(fixed_ms=NOW_MS)).run()
+    expected = _model_expired(SPECS, NOW_MS, HOUR_MS)
+    assert expected == {"a-stale", "d-just-past", "e-junk"}  # the model itself, pinned
+    assert set(result.deleted) == expected
+    remaining = {p.name for p in Path(table.file_path("consumer")).iterdir()}
+    assert remaining == {f"consumer-{c}" for c in set(SPECS) - expected}
+    # pypaimon agrees on what is left
+    manager = ConsumerManager(catalog_for(str(Path(table.path).parents[1])).get_table(NAME)
+                              .file_io, table.path)
+    assert manager.consumers() == {c: SPECS[c][0] for c in set(SPECS) - expected}
+    # a second run finds nothing more
+    assert ConsumerExpireJob(table, clock=Clock(fixed_ms=NOW_MS)).run().deleted == ()
+
+
+def test_dry_run_changes_nothing(table: Table) -> None:
+    before = tree(table.path)
+    result = ConsumerExpireJob(table, clock=Clock(fixed_ms=NOW_MS), dry_run=True).run()
+    assert {c.consumer_id for c in result.plan.expired} == _model_expired(SPECS, NOW_MS, HOUR_MS)
+    assert result.deleted == ()
+    assert "would expire" in result.describe()
+    assert tree(table.path) == before
+
+
+def test_override_and_unset_option(tmp_path: Path) -> None:
+    table = _make_table(tmp_path / "wh", {})
+    _write_consumers(table, SPECS)
+    before = tree(table.path)
+    job = JOBS["expire_consumers"]
+    context = JobContext(Clock(fixed_ms=NOW_MS))
+    report = job.run(table, job.settings(), context)
+    assert "not set" in report.result.describe()
+    assert tree(table.path) == before  # no option, no override: Java expires nothing
+    window = 2 * HOUR_MS + 30 * 60_000
+    report = job.run(table, job.settings(older_than_ms=window), context)
+    assert set(report.result.deleted) == _model_expired(SPECS, NOW_MS, window) == {"a-stale"}
+
+
+def test_a_consumer_refreshed_after_planning_is_kept(table: Table) -> None:
+    job = ConsumerExpireJob(table, clock=Clock(fixed_ms=NOW_MS))
+    original = job.plan
+    path = _consumer_path(table, "a-stale")
+
+    def plan_then_reader_advances():  # type: ignore[no-untyped-def]
+        plan = original()
+        _set_mtime(path, NOW_MS - 1000)
+        return plan
+    job.plan = plan_then_reader_advances  # type: ignore[method-assign]
+    result = job.run()
+    assert "a-stale" not in result.deleted and Path(path).exists()
+    assert set(result.deleted) == {"d-just-past", "e-junk"}
+
+
+def test_snapshot_expiry_passes_a_consumer_once_it_is_expired(tmp_path: Path) -> None:
+    table = _make_table(tmp_path / "wh", {"consumer.expiration-time": "1 h"})
+    now_ms = SYSTEM_CLOCK.wall_ms() + 10 * HOUR_MS  # every snapshot is hours old
+    specs: dict[str, tuple[int | None, int]] = {"reader": (2, now_ms - 2 * HOUR_MS)}
+    _write_consumers(table, specs)
+    settings = ExpireSettings(retain_min=1, time_retained_ms=0, max_deletes=100)
+    clock = Clock(fixed_ms=now_ms)
+    first = ExpireJob(table, clock=clock, settings=settings).run()
+    assert table.snapshots.earliest_id() == 2, first  # the consumer holds snapshot 2
+    ConsumerExpireJob(table, clock=clock).run()
+    assert table.consumers() == {}
+    ExpireJob(table, clock=clock, settings=settings).run()
+    assert table.snapshots.earliest_id() == table.snapshots.latest_id() == 5
+
+
+def test_cli(table: Table, capsys: pytest.CaptureFixture[str]) -> None:
+    warehouse = str(Path(table.path).parents[1])
+    now_ms = SYSTEM_CLOCK.wall_ms()
+    _set_mtime(_consumer_path(table, "a-stale"), now_ms - 3 * 86_400_000)
+    for other in set(SPECS) - {"a-stale"}:
+        _set_mtime(_consumer_path(table, other), now_ms)
+    before = tree(table.path)
+    assert main(["expire-consumers", warehouse, "--table", NAME, "--older-than", "1 d",
+                 "--dry-run"]) == 0
+    assert "a-stale" in capsys.readouterr().out and tree(table.path) == before
+    assert main(["expire-consumers", warehouse, "--table", NAME, "--older-than", "1 d"]) == 0
+    assert "a-stale: next snapshot 2" in capsys.readouterr().out
+    assert not Path(_consumer_path(table, "a-stale")).exists()
+    assert len(list(Path(table.file_path("consumer")).iterdir())) == len(SPECS) - 1
+    assert main(["expire-consumers", warehouse, "--table", NAME, "--older-than", "soon"]) == 2
