@@ -12,6 +12,7 @@ from typing import Any
 from paimond import __version__
 from paimond.cli import daemon as cli_daemon
 from paimond.cli import rebuild_dv as cli_rebuild_dv
+from paimond.cli import tags as cli_tags
 from paimond.cli.common import (
     EXIT_OK,
     EXIT_UNREADABLE,
@@ -303,3 +304,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+    cli_tags.register(commands)

@@ -2,12 +2,20 @@
 
 Absent keys stay absent on rewrite (Jackson ``NON_NULL``), unknown keys are preserved in
 ``extra``; tags add ``tagCreateTime`` / ``tagTimeRetained``, which land in ``extra`` too.
+
+A tag (Java ``org.apache.paimon.tag.Tag``) is the snapshot JSON plus those two fields, written
+by Jackson's JSR-310 module with its defaults (timestamps as numbers, in nanoseconds): the
+``LocalDateTime`` create time as ``[year, month, day, hour, minute(, second(, nano))]``, trailing
+zero parts left out, and the ``Duration`` retention as decimal seconds with nine fraction digits
+(``86400.000000000``; zero is ``0.0``). Java writes both only when the tag has a retention.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from paimond.errors import CodecError
@@ -133,3 +141,78 @@ def encode_snapshot(snapshot: Snapshot) -> bytes:
             out[key] = value
     out.update(snapshot.extra)
     return json.dumps(out, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+TAG_CREATE_TIME, TAG_TIME_RETAINED = "tagCreateTime", "tagTimeRetained"
+_NANOS_PER_SECOND = 1_000_000_000
+
+
+def encode_local_date_time(moment: datetime.datetime) -> list[int]:
+    """Jackson's array form of a Java ``LocalDateTime`` (naive ``moment``)."""
+    nano = moment.microsecond * 1000
+    parts = [moment.year, moment.month, moment.day, moment.hour, moment.minute]
+    if moment.second or nano:
+        parts.append(moment.second)
+        if nano:
+            parts.append(nano)
+    return parts
+
+
+def decode_local_date_time(value: Any) -> datetime.datetime:
+    """The inverse of :func:`encode_local_date_time` (also Jackson's ISO text form)."""
+    try:
+        if isinstance(value, str):
+            return datetime.datetime.fromisoformat(value)
+        if not isinstance(value, list) or not 3 <= len(value) <= 7 or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise ValueError(f"{value!r} is not a date-time array")
+        year, month, day, hour, minute, second, nano = [*value, 0, 0, 0, 0][:7]
+        return datetime.datetime(year, month, day, hour, minute, second, nano // 1000)
+    except (ValueError, OverflowError) as error:
+        raise CodecError(f"invalid {TAG_CREATE_TIME}: {error}") from None
+
+
+def encode_duration(nanos: int) -> str:
+    """Jackson's decimal-seconds text of a Java ``Duration`` of ``nanos`` (not negative)."""
+    seconds, nano = divmod(nanos, _NANOS_PER_SECOND)
+    if nanos == 0:
+        return "0.0"
+    return f"{seconds}.{nano:09d}"
+
+
+def decode_duration(value: Any) -> int:
+    """Nanoseconds of a ``Duration`` written as decimal seconds (or whole seconds)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise CodecError(f"invalid {TAG_TIME_RETAINED}: {value!r}")
+    try:
+        seconds = Decimal(repr(value) if isinstance(value, float) else str(value))
+        return int(seconds * _NANOS_PER_SECOND)
+    except (InvalidOperation, ValueError):
+        raise CodecError(f"invalid {TAG_TIME_RETAINED}: {value!r}") from None
+
+
+def tag_create_time(tag: Snapshot) -> datetime.datetime | None:
+    value = tag.extra.get(TAG_CREATE_TIME)
+    return None if value is None else decode_local_date_time(value)
+
+
+def tag_time_retained_ns(tag: Snapshot) -> int | None:
+    value = tag.extra.get(TAG_TIME_RETAINED)
+    return None if value is None else decode_duration(value)
+
+
+def encode_tag(snapshot: Snapshot, create_time: datetime.datetime | None,
+               time_retained_ns: int | None) -> bytes:
+    """A tag file of ``snapshot``: Java ``TagManager`` writes the plain snapshot JSON when
+    the tag has no retention, else the snapshot with ``tagCreateTime`` and ``tagTimeRetained``
+    after its own fields (the duration's digits exactly as Jackson writes them)."""
+    extra = {k: v for k, v in snapshot.extra.items() if k not in (TAG_CREATE_TIME, TAG_TIME_RETAINED)}
+    text = encode_snapshot(replace(snapshot, extra=extra)).decode("utf-8")
+    if time_retained_ns is None:
+        return text.encode("utf-8")
+    if create_time is None or time_retained_ns < 0:
+        raise ValueError("a tag with a retention needs a create time and a retention >= 0")
+    fields = (f'  "{TAG_CREATE_TIME}": {json.dumps(encode_local_date_time(create_time))}',
+              f'  "{TAG_TIME_RETAINED}": {encode_duration(time_retained_ns)}')
+    assert text.endswith("\n}")
+    return (text[:-2] + ",\n" + ",\n".join(fields) + "\n}").encode("utf-8")

@@ -23,6 +23,14 @@ from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
 from paimond.maintenance.rebuild_dv import RebuildDvJob
 from paimond.maintenance.rewrite_index import IndexRewriteJob
+from paimond.maintenance.tags import (
+    CreateTagSettings,
+    DeleteTagSettings,
+    TagsJob,
+    TagsSettings,
+    create_tag,
+    delete_tag,
+)
 from paimond.table.catalog import Table
 
 
@@ -188,6 +196,27 @@ def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) 
     return JobReport(job.run())
 
 
+def _tags(table: Table, settings: TagsSettings, context: JobContext) -> JobReport:
+    return JobReport(TagsJob(table, clock=context.clock, dry_run=settings.dry_run).run())
+
+
+def _expire_tags(table: Table, settings: TagsSettings, context: JobContext) -> JobReport:
+    job = TagsJob(table, clock=context.clock, dry_run=settings.dry_run, expire_only=True)
+    return JobReport(job.run())
+
+
+def _create_tag(table: Table, settings: CreateTagSettings, context: JobContext) -> JobReport:
+    return JobReport(create_tag(table, clock=context.clock, name=settings.tag,
+                                snapshot_id=settings.snapshot_id,
+                                time_retained_ms=settings.time_retained_ms,
+                                dry_run=settings.dry_run))
+
+
+def _delete_tag(table: Table, settings: DeleteTagSettings, context: JobContext) -> JobReport:
+    return JobReport(delete_tag(table, clock=context.clock, name=settings.tag,
+                                dry_run=settings.dry_run))
+
+
 # ---- the registry --------------------------------------------------------------------------
 
 S = TypeVar("S")
@@ -214,6 +243,10 @@ JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
     Job("remove_orphans", OrphanSettings, _remove_orphans),
     Job("rewrite_index", RewriteIndexSettings, _rewrite_index),
     Job("rebuild_dv", RebuildDvSettings, _rebuild_dv),
+    Job("tags", TagsSettings, _tags),
+    Job("expire_tags", TagsSettings, _expire_tags),
+    Job("create_tag", CreateTagSettings, _create_tag),
+    Job("delete_tag", DeleteTagSettings, _delete_tag),
 )}
 # The jobs a table's routine maintenance runs, in this order (the daemon, Spark's maintain).
 ROUTINE_JOBS = ("compact", "expire", "merge_manifests", "remove_orphans")

@@ -265,6 +265,85 @@ class TableOptions:
         (no default: consumers never expire)."""
         return self._expire_duration_ms("consumer.expiration-time")
 
+    # ---- tags (Java CoreOptions: tag.*, sink.*-time-zone) ----
+
+    def _enum(self, key: str, default: str, values: tuple[str, ...]) -> str:
+        """A Java enum option: its value text or its constant name, in any case."""
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        text = value.strip().lower()
+        for candidate in values:
+            if text in (candidate, candidate.replace("-", "_")):
+                return candidate
+        raise ConfigError(key, f"{value!r} is not one of {', '.join(values)}")
+
+    @property
+    def tag_automatic_creation(self) -> str:
+        """``tag.automatic-creation``: none, process-time, watermark or batch."""
+        return self._enum("tag.automatic-creation", "none",
+                          ("none", "process-time", "watermark", "batch"))
+
+    @property
+    def tag_creation_period(self) -> str:
+        return self._enum("tag.creation-period", "daily", ("daily", "hourly", "two-hours"))
+
+    @property
+    def tag_creation_period_duration_ms(self) -> int | None:
+        """``tag.creation-period-duration``; when set it replaces ``tag.creation-period``."""
+        return self._expire_duration_ms("tag.creation-period-duration")
+
+    @property
+    def tag_creation_delay_ms(self) -> int:
+        value = self._expire_duration_ms("tag.creation-delay")
+        return 0 if value is None else value
+
+    @property
+    def tag_period_formatter(self) -> str:
+        return self._enum("tag.period-formatter", "with_dashes",
+                          ("with_dashes", "without_dashes", "without_dashes_and_spaces"))
+
+    @property
+    def tag_num_retained_max(self) -> int | None:
+        return self._expire_int("tag.num-retained-max")
+
+    @property
+    def tag_default_time_retained_ms(self) -> int | None:
+        return self._expire_duration_ms("tag.default-time-retained")
+
+    @property
+    def tag_time_expire_enabled(self) -> bool:
+        return self._bool("tag.time-expire-enabled", True)
+
+    @property
+    def tag_automatic_completion(self) -> bool:
+        return self._bool("tag.automatic-completion", False)
+
+    @property
+    def tag_batch_customized_name(self) -> str | None:
+        return self.raw.get("tag.batch.customized-name")
+
+    @property
+    def sink_process_time_zone(self) -> str | None:
+        """``sink.process-time-zone``; None: the machine's zone (Java's JVM default)."""
+        return self._text("sink.process-time-zone") or None
+
+    @property
+    def sink_watermark_time_zone(self) -> str:
+        return self._text("sink.watermark-time-zone") or "UTC"
+
+    # ---- record-level expiry (Java CoreOptions: record-level.*) ----
+
+    @property
+    def record_level_expire_time_s(self) -> int | None:
+        """``record-level.expire-time`` in whole seconds (Java ``Duration.getSeconds``)."""
+        value = self._expire_duration_ms("record-level.expire-time")
+        return None if value is None else value // 1000
+
+    @property
+    def record_level_time_field(self) -> str | None:
+        return self._text("record-level.time-field")
+
     # ---- compaction (Java CoreOptions: compaction.*, lookup-compact, num-sorted-run.*) ----
 
     @property

@@ -1,0 +1,361 @@
+"""Automatic tags, tag expiry, and tags by hand: Java ``TagAutoManager`` = ``TagAutoCreation``
+then ``TagTimeExpire``, and ``AbstractFileStoreTable.createTag`` / ``deleteTag``
+(apache/paimon 5dacde516b).
+
+Writers with ``write-only=true`` create no tags; this job does what their commits would have.
+Java's ``TagAutoCreation`` restores its progress from the newest automatic tag (by the time
+its name says): it resumes at the snapshot after that tag's, and the next tag due is the
+period after it; with no automatic tag it starts at the earliest snapshot with nothing due.
+Then, for each snapshot in id order, the snapshot's time (commit time or watermark) minus
+``tag.creation-delay`` must reach the end of the due period; the tag created names the period
+before the snapshot's own (or, with ``tag.automatic-completion``, the due period, so missed
+periods are filled one snapshot at a time) and pins that snapshot. After each creation the
+oldest automatic tags go while more snapshots carry one than ``tag.num-retained-max`` (only
+automatic tags count). A tag whose name exists is not written again, and a snapshot never
+gets a second automatic tag. Then ``TagTimeExpire`` deletes every tag (automatic or not)
+whose create time plus retention is before now. A tag written now records now as its create
+time and ``tag.default-time-retained`` as its retention (none: the plain snapshot JSON).
+
+Two choices Java leaves open: the count limit is applied once more at the end of a run (Java
+applies it at the next creation), so a rerun after a crash, or a lowered limit, converges;
+and a tag written for a snapshot that expired meanwhile is withdrawn, since expiry may be
+deleting its files. Deleting a tag deletes its file only: the files only it kept are left to
+orphan removal (Java's ``TagDeletion`` deletes them at once). Java's forced empty commits
+(``forceCreatingSnapshot``) are the writer's, so a period with no snapshot after its end gets
+its tag only when a later snapshot comes. ``tag.automatic-creation=batch`` (a tag at the end
+of each batch write) and tag callbacks, success files and tag-to-partition are refused.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from paimond.clock import Clock
+from paimond.errors import ConfigError, MissingFileError, UnsupportedError
+from paimond.faults import crash_point
+from paimond.maintenance.tag_period import TagPeriod, TagTimeExtractor, tag_period
+from paimond.table.catalog import Table
+from paimond.table.options import TableOptions
+from paimond.table.tags import (
+    TagFile,
+    check_tag_name,
+    create_tag_file,
+    delete_tag_file,
+    list_tags,
+    read_tag,
+)
+
+_NS_PER_MS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotTime:
+    """What tag creation reads of a snapshot."""
+
+    id: int
+    time_millis: int
+    watermark: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TagAction:
+    """Create tag ``name`` on ``snapshot_id``, or delete it; ``reason`` says why."""
+
+    create: bool
+    name: str
+    snapshot_id: int
+    reason: str  # period | manual | num-retained-max | time-retained
+
+    def describe(self) -> str:
+        verb = "create" if self.create else "delete"
+        return f"{verb} tag {self.name!r} (snapshot {self.snapshot_id}, {self.reason})"
+
+
+@dataclass(frozen=True, slots=True)
+class TagsPlan:
+    table_name: str
+    mode: str  # tag.automatic-creation
+    actions: tuple[TagAction, ...]
+    create_time: datetime.datetime  # local date-time recorded in the tags written
+    time_retained_ns: int | None
+    next_tag: str | None = None  # the period whose tag is due next
+
+
+@dataclass(frozen=True, slots=True)
+class TagsResult:
+    plan: TagsPlan
+    done: tuple[TagAction, ...] = ()
+    skipped: tuple[str, ...] = ()  # why planned actions were not done
+    dry_run: bool = False
+
+    def describe(self) -> str:
+        plan = self.plan
+        head = f"{plan.table_name}: tag.automatic-creation={plan.mode}"
+        if plan.next_tag:
+            head += f", next tag {plan.next_tag!r}"
+        actions = plan.actions if self.dry_run else self.done
+        prefix = "would " if self.dry_run else ""
+        lines = [head] + [f"  {prefix}{a.describe()}" for a in actions] + [
+            f"  skipped: {s}" for s in self.skipped]
+        if not actions:
+            lines.append("  nothing to do")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class TagsSettings:
+    """The ``tags`` job (auto-create then expire) and ``expire_tags`` (expire only)."""
+
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTagSettings:
+    tag: str = ""
+    snapshot_id: int | None = None  # None: the latest snapshot
+    time_retained_ms: int | None = None  # None: tag.default-time-retained
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTagSettings:
+    tag: str = ""
+    dry_run: bool = False
+
+
+# ---- plan (pure) ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _TagState:
+    """Tag name -> snapshot id while a plan unfolds."""
+
+    tags: dict[str, int]
+    period: TagPeriod | None
+    actions: list[TagAction] = field(default_factory=list)
+
+    def auto_by_snapshot(self) -> dict[int, list[str]]:
+        groups: dict[int, list[str]] = {}
+        for name, snapshot_id in sorted(self.tags.items()):
+            if self.period is not None and self.period.is_auto(name):
+                groups.setdefault(snapshot_id, []).append(name)
+        return dict(sorted(groups.items()))
+
+    def create(self, name: str, snapshot_id: int, reason: str) -> None:
+        if name in self.tags:
+            return  # Java: ignoreIfExists
+        if self.period is not None and self.period.is_auto(name):
+            existing = self.auto_by_snapshot().get(snapshot_id)
+            if existing:
+                raise UnsupportedError(f"snapshot {snapshot_id} is already auto-tagged with "
+                                       f"{existing}; not adding tag {name!r}")
+        self.tags[name] = snapshot_id
+        self.actions.append(TagAction(True, name, snapshot_id, reason))
+
+    def delete(self, name: str, reason: str) -> None:
+        self.actions.append(TagAction(False, name, self.tags.pop(name), reason))
+
+    def trim(self, num_retained_max: int) -> None:
+        """Java: delete the automatic tags of the oldest tagged snapshots while more snapshots
+        carry one than the limit."""
+        groups = self.auto_by_snapshot()
+        for snapshot_id, names in list(groups.items())[:max(0, len(groups) - num_retained_max)]:
+            if len(names) > 1:
+                raise UnsupportedError(f"snapshot {snapshot_id} has more than one auto-created "
+                                       f"tag: {', '.join(names)}")
+            self.delete(names[0], "num-retained-max")
+
+
+def resume_point(period: TagPeriod, tags: Mapping[str, int], earliest_id: int | None
+                 ) -> tuple[int, datetime.datetime | None]:
+    """Java ``TagAutoCreation``'s constructor: (next snapshot to look at, next tag time)."""
+    auto = sorted(((t, n) for n in tags if (t := period.time_of(n)) is not None), reverse=True)
+    if not auto:
+        return (earliest_id if earliest_id is not None else 1), None
+    time, name = auto[0]
+    return tags[name] + 1, time + period.period
+
+
+def plan_auto_tags(*, period: TagPeriod, extractor: TagTimeExtractor, delay_ms: int,
+                   completion: bool, num_retained_max: int | None, tags: Mapping[str, int],
+                   snapshots: Sequence[SnapshotTime], next_tag: datetime.datetime | None
+                   ) -> tuple[list[TagAction], datetime.datetime | None]:
+    """Java ``TagAutoCreation.tryToCreateTags`` over ``snapshots`` (ascending, from the resume
+    point): the actions in order, and the tag time due after them."""
+    state = _TagState(dict(tags), period)
+    delay = datetime.timedelta(milliseconds=delay_ms)
+    for snapshot in snapshots:
+        moment = extractor.extract(snapshot.time_millis, snapshot.watermark)
+        if moment is None:
+            continue
+        if next_tag is not None and moment - delay < next_tag + period.period:
+            continue
+        this_tag = period.previous_boundary(moment)
+        if completion and next_tag is not None:
+            this_tag = next_tag
+        state.create(period.name_of(this_tag), snapshot.id, "period")
+        next_tag = this_tag + period.period
+        if num_retained_max is not None:
+            state.trim(num_retained_max)
+    if num_retained_max is not None:
+        state.trim(num_retained_max)
+    return state.actions, next_tag
+
+
+def plan_time_expiry(tags: Sequence[TagFile], now: datetime.datetime) -> list[TagAction]:
+    """Java ``TagTimeExpire.expire``: tags with a create time and a retention, past both."""
+    return [TagAction(False, t.name, t.snapshot.id, "time-retained") for t in tags
+            if (end := t.expires_at()) is not None and now > end]
+
+
+# ---- the job -------------------------------------------------------------------------------
+
+
+def check_tag_options(options: TableOptions) -> None:
+    """Refuse what changes the job's output and paimond does not do."""
+    if options.tag_automatic_creation == "batch":
+        raise UnsupportedError("tag.automatic-creation=batch (a tag at the end of each batch "
+                               "write) is not done by paimond")
+    refused = [key for key in ("tag.callbacks", "metastore.tag-to-partition")
+               if (options.raw.get(key) or "").strip()]
+    if options.raw.get("tag.create-success-file", "").strip().lower() == "true":
+        refused.append("tag.create-success-file")
+    if refused:
+        raise UnsupportedError(f"tag side effects are not done by paimond: {', '.join(refused)}")
+
+
+def _retained_ns(options: TableOptions) -> int | None:
+    retained_ms = options.tag_default_time_retained_ms
+    return None if retained_ms is None else retained_ms * _NS_PER_MS
+
+
+class TagsJob:
+    """Create the automatic tags that are due, then expire tags; ``expire_only`` skips the
+    creation (the ``expire-tags`` command)."""
+
+    def __init__(self, table: Table, *, clock: Clock, dry_run: bool = False,
+                 expire_only: bool = False) -> None:
+        self.table, self.clock, self.dry_run, self.expire_only = table, clock, dry_run, expire_only
+
+    def plan(self) -> TagsPlan:
+        options = self.table.options()
+        check_tag_options(options)
+        now = self.clock.local_now()
+        mode = options.tag_automatic_creation
+        existing = list_tags(self.table)
+        tags = {t.name: t.snapshot.id for t in existing}
+        actions: list[TagAction] = []
+        next_name = None
+        if mode in ("process-time", "watermark") and not self.expire_only:
+            period = tag_period(options)
+            snapshots = self.table.snapshots
+            start, next_tag = resume_point(period, tags, snapshots.earliest_id())
+            timed = [SnapshotTime(s.id, s.time_millis, s.watermark)
+                     for s in (snapshots.load(i) for i in snapshots.list_ids() if i >= start)]
+            actions, next_tag = plan_auto_tags(
+                period=period, extractor=TagTimeExtractor.of(options),
+                delay_ms=options.tag_creation_delay_ms,
+                completion=options.tag_automatic_completion,
+                num_retained_max=options.tag_num_retained_max, tags=tags, snapshots=timed,
+                next_tag=next_tag)
+            next_name = None if next_tag is None else period.name_of(next_tag)
+        if options.tag_time_expire_enabled:
+            gone = {a.name for a in actions if not a.create}
+            actions += plan_time_expiry([t for t in existing if t.name not in gone], now)
+        return TagsPlan(self.table.name, mode, tuple(actions), now, _retained_ns(options),
+                        next_name)
+
+    def run(self) -> TagsResult:
+        plan = self.plan()
+        if self.dry_run:
+            return TagsResult(plan, dry_run=True)
+        done: list[TagAction] = []
+        skipped: list[str] = []
+        for action in plan.actions:
+            if action.create:
+                note = _create(self.table, action, plan.create_time, plan.time_retained_ns)
+            else:
+                note = _delete(self.table, action)
+            if note is None:
+                done.append(action)
+            else:
+                skipped.append(note)
+        return TagsResult(plan, tuple(done), tuple(skipped))
+
+
+def _create(table: Table, action: TagAction, create_time: datetime.datetime,
+            time_retained_ns: int | None) -> str | None:
+    """Write one tag; a note when it was not written (None: written)."""
+    snapshots = table.snapshots
+    try:
+        snapshot = snapshots.load(action.snapshot_id)
+    except MissingFileError:
+        return f"snapshot {action.snapshot_id} expired before tag {action.name!r} was written"
+    if not create_tag_file(table, action.name, snapshot, create_time=create_time,
+                           time_retained_ns=time_retained_ns):
+        return f"tag {action.name!r} exists already"
+    crash_point("tags.tag_created")
+    if not snapshots.exists(action.snapshot_id):
+        # Expiry may be deleting the snapshot's files: a tag written after it looked is unsafe.
+        delete_tag_file(table, action.name)
+        crash_point("tags.tag_withdrawn")
+        return f"snapshot {action.snapshot_id} expired while tag {action.name!r} was written"
+    return None
+
+
+def _delete(table: Table, action: TagAction) -> str | None:
+    tag = read_tag(table, action.name)
+    if tag is None or tag.snapshot.id != action.snapshot_id:
+        return f"tag {action.name!r} changed meanwhile; kept"
+    delete_tag_file(table, action.name)
+    crash_point("tags.tag_deleted")
+    return None
+
+
+# ---- tags by hand --------------------------------------------------------------------------
+
+
+def create_tag(table: Table, *, clock: Clock, name: str, snapshot_id: int | None = None,
+               time_retained_ms: int | None = None, dry_run: bool = False) -> TagsResult:
+    """Java ``createTag(name, snapshotId, timeRetained)``: the latest snapshot by default,
+    ``tag.default-time-retained`` by default; an existing tag is an error."""
+    check_tag_name(name)
+    options = table.options()
+    snapshots = table.snapshots
+    if snapshot_id is None:
+        snapshot_id = snapshots.latest_id()
+        if snapshot_id is None:
+            raise ConfigError("snapshot", f"{table.name} has no snapshot to tag")
+    elif not snapshots.exists(snapshot_id):
+        raise ConfigError("snapshot", f"snapshot {snapshot_id} of {table.name} does not exist")
+    if read_tag(table, name) is not None:
+        raise ConfigError("tag", f"tag {name!r} of {table.name} already exists")
+    retained_ns = (_retained_ns(options) if time_retained_ms is None
+                   else time_retained_ms * _NS_PER_MS)
+    if options.tag_automatic_creation in ("process-time", "watermark"):
+        state = _TagState({t.name: t.snapshot.id for t in list_tags(table)}, tag_period(options))
+        state.create(name, snapshot_id, "manual")  # Java's validateNoAutoTag
+    action = TagAction(True, name, snapshot_id, "manual")
+    plan = TagsPlan(table.name, "manual", (action,), clock.local_now(), retained_ns)
+    if dry_run:
+        return TagsResult(plan, dry_run=True)
+    note = _create(table, action, plan.create_time, retained_ns)
+    if note is not None:
+        raise ConfigError("tag", note)
+    return TagsResult(plan, (action,))
+
+
+def delete_tag(table: Table, *, clock: Clock, name: str, dry_run: bool = False) -> TagsResult:
+    """Java ``deleteTag``: a missing tag is not an error (nothing happens)."""
+    tag = read_tag(table, name)
+    if tag is None:
+        plan = TagsPlan(table.name, "manual", (), clock.local_now(), None)
+        return TagsResult(plan, skipped=(f"tag {name!r} does not exist",), dry_run=dry_run)
+    action = TagAction(False, name, tag.snapshot.id, "manual")
+    plan = TagsPlan(table.name, "manual", (action,), clock.local_now(), None)
+    if dry_run:
+        return TagsResult(plan, dry_run=True)
+    note = _delete(table, action)
+    return TagsResult(plan, (action,) if note is None else (), () if note is None else (note,))
