@@ -140,6 +140,18 @@ def _expire_consumers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _expire_partitions(args: argparse.Namespace) -> int:
+    older_than = None
+    if args.older_than:
+        try:
+            older_than = parse_duration_ms(args.older_than)
+        except ValueError as error:
+            raise ConfigError("--older-than", str(error)) from None
+    _run("expire_partitions", open_table_of(args), JobContext(_one_moment()),
+         older_than_ms=older_than, max_num=args.max_num, dry_run=args.dry_run)
+    return EXIT_OK
+
+
 def _merge_manifests(args: argparse.Namespace) -> int:
     _run("merge_manifests", open_table_of(args), JobContext(SYSTEM_CLOCK), dry_run=args.dry_run)
     return EXIT_OK
@@ -185,6 +197,27 @@ def _add_table_maintenance_commands(commands: Any) -> None:
                            help="print what would go, delete nothing")
     add_storage_option(consumers)
     consumers.set_defaults(run=usage_errors_exit_2(_expire_consumers))
+
+    partitions = commands.add_parser(
+        "expire-partitions", help="drop partitions older than partition.expiration-time",
+        description="Paimon's partition expiration (what commits do when "
+                    "partition.expiration-time is set and write-only is not): the expired "
+                    "partitions' files leave the table in one OVERWRITE snapshot (per "
+                    "partition.expiration-batch-size); snapshot expiration deletes them later. "
+                    "Honours partition.expiration-strategy, partition.timestamp-formatter, "
+                    "partition.timestamp-pattern and partition.expiration-max-num.")
+    partitions.add_argument("warehouse", help="warehouse path or URI")
+    partitions.add_argument("--table", metavar="DB.TABLE", required=True)
+    partitions.add_argument("--older-than", metavar="DURATION",
+                            help="the expiration time (e.g. '7 d'); default: the table's "
+                                 "partition.expiration-time (unset: nothing expires)")
+    partitions.add_argument("--max-num", type=int, metavar="N",
+                            help="drop at most N partitions (default: the table's "
+                                 "partition.expiration-max-num, 100)")
+    partitions.add_argument("--dry-run", action="store_true",
+                            help="print what would be dropped, change nothing")
+    add_storage_option(partitions)
+    partitions.set_defaults(run=usage_errors_exit_2(_expire_partitions))
 
     merge = commands.add_parser(
         "merge-manifests", help="merge the latest snapshot's manifests (Paimon compact_manifest)",

@@ -21,6 +21,7 @@ from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
+from paimond.maintenance.partition_expire import PartitionExpireJob
 from paimond.maintenance.rebuild_dv import RebuildDvJob
 from paimond.maintenance.rewrite_index import IndexRewriteJob
 from paimond.maintenance.tags import (
@@ -91,6 +92,13 @@ class ExpireOverrides:
 @dataclass(frozen=True, slots=True)
 class ConsumerExpireSettings:
     older_than_ms: int | None = None  # overrides consumer.expiration-time
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExpirePartitionsSettings:
+    older_than_ms: int | None = None  # overrides partition.expiration-time
+    max_num: int | None = None  # overrides partition.expiration-max-num
     dry_run: bool = False
 
 
@@ -166,6 +174,14 @@ def _expire_consumers(table: Table, settings: ConsumerExpireSettings, context: J
     return JobReport(job.run())
 
 
+def _expire_partitions(table: Table, settings: ExpirePartitionsSettings, context: JobContext
+                       ) -> JobReport:
+    job = PartitionExpireJob(table, clock=context.clock, older_than_ms=settings.older_than_ms,
+                             max_num=settings.max_num, dry_run=settings.dry_run)
+    result = job.run()
+    return JobReport(result, replans=max(0, result.attempts - 1))
+
+
 def _merge_manifests(table: Table, settings: ManifestMergeSettings, context: JobContext
                      ) -> JobReport:
     result = ManifestMergeJob(table, clock=context.clock, dry_run=settings.dry_run).run()
@@ -239,6 +255,7 @@ JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
     Job("compact", CompactSettings, _compact),
     Job("expire", ExpireOverrides, _expire),
     Job("expire_consumers", ConsumerExpireSettings, _expire_consumers),
+    Job("expire_partitions", ExpirePartitionsSettings, _expire_partitions),
     Job("merge_manifests", ManifestMergeSettings, _merge_manifests),
     Job("remove_orphans", OrphanSettings, _remove_orphans),
     Job("rewrite_index", RewriteIndexSettings, _rewrite_index),

@@ -19,6 +19,7 @@ from paimond.table.file_index_options import (
     has_file_index_options,
     in_manifest_threshold_bytes,
 )
+from paimond.table.partition_time import PartitionTimeExtractor, compile_java_format
 
 BUCKET_POSTPONE = -2
 BUCKET_DYNAMIC = -1
@@ -498,3 +499,57 @@ class TableOptions:
     @property
     def compaction_force_rewrite_all_files(self) -> bool:
         return self._bool("compaction.force-rewrite-all-files", False)
+
+    # ---- partition expiration (Java CoreOptions: partition.expiration-*, timestamp-*) ----
+
+    @property
+    def partition_expiration_time_ms(self) -> int | None:
+        """``partition.expiration-time``; None (the default): partitions never expire."""
+        return self._expire_duration_ms("partition.expiration-time")
+
+    @property
+    def partition_expiration_check_interval_ms(self) -> int:
+        value = self._expire_duration_ms("partition.expiration-check-interval")
+        return 3_600_000 if value is None else value
+
+    @property
+    def partition_expiration_strategy(self) -> str:
+        """``values-time`` (the time in the partition's values) or ``update-time`` (its
+        newest file's creation time)."""
+        value = (self.raw.get("partition.expiration-strategy") or "values-time").strip()
+        if value not in ("values-time", "update-time"):
+            raise ConfigError("partition.expiration-strategy",
+                              f"{value!r} is not values-time or update-time")
+        return value
+
+    @property
+    def partition_expiration_max_num(self) -> int:
+        value = self._expire_int("partition.expiration-max-num")
+        return 100 if value is None else value
+
+    @property
+    def partition_expiration_batch_size(self) -> int:
+        """``partition.expiration-batch-size``: partitions per commit (default: max-num)."""
+        value = self._expire_int("partition.expiration-batch-size")
+        return self.partition_expiration_max_num if value is None else value
+
+    @property
+    def partition_timestamp_formatter(self) -> str | None:
+        return self.raw.get("partition.timestamp-formatter")
+
+    @property
+    def partition_timestamp_pattern(self) -> str | None:
+        return self.raw.get("partition.timestamp-pattern")
+
+    @property
+    def partition_time_extractor(self) -> PartitionTimeExtractor:
+        """Java ``PartitionTimeExtractor`` from the two options; a formatter paimond cannot
+        parse is a ConfigError naming it."""
+        formatter = self.partition_timestamp_formatter
+        compiled = None
+        if formatter is not None:
+            try:
+                compiled = compile_java_format(formatter)
+            except ValueError as error:
+                raise ConfigError("partition.timestamp-formatter", str(error)) from None
+        return PartitionTimeExtractor(self.partition_timestamp_pattern, compiled)
