@@ -34,6 +34,7 @@ from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
 from paimond.table.job_records import JobJournal
+from paimond.table.semantic_options import refuse
 from paimond.table.storage import Storage
 
 
@@ -127,13 +128,14 @@ class CompactJob:
 
     def run(self) -> CompactionSummary:
         """Runs as a recorded job: a run killed midway leaves files the next run deletes."""
+        refuse(self.table.latest_schema(), "compact", self.table.path)  # before any record
         with recorded_job(self.table, "compact", self.clock) as recorded:
             return self._run(recorded)
 
     def _run(self, recorded: RecordedJob) -> CompactionSummary:
         started = time.monotonic()
         summary = CompactionSummary(self.table.name, lookup_cache_used=self.lookup_cache is not None)
-        committer = Committer(self.table, clock=self.clock)
+        committer = Committer(self.table, clock=self.clock, journal=recorded)
 
         def attempt(number: int) -> Attempt:
             summary.attempts = number

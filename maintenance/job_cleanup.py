@@ -1,11 +1,12 @@
 """A writing job's own garbage, cleaned without orphan removal's window: every job that writes
-files (compact, rewrite-index, rebuild-dv) runs inside :func:`recorded_job`, which notes each
-file before it is written (``paimond.table.job_records``) and, when the job ends, deletes what
-it wrote but did not commit. A job killed on the way leaves its record; the next writing job
-on the table (and the daemon, at start) finds it dead and deletes the files it lists that no
-snapshot, tag, changelog or branch references (consumers pin snapshots, so they are covered),
-then the record. A live job's record is never touched. No Java counterpart: Paimon leaves such
-files to ``remove_orphan_files``.
+files (compact, rewrite-index, rebuild-dv, merge-manifests) runs inside :func:`recorded_job`,
+which notes each file before it is written (``paimond.table.job_records``): data, file-index
+and DV index files, and the manifests, manifest lists and index manifests of its commits. When
+the job ends it deletes what it wrote but did not commit. A job killed on the way leaves its
+record; the next writing job on the table (and the daemon, at start) finds it dead and deletes
+the files it lists that no snapshot, tag, changelog or branch references (consumers pin
+snapshots, so they are covered), then the record. A live job's record is never touched. No
+Java counterpart: Paimon leaves such files to ``remove_orphan_files``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from paimond.table.job_records import (
     read_records,
     start_job,
 )
+from paimond.table.storage import Storage
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +65,17 @@ def committed_names(changes: CommitChanges) -> set[str]:
 
 @dataclass
 class RecordedJob:
-    """The running job's side: ``storage`` to write through, ``keep`` before each commit."""
+    """The running job's side: ``table`` to write data through, ``keep`` before each commit;
+    also the :class:`~paimond.table.commit.CommitJournal` of its commits (``journal=``)."""
 
     table: Table  # the job's table, writing through the journal
     journal: JobJournal
+    storage: Storage  # the table's own storage, where notes are written
     kept: set[str] = field(default_factory=set)
+
+    def note(self, path: str) -> None:
+        """A commit is about to write the metadata file ``path``."""
+        self.journal.note(self.storage, path)
 
     def keep(self, names: Iterable[str]) -> None:
         """Files about to be committed: not deleted when the job ends. (A commit that
@@ -90,7 +98,7 @@ def recorded_job(table: Table, job: str, clock: Clock, *, replica: str | None = 
     clean_dead_jobs(table, clock.wall_ms())
     journal = start_job(table, job, started_ms=clock.wall_ms(), replica=replica)
     running = RecordedJob(Table(journal.recording(table.storage), table.path, table.name),
-                          journal)
+                          journal, table.storage)
     try:
         yield running
     except BaseException:

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from paimond.clock import Clock
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.snapshot import Snapshot
+from paimond.maintenance.job_cleanup import recorded_job
 from paimond.maintenance.references import MANIFEST, MANIFEST_LIST, FileTally
 from paimond.table.catalog import Table
-from paimond.table.commit import Committer, ManifestsUnchanged
+from paimond.table.commit import CommitJournal, Committer, ManifestsUnchanged
 from paimond.table.manifest_files import ManifestWriter
 from paimond.table.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
 from paimond.table.scan import read_manifest, read_manifest_list
+from paimond.table.semantic_options import refuse
 from paimond.table.storage import open_storage
 
 
@@ -71,16 +73,22 @@ class ManifestMergeJob:
     dry_run: bool = False
 
     def run(self) -> ManifestMergeResult:
-        return self._preview() if self.dry_run else self._commit()
+        """Runs as a recorded job: a run killed before its snapshot leaves manifests the next
+        writing job deletes."""
+        refuse(self.table.latest_schema(), "merge_manifests", self.table.path)
+        if self.dry_run:
+            return self._preview()
+        with recorded_job(self.table, "merge-manifests", self.clock) as recorded:
+            return self._commit(recorded)
 
     def _manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         where = self.table.snapshots.path(snapshot.id)
         return (read_manifest_list(self.table, snapshot.base_manifest_list, where)
                 + read_manifest_list(self.table, snapshot.delta_manifest_list, where))
 
-    def _commit(self) -> ManifestMergeResult:
+    def _commit(self, journal: CommitJournal) -> ManifestMergeResult:
         table = self.table
-        committed = Committer(table, clock=self.clock).compact_manifests()
+        committed = Committer(table, clock=self.clock, journal=journal).compact_manifests()
         if isinstance(committed, ManifestsUnchanged):
             latest = table.snapshots.latest()
             before = tuple(self._manifests(latest)) if latest else ()

@@ -39,7 +39,7 @@ from paimond.lsm.merge import VALUE_KIND_COLUMN
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
-from paimond.table.commit import CommitChanges, Committer
+from paimond.table.commit import CommitChanges, CommitJournal, Committer
 from paimond.table.data_files import read_data_file
 from paimond.table.deletion_vectors import (
     bucket_dv_entry,
@@ -50,6 +50,7 @@ from paimond.table.kv_layout import key_fields, retract_mask
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import TableOptions
 from paimond.table.scan import BucketFiles, LiveFile, data_file_path, scan_snapshot
+from paimond.table.semantic_options import refuse
 
 _LEVEL, _FILE, _POS = "__level", "__file", "__pos"
 Progress = Callable[[int, int, str], None]
@@ -117,13 +118,15 @@ class RebuildDvJob:
     def run(self) -> RebuildSummary:
         """Runs as a recorded job (a dry run writes nothing): a run killed midway leaves
         index files the next writing job deletes."""
+        refuse(self.table.latest_schema(), "rebuild_dv", self.table.path)
         if self.dry_run:
-            return self._run(self.table, set())
+            return self._run(self.table, set(), None)
         with recorded_job(self.table, "rebuild-dv", self.clock) as recorded:
-            return self._run(recorded.table, recorded.kept)
+            return self._run(recorded.table, recorded.kept, recorded)
 
-    def _run(self, writing: Table, kept: set[str]) -> RebuildSummary:
-        """``writing``: the table as the job writes it; ``kept`` collects what it commits."""
+    def _run(self, writing: Table, kept: set[str], journal: CommitJournal | None) -> RebuildSummary:
+        """``writing``: the table as the job writes it; ``kept`` collects what it commits;
+        ``journal`` notes what its commits write."""
         started = time.monotonic()
         planned: list[RebuildSummary] = []
 
@@ -132,7 +135,7 @@ class RebuildDvJob:
             planned.append(summary)
             if self.dry_run or not summary.changed:
                 return Attempt()
-            return Attempt(lambda: self._commit(summary, writing, kept))
+            return Attempt(lambda: self._commit(summary, writing, kept, journal))
 
         snapshot, _ = commit_with_replan(attempt, self.max_attempts)
         summary = planned[-1]
@@ -199,7 +202,8 @@ class RebuildDvJob:
                              bucket.bucket, base, result, before,
                              sum(len(v) for v in result.values()), dropped, changed)
 
-    def _commit(self, summary: RebuildSummary, writing: Table, kept: set[str]) -> Snapshot:
+    def _commit(self, summary: RebuildSummary, writing: Table, kept: set[str],
+                journal: CommitJournal | None) -> Snapshot:
         table = self.table
         added, deleted, written = [], [], []
         base: dict[tuple[bytes, int, str], str | None] = {}
@@ -220,7 +224,7 @@ class RebuildDvJob:
             changes = CommitChanges(index_added=added, index_deleted=deleted, index_base=base,
                                     expected_snapshot_id=summary.base_snapshot_id)
             kept.update(committed_names(changes))
-            return Committer(table, clock=self.clock).commit(changes)
+            return Committer(table, clock=self.clock, journal=journal).commit(changes)
         except BaseException:
             for path in written:
                 table.storage.delete(path)

@@ -42,10 +42,11 @@ from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.maintenance.references import read_manifests
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
-from paimond.table.commit import CommitChanges, Committer
+from paimond.table.commit import CommitChanges, CommitJournal, Committer
 from paimond.table.file_index_rebuild import FileIndexChange, FileIndexRebuild, FileKey
 from paimond.table.layout import FILE_INDEX_SUFFIX, partition_matches, partition_text
 from paimond.table.scan import merge_entries, read_manifest_list
+from paimond.table.semantic_options import refuse
 
 Progress = Callable[[int, int, str], None]  # files done, files in all, the file just done
 BATCH_ROWS = 32768
@@ -164,17 +165,19 @@ class IndexRewriteJob:
     def run(self) -> IndexRewriteSummary:
         """Runs as a recorded job (a dry run writes nothing): a run killed midway leaves
         index files the next writing job deletes."""
+        refuse(self.table.latest_schema(), "rewrite_index", self.table.path)
         if self.dry_run:
-            return self._run(self.table, set())
+            return self._run(self.table, set(), None)
         with recorded_job(self.table, "rewrite-index", self.clock) as recorded:
-            return self._run(recorded.table, recorded.kept)
+            return self._run(recorded.table, recorded.kept, recorded)
 
-    def _run(self, writing: Table, kept: set[str]) -> IndexRewriteSummary:
-        """``writing``: the table as the job writes it; ``kept`` collects what it commits."""
+    def _run(self, writing: Table, kept: set[str], journal: CommitJournal | None) -> IndexRewriteSummary:
+        """``writing``: the table as the job writes it; ``kept`` collects what it commits;
+        ``journal`` notes what its commits write."""
         started = time.monotonic()
         summary = IndexRewriteSummary(self.table.name, self.dry_run,
                                       schema=self.table.latest_schema())
-        committer = Committer(self.table, clock=self.clock)
+        committer = Committer(self.table, clock=self.clock, journal=journal)
 
         def attempt(number: int) -> Attempt:
             summary.attempts = number

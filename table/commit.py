@@ -21,9 +21,9 @@ import random
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from paimond import __version__
 from paimond.clock import Clock
@@ -75,6 +75,16 @@ class CommitChanges:
         return not (self.deleted or self.added or self.index_added or self.index_deleted)
 
 
+class CommitJournal(Protocol):
+    """A running job's record of the metadata files its commits write: each is noted before
+    it is written, and the files of a published snapshot are kept; whatever else a killed or
+    failed commit left is the job's own garbage (``paimond.maintenance.job_cleanup``)."""
+
+    def note(self, path: str) -> None: ...
+
+    def keep(self, names: Iterable[str]) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     max_retries: int = 10
@@ -99,6 +109,7 @@ class Committer:
     commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
     rng: random.Random = field(default_factory=random.Random)
     merge_manifests: bool = True  # Java merges the base manifests at every commit
+    journal: CommitJournal | None = None  # a recorded job's: notes what each attempt writes
 
     def commit(self, changes: CommitChanges) -> Snapshot:
         """Commit ``changes`` as the next snapshot; returns it."""
@@ -126,7 +137,8 @@ class Committer:
     def _writer(self, schema: TableSchema) -> ManifestWriter:
         return ManifestWriter(self.table.storage, self.table.path,
                               schema.partition_type.field_types,
-                              self.table.options().manifest_compression)
+                              self.table.options().manifest_compression,
+                              before_write=self.journal.note if self.journal else None)
 
     def _try_once(self, changes: CommitChanges) -> Snapshot | None:
         table = self.table
@@ -188,6 +200,8 @@ class Committer:
             else:
                 writer.remove_written()
                 return None
+        if self.journal is not None:
+            self.journal.keep(path.rpartition("/")[2] for path in writer.written)
         crash_point("commit.snapshot_created")
         self._write_latest_hint(snapshot.id)
         crash_point("commit.latest_hint_written")

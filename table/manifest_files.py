@@ -6,7 +6,7 @@ them: Java ``ManifestFile.write``, ``ManifestList``, ``IndexManifestFile``,
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -45,13 +45,15 @@ def partition_stats(partitions: Sequence[bytes], types: Sequence[DataType]) -> S
 class ManifestWriter:
     """Writes one commit's metadata files under ``<table>/manifest`` with Paimon's names
     (``manifest-<uuid>-<n>``, ``manifest-list-<uuid>-<n>``, ``index-manifest-<uuid>-<n>``)
-    and remembers them, so a commit that lost its race can remove them."""
+    and remembers them, so a commit that lost its race can remove them. ``before_write`` is
+    told each path before its file is written (a job's record of what it is about to write)."""
 
     storage: Storage
     table_path: str
     partition_types: Sequence[DataType]
     compression: str = "zstd"
     written: list[str] = field(default_factory=list)
+    before_write: Callable[[str], None] | None = None
     _prefix: str = field(default_factory=lambda: str(uuid.uuid4()))
     _counter: count[int] = field(default_factory=count)
 
@@ -60,8 +62,11 @@ class ManifestWriter:
 
     def _write(self, name_prefix: str, data: bytes) -> tuple[str, int]:
         name = f"{name_prefix}{self._prefix}-{next(self._counter)}"
-        self.storage.write_bytes(self._path(name), data)
-        self.written.append(self._path(name))
+        path = self._path(name)
+        if self.before_write is not None:
+            self.before_write(path)
+        self.storage.write_bytes(path, data)
+        self.written.append(path)
         return name, len(data)
 
     def write_manifest(self, entries: Sequence[ManifestEntry]) -> ManifestFileMeta:

@@ -29,6 +29,7 @@ import pytest
 from pypaimon.schema.schema_change import SchemaChange
 from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_deduplicate, catalog_for
+from table_garbage import unreferenced_files
 from test_dv_compaction import SCENARIOS, _Live
 from test_rebuild_dv import _enable_vectors, _layered
 
@@ -159,8 +160,9 @@ def _content(warehouse: str, table: str) -> pa.Table:
 
 
 def check_table(warehouse: str, table_name: str, allowed: list[pa.Table], what: str, *,
-                every_snapshot: bool = True) -> None:
-    """Readable, content allowed, every snapshot reads, nothing referenced is missing."""
+                every_snapshot: bool = True, no_garbage: bool = False) -> None:
+    """Readable, content allowed, every snapshot reads, nothing referenced is missing; with
+    ``no_garbage``, no file is left that nothing references."""
     assert any(_content(warehouse, table_name).equals(c) for c in allowed), \
         f"{what}: the latest read is neither the content before the job nor after it"
     table = open_table(open_storage(warehouse), warehouse, table_name)
@@ -173,6 +175,8 @@ def check_table(warehouse: str, table_name: str, allowed: list[pa.Table], what: 
     used = used_files(table, referencing_snapshots(table)).all
     on_disk = {p.name for p in Path(warehouse).rglob("*") if p.is_file()}
     assert used <= on_disk, f"{what}: referenced files missing: {sorted(used - on_disk)}"
+    if no_garbage:
+        assert unreferenced_files(warehouse, table_name) == [], f"{what}: files left behind"
 
 
 def run_campaign(job: Job, tmp_path: Path) -> list[tuple[str, int]]:
@@ -183,6 +187,8 @@ def run_campaign(job: Job, tmp_path: Path) -> list[tuple[str, int]]:
     trace = tmp_path / "trace.txt"
     result = _run(job, str(traced), {"PAIMOND_CRASH_TRACE": str(trace)})
     assert result.returncode == 0, result.stdout + result.stderr
+    assert unreferenced_files(str(traced), job.table) == [], f"{job.name}: an uninterrupted " \
+        "run left files behind"
     after = _content(str(traced), job.table)
     passes = Counter(trace.read_text().split()) if trace.exists() else Counter()
     claimed = {p for p, jobs in CRASHED_BY.items() if job.name in jobs}
@@ -200,7 +206,8 @@ def run_campaign(job: Job, tmp_path: Path) -> list[tuple[str, int]]:
             f"{what}: exited {died.returncode}\n{died.stdout}{died.stderr}"
         check_table(warehouse, job.table, [before, after], what)
         assert main(job.rerun_argv(warehouse)) == 0, f"{what}: the rerun failed"
-        check_table(warehouse, job.table, [after], f"{what}, then rerun", every_snapshot=False)
+        check_table(warehouse, job.table, [after], f"{what}, then rerun", every_snapshot=False,
+                    no_garbage=True)
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # one job process, one check at a time
         list(pool.map(crash, cases))

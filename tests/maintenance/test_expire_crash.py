@@ -33,6 +33,7 @@ from pypaimon_tables import (
     sort_columns_of,
     sort_rows,
 )
+from table_garbage import unreferenced_files
 from table_history import tree
 
 from paimond.cli.main import main
@@ -174,6 +175,8 @@ def run_campaign(pristine: Pristine, tmp_path: Path) -> list[tuple[str, int]]:
     final = tree(traced / pristine.table_dir)
     check_readable(str(traced), pristine, "uninterrupted")
     assert len(findable_snapshots(str(traced), pristine, "uninterrupted")) == 2
+    # a rerun must end as this run ends (below), so no crash leaves garbage behind either
+    assert unreferenced_files(str(traced), pristine.name) == []
     passes = Counter(trace.read_text().split()) if trace.exists() else Counter()
     cases = [(point, n) for point in sorted(passes) for n in sample(passes[point])]
 
