@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,7 @@ def _model_daily_expired(days: Sequence[str], now_ms: int, expiration: datetime.
     return sorted(out)
 
 
-def _expected(rows: list[dict[str, Any]], dropped: set[tuple[str, ...]],
+def _expected(rows: list[dict[str, Any]], dropped: Set[tuple[str, ...]],
               keys: Sequence[str], schema: pa.Schema) -> pa.Table:
     kept = [r for r in rows if tuple(r[k] for k in keys) not in dropped]
     return sort_rows(pa.Table.from_pylist(kept, schema=schema), schema.names)
@@ -136,7 +136,7 @@ def _read(warehouse: str, name: str, snapshot_id: int | None = None) -> pa.Table
     return sort_rows(rows, rows.column_names)
 
 
-def _assert_overwrite_drops(warehouse: str, name: str, dropped: set[tuple[str, ...]]) -> None:
+def _assert_overwrite_drops(warehouse: str, name: str, dropped: Set[tuple[str, ...]]) -> None:
     """The newest snapshot: OVERWRITE, a delta of DELETE entries for exactly the files the
     previous snapshot held in the dropped partitions (pypaimon's view), nothing else."""
     table = _open(warehouse, name)
@@ -208,6 +208,7 @@ def test_older_than_overrides_the_option(copy: tuple[str, list[dict[str, Any]]])
     report = job.run(_open(warehouse, "db.daily"), job.settings(older_than_ms=86_400_000),
                      JobContext(CLOCK))
     expired = _model_daily_expired(DAYS, NOW_MS, datetime.timedelta(days=1))
+    assert isinstance(report.result, PartitionExpireResult)
     assert [p.path for p in report.result.expired] == [f"dt={d}" for d in expired]
     assert _read(warehouse, "db.daily").equals(
         _expected(rows, {(d,) for d in expired}, ["dt"], SCHEMA))
