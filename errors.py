@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-ErrorKind = Literal["retry", "backoff", "data", "config", "internal"]
+ErrorKind = Literal["retry", "backoff", "data", "config", "unsupported", "internal"]
 """The remedy an error calls for: re-plan now (retry), try again later (backoff), fix or
-restore a file (data), fix the settings or the table's options (config), or a bug (internal).
+restore a file (data), fix the settings or the table's options (config), leave the job to
+Paimon until the table's options change (unsupported), or a bug (internal).
 Bounded, so it can label a metric."""
 
 
@@ -79,6 +80,22 @@ class UnsupportedError(PaimondError):
         self.what = what
         self.path = path
         super().__init__(f"{path}: {what}" if path else what)
+
+
+class RefusedError(UnsupportedError):
+    """A job refuses a table at plan time, before writing anything: the table sets options
+    that change what the job must produce and paimond does not implement them
+    (``paimond.table.semantic_options``). ``fingerprint`` names the schema and options the
+    refusal was decided on; the same job is not due again until they change."""
+
+    kind: ClassVar[ErrorKind] = "unsupported"
+
+    def __init__(self, job: str, reason: str, path: str | None = None,
+                 fingerprint: str = "") -> None:
+        self.job = job
+        self.reason = reason
+        self.fingerprint = fingerprint
+        super().__init__(f"{job} refused: {reason}", path)
 
 
 class CommitConflictError(PaimondError):

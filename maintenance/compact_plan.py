@@ -12,8 +12,6 @@ import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from paimond.errors import UnsupportedError
-from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.plan import BucketSnapshot, plan_bucket
@@ -23,6 +21,7 @@ from paimond.table.deletion_vectors import bucket_dv_entry
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
 from paimond.table.scan import bucket_path, scan_snapshot
+from paimond.table.semantic_options import refuse
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,21 +42,6 @@ class CompactionPlan:
         return "\n".join(lines)
 
 
-def check_compactable(schema: TableSchema, options: TableOptions) -> None:
-    """Refuse tables whose compaction needs what paimond does not produce (yet)."""
-    if not schema.primary_keys:
-        raise UnsupportedError("append tables have no LSM tree; paimond compacts primary-key "
-                               "tables")
-    producer = options.changelog_producer
-    if producer in ("lookup", "full-compaction"):
-        raise UnsupportedError(f"changelog-producer={producer} needs changelog files from "
-                               "compaction, which paimond does not produce yet; compacting "
-                               "without them would break streaming readers")
-    if options.deletion_vectors_enabled and options.merge_engine == "first-row":
-        raise UnsupportedError("first-row tables cannot enable deletion-vectors (Paimon "
-                               "refuses the combination)")
-
-
 def plan_compaction(table: Table, *, full: bool = False,
                     partitions: Mapping[str, str] | None = None,
                     moment: datetime.datetime,
@@ -70,8 +54,8 @@ def plan_compaction(table: Table, *, full: bool = False,
     from the caller's clock. ``picker_states``: what earlier plans left per (partition,
     bucket); the plan holds the states after it."""
     schema = table.latest_schema()
+    refuse(schema, "compact", table.path)  # before anything is planned or written
     options = TableOptions.of(schema)
-    check_compactable(schema, options)
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)

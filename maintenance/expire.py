@@ -40,6 +40,7 @@ from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired
 from paimond.table.catalog import Table
 from paimond.table.layout import CHANGELOG_DIR, CHANGELOG_PREFIX, EARLIEST_HINT
 from paimond.table.options import INT_MAX, TableOptions
+from paimond.table.semantic_options import refuse
 from paimond.table.snapshots import Snapshots
 
 
@@ -225,11 +226,13 @@ class ExpireJob:
     def plan(self) -> ExpirePlan:
         settings = self.resolved_settings()
         settings.validate()
+        refuse(self.table.latest_schema(), "expire", self.table.path)
         refuse_decoupled_changelog(self.table, self.table.options(), settings)
         return plan_expiration(self.table.name, read_history(self.table, settings), settings,
                                self.clock.wall_ms())
 
     def run(self) -> ExpireResult:
+        refuse(self.table.latest_schema(), "expire", self.table.path)
         settings = self.resolved_settings()
         finished = (0, FileTally()) if self.dry_run else finish_interrupted(
             self.table, clean_empty_directories=settings.clean_empty_directories)

@@ -56,6 +56,7 @@ from paimond.table.layout import (
     SNAPSHOT_PREFIX,
     STATISTICS_DIR,
 )
+from paimond.table.semantic_options import refuse
 from paimond.table.storage import FileStatus, Storage
 
 DEFAULT_WINDOW_MS = 86_400_000  # Java: older_than defaults to now - 1 day
@@ -165,6 +166,7 @@ class OrphanJob:
     force: bool = False
 
     def run(self) -> OrphanResult:
+        refuse(self.table.latest_schema(), "remove_orphans", self.table.path)
         now = self.clock.wall_ms()
         older_than = now - DEFAULT_WINDOW_MS if self.older_than_ms is None else self.older_than_ms
         check_window(now, older_than, self.force)

@@ -553,3 +553,25 @@ class TableOptions:
             except ValueError as error:
                 raise ConfigError("partition.timestamp-formatter", str(error)) from None
         return PartitionTimeExtractor(self.partition_timestamp_pattern, compiled)
+
+    # ---- generic readers for the semantic-options table (table/semantic_options.py) ----
+
+    @property
+    def write_only(self) -> bool:
+        """``write-only``: writers neither compact nor expire (nor create tags, expire
+        partitions or consumers); a dedicated maintainer does."""
+        return self._bool("write-only", False)
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        """A boolean option as Java's ``Boolean.parseBoolean`` reads it."""
+        return self._bool(key, default)
+
+    def text(self, key: str) -> str | None:
+        """An option's value without surrounding blanks; None when unset."""
+        return self._text(key)
+
+    def field_options(self, suffix: str) -> dict[str, str]:
+        """``fields.<c>.<suffix>`` options: column -> value."""
+        head, tail = "fields.", f".{suffix}"
+        return {key[len(head):-len(tail)]: value.strip() for key, value in self.raw.items()
+                if key.startswith(head) and key.endswith(tail) and len(key) > len(head + tail)}

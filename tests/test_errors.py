@@ -66,7 +66,7 @@ def test_every_error_names_its_remedy() -> None:
         "PaimondError": "internal", "CodecError": "data", "CorruptFileError": "data",
         "MissingFileError": "data", "UnsupportedError": "config", "CommitConflictError": "retry",
         "StorageUnavailableError": "backoff", "ConfigError": "config", "WorkerError": "internal",
-        "BucketsFailedError": "data"}
+        "BucketsFailedError": "data", "RefusedError": "unsupported"}
     assert {cls.kind for cls in _every_error_class()} <= set(errors.ErrorKind.__args__)
     assert errors.kind_of(errors.ConfigError("k", "r")) == "config"
     assert errors.kind_of(ValueError("not ours")) == "internal"

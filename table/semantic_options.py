@@ -1,0 +1,341 @@
+"""The semantic options: every Paimon table option that changes what a maintenance job must
+produce, with the jobs it affects and how paimond handles it (Java ``CoreOptions``, apache/paimon
+5dacde516b, gone through key by key; options that only tune writers, readers, scans, commits
+or sizes are not listed).
+
+``implemented``: paimond produces what Paimon would. ``refused``: the job refuses a table that
+sets it, at plan time, before writing anything, with the reason; the table's other jobs still
+run. ``not affecting``: listed so the choice is visible (it only matters together with a refused
+option, or only to writers and readers).
+
+Jobs are the registry's names (``maintenance/jobs.py``) and the duties no job performs yet
+(``expire_partitions``, ``create_tags``, ``expire_tags``, ``expire_changelogs``,
+``expire_records``): a row for one of these is refused until its job exists; flipping its
+``handling`` to ``implemented`` is all the table needs then. Every job's plan calls
+:func:`refuse` (or :func:`refusals`) first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from paimond.errors import RefusedError
+from paimond.format.schema import TableSchema
+from paimond.table.file_formats import FORMATS
+from paimond.table.merge_options import ENGINES
+from paimond.table.options import TableOptions
+
+Handling = Literal["implemented", "refused", "not affecting"]
+
+# Aggregate functions lsm/merge_engines.py reduces exactly (a test keeps the two equal).
+AGGREGATE_FUNCTIONS = frozenset({
+    "last_value", "last_non_null_value", "primary-key", "first_value", "first_non_null_value",
+    "first_not_null_value", "sum", "product", "min", "max", "bool_and", "bool_or"})
+
+Setting = Callable[[TableOptions], str | None]
+
+
+def _never(_: TableOptions) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticOption:
+    """One row: ``setting`` returns the table's offending setting (``key=value``) when a
+    ``refused`` row applies to it, else None."""
+
+    option: str
+    jobs: tuple[str, ...]
+    handling: Handling
+    note: str
+    setting: Setting = _never
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    job: str
+    option: str
+    setting: str  # the table's own key=value that triggered it
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.setting}: {self.reason}"
+
+
+# ---- settings (what a table sets, as text) --------------------------------------------------
+
+
+def _set(key: str) -> Setting:
+    return lambda o: f"{key}={o.raw[key]}" if o.text(key) else None
+
+
+def _true(key: str) -> Setting:
+    return lambda o: f"{key}=true" if o.flag(key) else None
+
+
+def _any_set(*keys: str) -> Setting:
+    def setting(options: TableOptions) -> str | None:
+        return next((s for s in (_set(k)(options) for k in keys) if s), None)
+    return setting
+
+
+def _write_only(setting: Setting) -> Setting:
+    """Only when writers leave the duty to a maintainer (``write-only=true``)."""
+    return lambda o: (f"{found} with write-only=true" if o.write_only and (found := setting(o))
+                      else None)
+
+
+def _pk(setting: Setting) -> Setting:
+    return lambda o: setting(o) if o.has_primary_key else None
+
+
+def _engine_unknown(options: TableOptions) -> str | None:
+    engine = options.merge_engine
+    return f"merge-engine={engine}" if engine not in ENGINES else None
+
+
+def _aggregate_unknown(options: TableOptions) -> str | None:
+    if options.merge_engine != "aggregation":
+        return None
+    default = options.default_aggregate_function
+    functions = {f"fields.{c}.aggregate-function": f
+                 for c, f in sorted(options.field_options("aggregate-function").items())}
+    if default not in AGGREGATE_FUNCTIONS:
+        functions = {"fields.default-aggregate-function": default} | functions
+    return next((f"{k}={f}" for k, f in functions.items() if f not in AGGREGATE_FUNCTIONS), None)
+
+
+def _sequence_group(options: TableOptions) -> str | None:
+    groups = options.field_options("sequence-group")
+    return next((f"fields.{c}.sequence-group={g}" for c, g in sorted(groups.items())), None)
+
+
+def _producer(*values: str) -> Setting:
+    return lambda o: (f"changelog-producer={o.changelog_producer}"
+                      if o.changelog_producer in values else None)
+
+
+def _first_row_dv(options: TableOptions) -> str | None:
+    return ("merge-engine=first-row with deletion-vectors.enabled=true"
+            if options.deletion_vectors_enabled and options.merge_engine == "first-row" else None)
+
+
+def _append(options: TableOptions) -> str | None:
+    return None if options.has_primary_key else "no primary key (append table)"
+
+
+def _file_format(options: TableOptions) -> str | None:
+    formats = {options.file_format, *options.file_format_per_level.values()}
+    return next((f"file.format={f}" for f in sorted(formats) if f not in FORMATS), None)
+
+
+def _changelog_decoupled(options: TableOptions) -> str | None:
+    """Java ``CoreOptions.changelogLifecycleDecoupled`` on the table's own options (the expire
+    job also checks its overrides and changelog/ itself)."""
+    pairs = ((options.changelog_num_retained_max, options.snapshot_num_retained_max,
+              "changelog.num-retained.max"),
+             (options.changelog_num_retained_min, options.snapshot_num_retained_min,
+              "changelog.num-retained.min"),
+             (options.changelog_time_retained_ms, options.snapshot_time_retained_ms,
+              "changelog.time-retained"))
+    return next((f"{key}={options.raw[key]} above its snapshot.* counterpart"
+                 for changelog, snapshot, key in pairs
+                 if changelog is not None and changelog > snapshot), None)
+
+
+def _tag_creation(options: TableOptions) -> str | None:
+    mode = (options.text("tag.automatic-creation") or "none").lower()
+    return None if mode == "none" else f"tag.automatic-creation={mode}"
+
+
+# ---- the table -----------------------------------------------------------------------------
+
+COMPACT, EXPIRE, MANIFESTS, ORPHANS, INDEX, DV = (
+    "compact", "expire", "merge_manifests", "remove_orphans", "rewrite_index", "rebuild_dv")
+_NOT_WRITTEN = "paimond writes no such files"
+
+SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
+    # merge engine and its settings
+    SemanticOption("merge-engine (deduplicate, partial-update, aggregation, first-row)", (COMPACT,),
+                   "implemented", "lsm/merge_engines.py"),
+    SemanticOption("merge-engine (any other)", (COMPACT,), "refused",
+                   "paimond merges with deduplicate, partial-update, aggregation and first-row "
+                   "only", _pk(_engine_unknown)),
+    SemanticOption("fields.<c>.aggregate-function, fields.default-aggregate-function", (COMPACT,),
+                   "implemented", ", ".join(sorted(AGGREGATE_FUNCTIONS))),
+    SemanticOption("fields.<c>.aggregate-function (any other, e.g. listagg, collect)", (COMPACT,),
+                   "refused", "paimond does not implement this aggregate function; compacting "
+                   "would merge the column differently from Paimon", _pk(_aggregate_unknown)),
+    SemanticOption("fields.<c>.ignore-retract", (COMPACT,), "implemented", "aggregation engine"),
+    SemanticOption("fields.<c>.{distinct, list-agg-delimiter, nested-key, count-limit, "
+                   "nested-sequence-field, ts-field}", (COMPACT,), "not affecting",
+                   "read only by aggregate functions paimond refuses"),
+    SemanticOption("fields.<c>.sequence-group", (COMPACT,), "refused",
+                   "partial-update sequence groups are not implemented", _pk(_sequence_group)),
+    SemanticOption("partial-update.remove-record-on-delete", (COMPACT,), "refused",
+                   "removing a row on -D is not implemented",
+                   _pk(_true("partial-update.remove-record-on-delete"))),
+    SemanticOption("partial-update.remove-record-on-sequence-group", (COMPACT,), "refused",
+                   "removing a row on -D of a sequence group is not implemented",
+                   _pk(_set("partial-update.remove-record-on-sequence-group"))),
+    SemanticOption("aggregation.remove-record-on-delete", (COMPACT,), "refused",
+                   "removing a row on -D is not implemented",
+                   _pk(_true("aggregation.remove-record-on-delete"))),
+    SemanticOption("ignore-delete (and first-row., deduplicate., partial-update. prefixes)", (COMPACT,),
+                   "implemented", "-U/-D records are dropped while merging"),
+    SemanticOption("sequence.field, sequence.field.sort-order", (COMPACT,), "implemented",
+                   "versions ordered by the sequence fields, then the sequence number"),
+    SemanticOption("sequence.snapshot-ordering", (COMPACT,), "refused",
+                   "ordering versions by commit snapshot is not implemented",
+                   _pk(_true("sequence.snapshot-ordering"))),
+    SemanticOption("rowkind.field, ignore-update-before, delete.force-produce-changelog", (),
+                   "not affecting", "applied by writers"),
+    # changelog
+    SemanticOption("changelog-producer (none, input)", (COMPACT,), "implemented",
+                   "compaction produces no changelog, as Paimon's does not"),
+    SemanticOption("changelog-producer (any)", (EXPIRE,), "implemented",
+                   "expire deletes a snapshot's changelog files with it"),
+    SemanticOption("changelog-producer (lookup, full-compaction)", (COMPACT,), "refused",
+                   "Paimon's compaction writes changelog files for these, paimond does not; "
+                   "compacting without them would break streaming readers",
+                   _pk(_producer("lookup", "full-compaction"))),
+    SemanticOption("changelog-producer.row-deduplicate, changelog-file.*", (COMPACT,), "not affecting",
+                   f"only with changelog producers paimond refuses; {_NOT_WRITTEN}"),
+    SemanticOption("changelog.num-retained.min/max, changelog.time-retained (above the "
+                   "snapshot settings: decoupled changelog)", (EXPIRE, "expire_changelogs"),
+                   "refused", "paimond does not expire long-lived changelogs; expire this "
+                   "table with Paimon", _changelog_decoupled),
+    # deletion vectors
+    SemanticOption("deletion-vectors.enabled, deletion-vectors.bitmap64", (COMPACT, DV), "implemented",
+                   "levels >= 1 keep one live row per key; vectors in the bucket's index file"),
+    SemanticOption("deletion-vectors.enabled with merge-engine=first-row", (COMPACT,), "refused",
+                   "Paimon refuses the combination", _pk(_first_row_dv)),
+    SemanticOption("deletion-vector.index-file.target-size, deletion-vectors.modifiable, "
+                   "deletion-vectors.merge-on-read", (), "not affecting",
+                   "a size hint and reader/writer modes"),
+    # record-level expiry
+    SemanticOption("record-level.expire-time, record-level.time-field", (COMPACT, "expire_records"),
+                   "refused", "Paimon drops records past their TTL while compacting; paimond "
+                   "does not yet, so compacting would keep rows Paimon drops",
+                   _set("record-level.expire-time")),
+    # clustering
+    SemanticOption("pk-clustering-override", (COMPACT, DV), "refused",
+                   "data files are sorted by clustering.columns, not the primary key; "
+                   "compacting in key order would undo the clustering",
+                   _pk(_true("pk-clustering-override"))),
+    SemanticOption("clustering.* (columns, strategy, incremental, ...)", (COMPACT,), "not affecting",
+                   "used with pk-clustering-override or by append-table clustering, both "
+                   "refused"),
+    # files and layout
+    SemanticOption("file.format, file.format.per.level (parquet, orc, avro, row)", (COMPACT, INDEX),
+                   "implemented", "with file.compression*, metadata.stats-*, data-file.prefix, "
+                   "data-file.path-directory, data-file.thin-mode, target-file-size"),
+    SemanticOption("file.format (any other)", (COMPACT,), "refused",
+                   f"paimond writes {', '.join(FORMATS)} data files only", _pk(_file_format)),
+    SemanticOption("data-file.external-paths (and .strategy, .specific-fs, .weights)", (COMPACT,),
+                   "refused", "Paimon writes new data files to the external paths; paimond "
+                   "would write them under the table path",
+                   _pk(_set("data-file.external-paths"))),
+    SemanticOption("index-file-in-data-file-dir", (COMPACT, DV, ORPHANS), "refused",
+                   "index files live in the bucket directories; paimond writes and finds them "
+                   "under index/", _true("index-file-in-data-file-dir")),
+    SemanticOption("file-index.*", (COMPACT, INDEX), "implemented",
+                   "new data files get their indexes; rewrite-index rebuilds them"),
+    # bucket modes
+    SemanticOption("bucket (fixed, dynamic -1, cross-partition)", (COMPACT,), "implemented",
+                   "compaction keeps every file in its bucket; hash index files are kept"),
+    SemanticOption("bucket=-2 (postpone)", (COMPACT,), "implemented",
+                   "the postpone bucket's files are left to Paimon's postpone compactor "
+                   "(listed as skipped in the plan)"),
+    SemanticOption("primary-key (absent: append table)", (COMPACT, DV), "refused",
+                   "append tables have no LSM tree; paimond compacts primary-key tables",
+                   _append),
+    SemanticOption("bucket-key, bucket-function.type", (), "not affecting",
+                   "writers assign buckets; maintenance keeps them"),
+    # row tracking, data evolution, blob, vector, primary-key indexes
+    SemanticOption("row-tracking.enabled", (COMPACT,), "refused",
+                   "compaction must keep row ids (first_row_id), which paimond does not",
+                   _true("row-tracking.enabled")),
+    SemanticOption("data-evolution.enabled", (COMPACT, INDEX), "refused",
+                   "data files hold some columns only; paimond reads and rewrites whole rows",
+                   _true("data-evolution.enabled")),
+    SemanticOption("blob-field, blob-descriptor-field, blob-view-field", (COMPACT, INDEX), "refused",
+                   "blob columns live in .blob files paimond neither reads nor writes",
+                   _any_set("blob-field", "blob-descriptor-field", "blob-view-field")),
+    SemanticOption("vector-field, vector.file.format", (COMPACT, INDEX), "refused",
+                   "vector columns live in files paimond neither reads nor writes",
+                   _set("vector-field")),
+    SemanticOption("pk-{vector,btree,bitmap,multivalue,full-text}.index.columns", (COMPACT,),
+                   "refused", "primary-key indexes Paimon maintains with the data files; "
+                   "paimond does not write them", _any_set(
+                       "pk-vector.index.columns", "pk-btree.index.columns",
+                       "pk-bitmap.index.columns", "pk-multivalue.index.columns",
+                       "pk-full-text.index.columns")),
+    SemanticOption("global-index.*", (), "not affecting",
+                   "global indexes serve row-tracking tables, which paimond does not compact"),
+    # manifests
+    SemanticOption("manifest.target-file-size, manifest.merge-min-count, "
+                   "manifest.full-compaction-threshold-size, manifest.compression", (MANIFESTS,),
+                   "implemented", "Paimon's manifest merge"),
+    SemanticOption("manifest-sort.*, manifest.merge-optimize.enabled", (MANIFESTS,), "not affecting",
+                   "layout choices of Java's committer; merged manifests stay valid"),
+    # snapshot expiry
+    SemanticOption("snapshot.num-retained.min/max, snapshot.time-retained, "
+                   "snapshot.expire.limit, snapshot.clean-empty-directories", (EXPIRE,),
+                   "implemented", "tags, consumers and branches keep what they use"),
+    # duties of a maintainer (write-only writers leave them; Java's committer does them else)
+    SemanticOption("partition.expiration-time (and partition.expiration-*, "
+                   "partition.timestamp-*)", ("expire_partitions",), "refused",
+                   "paimond does not expire partitions yet; run Paimon's expire_partitions",
+                   _write_only(_set("partition.expiration-time"))),
+    SemanticOption("tag.automatic-creation (and tag.creation-*, tag.period-formatter)",
+                   ("create_tags", EXPIRE), "refused",
+                   "nobody creates the automatic tags (writers are write-only, paimond does not "
+                   "yet); expiring snapshots could remove those a tag is due to name",
+                   _write_only(_tag_creation)),
+    SemanticOption("tag.num-retained-max, tag.default-time-retained", ("expire_tags",),
+                   "refused", "paimond does not expire tags yet; tags past retention keep "
+                   "their files", _write_only(_any_set("tag.num-retained-max",
+                                                       "tag.default-time-retained"))),
+    SemanticOption("consumer.expiration-time", ("expire_consumers",), "refused",
+                   "paimond does not expire consumers yet; stale consumers keep snapshots",
+                   _write_only(_set("consumer.expiration-time"))),
+)
+
+
+def refusals(options: TableOptions, job: str) -> list[Refusal]:
+    """What makes ``job`` refuse a table with these options (empty: it may run)."""
+    out = []
+    for row in SEMANTIC_OPTIONS:
+        if row.handling == "refused" and job in row.jobs:
+            setting = row.setting(options)
+            if setting is not None:
+                out.append(Refusal(job, row.option, setting, row.note))
+    return out
+
+
+def fingerprint(schema: TableSchema) -> str:
+    """The schema id and a digest of its options: a refusal holds while both stay."""
+    digest = hashlib.sha256(json.dumps(dict(schema.options), sort_keys=True).encode())
+    return f"{schema.id}:{digest.hexdigest()[:16]}"
+
+
+def refuse(schema: TableSchema, job: str, path: str | None = None) -> None:
+    """Raise RefusedError naming every reason ``job`` refuses the table, if any."""
+    found = refusals(TableOptions.of(schema), job)
+    if found:
+        raise RefusedError(job, "; ".join(r.describe() for r in found), path,
+                           fingerprint(schema))
+
+
+def markdown_table() -> str:
+    """The table as README.md shows it (a test keeps the two equal)."""
+    lines = ["| option | jobs | handling | note |", "|---|---|---|---|"]
+    for row in SEMANTIC_OPTIONS:
+        jobs = ", ".join(row.jobs) or "-"
+        lines.append(f"| `{row.option}` | {jobs} | {row.handling} | {row.note} |")
+    return "\n".join(lines)
