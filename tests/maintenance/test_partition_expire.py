@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from java_reader import canonical_rows, multiset_diff, unavailable_reason
 from pypaimon import Schema
-from pypaimon_oracle import live_files, read_rows
-from pypaimon_tables import catalog_for, sort_rows
+from pypaimon.schema.schema_change import SchemaChange
+from pypaimon_oracle import index_entries, live_files, read_rows
+from pypaimon_tables import build_append_deletion_vectors, catalog_for, sort_rows
 from table_history import tree
 
 from paimond.clock import Clock
@@ -233,7 +235,9 @@ def test_hour_partitions_with_a_pattern(tmp_path: Path) -> None:
     table = _create(warehouse, name, HOURLY, ["dt", "hour"], {
         "partition.expiration-time": "12 h", "partition.timestamp-pattern": "$dt $hour:00:00",
         "partition.timestamp-formatter": "yyyyMMdd HH:mm:ss"})
-    parts = [("20240109", f"{h:02d}") for h in range(0, 24, 3)] + [("20240110", "01")]
+    # 20240110 00: exactly now - 12 h, which is not strictly before it: kept
+    parts = [("20240109", f"{h:02d}") for h in range(0, 24, 3)] + [("20240110", "00"),
+                                                                   ("20240110", "01")]
     rows = [{"dt": dt, "hour": hour, "id": i} for i, (dt, hour) in enumerate(parts)]
     _commit(table, HOURLY, rows)
     threshold = datetime.datetime.fromtimestamp(NOW_MS / 1000) - datetime.timedelta(hours=12)
@@ -278,6 +282,29 @@ def test_update_time_uses_the_newest_file_of_each_partition(tmp_path: Path) -> N
     dropped = {(p,) for p in expired}
     assert _read(warehouse, name).equals(_expected(old + new, dropped, ["dt"], SCHEMA))
     _assert_overwrite_drops(warehouse, name, dropped)
+
+
+def test_index_entries_of_dropped_partitions_go_with_them(tmp_path: Path) -> None:
+    """Java's overwrite removes the index manifest entries of the dropped partitions."""
+    warehouse = str(tmp_path / "wh")
+    spec = build_append_deletion_vectors(warehouse)
+    catalog_for(warehouse).alter_table(spec.name, [
+        SchemaChange.set_option("partition.expiration-strategy", "update-time")], False)
+    table = _open(warehouse, spec.name)
+    before_id = table.snapshots.latest_id()
+    assert before_id is not None
+    before = index_entries(warehouse, spec.name, before_id)
+    assert {e["partition_values"] for e in before} == {("a",), ("b",)}
+
+    result = PartitionExpireJob(table, clock=Clock(fixed_ms=4_102_444_800_000),  # 2100
+                                older_than_ms=1, max_num=1).run()
+
+    assert [p.path for p in result.expired] == ["dt=a"] and result.over_limit == 1
+    after = index_entries(warehouse, spec.name, before_id + 1)
+    assert after == [e for e in before if e["partition_values"] != ("a",)]
+    _assert_overwrite_drops(warehouse, spec.name, {("a",)})
+    expected = spec.expected_rows.filter(pc.not_equal(spec.expected_rows["dt"], "a"))
+    assert read_rows(warehouse, spec.name).equals(expected)
 
 
 # ---- concurrency, nothing to do, bad options ----------------------------------------------
