@@ -19,8 +19,9 @@ from paimond.daemon.events import CommitConflicted, Events, JobFailed, JobFinish
 from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
 from paimond.daemon.outcomes import JobCancelledError, JobOutcome, run_job
-from paimond.errors import ErrorKind, kind_of
+from paimond.errors import ErrorKind, PaimondError, kind_of
 from paimond.maintenance.execution import LookupCacheSettings
+from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.spark.executor import daemon_executor
 from paimond.table.catalog import Table
@@ -61,6 +62,7 @@ class Runner:
         before committing."""
         self.settings, self.leases, self.events, self.clock = settings, leases, events, clock
         self._stopping, self._cancelled = stopping, cancelled
+        self._swept: set[tuple[int, str]] = set()  # (warehouse, table): dead jobs cleaned
         self._lookup_cache = (LookupCacheSettings(settings.lookup_cache_dir,
                                                   settings.lookup_cache_max_mb << 20)
                               if settings.lookup_cache_dir else None)
@@ -77,6 +79,7 @@ class Runner:
             if not leases.acquire(name):
                 return skipped(name, work.jobs, "leased by another replica")
             try:
+                self._sweep_once(work)
                 for job in work.jobs:
                     if self._stopping():
                         break
@@ -96,6 +99,24 @@ class Runner:
                           error=message)
             return TableRun(name, reports, message, kind_of(error), finished_at, compacted)
         return TableRun(name, reports, finished_at=finished_at, compacted_snapshot_id=compacted)
+
+    def _sweep_once(self, work: TableWork) -> None:
+        """The first time this process holds a table's lease: delete what killed jobs left
+        (a restart after a kill), whichever job runs first. A failure is logged and left to
+        the table's next writing job."""
+        key = (work.warehouse, work.table.name)
+        if key in self._swept:
+            return
+        try:
+            cleaned = clean_dead_jobs(work.table, self.clock.wall_ms())
+        except PaimondError as error:
+            log.warning("dead_jobs_sweep_failed", table=work.table.name,
+                        error_kind=kind_of(error), error=f"{type(error).__name__}: {error}")
+            return
+        self._swept.add(key)
+        if cleaned.records_removed:
+            log.info("dead_jobs_cleaned", table=work.table.name, records=cleaned.records_removed,
+                     files_deleted=cleaned.files_deleted)
 
     def _abandon_if_cancelled(self, *_: object) -> None:
         """A job's progress callback: abandon the job before it commits once cancelled."""

@@ -36,6 +36,7 @@ from paimond.daemon.signals import stop_on_signals
 from paimond.errors import PaimondError, kind_of
 from paimond.maintenance.status import table_status
 from paimond.table.catalog import Table
+from paimond.table.job_records import set_replica
 from paimond.table.storage import Storage, open_storage
 
 log = get_logger(__name__)
@@ -71,6 +72,7 @@ class Daemon:
                  owner: str | None = None) -> None:
         self.settings, self.metrics, self.clock = settings, metrics, clock
         self.owner = owner or settings.replica_id  # stable: a restart takes its leases back
+        set_replica(self.owner)  # and its killed jobs' records are dead at once
         self.storages: list[Storage] = [open_storage(w.uri, w.storage_options)
                                         for w in settings.warehouses]
         self.leases = [Leases(s, s.root, self.owner, settings.lease_ttl_s, self._wall_s)

@@ -7,7 +7,9 @@ owner: host, pid, process token and replica, and its start time from the injecte
 written before anything else, and one small marker per file under ``files/``, created *before*
 the file it names is opened, whoever writes it (the driver or a worker process, which only
 needs the picklable :class:`JobJournal`). A job deletes its record when it ends; a record left
-behind belongs to a job that was killed, unless its owner still runs.
+behind belongs to a job that was killed, unless its owner still runs. A daemon names its
+replica (:func:`set_replica`, its stable ``daemon.replica_id``): a record of that replica written
+by an earlier process, on whatever host (a rescheduled pod), is dead at once, as its lease is.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ DEFAULT_DEAD_AFTER_MS = 6 * 3_600_000  # a record this old is dead whoever owns 
 PROCESS_TOKEN = uuid.uuid4().hex  # tells this process from an earlier one with the same pid
 _RUNNING: set[str] = set()  # job ids this process runs now
 _STARTED: set[str] = set()  # record directories whose job.json this process wrote
+_REPLICA: list[str] = [""]  # this process's daemon replica id ("": not a daemon)
 _METADATA_DIRS = frozenset({MANIFEST_DIR, SNAPSHOT_DIR, CHANGELOG_DIR, SCHEMA_DIR, TAG_DIR,
                             CONSUMER_DIR, BRANCH_DIR})
 
@@ -54,8 +57,14 @@ class JobOwner:
 
     @classmethod
     def current(cls, replica: str | None = None) -> JobOwner:
-        host = socket.gethostname()
-        return cls(host, os.getpid(), PROCESS_TOKEN, replica or host)
+        return cls(socket.gethostname(), os.getpid(), PROCESS_TOKEN, replica or _REPLICA[0])
+
+
+def set_replica(replica: str) -> None:
+    """This process is the daemon replica ``replica``: its records carry the id, and one of an
+    earlier process of the same replica is dead wherever it ran. Only one live process per
+    replica id (the leases' assumption too)."""
+    _REPLICA[0] = replica
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,14 +161,15 @@ def _pid_alive(pid: int) -> bool:
 
 
 def is_dead(record: JobRecord, now_ms: int, dead_after_ms: int = DEFAULT_DEAD_AFTER_MS) -> bool:
-    """Whether ``record``'s job can no longer write: older than ``dead_after_ms``, or owned on
-    this host by a process that is gone, by an earlier process with our pid, or by this
-    process but not running any more."""
+    """Whether ``record``'s job can no longer write: older than ``dead_after_ms``, owned by an
+    earlier process of this daemon replica on another host, or owned on this host by a process
+    that is gone, by an earlier process with our pid, or by this process but not running any
+    more."""
     if now_ms - record.started_ms > dead_after_ms:
         return True
     owner = record.owner
     if owner.host != socket.gethostname():
-        return False
+        return bool(_REPLICA[0]) and owner.replica == _REPLICA[0] and owner.process != PROCESS_TOKEN
     if owner.pid == os.getpid():
         return owner.process != PROCESS_TOKEN or record.job_id not in _RUNNING
     return not _pid_alive(owner.pid)
