@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.key_order import min_key_order
-from paimond.format.manifest import ManifestEntry
+from paimond.format.manifest import DataFileMeta, ManifestEntry
 from paimond.lsm.levels import Levels
 from paimond.lsm.picker import PickerState, drop_deletes, pick_full_compaction, pick_step
+from paimond.lsm.record_expire import RecordExpiry
 from paimond.lsm.task import CompactTask, TaskTable
 from paimond.table.compaction_options import CompactionOptions
 
@@ -43,11 +44,14 @@ def _last_full_compaction_millis(levels: Levels) -> int | None:
 
 
 def plan_bucket(bucket: BucketSnapshot, table: TaskTable, compaction: CompactionOptions,
-                state: PickerState, *, full: bool = False
+                state: PickerState, *, full: bool = False,
+                record_expiry: RecordExpiry | None = None
                 ) -> tuple[CompactTask | None, PickerState]:
     """The bucket's task (None: nothing to compact) and its picker state after this plan.
     ``state`` brings the moment (``local_hour``, ``now_millis``) and what earlier plans of the
-    bucket left (gentle-mode attempts); a full compaction leaves the attempts as they are."""
+    bucket left (gentle-mode attempts); a full compaction leaves the attempts as they are.
+    ``record_expiry``: a full compaction of a lone max-level run also rewrites the files
+    holding expired rows (their schemas must be in ``table``), and the task drops them."""
     entries = {e.file.file_name: e for e in bucket.files}
     key_order = min_key_order(table.schema.key_type.field_types)
     levels = Levels.from_files([e.file for e in bucket.files], compaction.num_levels, key_order)
@@ -58,8 +62,12 @@ def plan_bucket(bucket: BucketSnapshot, table: TaskTable, compaction: Compaction
     if full:
         dv_ranges = bucket.dv_index.index_file.dv_ranges if bucket.dv_index is not None else None
         with_vectors = {r.data_file_name for r in dv_ranges or ()}
-        unit = pick_full_compaction(runs, levels.num_levels,
-                                    lambda f: f.file_name in with_vectors,
+        def must_rewrite(meta: DataFileMeta) -> bool:
+            return meta.file_name in with_vectors or (
+                record_expiry is not None
+                and record_expiry.expires_file(meta, table.schema_of(meta.schema_id)))
+
+        unit = pick_full_compaction(runs, levels.num_levels, must_rewrite,
                                     compaction.force_rewrite_all_files)
     else:
         unit, state = pick_step(runs, levels.num_levels, compaction, state)
@@ -79,5 +87,6 @@ def plan_bucket(bucket: BucketSnapshot, table: TaskTable, compaction: Compaction
         drop_deletes=drop_deletes(unit.output_level, levels.non_empty_highest_level(),
                                   dv_enabled=dv),
         trigger=unit.trigger.value, reason=unit.reason, file_rewrite=unit.file_rewrite,
-        deletion_vectors=dv, dv_index=bucket.dv_index if dv else None, lookup_files=lookup)
+        deletion_vectors=dv, dv_index=bucket.dv_index if dv else None, lookup_files=lookup,
+        record_expiry=record_expiry)
     return task, state

@@ -106,6 +106,7 @@ class _BucketRewrite:
         self.added: list[ManifestEntry] = []
         self.writers: list[RollingDataFileWriter] = []
         self.rows_read = self.rows_written = self.rewritten = self.upgraded = 0
+        self.rows_expired = 0
         # Only deduplicate without a sequence field can ignore the superseded values.
         self.merges_superseded = not (config.engine == "deduplicate" and not config.sequence_fields)
         self.first_row = config.engine == "first-row"
@@ -136,9 +137,25 @@ class _BucketRewrite:
             return batches
         return filter_deleted(batches, self.dvs.positions_of(meta.file_name))
 
+    def _read_unexpired(self, meta: DataFileMeta, projection: Sequence[str] | None = None
+                        ) -> Iterator[pa.RecordBatch]:
+        """The live rows of the file that are not past their TTL (Java wraps the compaction
+        reader with ``RecordLevelExpire``): what the merge and level-0 lookups see."""
+        expiry = self.task.record_expiry
+        if expiry is None:
+            yield from self._read(meta, projection)
+            return
+        columns = None if projection is None else [
+            *projection, *([] if expiry.field_name in projection else [expiry.field_name])]
+        for batch in self._read(meta, columns):
+            kept = expiry.filter(batch)
+            if projection is None:  # the merge's read (level-0 key reads are not counted)
+                self.rows_expired += batch.num_rows - kept.num_rows
+            yield kept if projection is None else kept.select(list(projection))
+
     def _run_batches(self, run: Sequence[DataFileMeta]) -> Iterator[pa.RecordBatch]:
         for meta in run:
-            yield from self._read(meta)
+            yield from self._read_unexpired(meta)
 
     def _counted(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -186,7 +203,8 @@ class _BucketRewrite:
             index = CachedKeyIndex(self.lookup_cache, self.table.path, read_keys,
                                    self.key_columns)
         self.level0.run(sections, [e.file for e in self.task.lookup_files], index,
-                        lambda meta: self._read(meta, self.key_columns), self._read_raw)
+                        lambda meta: self._read_unexpired(meta, self.key_columns),
+                        self._read_raw)
 
     def _rewrite(self, candidate: list[Section]) -> None:
         if not candidate:
@@ -219,10 +237,16 @@ class _BucketRewrite:
             return True
         return output != self.task.max_level and self.merges_superseded
 
+    def _holds_expired(self, meta: DataFileMeta) -> bool:
+        """Java ``MergeTreeCompactTask.containsExpiredRecords``: by the min statistic."""
+        expiry = self.task.record_expiry
+        return expiry is not None and expiry.expires_file(meta,
+                                                          self.task.table.schema_of(meta.schema_id))
+
     def _upgrade(self, meta: DataFileMeta) -> None:
         output = self.task.output_level
         if self.force_rewrite or (output == self.task.max_level and self.may_hold_deletes(meta)) \
-                or self._rewrites_level0(meta):
+                or self._holds_expired(meta) or self._rewrites_level0(meta):
             self._rewrite_now([Section(((meta,),))])
             return
         if meta.level != output:
@@ -305,6 +329,7 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
                     if e.file.file_name not in {d.file.file_name for d in rewrite.deleted})
     return CompactResult(task=task, deleted=tuple(rewrite.deleted), added=tuple(rewrite.added),
                          rows_read=rewrite.rows_read, rows_written=rewrite.rows_written,
+                         rows_expired=rewrite.rows_expired,
                          files_rewritten=rewrite.rewritten, files_upgraded=rewrite.upgraded,
                          duration_s=time.monotonic() - started,
                          written_paths=written + tuple(rewrite.index_paths),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import ManifestEntry
 from paimond.format.schema import TableSchema
+from paimond.lsm.record_expire import RecordExpiry
 from paimond.table.options import TableOptions
 from paimond.table.storage import StorageLocation
 
@@ -60,6 +61,8 @@ class CompactTask:
     deletion_vectors: bool = False
     dv_index: IndexManifestEntry | None = None
     lookup_files: tuple[ManifestEntry, ...] = ()
+    # record-level.expire-time: rows past their TTL at the plan's moment are dropped on read
+    record_expiry: RecordExpiry | None = None
 
     @property
     def table_name(self) -> str:
@@ -90,6 +93,7 @@ class CompactResult:
     deleted: tuple[ManifestEntry, ...] = ()
     added: tuple[ManifestEntry, ...] = ()
     rows_read: int = 0
+    rows_expired: int = 0  # rows past record-level.expire-time dropped on read
     rows_written: int = 0
     files_rewritten: int = 0
     files_upgraded: int = 0

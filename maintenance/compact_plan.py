@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.plan import BucketSnapshot, plan_bucket
+from paimond.lsm.record_expire import record_expiry_of
 from paimond.lsm.task import CompactTask, TaskTable
 from paimond.table.catalog import Table
 from paimond.table.deletion_vectors import bucket_dv_entry
@@ -62,6 +63,10 @@ def plan_compaction(table: Table, *, full: bool = False,
     compaction = options.compaction
     spec = TaskTable(table.name, table.path, table.location, schema, options)
     now_millis = int(moment.timestamp() * 1000)
+    record_expiry = record_expiry_of(schema, options, now_millis)
+    if record_expiry is not None:  # the picker reads every file's stats with its own schema
+        spec = dataclasses.replace(spec, file_schemas=tuple(
+            table.schema(i) for i in table.schema_ids() if i != schema.id))
     previous = picker_states or {}
     tasks, skipped, seen, states = [], [], 0, {}
     scanned = scan_snapshot(table, snapshot)
@@ -82,7 +87,8 @@ def plan_compaction(table: Table, *, full: bool = False,
         state = previous.get((partition, bucket), PickerState())
         state = dataclasses.replace(state, local_hour=moment.hour, now_millis=now_millis)
         task, states[(partition, bucket)] = plan_bucket(snapshot_bucket, spec, compaction,
-                                                        state, full=full)
+                                                        state, full=full,
+                                                        record_expiry=record_expiry)
         if task is not None:
             tasks.append(_with_file_schemas(table, task))
     return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped), states)

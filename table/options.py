@@ -345,6 +345,18 @@ class TableOptions:
     def record_level_time_field(self) -> str | None:
         return self._text("record-level.time-field")
 
+    # ---- record-level expiry (Java CoreOptions: record-level.*) ----
+
+    @property
+    def record_level_expire_time_s(self) -> int | None:
+        """``record-level.expire-time`` in whole seconds (Java ``Duration.getSeconds``)."""
+        value = self._expire_duration_ms("record-level.expire-time")
+        return None if value is None else value // 1000
+
+    @property
+    def record_level_time_field(self) -> str | None:
+        return self._text("record-level.time-field")
+
     # ---- compaction (Java CoreOptions: compaction.*, lookup-compact, num-sorted-run.*) ----
 
     @property
