@@ -23,7 +23,7 @@ from paimond.cli.common import (
     storage_options_of,
     usage_errors_exit_2,
 )
-from paimond.cli.report import render_json, render_text
+from paimond.cli.report import dry_run_refusals, render_json, render_text
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, PaimondError
 from paimond.lsm.task import CompactTask
@@ -67,7 +67,10 @@ def _task_progress(done: int, total: int, task: CompactTask) -> None:
 
 
 def _run(job: str, table: Table, context: JobContext, **settings: Any) -> JobReport:
-    """Run a registered job and print what it did."""
+    """Run a registered job and print what it did (a dry run: what refuses the table)."""
+    if settings.get("dry_run") and (refused := dry_run_refusals(table, job)):
+        print(refused.describe())
+        return JobReport(refused)
     spec = JOBS[job]
     report = spec.run(table, spec.settings(**settings), context)
     print(report.result.describe())

@@ -14,6 +14,7 @@ from paimond.cli.common import (
     progress_bar,
     usage_errors_exit_2,
 )
+from paimond.cli.report import dry_run_refusals
 from paimond.clock import SYSTEM_CLOCK
 from paimond.maintenance.jobs import JOBS, JobContext
 
@@ -23,7 +24,11 @@ def _rebuild_dv(args: argparse.Namespace) -> int:
     settings = job.settings(dry_run=args.dry_run, discard_existing=args.discard_existing,
                             partitions=partitions_of(args.partition))
     context = JobContext(SYSTEM_CLOCK, progress=progress_bar if sys.stderr.isatty() else None)
-    print(job.run(open_table_of(args), settings, context).result.describe())
+    table = open_table_of(args)
+    if args.dry_run and (refused := dry_run_refusals(table, "rebuild_dv")):
+        print(refused.describe())
+        return EXIT_OK
+    print(job.run(table, settings, context).result.describe())
     return EXIT_OK
 
 

@@ -5,8 +5,29 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from paimond.maintenance.status import BucketStatus, TableStatus
+from paimond.table.catalog import Table
+from paimond.table.semantic_options import Refusal, refusals
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A dry run's answer when the job refuses the table: nothing would be written."""
+
+    table_name: str
+    job: str
+    refusals: tuple[Refusal, ...]
+
+    def describe(self) -> str:
+        return "\n".join([f"{self.table_name}: {self.job} refuses the table, nothing would be "
+                          "written:", *(f"  {r.describe()}" for r in self.refusals)])
+
+
+def dry_run_refusals(table: Table, job: str) -> Refused | None:
+    found = refusals(table.options(), job)
+    return Refused(table.name, job, tuple(found)) if found else None
 
 
 def format_bytes(size: int) -> str:
@@ -47,6 +68,24 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
             for row in rows]
 
 
+def _duty_lines(status: TableStatus) -> list[str]:
+    """Who maintains what, then every job's refusals."""
+    writers = ("write-only (paimond is the table's maintainer)" if status.write_only
+               else "compact and expire themselves too (write-only=false)")
+    lines = [f"  writers: {writers}"]
+    rows = [[d.name, d.performer + (f": {d.detail}" if d.detail else "")]
+            for d in status.duties if d.performer != "not needed"]
+    if rows:
+        lines.append("  duties:")
+        lines.extend("  " + line for line in _table(rows))
+    idle = [d.name for d in status.duties if d.performer == "not needed"]
+    if idle:
+        lines.append(f"  not needed: {', '.join(idle)}")
+    for job, reasons in status.refusals.items():
+        lines += [f"  refused by {job}: {reason}" for reason in reasons]
+    return lines
+
+
 def render_text(status: TableStatus) -> str:
     if status.error is not None:
         return f"{status.name}  UNREADABLE\n  {status.error}\n  at {status.path}"
@@ -57,6 +96,7 @@ def render_text(status: TableStatus) -> str:
         f"{status.name}  schema {status.schema_id}; primary key {keys}; partitioned by {parts}",
         f"  {engine}bucket mode {status.bucket_mode} (bucket={status.buckets_option}); "
         f"format {status.file_format}; deletion vectors {'on' if status.deletion_vectors else 'off'}",
+        *_duty_lines(status),
     ]
     if status.latest_snapshot is None:
         lines.append("  no snapshots yet")

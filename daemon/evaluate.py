@@ -35,6 +35,7 @@ class Standing:
     failures: int = 0
     next_attempt_at: float = 0.0
     quarantined: bool = False
+    refused: Mapping[str, str] = field(default_factory=dict)  # job -> fingerprint it refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,17 +46,19 @@ class Decision:
 
 
 def decide(standing: Standing, latest_snapshot_id: int | None, now: float,
-           schedules: Mapping[str, Schedule]) -> Decision:
+           schedules: Mapping[str, Schedule], fingerprint: str | None = None) -> Decision:
     """Jobs due at ``now``, in ``schedules`` order. A new snapshot clears quarantine; a
     quarantined or backing-off table gets nothing; compaction is also due whenever the table
-    moved since our last compaction."""
+    moved since our last compaction. A job that refused the table is not due while the
+    table's schema/options ``fingerprint`` is the one it refused."""
     new_snapshot = latest_snapshot_id != standing.last_snapshot_id
     cleared = new_snapshot and standing.quarantined
     if not cleared and (standing.quarantined or now < standing.next_attempt_at):
         return Decision((), new_snapshot, False)
     due = []
     for job, schedule in schedules.items():
-        if not schedule.enabled:
+        if not schedule.enabled or (fingerprint is not None
+                                    and standing.refused.get(job) == fingerprint):
             continue
         last = standing.last_run.get(job)
         if last is None or now - last >= schedule.interval_s or (

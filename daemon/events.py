@@ -86,6 +86,8 @@ def log_event(event: JobEvent) -> None:
                   duration_s=round(event.duration_s, 3))
     elif isinstance(event, CommitConflicted):
         log.info("commit_conflicted", **where, conflicts=event.conflicts, retries=event.retries)
+    elif event.report.outcome == "skipped":
+        log.info("job_skipped", **where, reason=event.report.detail)
     else:
         report = event.report
         log.info("job_finished", **where, outcome=report.outcome,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from paimond.errors import BucketsFailedError, CommitConflictError, UnsupportedError
+from paimond.errors import BucketsFailedError, CommitConflictError, RefusedError, UnsupportedError
 from paimond.maintenance.jobs import Job, JobContext, JobReport
 from paimond.table.catalog import Table
 
@@ -23,6 +23,9 @@ class JobOutcome:
     conflicts: int = 0
     rows_superseded: int = 0  # compaction: higher-level rows newly deleted by vectors
     lookup_cache: Mapping[str, int] = field(default_factory=dict)  # hit/miss/discarded files
+    # skipped because the job refused the table at plan time: the schema/options fingerprint
+    # it refused (the job is not due again until the table's fingerprint changes)
+    refused: str | None = None
 
     @classmethod
     def of(cls, report: JobReport) -> JobOutcome:
@@ -44,6 +47,8 @@ def run_job(job: Job[object], table: Table, settings: object, context: JobContex
         report = job.run(table, settings, context)
     except JobCancelledError:
         return JobOutcome("skipped", "abandoned: the daemon is stopping")
+    except RefusedError as error:
+        return JobOutcome("skipped", f"refused: {error.reason}", refused=error.fingerprint)
     except UnsupportedError as error:
         return JobOutcome("skipped", str(error))
     except CommitConflictError as error:

@@ -37,6 +37,7 @@ from paimond.errors import PaimondError, kind_of
 from paimond.maintenance.status import table_status
 from paimond.table.catalog import Table
 from paimond.table.job_records import set_replica
+from paimond.table.semantic_options import fingerprint
 from paimond.table.storage import Storage, open_storage
 
 log = get_logger(__name__)
@@ -60,11 +61,12 @@ class TableState:
     running: bool = False  # submitted: queued or running
     triggered: Future[TableRun] | None = None  # a trigger that came while running: runs next
     picker_states: dict[Any, Any] = field(default_factory=dict)  # compaction's, across runs
+    refused: dict[str, str] = field(default_factory=dict)  # job -> fingerprint it refused
 
     def standing(self) -> evaluate.Standing:
         return evaluate.Standing(self.last_snapshot_id, self.compacted_snapshot_id,
                                  dict(self.last_run), self.failures, self.next_attempt_at,
-                                 self.quarantined)
+                                 self.quarantined, dict(self.refused))
 
 
 class Daemon:
@@ -126,7 +128,9 @@ class Daemon:
                 ) -> tuple[str, ...]:
         """Storage reads (latest id, status) outside the lock; the decision applied under it."""
         latest = state.table.snapshots.latest_id()
-        decision = evaluate.decide(standing, latest, now, self._schedules())
+        # a table some job refused: its schema tells whether the refusal still holds
+        current = fingerprint(state.table.latest_schema()) if standing.refused else None
+        decision = evaluate.decide(standing, latest, now, self._schedules(), current)
         health = (evaluate.health(table_status(state.table, verify_files=False, parallelism=4))
                   if decision.new_snapshot else None)
         with self._lock:
@@ -246,6 +250,11 @@ class Daemon:
     def _record(self, state: TableState, run: TableRun) -> None:
         with self._lock:
             state.last_run.update(run.finished_at)
+            for job, report in run.reports.items():
+                if report.refused is not None:
+                    state.refused[job] = report.refused
+                else:
+                    state.refused.pop(job, None)
             if run.compacted_snapshot_id is not None:
                 state.compacted_snapshot_id = run.compacted_snapshot_id
                 state.last_snapshot_id = None  # re-evaluate the gauges after our own commit

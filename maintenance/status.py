@@ -14,9 +14,11 @@ from paimond.errors import PaimondError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH
 from paimond.format.schema import TableSchema
 from paimond.table.catalog import Table
+from paimond.table.duties import DutyStatus, duties
 from paimond.table.layout import partition_text
 from paimond.table.options import TableOptions
 from paimond.table.scan import BucketFiles, SnapshotFiles, scan_snapshot, verify_data_files
+from paimond.table.semantic_options import SEMANTIC_OPTIONS, refusals
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,9 @@ class TableStatus:
     consumers: dict[str, int] = field(default_factory=dict)
     manifests: ManifestStatus | None = None
     buckets: tuple[BucketStatus, ...] = ()
+    write_only: bool = False  # writers neither compact nor expire: paimond is the maintainer
+    refusals: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> reasons
+    duties: tuple[DutyStatus, ...] = ()
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -121,6 +126,13 @@ def _dv_cardinality_by_bucket(files: SnapshotFiles) -> dict[tuple[bytes, int], d
     return out
 
 
+def refusals_by_job(options: TableOptions) -> dict[str, tuple[str, ...]]:
+    """Every job (and duty job) that refuses the table, with its reasons."""
+    jobs = dict.fromkeys(job for row in SEMANTIC_OPTIONS for job in row.jobs)
+    found = {job: tuple(r.describe() for r in refusals(options, job)) for job in jobs}
+    return {job: reasons for job, reasons in found.items() if reasons}
+
+
 def table_status(table: Table, *, verify_files: bool = True, parallelism: int = 8) -> TableStatus:
     """Describe one table; any PaimondError is reported in ``error`` instead of raised."""
     try:
@@ -145,6 +157,8 @@ def _table_status(table: Table, verify_files: bool, parallelism: int) -> TableSt
         stop_trigger=options.num_sorted_run_stop_trigger,
         earliest_snapshot=snapshots.earliest_id(), latest_snapshot=latest.id if latest else None,
         snapshot_count=len(ids), tags=tuple(table.tags()), consumers=table.consumers(),
+        write_only=options.write_only, refusals=refusals_by_job(options),
+        duties=duties(options),
     )
     if latest is None:
         return status

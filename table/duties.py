@@ -47,9 +47,9 @@ DUTIES: tuple[Duty, ...] = (
     Duty("snapshot expiry", ("expire",), _always),
     Duty("partition expiry", ("expire_partitions",), _set("partition.expiration-time"),
          _writers),
-    Duty("tag creation", ("create_tags",),
+    Duty("tag creation", ("tags",),
          lambda o: (o.text("tag.automatic-creation") or "none").lower() != "none", _writers),
-    Duty("tag expiry", ("expire_tags",),
+    Duty("tag expiry", ("tags", "expire_tags"),
          _set("tag.num-retained-max", "tag.default-time-retained"), _writers),
     Duty("consumer expiry", ("expire_consumers",), _set("consumer.expiration-time"), _writers),
     Duty("changelog expiry", ("expire", "expire_changelogs"),
@@ -67,7 +67,7 @@ DUTIES: tuple[Duty, ...] = (
 class DutyStatus:
     name: str
     performer: Performer
-    detail: str = ""  # the refusals, when refused
+    detail: str = ""  # paimond: the jobs that perform it; refused: the refusals
 
 
 def duties(options: TableOptions) -> tuple[DutyStatus, ...]:
@@ -84,5 +84,5 @@ def duties(options: TableOptions) -> tuple[DutyStatus, ...]:
             detail = "; ".join(dict.fromkeys(f"{r.job}: {r.describe()}" for r in found))
             out.append(DutyStatus(duty.name, "refused", detail))
         else:
-            out.append(DutyStatus(duty.name, "paimond"))
+            out.append(DutyStatus(duty.name, "paimond", ", ".join(duty.jobs)))
     return tuple(out)

@@ -9,9 +9,9 @@ run. ``not affecting``: listed so the choice is visible (it only matters togethe
 option, or only to writers and readers).
 
 Jobs are the registry's names (``maintenance/jobs.py``) and the duties no job performs yet
-(``expire_partitions``, ``create_tags``, ``expire_tags``, ``expire_changelogs``,
-``expire_records``): a row for one of these is refused until its job exists; flipping its
-``handling`` to ``implemented`` is all the table needs then. Every job's plan calls
+(``expire_changelogs``, ``expire_records``): a row for one of these is refused until its job
+exists; flipping its ``handling`` to ``implemented`` (and dropping its ``setting``) is all the
+table needs then. Every job's plan calls
 :func:`refuse` (or :func:`refusals`) first.
 """
 
@@ -83,12 +83,6 @@ def _any_set(*keys: str) -> Setting:
     return setting
 
 
-def _write_only(setting: Setting) -> Setting:
-    """Only when writers leave the duty to a maintainer (``write-only=true``)."""
-    return lambda o: (f"{found} with write-only=true" if o.write_only and (found := setting(o))
-                      else None)
-
-
 def _pk(setting: Setting) -> Setting:
     return lambda o: setting(o) if o.has_primary_key else None
 
@@ -145,11 +139,6 @@ def _changelog_decoupled(options: TableOptions) -> str | None:
     return next((f"{key}={options.raw[key]} above its snapshot.* counterpart"
                  for changelog, snapshot, key in pairs
                  if changelog is not None and changelog > snapshot), None)
-
-
-def _tag_creation(options: TableOptions) -> str | None:
-    mode = (options.text("tag.automatic-creation") or "none").lower()
-    return None if mode == "none" else f"tag.automatic-creation={mode}"
 
 
 # ---- the table -----------------------------------------------------------------------------
@@ -289,21 +278,15 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "implemented", "tags, consumers and branches keep what they use"),
     # duties of a maintainer (write-only writers leave them; Java's committer does them else)
     SemanticOption("partition.expiration-time (and partition.expiration-*, "
-                   "partition.timestamp-*)", ("expire_partitions",), "refused",
-                   "paimond does not expire partitions yet; run Paimon's expire_partitions",
-                   _write_only(_set("partition.expiration-time"))),
-    SemanticOption("tag.automatic-creation (and tag.creation-*, tag.period-formatter)",
-                   ("create_tags", EXPIRE), "refused",
-                   "nobody creates the automatic tags (writers are write-only, paimond does not "
-                   "yet); expiring snapshots could remove those a tag is due to name",
-                   _write_only(_tag_creation)),
-    SemanticOption("tag.num-retained-max, tag.default-time-retained", ("expire_tags",),
-                   "refused", "paimond does not expire tags yet; tags past retention keep "
-                   "their files", _write_only(_any_set("tag.num-retained-max",
-                                                       "tag.default-time-retained"))),
-    SemanticOption("consumer.expiration-time", ("expire_consumers",), "refused",
-                   "paimond does not expire consumers yet; stale consumers keep snapshots",
-                   _write_only(_set("consumer.expiration-time"))),
+                   "partition.timestamp-*)", ("expire_partitions",), "implemented",
+                   "maintenance/partition_expire.py (Java PartitionExpire)"),
+    SemanticOption("tag.automatic-creation, tag.creation-*, tag.period-formatter, "
+                   "tag.automatic-completion", ("tags",), "implemented",
+                   "maintenance/tags.py (Java TagAutoCreation)"),
+    SemanticOption("tag.num-retained-max, tag.default-time-retained", ("tags", "expire_tags"),
+                   "implemented", "maintenance/tags.py (Java TagTimeExpire)"),
+    SemanticOption("consumer.expiration-time", ("expire_consumers",), "implemented",
+                   "maintenance/consumers.py (Java ConsumerManager.expire)"),
 )
 
 

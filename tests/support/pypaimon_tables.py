@@ -604,3 +604,45 @@ BUILDERS: dict[str, Callable[[str, Options], TableSpec]] = {
 def build_all(warehouse: str, catalog_options: Options = None) -> list[TableSpec]:
     """Write every table into `warehouse`, which must not hold them yet."""
     return [build(warehouse, catalog_options) for build in BUILDERS.values()]
+
+
+# ---- tables paimond refuses to compact (table/semantic_options.py) -----------------------
+
+
+def build_pk_listagg(warehouse: str, catalog_options: Options = None) -> TableSpec:
+    """Aggregation with `listagg` (paimond does not implement it) on `tags` and `sum` on
+    `total`, 2 buckets, parquet, 3 commits of +I where later commits revisit earlier keys.
+    The compacted rows model listagg (values joined by ',' in commit order)."""
+    schema = pa.schema([_not_null("id", pa.int32()), ("tags", pa.string()),
+                        ("total", pa.int64())])
+    options = {"bucket": "2", "file.format": "parquet", "merge-engine": "aggregation",
+               "fields.tags.aggregate-function": "listagg",
+               "fields.total.aggregate-function": "sum"}
+    w = _Writer(catalog_for(warehouse, catalog_options), "db.pk_listagg", schema,
+                primary_keys=("id",), options=options)
+    state: dict[int, Row] = {}
+    for commit, keys in enumerate((range(0, 20), range(10, 30), range(5, 25, 2))):
+        rows = [{"id": k, "tags": f"t{commit}_{k % 3}", "total": k * 10 + commit} for k in keys]
+        w.commit(rows)
+        for row in rows:
+            old = state.get(row["id"])
+            state[row["id"]] = row if old is None else {
+                "id": row["id"], "tags": f"{old['tags']},{row['tags']}",
+                "total": old["total"] + row["total"]}
+    return w.spec(state.values())
+
+
+def build_pk_clustering_override(warehouse: str, catalog_options: Options = None) -> TableSpec:
+    """Deduplicate with `pk-clustering-override=true` clustered by `v`, 1 bucket, parquet,
+    3 commits of +I/+U."""
+    schema = pa.schema([_not_null("id", pa.int32()), ("v", pa.string())])
+    options = {"bucket": "1", "file.format": "parquet", "pk-clustering-override": "true",
+               "clustering.columns": "v"}
+    w = _Writer(catalog_for(warehouse, catalog_options), "db.pk_clustering_override", schema,
+                primary_keys=("id",), options=options)
+    state: dict[int, Row] = {}
+    for commit in range(3):
+        rows = [{"id": k, "v": f"v{(k * 7 + commit) % 11}"} for k in range(commit * 5, 20)]
+        w.commit(rows)
+        state.update((row["id"], row) for row in rows)
+    return w.spec(state.values())

@@ -1,0 +1,145 @@
+"""The daemon and a job that refuses a table (pypaimon-written aggregation table with
+``listagg``, which paimond does not implement): compaction is skipped with the reason (metric
+outcome ``skipped``, one log line), not failed; expire and merge-manifests still run; no
+backoff, no quarantine; and compaction is not tried again until the table's options change."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from pypaimon.schema.schema_change import SchemaChange
+from pypaimon_oracle import read_rows
+from pypaimon_tables import TableSpec, build_pk_listagg, catalog_for
+from structlog.testing import capture_logs
+
+from paimond.clock import Clock
+from paimond.config.settings import load_settings
+from paimond.daemon.metrics import Metrics
+from paimond.daemon.runner import TableRun
+from paimond.daemon.service import Daemon
+
+NAME = "db.pk_listagg"
+START_MS = 1_700_000_000_000
+WAIT_S = 60
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SteppingClock(Clock):
+    """Wall time the test moves (``now_ms[0]``)."""
+
+    now_ms: list[int] = dataclasses.field(default_factory=lambda: [START_MS])
+
+    def wall_ms(self) -> int:
+        return self.now_ms[0]
+
+    def local_now(self) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(self.now_ms[0] / 1000)
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TableSpec]:
+    warehouse = tmp_path_factory.mktemp("daemon_refusals") / "wh"
+    return warehouse, build_pk_listagg(str(warehouse))
+
+
+@pytest.fixture
+def warehouse(pristine: tuple[Path, TableSpec], tmp_path: Path) -> tuple[str, TableSpec]:
+    shutil.copytree(pristine[0], tmp_path / "wh")
+    return str(tmp_path / "wh"), pristine[1]
+
+
+def _daemon(path: str, clock: Clock) -> tuple[Daemon, CollectorRegistry]:
+    settings = load_settings(None, env={
+        "PAIMOND_WAREHOUSE": path, "PAIMOND_DAEMON_BACKOFF_BASE_S": "60",
+        "PAIMOND_DAEMON_QUARANTINE_AFTER": "1", "PAIMOND_LIMITS_CONCURRENCY": "1",
+        "PAIMOND_JOBS_EXPIRE_RETAIN_MIN": "1", "PAIMOND_JOBS_EXPIRE_RETAIN_MAX": "1",
+        "PAIMOND_JOBS_EXPIRE_OLDER_THAN": "1 ms"})
+    registry = CollectorRegistry()
+    return Daemon(settings, Metrics(registry, clock), clock=clock), registry
+
+
+def _tick(daemon: Daemon) -> dict[str, TableRun]:
+    return {run.table: run for run in (f.result(WAIT_S) for f in daemon.tick())}
+
+
+def _count(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return registry.get_sample_value(name, {"table": NAME, **labels}) or 0.0
+
+
+def _set_option(path: str, key: str, value: str) -> None:
+    catalog_for(path).alter_table(NAME, [SchemaChange.set_option(key, value)])
+
+
+def test_a_refused_compaction_is_skipped_and_not_retried_until_the_options_change(
+        warehouse: tuple[str, TableSpec]) -> None:
+    path, spec = warehouse
+    clock = SteppingClock()
+    daemon, registry = _daemon(path, clock)
+    with capture_logs() as logs:
+        runs = _tick(daemon)
+    run = runs[NAME]
+    assert run.error is None
+    compact = run.reports["compact"]
+    assert compact.outcome == "skipped" and compact.refused is not None
+    assert "refused: fields.tags.aggregate-function=listagg" in compact.detail
+    assert {job: r.outcome for job, r in run.reports.items()} == {
+        "compact": "skipped", "expire": "success", "merge_manifests": "success"}
+    skipped = [e for e in logs if e["event"] == "job_skipped"]
+    assert len(skipped) == 1 and skipped[0]["job"] == "compact"
+    assert "listagg" in skipped[0]["reason"]
+    assert not [e for e in logs if e["log_level"] in ("error", "warning")], "no failure, no backoff"
+    state = daemon.tables[NAME]
+    assert (state.failures, state.quarantined, state.next_attempt_at) == (0, False, 0.0)
+    assert _count(registry, "paimond_jobs_finished_total", job="compact", outcome="skipped") == 1
+    assert _count(registry, "paimond_jobs_finished_total", job="expire", outcome="success") == 1
+    assert _count(registry, "paimond_jobs_finished_total", job="merge_manifests",
+                  outcome="success") == 1
+    assert _count(registry, "paimond_job_failures_total", job="compact",
+                  error_kind="unsupported") == 0
+    assert daemon.status()[NAME]["quarantined"] is False
+    table = state.table
+    assert table.snapshots.latest_id() == 4, "merge-manifests committed"
+    assert table.snapshots.earliest_id() == 3, "expire (before the merge) removed 1..2"
+    assert read_rows(path, NAME).equals(spec.compacted_rows)
+
+    # later ticks, the table moved (merge-manifests' snapshot) and every interval passed:
+    # everything but the refused compaction runs again
+    for step in range(3):
+        clock.now_ms[0] += 3_600_000
+        again = _tick(daemon)[NAME]
+        assert "compact" not in again.reports, step
+        assert again.reports["expire"].outcome == "success"
+    assert _count(registry, "paimond_jobs_started_total", job="compact") == 1
+
+    # an option changes (a new schema): compaction is evaluated again, and refuses again
+    _set_option(path, "snapshot.num-retained.min", "1")
+    clock.now_ms[0] += 1000
+    changed = _tick(daemon)[NAME]
+    assert changed.reports["compact"].outcome == "skipped"
+    assert changed.reports["compact"].refused != compact.refused, "the new fingerprint"
+    clock.now_ms[0] += 3_600_000
+    assert "compact" not in _tick(daemon)[NAME].reports
+    assert _count(registry, "paimond_jobs_finished_total", job="compact", outcome="skipped") == 2
+
+    # an option change that lifts the refusal: compaction runs and merges as Paimon would
+    _set_option(path, "fields.tags.aggregate-function", "last_value")
+    clock.now_ms[0] += 1000
+    lifted = _tick(daemon)[NAME]
+    assert lifted.reports["compact"].outcome == "success", lifted.reports["compact"].detail
+    assert NAME not in {n for n, s in daemon.tables.items() if s.refused}
+    assert read_rows(path, NAME).equals(_last_value_tags(spec))
+    daemon.shutdown(5)
+
+
+def _last_value_tags(spec: TableSpec) -> Any:
+    """The model's rows with ``tags`` merged by last_value: the last listagg element."""
+    rows = spec.compacted_rows.to_pylist()
+    for row in rows:
+        row["tags"] = row["tags"].split(",")[-1]
+    return type(spec.compacted_rows).from_pylist(rows, schema=spec.compacted_rows.schema)
