@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 from typing import Any
 
 from paimond.cli.common import EXIT_OK, add_storage_option, open_table_of, usage_errors_exit_2
@@ -30,7 +31,20 @@ def _tags(args: argparse.Namespace) -> int:
 
 
 def _expire_tags(args: argparse.Namespace) -> int:
-    return _run("expire_tags", args)
+    if not args.older_than:
+        return _run("expire_tags", args)
+    try:
+        return _run("expire_tags", args, older_than_ms=parse_duration_millis(args.older_than))
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(args.older_than.strip())
+    except ValueError:
+        raise ConfigError("--older-than", f"{args.older_than!r} is neither a duration (e.g. "
+                          "'7 d') nor a local timestamp (e.g. '2024-05-01 12:00:00')") from None
+    if moment.tzinfo is not None:  # Java takes local date-times only; convert
+        moment = moment.astimezone().replace(tzinfo=None)
+    return _run("expire_tags", args, older_than=moment)
 
 
 def _create_tag(args: argparse.Namespace) -> int:
@@ -74,7 +88,12 @@ def register(commands: Any) -> None:
     expire = _table_command(
         commands, "expire-tags", "delete tags past their retention",
         "Delete every tag whose create time plus retention is before now (Java's "
-        "TagTimeExpire). Tags without a retention are kept.")
+        "expire_tags procedure). Tags without a retention are kept, unless --older-than: "
+        "then every tag created before it goes (a tag without a create time by its file's "
+        "modification time).")
+    expire.add_argument("--older-than", metavar="DURATION|TIMESTAMP",
+                        help="also delete tags created before this local time, or this long "
+                             "ago (e.g. '2024-05-01 12:00:00', '7 d')")
     expire.set_defaults(run=usage_errors_exit_2(_expire_tags))
 
     create = _table_command(

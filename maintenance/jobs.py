@@ -9,6 +9,7 @@ the job's own result (``describe()`` prints it) and the figures metrics need; er
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -27,6 +28,7 @@ from paimond.maintenance.rewrite_index import IndexRewriteJob
 from paimond.maintenance.tags import (
     CreateTagSettings,
     DeleteTagSettings,
+    ExpireTagsSettings,
     TagsJob,
     TagsSettings,
     create_tag,
@@ -216,8 +218,13 @@ def _tags(table: Table, settings: TagsSettings, context: JobContext) -> JobRepor
     return JobReport(TagsJob(table, clock=context.clock, dry_run=settings.dry_run).run())
 
 
-def _expire_tags(table: Table, settings: TagsSettings, context: JobContext) -> JobReport:
-    job = TagsJob(table, clock=context.clock, dry_run=settings.dry_run, expire_only=True)
+def _expire_tags(table: Table, settings: ExpireTagsSettings, context: JobContext) -> JobReport:
+    older_than = settings.older_than
+    if settings.older_than_ms is not None:
+        older_than = context.clock.local_now() - datetime.timedelta(
+            milliseconds=settings.older_than_ms)
+    job = TagsJob(table, clock=context.clock, dry_run=settings.dry_run, expire_only=True,
+                  older_than=older_than)
     return JobReport(job.run())
 
 
@@ -261,7 +268,7 @@ JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
     Job("rewrite_index", RewriteIndexSettings, _rewrite_index),
     Job("rebuild_dv", RebuildDvSettings, _rebuild_dv),
     Job("tags", TagsSettings, _tags),
-    Job("expire_tags", TagsSettings, _expire_tags),
+    Job("expire_tags", ExpireTagsSettings, _expire_tags),
     Job("create_tag", CreateTagSettings, _create_tag),
     Job("delete_tag", DeleteTagSettings, _delete_tag),
 )}

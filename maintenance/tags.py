@@ -35,7 +35,12 @@ from dataclasses import dataclass, field
 from paimond.clock import Clock
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
 from paimond.faults import crash_point
-from paimond.maintenance.tag_period import TagPeriod, TagTimeExtractor, tag_period
+from paimond.maintenance.tag_period import (
+    TagPeriod,
+    TagTimeExtractor,
+    local_date_time,
+    tag_period,
+)
 from paimond.table.catalog import Table
 from paimond.table.options import TableOptions
 from paimond.table.tags import (
@@ -45,6 +50,7 @@ from paimond.table.tags import (
     delete_tag_file,
     list_tags,
     read_tag,
+    tag_path,
 )
 
 _NS_PER_MS = 1_000_000
@@ -66,7 +72,7 @@ class TagAction:
     create: bool
     name: str
     snapshot_id: int
-    reason: str  # period | manual | num-retained-max | time-retained
+    reason: str  # period | manual | num-retained-max | time-retained | older-than
 
     def describe(self) -> str:
         verb = "create" if self.create else "delete"
@@ -108,6 +114,16 @@ class TagsResult:
 class TagsSettings:
     """The ``tags`` job (auto-create then expire) and ``expire_tags`` (expire only)."""
 
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireTagsSettings:
+    """``expire_tags``: retention expiry (Java's expire_tags procedure, which forces
+    ``tag.time-expire-enabled``), and optionally every tag created before a moment."""
+
+    older_than_ms: int | None = None  # a window before now
+    older_than: datetime.datetime | None = None  # or a local date-time
     dry_run: bool = False
 
 
@@ -204,10 +220,27 @@ def plan_auto_tags(*, period: TagPeriod, extractor: TagTimeExtractor, delay_ms: 
     return state.actions, next_tag
 
 
-def plan_time_expiry(tags: Sequence[TagFile], now: datetime.datetime) -> list[TagAction]:
-    """Java ``TagTimeExpire.expire``: tags with a create time and a retention, past both."""
-    return [TagAction(False, t.name, t.snapshot.id, "time-retained") for t in tags
-            if (end := t.expires_at()) is not None and now > end]
+def plan_time_expiry(tags: Sequence[TagFile], now: datetime.datetime,
+                     older_than: datetime.datetime | None = None,
+                     modified: Mapping[str, datetime.datetime] | None = None) -> list[TagAction]:
+    """Java ``TagTimeExpire.expire``: a tag goes when now is after its create time plus its
+    retention, or, given ``older_than``, when its create time is before that. A tag lacking
+    either field counts only with ``older_than``, then by its file's local ``modified`` time
+    (none known: kept)."""
+    actions = []
+    for tag in tags:
+        created, retained_ns = tag.create_time, tag.time_retained_ns
+        if created is None or retained_ns is None:
+            known = None if older_than is None or modified is None else modified.get(tag.name)
+            if known is None:
+                continue
+            created = known  # Java: the file's modification time, even over a create time
+        if retained_ns is not None and now > created + datetime.timedelta(
+                microseconds=retained_ns // 1000):
+            actions.append(TagAction(False, tag.name, tag.snapshot.id, "time-retained"))
+        elif older_than is not None and older_than > created:
+            actions.append(TagAction(False, tag.name, tag.snapshot.id, "older-than"))
+    return actions
 
 
 # ---- the job -------------------------------------------------------------------------------
@@ -236,8 +269,9 @@ class TagsJob:
     creation (the ``expire-tags`` command)."""
 
     def __init__(self, table: Table, *, clock: Clock, dry_run: bool = False,
-                 expire_only: bool = False) -> None:
+                 expire_only: bool = False, older_than: datetime.datetime | None = None) -> None:
         self.table, self.clock, self.dry_run, self.expire_only = table, clock, dry_run, expire_only
+        self.older_than = older_than  # expire_only: also every tag created before it
 
     def plan(self) -> TagsPlan:
         options = self.table.options()
@@ -261,11 +295,19 @@ class TagsJob:
                 num_retained_max=options.tag_num_retained_max, tags=tags, snapshots=timed,
                 next_tag=next_tag)
             next_name = None if next_tag is None else period.name_of(next_tag)
-        if options.tag_time_expire_enabled:
+        if options.tag_time_expire_enabled or self.expire_only:
             gone = {a.name for a in actions if not a.create}
-            actions += plan_time_expiry([t for t in existing if t.name not in gone], now)
+            kept = [t for t in existing if t.name not in gone]
+            modified = None
+            if self.older_than is not None:
+                modified = {t.name: m for t in kept if (m := self._modified(t.name)) is not None}
+            actions += plan_time_expiry(kept, now, self.older_than, modified)
         return TagsPlan(self.table.name, mode, tuple(actions), now, _retained_ns(options),
                         next_name)
+
+    def _modified(self, name: str) -> datetime.datetime | None:
+        seconds = self.table.storage.mtime(tag_path(self.table, name))
+        return None if seconds is None else local_date_time(round(seconds * 1000), None)
 
     def run(self) -> TagsResult:
         plan = self.plan()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from java_reader import JavaReader, canonical_rows, find_jar, unavailable_reason
 from pypaimon import Schema
 from pypaimon_tables import catalog_for
-from table_history import tree
+from table_history import tree, write_tag
 
 from paimond.cli.main import main
 from paimond.clock import Clock
@@ -323,6 +324,39 @@ def test_time_retained_expiry_is_strict_and_spares_tags_without_retention(tmp_pa
     expire.run(writer.table, expire.settings(), JobContext(Clock(fixed_ms=NOW_MS + HOUR_MS + 1)))
     assert set(_tags(writer.table)) == {"two-hours", "plain"}
     _assert_tags_read(writer)
+
+
+def test_expire_tags_older_than_uses_file_times_for_tags_without_retention(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    writer = Writer(tmp_path / "wh", {"tag.time-expire-enabled": "false"})
+    for t in TIMES[:2]:
+        writer.commit(_utc_ms(t))
+    clock = Clock(fixed_ms=NOW_MS)
+    create_tag(writer.table, clock=clock, name="retained", snapshot_id=1, time_retained_ms=HOUR_MS)
+    snapshot = writer.table.snapshots.load(1)
+    tag_dir = Path(writer.table.file_path("tag"))
+    plain = Path(writer.table.snapshots.path(2)).read_bytes()
+    (tag_dir / "tag-old-plain").write_bytes(plain)
+    (tag_dir / "tag-new-plain").write_bytes(plain)
+    write_tag(writer.table, "created-only", snapshot)  # a create time from 2024, no retention
+    for name, age_ms in (("old-plain", 3 * DAY_MS), ("new-plain", HOUR_MS),
+                         ("created-only", HOUR_MS)):
+        os.utime(tag_dir / f"tag-{name}", ns=((NOW_MS - age_ms) * 10**6,) * 2)
+    later = Clock(fixed_ms=NOW_MS + HOUR_MS + 1)
+    # tag.time-expire-enabled=false: the tags job keeps the expired tag ...
+    JOBS["tags"].run(writer.table, JOBS["tags"].settings(), JobContext(later))
+    assert "retained" in _tags(writer.table)
+    # ... the expire_tags job, like Java's procedure, expires it all the same.
+    job = JOBS["expire_tags"]
+    report = job.run(writer.table, job.settings(older_than_ms=2 * HOUR_MS + 1),
+                     JobContext(later))
+    assert {(a.name, a.reason) for a in report.result.done} == {
+        ("retained", "time-retained"), ("old-plain", "older-than")}
+    moment = (clock.local_now() - datetime.timedelta(minutes=30)).isoformat(sep=" ")
+    assert main(["expire-tags", writer.warehouse, "--table", NAME, "--older-than", moment]) == 0
+    assert set(_tags(writer.table)) == set()  # new-plain, created-only: files an hour old
+    assert main(["expire-tags", writer.warehouse, "--table", NAME, "--older-than", "soon"]) == 2
+    assert "neither a duration" in capsys.readouterr().err
 
 
 def _tag_json(table: Table, name: str) -> dict[str, Any]:
