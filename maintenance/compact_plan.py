@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from paimond.format.binary_row import decode_manifest_row
+from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.plan import BucketSnapshot, plan_bucket
@@ -19,7 +21,7 @@ from paimond.lsm.record_expire import record_expiry_of
 from paimond.lsm.task import CompactTask, TaskTable
 from paimond.table.catalog import Table
 from paimond.table.deletion_vectors import bucket_dv_entry
-from paimond.table.layout import partition_matches, partition_text
+from paimond.table.layout import partition_matches, partition_text, partition_value_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
 from paimond.table.scan import bucket_path, scan_snapshot
 from paimond.table.semantic_options import refuse
@@ -71,11 +73,16 @@ def plan_compaction(table: Table, *, full: bool = False,
     tasks, skipped, seen, states = [], [], 0, {}
     scanned = scan_snapshot(table, snapshot)
     dv = options.deletion_vectors_enabled
+    expired = expired_partitions(schema, options, moment)
     for (partition, bucket), files in scanned.buckets().items():
         text = partition_text(schema, partition)
         if partitions and not partition_matches(text, partitions):
             continue
         seen += 1
+        if expired(partition):
+            skipped.append(f"{text} bucket {bucket}: partition expired "
+                           "(compaction.skip-expired-partitions)")
+            continue
         if bucket == BUCKET_POSTPONE:
             skipped.append(f"{text} bucket-postpone (only Paimon's postpone compactor may move it)")
             continue
@@ -92,6 +99,34 @@ def plan_compaction(table: Table, *, full: bool = False,
         if task is not None:
             tasks.append(_with_file_schemas(table, task))
     return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped), states)
+
+
+def expired_partitions(schema: TableSchema, options: TableOptions, moment: datetime.datetime
+                       ) -> Callable[[bytes], bool]:
+    """Java ``CompactProcedure.nonExpiredPartitionPredicate``, negated: with
+    ``compaction.skip-expired-partitions``, ``partition.expiration-time`` set and the values-time
+    strategy, a partition whose time is strictly before ``moment`` minus the expiration time
+    is not compacted; a value without a time, or a null one, is compacted (Java logs and
+    keeps it)."""
+    expiration_ms = options.partition_expiration_time_ms
+    if (not options.compaction_skip_expired_partitions or expiration_ms is None
+            or not schema.partition_keys
+            or options.partition_expiration_strategy != "values-time"):
+        return lambda partition: False
+    threshold = moment - datetime.timedelta(milliseconds=expiration_ms)
+    extractor = options.partition_time_extractor
+    keys, types = schema.partition_keys, schema.partition_type.field_types
+
+    def expired(partition: bytes) -> bool:
+        values = decode_manifest_row(partition, types)
+        texts = [None if v is None else partition_value_text(v, t, True)
+                 for v, t in zip(values, types, strict=True)]
+        try:
+            return threshold > extractor.extract(keys, texts)
+        except ValueError:  # also NullPartitionValueError
+            return False
+
+    return expired
 
 
 def _with_file_schemas(table: Table, task: CompactTask) -> CompactTask:

@@ -345,18 +345,6 @@ class TableOptions:
     def record_level_time_field(self) -> str | None:
         return self._text("record-level.time-field")
 
-    # ---- record-level expiry (Java CoreOptions: record-level.*) ----
-
-    @property
-    def record_level_expire_time_s(self) -> int | None:
-        """``record-level.expire-time`` in whole seconds (Java ``Duration.getSeconds``)."""
-        value = self._expire_duration_ms("record-level.expire-time")
-        return None if value is None else value // 1000
-
-    @property
-    def record_level_time_field(self) -> str | None:
-        return self._text("record-level.time-field")
-
     # ---- compaction (Java CoreOptions: compaction.*, lookup-compact, num-sorted-run.*) ----
 
     @property
@@ -511,6 +499,12 @@ class TableOptions:
     @property
     def compaction_force_rewrite_all_files(self) -> bool:
         return self._bool("compaction.force-rewrite-all-files", False)
+
+    @property
+    def compaction_skip_expired_partitions(self) -> bool:
+        """``compaction.skip-expired-partitions``: compaction leaves alone the partitions
+        that ``partition.expiration-time`` (values-time strategy) has expired."""
+        return self._bool("compaction.skip-expired-partitions", False)
 
     # ---- partition expiration (Java CoreOptions: partition.expiration-*, timestamp-*) ----
 
