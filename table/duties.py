@@ -56,7 +56,7 @@ DUTIES: tuple[Duty, ...] = (
          lambda o: o.changelog_producer != "none" or _set(
              "changelog.num-retained.min", "changelog.num-retained.max",
              "changelog.time-retained")(o)),
-    Duty("record-level expiry", ("expire_records",), _set("record-level.expire-time")),
+    Duty("record-level expiry", ("compact",), _set("record-level.expire-time")),
     Duty("deletion-vector maintenance", ("compact",), lambda o: o.deletion_vectors_enabled),
     Duty("file indexes", ("compact", "rewrite_index"), lambda o: o.has_file_index),
     Duty("manifest merging", ("merge_manifests",), _always),

@@ -9,7 +9,7 @@ run. ``not affecting``: listed so the choice is visible (it only matters togethe
 option, or only to writers and readers).
 
 Jobs are the registry's names (``maintenance/jobs.py``) and the duties no job performs yet
-(``expire_changelogs``, ``expire_records``): a row for one of these is refused until its job
+(``expire_changelogs``): a row for one of these is refused until its job
 exists; flipping its ``handling`` to ``implemented`` (and dropping its ``setting``) is all the
 table needs then. Every job's plan calls
 :func:`refuse` (or :func:`refusals`) first.
@@ -196,8 +196,8 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    f"only with changelog producers paimond refuses; {_NOT_WRITTEN}"),
     SemanticOption("changelog.num-retained.min/max, changelog.time-retained (above the "
                    "snapshot settings: decoupled changelog)", (EXPIRE, "expire_changelogs"),
-                   "refused", "paimond does not expire long-lived changelogs; expire this "
-                   "table with Paimon", _changelog_decoupled),
+                   "refused", "decoupled changelog: paimond does not expire long-lived "
+                   "changelogs; expire this table with Paimon", _changelog_decoupled),
     # deletion vectors
     SemanticOption("deletion-vectors.enabled, deletion-vectors.bitmap64", (COMPACT, DV), "implemented",
                    "levels >= 1 keep one live row per key; vectors in the bucket's index file"),
@@ -207,10 +207,9 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "deletion-vectors.merge-on-read", (), "not affecting",
                    "a size hint and reader/writer modes"),
     # record-level expiry
-    SemanticOption("record-level.expire-time, record-level.time-field", (COMPACT, "expire_records"),
-                   "refused", "Paimon drops records past their TTL while compacting; paimond "
-                   "does not yet, so compacting would keep rows Paimon drops",
-                   _set("record-level.expire-time")),
+    SemanticOption("record-level.expire-time, record-level.time-field", (COMPACT,),
+                   "implemented", "lsm/record_expire.py (Java RecordLevelExpire): compaction "
+                   "drops rows past their TTL"),
     # clustering
     SemanticOption("pk-clustering-override", (COMPACT, DV), "refused",
                    "data files are sorted by clustering.columns, not the primary key; "

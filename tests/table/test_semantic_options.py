@@ -27,7 +27,7 @@ from paimond.table.semantic_options import (
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # jobs no registry entry performs yet: each is a duty the table refuses until its job lands
-DUTY_JOBS = {"expire_changelogs", "expire_records"}
+DUTY_JOBS = {"expire_changelogs"}
 
 
 def _options(raw: dict[str, str], *, primary_key: bool = True) -> TableOptions:
@@ -77,8 +77,6 @@ def test_listagg_refuses_compaction_only() -> None:
     ({"changelog-producer": "lookup"}, "changelog-producer=lookup"),
     ({"merge-engine": "first-row", "deletion-vectors.enabled": "true"},
      "merge-engine=first-row with deletion-vectors.enabled=true"),
-    ({"record-level.expire-time": "1 d", "record-level.time-field": "ts"},
-     "record-level.expire-time=1 d"),
     ({"data-file.external-paths": "s3://b/x"}, "data-file.external-paths=s3://b/x"),
     ({"merge-engine": "dedup"}, "merge-engine=dedup"),
     ({"file.format": "lance"}, "file.format=lance"),
@@ -123,10 +121,10 @@ def test_duties_of_write_only_writers_fall_to_paimond() -> None:
     assert alone["manifest merging"].performer == alone["snapshot expiry"].performer == "paimond"
     refused = {d.name: d for d in duties(_options(
         {"record-level.expire-time": "1 d", "changelog-producer": "input",
-         "changelog.time-retained": "2 d"}))}
-    assert refused["record-level expiry"].performer == "refused"
-    assert refused["compaction"].performer == "refused"
-    assert "record-level.expire-time=1 d" in refused["compaction"].detail
+         "changelog.time-retained": "2 d", "merge-engine": "aggregation",
+         "fields.v.aggregate-function": "collect"}))}
+    assert refused["record-level expiry"].performer == refused["compaction"].performer == "refused"
+    assert "fields.v.aggregate-function=collect" in refused["record-level expiry"].detail
     assert refused["changelog expiry"].performer == refused["snapshot expiry"].performer == "refused"
     assert "changelog.time-retained=2 d above" in refused["changelog expiry"].detail
 
