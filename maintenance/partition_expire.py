@@ -15,7 +15,9 @@ A drop is one OVERWRITE snapshot per ``partition.expiration-batch-size`` partiti
 all of them): a DELETE entry for every live file of those partitions (buckets >= 0 unless the
 table is postpone-bucket) and a DELETE of their index manifest entries, computed from the whole
 latest snapshot, so any concurrent commit makes the job re-plan. No file is deleted here:
-snapshot expiration deletes them once no kept snapshot holds them.
+snapshot expiration deletes them once no kept snapshot holds them. Refused: chain tables
+(``chain-table.enabled``) and ``metastore.partitioned-table=true`` (Java drops through the
+metastore).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from paimond.clock import Clock
-from paimond.errors import ConfigError
+from paimond.errors import ConfigError, UnsupportedError
 from paimond.faults import crash_point
 from paimond.format.binary_row import decode_manifest_row
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
@@ -274,6 +276,14 @@ class PartitionExpireJob:
             result.nothing_to_do = ("partition.expiration-time is not set and no --older-than "
                                     "given: partitions never expire")
             return None
+        if options.chain_table_enabled:
+            raise UnsupportedError(f"{self.table.name}: chain tables (chain-table.enabled) "
+                                   "expire partitions by segments across branches; paimond "
+                                   "does not implement it")
+        if options.metastore_partitioned_table:
+            raise UnsupportedError(f"{self.table.name}: with metastore.partitioned-table=true "
+                                   "Java drops expired partitions (and their .done partitions) "
+                                   "through the metastore; paimond cannot reach it")
         max_num = options.partition_expiration_max_num if self.max_num is None else self.max_num
         if max_num < 0:
             raise ConfigError("partition.expiration-max-num", f"must not be negative: {max_num}")

@@ -560,6 +560,17 @@ class TableOptions:
                 raise ConfigError("partition.timestamp-formatter", str(error)) from None
         return PartitionTimeExtractor(self.partition_timestamp_pattern, compiled)
 
+    @property
+    def chain_table_enabled(self) -> bool:
+        """``chain-table.enabled``: partitions expire by segments (Java
+        ``ChainTablePartitionExpire``)."""
+        return self._bool("chain-table.enabled", False)
+
+    @property
+    def metastore_partitioned_table(self) -> bool:
+        """``metastore.partitioned-table``: partitions are dropped through the metastore."""
+        return self._bool("metastore.partitioned-table", False)
+
     # ---- generic readers for the semantic-options table (table/semantic_options.py) ----
 
     @property

@@ -25,7 +25,7 @@ from pypaimon_tables import build_append_deletion_vectors, catalog_for, sort_row
 from table_history import tree
 
 from paimond.clock import Clock
-from paimond.errors import ConfigError
+from paimond.errors import ConfigError, UnsupportedError
 from paimond.format.manifest import FILE_KIND_DELETE
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.maintenance.partition_expire import (
@@ -363,6 +363,18 @@ def test_an_unsupported_formatter_is_refused_naming_the_option(tmp_path: Path) -
     _commit(table, SCHEMA, [{"dt": "01 Jan 2024", "id": 1, "v": "x"}])
     with pytest.raises(ConfigError, match="partition.timestamp-formatter"):
         PartitionExpireJob(_open(warehouse, "db.bad"), clock=CLOCK).run()
+
+
+@pytest.mark.parametrize("option", ["chain-table.enabled", "metastore.partitioned-table"])
+def test_tables_java_expires_otherwise_are_refused(option: str, tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "wh")
+    table = _create(warehouse, "db.other", SCHEMA, ["dt"],
+                    {"partition.expiration-time": "1 d", option: "true"})
+    _commit(table, SCHEMA, [{"dt": "2024-01-01", "id": 1, "v": "x"}])
+    before = tree(warehouse)
+    with pytest.raises(UnsupportedError, match=option):
+        PartitionExpireJob(_open(warehouse, "db.other"), clock=CLOCK).run()
+    assert tree(warehouse) == before
 
 
 def test_result_describes_the_drop(copy: tuple[str, list[dict[str, Any]]]) -> None:
