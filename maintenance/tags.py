@@ -29,22 +29,23 @@ of each batch write) and tag callbacks, success files and tag-to-partition are r
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
 from paimond.faults import crash_point
-from paimond.maintenance.tag_period import (
-    TagPeriod,
-    TagTimeExtractor,
-    local_date_time,
-    tag_period,
+from paimond.maintenance.tag_period import TagTimeExtractor, local_date_time, tag_period
+from paimond.maintenance.tag_plan import (
+    SnapshotTime,
+    TagAction,
+    TagState,
+    plan_auto_tags,
+    plan_time_expiry,
+    resume_point,
 )
 from paimond.table.catalog import Table
 from paimond.table.options import TableOptions
 from paimond.table.tags import (
-    TagFile,
     check_tag_name,
     create_tag_file,
     delete_tag_file,
@@ -54,29 +55,6 @@ from paimond.table.tags import (
 )
 
 _NS_PER_MS = 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotTime:
-    """What tag creation reads of a snapshot."""
-
-    id: int
-    time_millis: int
-    watermark: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class TagAction:
-    """Create tag ``name`` on ``snapshot_id``, or delete it; ``reason`` says why."""
-
-    create: bool
-    name: str
-    snapshot_id: int
-    reason: str  # period | manual | num-retained-max | time-retained | older-than
-
-    def describe(self) -> str:
-        verb = "create" if self.create else "delete"
-        return f"{verb} tag {self.name!r} (snapshot {self.snapshot_id}, {self.reason})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,114 +119,12 @@ class DeleteTagSettings:
     dry_run: bool = False
 
 
-# ---- plan (pure) ---------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _TagState:
-    """Tag name -> snapshot id while a plan unfolds."""
-
-    tags: dict[str, int]
-    period: TagPeriod | None
-    actions: list[TagAction] = field(default_factory=list)
-
-    def auto_by_snapshot(self) -> dict[int, list[str]]:
-        groups: dict[int, list[str]] = {}
-        for name, snapshot_id in sorted(self.tags.items()):
-            if self.period is not None and self.period.is_auto(name):
-                groups.setdefault(snapshot_id, []).append(name)
-        return dict(sorted(groups.items()))
-
-    def create(self, name: str, snapshot_id: int, reason: str) -> None:
-        if name in self.tags:
-            return  # Java: ignoreIfExists
-        if self.period is not None and self.period.is_auto(name):
-            existing = self.auto_by_snapshot().get(snapshot_id)
-            if existing:
-                raise UnsupportedError(f"snapshot {snapshot_id} is already auto-tagged with "
-                                       f"{existing}; not adding tag {name!r}")
-        self.tags[name] = snapshot_id
-        self.actions.append(TagAction(True, name, snapshot_id, reason))
-
-    def delete(self, name: str, reason: str) -> None:
-        self.actions.append(TagAction(False, name, self.tags.pop(name), reason))
-
-    def trim(self, num_retained_max: int) -> None:
-        """Java: delete the automatic tags of the oldest tagged snapshots while more snapshots
-        carry one than the limit."""
-        groups = self.auto_by_snapshot()
-        for snapshot_id, names in list(groups.items())[:max(0, len(groups) - num_retained_max)]:
-            if len(names) > 1:
-                raise UnsupportedError(f"snapshot {snapshot_id} has more than one auto-created "
-                                       f"tag: {', '.join(names)}")
-            self.delete(names[0], "num-retained-max")
-
-
-def resume_point(period: TagPeriod, tags: Mapping[str, int], earliest_id: int | None
-                 ) -> tuple[int, datetime.datetime | None]:
-    """Java ``TagAutoCreation``'s constructor: (next snapshot to look at, next tag time)."""
-    auto = sorted(((t, n) for n in tags if (t := period.time_of(n)) is not None), reverse=True)
-    if not auto:
-        return (earliest_id if earliest_id is not None else 1), None
-    time, name = auto[0]
-    return tags[name] + 1, time + period.period
-
-
-def plan_auto_tags(*, period: TagPeriod, extractor: TagTimeExtractor, delay_ms: int,
-                   completion: bool, num_retained_max: int | None, tags: Mapping[str, int],
-                   snapshots: Sequence[SnapshotTime], next_tag: datetime.datetime | None
-                   ) -> tuple[list[TagAction], datetime.datetime | None]:
-    """Java ``TagAutoCreation.tryToCreateTags`` over ``snapshots`` (ascending, from the resume
-    point): the actions in order, and the tag time due after them."""
-    state = _TagState(dict(tags), period)
-    delay = datetime.timedelta(milliseconds=delay_ms)
-    for snapshot in snapshots:
-        moment = extractor.extract(snapshot.time_millis, snapshot.watermark)
-        if moment is None:
-            continue
-        if next_tag is not None and moment - delay < next_tag + period.period:
-            continue
-        this_tag = period.previous_boundary(moment)
-        if completion and next_tag is not None:
-            this_tag = next_tag
-        state.create(period.name_of(this_tag), snapshot.id, "period")
-        next_tag = this_tag + period.period
-        if num_retained_max is not None:
-            state.trim(num_retained_max)
-    if num_retained_max is not None:
-        state.trim(num_retained_max)
-    return state.actions, next_tag
-
-
-def plan_time_expiry(tags: Sequence[TagFile], now: datetime.datetime,
-                     older_than: datetime.datetime | None = None,
-                     modified: Mapping[str, datetime.datetime] | None = None) -> list[TagAction]:
-    """Java ``TagTimeExpire.expire``: a tag goes when now is after its create time plus its
-    retention, or, given ``older_than``, when its create time is before that. A tag lacking
-    either field counts only with ``older_than``, then by its file's local ``modified`` time
-    (none known: kept)."""
-    actions = []
-    for tag in tags:
-        created, retained_ns = tag.create_time, tag.time_retained_ns
-        if created is None or retained_ns is None:
-            known = None if older_than is None or modified is None else modified.get(tag.name)
-            if known is None:
-                continue
-            created = known  # Java: the file's modification time, even over a create time
-        if retained_ns is not None and now > created + datetime.timedelta(
-                microseconds=retained_ns // 1000):
-            actions.append(TagAction(False, tag.name, tag.snapshot.id, "time-retained"))
-        elif older_than is not None and older_than > created:
-            actions.append(TagAction(False, tag.name, tag.snapshot.id, "older-than"))
-    return actions
-
-
 # ---- the job -------------------------------------------------------------------------------
 
 
-def check_tag_options(options: TableOptions) -> None:
+def check_tag_options(options: TableOptions, *, creating: bool) -> None:
     """Refuse what changes the job's output and paimond does not do."""
-    if options.tag_automatic_creation == "batch":
+    if creating and options.tag_automatic_creation == "batch":
         raise UnsupportedError("tag.automatic-creation=batch (a tag at the end of each batch "
                                "write) is not done by paimond")
     refused = [key for key in ("tag.callbacks", "metastore.tag-to-partition")
@@ -275,7 +151,7 @@ class TagsJob:
 
     def plan(self) -> TagsPlan:
         options = self.table.options()
-        check_tag_options(options)
+        check_tag_options(options, creating=not self.expire_only)
         now = self.clock.local_now()
         mode = options.tag_automatic_creation
         existing = list_tags(self.table)
@@ -286,8 +162,13 @@ class TagsJob:
             period = tag_period(options)
             snapshots = self.table.snapshots
             start, next_tag = resume_point(period, tags, snapshots.earliest_id())
-            timed = [SnapshotTime(s.id, s.time_millis, s.watermark)
-                     for s in (snapshots.load(i) for i in snapshots.list_ids() if i >= start)]
+            timed = []
+            for snapshot_id in (i for i in snapshots.list_ids() if i >= start):
+                try:
+                    snapshot = snapshots.load(snapshot_id)
+                except MissingFileError:  # expired meanwhile: Java skips to the earliest
+                    continue
+                timed.append(SnapshotTime(snapshot.id, snapshot.time_millis, snapshot.watermark))
             actions, next_tag = plan_auto_tags(
                 period=period, extractor=TagTimeExtractor.of(options),
                 delay_ms=options.tag_creation_delay_ms,
@@ -377,7 +258,7 @@ def create_tag(table: Table, *, clock: Clock, name: str, snapshot_id: int | None
     retained_ns = (_retained_ns(options) if time_retained_ms is None
                    else time_retained_ms * _NS_PER_MS)
     if options.tag_automatic_creation in ("process-time", "watermark"):
-        state = _TagState({t.name: t.snapshot.id for t in list_tags(table)}, tag_period(options))
+        state = TagState({t.name: t.snapshot.id for t in list_tags(table)}, tag_period(options))
         state.create(name, snapshot_id, "manual")  # Java's validateNoAutoTag
     action = TagAction(True, name, snapshot_id, "manual")
     plan = TagsPlan(table.name, "manual", (action,), clock.local_now(), retained_ns)

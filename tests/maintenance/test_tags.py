@@ -31,13 +31,8 @@ from paimond.format.snapshot import encode_local_date_time
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.maintenance.tag_period import TagTimeExtractor, tag_period
-from paimond.maintenance.tags import (
-    SnapshotTime,
-    create_tag,
-    delete_tag,
-    plan_auto_tags,
-    resume_point,
-)
+from paimond.maintenance.tag_plan import SnapshotTime, plan_auto_tags, resume_point
+from paimond.maintenance.tags import create_tag, delete_tag
 from paimond.table.catalog import Table, open_table
 from paimond.table.options import TableOptions
 from paimond.table.storage import open_storage
@@ -194,6 +189,9 @@ def test_delay_must_be_shorter_than_a_period_and_batch_is_refused(tmp_path: Path
     writer.commit(_utc_ms(TIMES[0]))
     with pytest.raises(UnsupportedError, match="batch"):
         _run_tags(writer.table)
+    expire = JOBS["expire_tags"]  # expiry alone does not depend on how tags are created
+    assert expire.run(writer.table, expire.settings(), JobContext(Clock(fixed_ms=NOW_MS))
+                      ).result.done == ()
 
 
 @given(st.lists(st.integers(0, 40 * HOUR_MS), min_size=1, max_size=25),
