@@ -3,10 +3,11 @@ tables whose time field is INT seconds, BIGINT seconds, BIGINT milliseconds, TIM
 TIMESTAMP(6) or TIMESTAMP_LTZ, with rows from 1970, rows at and just past the TTL boundary,
 recent rows and null times; after paimond's compaction pypaimon reads exactly the rows an
 independent model keeps (each row filtered before the merge, as Java's wrapped reader does,
-so an expired newest version lets the previous one through; null times are kept). Files are
-picked as Java picks them: a lone max-level file whose min time statistic has expired is
-rewritten by a full compaction, a fresh one is not, and a large expired file is rewritten
-where it would otherwise be upgraded."""
+so an expired newest version lets the previous one through; null times are kept; Java's
+reader agrees). Files are picked as Java picks them: a lone max-level file whose min time
+statistic has expired is rewritten by a full compaction, a fresh one is not, and a large
+expired file is rewritten where it would otherwise be upgraded. A deletion-vector table's
+level-0 lookups skip expired keys."""
 
 from __future__ import annotations
 
@@ -209,8 +210,7 @@ def test_full_compaction_keeps_exactly_the_models_rows(tmp_path: Path, case: str
 def test_lookup_tables_expire_before_merging(tmp_path: Path, options: dict[str, str]) -> None:
     """Deletion-vector and first-row tables (their lookup rewriters) under a full compaction:
     expired rows are dropped before the merge, so first-row keeps the first surviving version
-    of a key. (The level-0 key lookups above a lower output level read through the same
-    filter; no case here reaches them.)"""
+    of a key."""
     kind, arrow_type, time_of = CASES["timestamp6"]
     commits = _commits(time_of)
     table, _ = _make_table(tmp_path / "wh", arrow_type, commits, options)
@@ -226,6 +226,30 @@ def test_lookup_tables_expire_before_merging(tmp_path: Path, options: dict[str, 
         expected = model_rows(commits, kind, NOW_S, DAY_S)
     _same(_read(tmp_path / "wh"), expected, kind)
     assert set(_files(table).values()) == {5}
+
+
+def test_an_expired_level0_row_does_not_supersede_the_row_above(tmp_path: Path) -> None:
+    """A deletion-vector table compacting level 0 below its max-level run looks level-0 keys
+    up above: an expired level-0 update is dropped before that, so the live row above is not
+    marked deleted (Java looks up only the keys its filtered merge sees)."""
+    kind, arrow_type, time_of = CASES["bigint-seconds"]
+    warehouse = tmp_path / "wh"
+    base = [[{"id": i, "v": f"base{i}", "t": time_of(NOW_S - 60)} for i in range(2000)]]
+    table, schema = _make_table(warehouse, arrow_type, base, {
+        "deletion-vectors.enabled": "true", "num-sorted-run.compaction-trigger": "2",
+        "compaction.max-size-amplification-percent": "100000"})
+    CompactJob(table, clock=NOW, full=True, use_processes=False).run()
+    updates = [[{"id": 1, "v": "expired-update", "t": time_of(1000)},
+                {"id": 2, "v": "update", "t": time_of(NOW_S)}],
+               [{"id": 3, "v": "update", "t": time_of(NOW_S)}]]
+    _write(warehouse, schema, updates)
+    plan = CompactJob(table, clock=NOW).plan()
+    (task,) = plan.tasks
+    assert task.output_level < 5 and task.lookup_files, task.describe()  # the lookup path
+    CompactJob(table, clock=NOW, use_processes=False).run()
+    expected = model_rows(base + updates, kind, NOW_S, DAY_S)
+    assert expected[1]["v"] == "base1" and expected[2]["v"] == "update"
+    _same(_read(warehouse), expected, kind)
 
 
 def test_a_lone_max_level_file_is_rewritten_once_its_min_time_expires(tmp_path: Path) -> None:
