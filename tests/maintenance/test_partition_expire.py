@@ -27,6 +27,7 @@ from table_history import tree
 from paimond.clock import Clock
 from paimond.errors import ConfigError, UnsupportedError
 from paimond.format.manifest import FILE_KIND_DELETE
+from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.maintenance.partition_expire import (
     PartitionExpireJob,
@@ -183,6 +184,22 @@ def test_daily_partitions_expire_as_the_model_says(
     # nothing left to do: a second run commits nothing
     again = PartitionExpireJob(_open(warehouse, name), clock=CLOCK).run()
     assert again.expired == [] and again.snapshots == []
+
+
+def test_files_stay_until_snapshot_expiration_retires_them(
+        copy: tuple[str, list[dict[str, Any]]]) -> None:
+    warehouse, rows = copy
+    name = "db.daily"
+    paths = {f["path"] for f in live_files(warehouse, name, 2)
+             if f["partition_values"][0] in {f"202401{d:02d}" for d in range(1, 8)}}
+    assert len(paths) == 14 and all(os.path.exists(p) for p in paths)
+    PartitionExpireJob(_open(warehouse, name), clock=CLOCK).run()
+    assert all(os.path.exists(p) for p in paths)  # snapshots 1 and 2 still hold them
+    ExpireJob(_open(warehouse, name), clock=Clock(fixed_ms=4_102_444_800_000),
+              settings=ExpireSettings(retain_min=1, time_retained_ms=0)).run()
+    assert not any(os.path.exists(p) for p in paths)
+    dropped = {(f"202401{d:02d}",) for d in range(1, 8)}
+    assert _read(warehouse, name).equals(_expected(rows, dropped, ["dt"], SCHEMA))
 
 
 def test_dry_run_changes_no_file(copy: tuple[str, list[dict[str, Any]]]) -> None:
