@@ -76,7 +76,7 @@ def model_seconds(kind: str, value: Any) -> int:
     if kind == "int":
         return int(value)
     if kind == "bigint":
-        return value // 1000 if value >= 1_000_000_000_000 else value
+        return int(value // 1000 if value >= 1_000_000_000_000 else value)
     naive = value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value.tzinfo else value
     micros = (naive - EPOCH) // dt.timedelta(microseconds=1)
     millis = micros // 1000  # Paimon Timestamp: floored millisecond + nano-of-milli
@@ -164,7 +164,8 @@ def _write(warehouse: Path, schema: pa.Schema, commits: list[list[dict[str, Any]
 
 
 def _read(warehouse: Path) -> list[dict[str, Any]]:
-    return read_rows(str(warehouse), NAME).to_pylist()
+    rows: list[dict[str, Any]] = read_rows(str(warehouse), NAME).to_pylist()
+    return rows
 
 
 def _files(table: Table) -> dict[str, int]:

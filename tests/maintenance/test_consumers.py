@@ -56,7 +56,7 @@ def _set_mtime(path: str, ms: int) -> None:
 
 
 def _consumer_path(table: Table, consumer_id: str) -> str:
-    return table.file_path("consumer", f"consumer-{consumer_id}")
+    return str(table.file_path("consumer", f"consumer-{consumer_id}"))
 
 
 def _write_consumers(table: Table, specs: dict[str, tuple[int | None, int]]) -> None:
@@ -154,7 +154,7 @@ def test_a_consumer_refreshed_after_planning_is_kept(table: Table) -> None:
         plan = original()
         _set_mtime(path, NOW_MS - 1000)
         return plan
-    job.plan = plan_then_reader_advances  # type: ignore[method-assign]
+    job.plan = plan_then_reader_advances  # type: ignore[method-assign,unused-ignore]
     result = job.run()
     assert "a-stale" not in result.deleted and Path(path).exists()
     assert set(result.deleted) == {"d-just-past", "e-junk"}
