@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paimond.clock import SYSTEM_CLOCK
-from paimond.errors import ConfigError, PaimondError
+from paimond.errors import ConfigError, PaimondError, RefusedError
 from paimond.maintenance.compact import CompactionSummary
 from paimond.maintenance.expire import ExpireResult
 from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS, JobContext, JobReport
@@ -53,6 +53,7 @@ class MaintenanceSummary:
     table_name: str
     reports: dict[str, JobReport] = field(default_factory=dict)  # by job, in the order run
     durations_s: dict[str, float] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)  # job -> why it refused the table
 
     def _result(self, job: str) -> Any:
         report = self.reports.get(job)
@@ -79,7 +80,9 @@ class MaintenanceSummary:
         return any(report.failed for report in self.reports.values())
 
     def describe(self) -> str:
-        return "\n".join(report.result.describe() for report in self.reports.values())
+        return "\n".join([*(f"{self.table_name}: {job} refused: {reason}"
+                            for job, reason in self.refused.items()),
+                          *(report.result.describe() for report in self.reports.values())])
 
 
 class MaintenanceFailedError(PaimondError):
@@ -98,8 +101,10 @@ def maintain(spark: SparkSession, warehouse: str, table: str, *,
     on ``table`` (``db.name``) with the table's own options; compaction's bucket tasks run on
     ``spark``'s executors, ``full`` compacts every bucket to one sorted run.
 
-    Raises MaintenanceFailedError after every job ran if a bucket failed, ConfigError for an
-    unknown job, and what the jobs raise (CommitConflictError after repeated conflicts)."""
+    A job that refuses the table (options paimond does not implement) is listed in
+    ``refused`` and the other jobs still run. Raises MaintenanceFailedError after every job
+    ran if a bucket failed, ConfigError for an unknown job, and what the jobs raise
+    (CommitConflictError after repeated conflicts)."""
     unknown = sorted(set(jobs) - set(ROUTINE_JOBS))
     if unknown:
         raise ConfigError("jobs", f"unknown job {unknown[0]!r}; known: {', '.join(ROUTINE_JOBS)}")
@@ -110,7 +115,10 @@ def maintain(spark: SparkSession, warehouse: str, table: str, *,
     for name in (j for j in ROUTINE_JOBS if j in jobs):
         started = time.monotonic()
         job = JOBS[name]
-        summary.reports[name] = job.run(opened, job.settings(full=full), context)
+        try:
+            summary.reports[name] = job.run(opened, job.settings(full=full), context)
+        except RefusedError as error:  # decided before writing anything: the next job runs
+            summary.refused[name] = error.reason
         summary.durations_s[name] = time.monotonic() - started
     if summary.failed:
         raise MaintenanceFailedError(summary)

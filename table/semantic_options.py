@@ -271,6 +271,8 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "implemented", "Paimon's manifest merge"),
     SemanticOption("manifest-sort.*, manifest.merge-optimize.enabled", (MANIFESTS,), "not affecting",
                    "layout choices of Java's committer; merged manifests stay valid"),
+    SemanticOption("compaction.skip-expired-partitions", (COMPACT,), "implemented",
+                   "plans skip partitions partition.expiration-time has expired"),
     # snapshot expiry
     SemanticOption("snapshot.num-retained.min/max, snapshot.time-retained, "
                    "snapshot.expire.limit, snapshot.clean-empty-directories", (EXPIRE,),

@@ -138,3 +138,19 @@ def test_status_shows_refusals_and_duties(warehouse: tuple[str, dict[str, TableS
     assert performers["compaction"] == "refused" and performers["snapshot expiry"] == "paimond"
     assert performers["file indexes"] == "not needed"
     assert set(clustered["refusals"]) == {"compact", "rebuild_dv"}
+
+
+def test_spark_maintain_runs_the_jobs_a_refusal_leaves(
+        warehouse: tuple[str, dict[str, TableSpec]]) -> None:
+    """Compaction refuses before it needs the session's executors, so none is given."""
+    import paimond.spark
+
+    path, specs = warehouse
+    summary = paimond.spark.maintain(None, path, "db.pk_listagg",  # type: ignore[arg-type]
+                                     jobs=("compact", "expire", "merge_manifests"))
+    assert list(summary.refused) == ["compact"] and LISTAGG in summary.refused["compact"]
+    assert list(summary.reports) == ["expire", "merge_manifests"] and not summary.failed
+    assert summary.compaction is None
+    assert "db.pk_listagg: compact refused: " + LISTAGG in summary.describe()
+    assert _table(path, "db.pk_listagg").snapshots.latest_id() == 4, "merge-manifests committed"
+    assert read_rows(path, "db.pk_listagg").equals(specs["db.pk_listagg"].compacted_rows)
