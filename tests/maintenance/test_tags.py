@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -432,6 +433,36 @@ def test_tagged_snapshots_survive_snapshot_expiry(tmp_path: Path, java_reader: J
     delete_tag(writer.table, clock=Clock(fixed_ms=NOW_MS), name="2024-01-01")
     assert set(_tags(writer.table)) == set(EXPECTED_DAILY) - {"2024-01-01"}
     _assert_tags_read(writer, java_reader)
+
+
+_RUN_TAGS = f"""
+import sys
+from paimond.clock import Clock
+from paimond.maintenance.tags import TagsJob
+from paimond.table.catalog import open_table
+from paimond.table.storage import open_storage
+table = open_table(open_storage(sys.argv[1]), sys.argv[1], {NAME!r})
+TagsJob(table, clock=Clock(fixed_ms={NOW_MS})).run()
+"""
+
+
+@pytest.mark.parametrize("crash_at", ["tags.tag_created:3", "tags.tag_created:4",
+                                      "tags.tag_deleted:1"])
+def test_a_killed_run_is_finished_by_the_next(tmp_path: Path, crash_at: str) -> None:
+    """Plan: create 2023-12-31, 2024-01-01, 2024-01-04, delete 2023-12-31, create 2024-01-05,
+    delete 2024-01-01. Killed anywhere, the rerun ends with Java's two newest."""
+    writer = Writer(tmp_path / "wh", {**DAILY, "tag.num-retained-max": "2"})
+    for t in TIMES:
+        writer.commit(_utc_ms(t))
+    # The job alone in a fresh process (the command line imports far more: seconds a start).
+    command = [sys.executable, "-c", _RUN_TAGS, writer.warehouse]
+    killed = subprocess.run(command, env={**os.environ, "PAIMOND_CRASH_AT": crash_at},
+                            capture_output=True, check=False)
+    assert killed.returncode == 137
+    assert _tags(writer.table) != {"2024-01-04": 5, "2024-01-05": 7}
+    subprocess.run(command, check=True, capture_output=True)
+    assert _tags(writer.table) == {"2024-01-04": 5, "2024-01-05": 7}
+    _assert_tags_read(writer)
 
 
 # ---- dry runs, by hand, the command line ----------------------------------------------------
