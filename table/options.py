@@ -269,14 +269,13 @@ class TableOptions:
     # ---- tags (Java CoreOptions: tag.*, sink.*-time-zone) ----
 
     def _enum(self, key: str, default: str, values: tuple[str, ...]) -> str:
-        """A Java enum option: its value text or its constant name, in any case."""
+        """A Java enum option: one of its values in any case (Java ``convertToEnum``)."""
         value = self.raw.get(key)
         if value is None:
             return default
         text = value.strip().lower()
-        for candidate in values:
-            if text in (candidate, candidate.replace("-", "_")):
-                return candidate
+        if text in values:
+            return text
         raise ConfigError(key, f"{value!r} is not one of {', '.join(values)}")
 
     @property

@@ -88,8 +88,9 @@ def test_a_refused_compaction_is_skipped_and_not_retried_until_the_options_chang
     compact = run.reports["compact"]
     assert compact.outcome == "skipped" and compact.refused is not None
     assert "refused: fields.tags.aggregate-function=listagg" in compact.detail
-    assert {job: r.outcome for job, r in run.reports.items()} == {
-        "compact": "skipped", "expire": "success", "merge_manifests": "success"}
+    outcomes = {job: r.outcome for job, r in run.reports.items()}
+    assert outcomes["expire"] == outcomes["merge_manifests"] == "success"
+    assert [job for job, outcome in outcomes.items() if outcome != "success"] == ["compact"]
     skipped = [e for e in logs if e["event"] == "job_skipped"]
     assert len(skipped) == 1 and skipped[0]["job"] == "compact"
     assert "listagg" in skipped[0]["reason"]
