@@ -103,7 +103,8 @@ def test_a_refused_compaction_is_skipped_and_not_retried_until_the_options_chang
                   outcome="success") == 1
     assert _count(registry, "paimond_job_failures_total", job="compact",
                   error_kind="unsupported") == 0
-    assert daemon.status()[NAME]["quarantined"] is False
+    reported: Any = daemon.status()[NAME]
+    assert reported["quarantined"] is False and reported["failures"] == 0
     table = state.table
     assert table.snapshots.latest_id() == 4, "merge-manifests committed"
     assert table.snapshots.earliest_id() == 3, "expire (before the merge) removed 1..2"
@@ -144,3 +145,19 @@ def _last_value_tags(spec: TableSpec) -> Any:
     for row in rows:
         row["tags"] = row["tags"].split(",")[-1]
     return type(spec.compacted_rows).from_pylist(rows, schema=spec.compacted_rows.schema)
+
+
+def test_a_refused_job_is_due_again_only_under_another_fingerprint() -> None:
+    """evaluate.decide alone: the refused compaction of an append table, whose latest snapshot
+    never matches a compaction of ours, is not due at any tick while the fingerprint holds."""
+    from paimond.daemon import evaluate
+
+    schedules = {"compact": evaluate.Schedule(True, 60), "expire": evaluate.Schedule(True, 300)}
+    standing = evaluate.Standing(last_snapshot_id=7, compacted_snapshot_id=None,
+                                 last_run={"compact": 0.0, "expire": 0.0},
+                                 refused={"compact": "3:abc"})
+    for now in (1.0, 61.0, 10_000.0):
+        assert evaluate.decide(standing, 8, now, schedules, "3:abc").jobs == (
+            () if now < 300 else ("expire",))
+    assert evaluate.decide(standing, 8, 1.0, schedules, "4:abc").jobs == ("compact",)
+    assert evaluate.decide(standing, 8, 1.0, schedules, None).jobs == ("compact",)

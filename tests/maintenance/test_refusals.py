@@ -146,7 +146,8 @@ def test_spark_maintain_runs_the_jobs_a_refusal_leaves(
     import paimond.spark
 
     path, specs = warehouse
-    summary = paimond.spark.maintain(None, path, "db.pk_listagg",  # type: ignore[arg-type]
+    no_session: Any = None
+    summary = paimond.spark.maintain(no_session, path, "db.pk_listagg",
                                      jobs=("compact", "expire", "merge_manifests"))
     assert list(summary.refused) == ["compact"] and LISTAGG in summary.refused["compact"]
     assert list(summary.reports) == ["expire", "merge_manifests"] and not summary.failed
