@@ -15,6 +15,10 @@ automatic tags count). A tag whose name exists is not written again, and a snaps
 gets a second automatic tag. Then ``TagTimeExpire`` deletes every tag (automatic or not)
 whose create time plus retention is before now. A tag written now records now as its create
 time and ``tag.default-time-retained`` as its retention (none: the plain snapshot JSON).
+``expire_only`` (the ``expire-tags`` command, Java's ``expire_tags`` procedure) runs the
+expiry alone, whatever ``tag.time-expire-enabled`` says, and with ``older_than`` also deletes
+every tag created before it (a tag lacking a create time or a retention by its file's
+modification time, as Java).
 
 Two choices Java leaves open: the count limit is applied once more at the end of a run (Java
 applies it at the next creation), so a rerun after a crash, or a lowered limit, converges;
@@ -246,6 +250,7 @@ def create_tag(table: Table, *, clock: Clock, name: str, snapshot_id: int | None
     ``tag.default-time-retained`` by default; an existing tag is an error."""
     check_tag_name(name)
     options = table.options()
+    check_tag_options(options, creating=False)
     snapshots = table.snapshots
     if snapshot_id is None:
         snapshot_id = snapshots.latest_id()
@@ -272,6 +277,7 @@ def create_tag(table: Table, *, clock: Clock, name: str, snapshot_id: int | None
 
 def delete_tag(table: Table, *, clock: Clock, name: str, dry_run: bool = False) -> TagsResult:
     """Java ``deleteTag``: a missing tag is not an error (nothing happens)."""
+    check_tag_options(table.options(), creating=False)
     tag = read_tag(table, name)
     if tag is None:
         plan = TagsPlan(table.name, "manual", (), clock.local_now(), None)

@@ -194,6 +194,13 @@ def test_delay_must_be_shorter_than_a_period_and_batch_is_refused(tmp_path: Path
     expire = JOBS["expire_tags"]  # expiry alone does not depend on how tags are created
     assert expire.run(writer.table, expire.settings(), JobContext(Clock(fixed_ms=NOW_MS))
                       ).result.done == ()
+    callbacks = Writer(tmp_path / "wh2", {"tag.callbacks": "my-callback"})
+    callbacks.commit(_utc_ms(TIMES[0]))
+    for run in (lambda: _run_tags(callbacks.table),
+                lambda: create_tag(callbacks.table, clock=Clock(fixed_ms=NOW_MS), name="a")):
+        with pytest.raises(UnsupportedError, match="tag.callbacks"):
+            run()
+    assert _tags(callbacks.table) == {}
 
 
 @given(st.lists(st.integers(0, 40 * HOUR_MS), min_size=1, max_size=25),
