@@ -14,7 +14,10 @@ from typing import Any
 from paimond.config.values import duration_ms, flag, number
 from paimond.errors import ConfigError
 
-JOB_NAMES = ("compact", "expire", "merge_manifests", "remove_orphans")
+# The routine's order: partitions drop, tags and consumers settle before snapshots expire
+# (a new tag then protects its snapshot, an expired consumer no longer pins any).
+JOB_NAMES = ("compact", "expire_partitions", "tags", "expire_consumers", "expire",
+             "merge_manifests", "remove_orphans")
 # maintenance/orphans.py MIN_WINDOW_MS: shorter windows need --force, which the daemon never uses.
 ORPHAN_MIN_WINDOW_MS = 3_600_000
 
@@ -40,6 +43,30 @@ class ExpireJobSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpirePartitionsJobSettings:
+    """Drops what ``partition.expiration-*`` says; a table without it is left alone."""
+
+    enabled: bool = True
+    interval_s: float = 3600.0  # Java's partition.expiration-check-interval default
+
+
+@dataclass(frozen=True, slots=True)
+class TagsJobSettings:
+    """Creates what ``tag.automatic-creation`` says, then expires tags."""
+
+    enabled: bool = True
+    interval_s: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireConsumersJobSettings:
+    """Deletes consumers idle longer than ``consumer.expiration-time``."""
+
+    enabled: bool = True
+    interval_s: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
 class MergeManifestsJobSettings:
     enabled: bool = True
     interval_s: float = 600.0
@@ -53,7 +80,8 @@ class RemoveOrphansJobSettings:
 
 
 JobSettings = (CompactJobSettings | ExpireJobSettings | MergeManifestsJobSettings
-               | RemoveOrphansJobSettings)
+               | RemoveOrphansJobSettings | ExpirePartitionsJobSettings | TagsJobSettings
+               | ExpireConsumersJobSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +90,11 @@ class JobsSettings:
     expire: ExpireJobSettings = field(default_factory=ExpireJobSettings)
     merge_manifests: MergeManifestsJobSettings = field(default_factory=MergeManifestsJobSettings)
     remove_orphans: RemoveOrphansJobSettings = field(default_factory=RemoveOrphansJobSettings)
+    expire_partitions: ExpirePartitionsJobSettings = field(
+        default_factory=ExpirePartitionsJobSettings)
+    tags: TagsJobSettings = field(default_factory=TagsJobSettings)
+    expire_consumers: ExpireConsumersJobSettings = field(
+        default_factory=ExpireConsumersJobSettings)
 
     def by_name(self, name: str) -> JobSettings:
         if name not in JOB_NAMES:
@@ -105,12 +138,15 @@ def _expire(section: Mapping[str, Any], key: str) -> ExpireJobSettings:
         max_deletes=_count(section, "max_deletes", key, 1))
 
 
-def _merge_manifests(section: Mapping[str, Any], key: str) -> MergeManifestsJobSettings:
-    default = MergeManifestsJobSettings()
-    return MergeManifestsJobSettings(
-        enabled=flag(section.get("enabled", default.enabled), f"{key}.enabled"),
-        interval_s=number(section.get("interval_s", default.interval_s), f"{key}.interval_s",
-                          float, 1))
+def _scheduled(settings_type: type[Any]) -> Callable[[Mapping[str, Any], str], Any]:
+    """The parser of a section with only ``enabled`` and ``interval_s``."""
+    def parse(section: Mapping[str, Any], key: str) -> Any:
+        default = settings_type()
+        return settings_type(
+            enabled=flag(section.get("enabled", default.enabled), f"{key}.enabled"),
+            interval_s=number(section.get("interval_s", default.interval_s),
+                              f"{key}.interval_s", float, 1))
+    return parse
 
 
 def _remove_orphans(section: Mapping[str, Any], key: str) -> RemoveOrphansJobSettings:
@@ -123,14 +159,21 @@ def _remove_orphans(section: Mapping[str, Any], key: str) -> RemoveOrphansJobSet
 
 
 _PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
-    "compact": _compact, "expire": _expire, "merge_manifests": _merge_manifests,
+    "compact": _compact, "expire": _expire,
+    "merge_manifests": _scheduled(MergeManifestsJobSettings),
     "remove_orphans": _remove_orphans,
+    "expire_partitions": _scheduled(ExpirePartitionsJobSettings),
+    "tags": _scheduled(TagsJobSettings),
+    "expire_consumers": _scheduled(ExpireConsumersJobSettings),
 }
 JOB_KEYS = {
     "compact": {"enabled", "interval_s", "full", "parallelism"},
     "expire": {"enabled", "interval_s", "retain_min", "retain_max", "older_than", "max_deletes"},
     "merge_manifests": {"enabled", "interval_s"},
     "remove_orphans": {"enabled", "interval_s", "older_than"},
+    "expire_partitions": {"enabled", "interval_s"},
+    "tags": {"enabled", "interval_s"},
+    "expire_consumers": {"enabled", "interval_s"},
 }
 
 

@@ -146,7 +146,9 @@ def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
             data["executor"] = value
             origins["executor"] = name
         elif rest.startswith("jobs_"):
-            job = next((j for j in JOB_NAMES if rest.startswith(f"jobs_{j}_")), None)
+            # the longest name that fits: jobs_expire_partitions_x is not expire's key
+            job = max((j for j in JOB_NAMES if rest.startswith(f"jobs_{j}_")), key=len,
+                      default=None)
             if job is None:
                 raise ConfigError(name, f"unknown job; jobs are {', '.join(JOB_NAMES)}")
             key = rest[len(f"jobs_{job}_"):]

@@ -273,4 +273,5 @@ JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
     Job("delete_tag", DeleteTagSettings, _delete_tag),
 )}
 # The jobs a table's routine maintenance runs, in this order (the daemon, Spark's maintain).
-ROUTINE_JOBS = ("compact", "expire", "merge_manifests", "remove_orphans")
+ROUTINE_JOBS = ("compact", "expire_partitions", "tags", "expire_consumers", "expire",
+                "merge_manifests", "remove_orphans")

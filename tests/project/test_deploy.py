@@ -59,7 +59,8 @@ SERIES = METRICS | {h + suffix for h in HISTOGRAMS for suffix in ("_bucket", "_s
 METRIC_NAME = re.compile(r"paimond_[a-z0-9_]+")
 PORT = 9181
 CONTRACT_SECTIONS = ("warehouses", "tables", "jobs", "limits", "http", "log", "lease", "shutdown")
-JOBS = ("compact", "expire", "merge_manifests", "remove_orphans")
+JOBS = ("compact", "expire_partitions", "tags", "expire_consumers", "expire", "merge_manifests",
+        "remove_orphans")
 
 
 def metric_names(expr: str) -> set[str]:
