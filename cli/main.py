@@ -325,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_table_maintenance_commands(commands)
     _add_rewrite_index_command(commands)
     cli_rebuild_dv.register(commands)
+    cli_tags.register(commands)
     cli_daemon.register(commands)
     return parser
 
@@ -340,4 +341,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-    cli_tags.register(commands)
