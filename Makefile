@@ -24,7 +24,7 @@ install-demo: $(UV)
 # moto's S3 server and PySpark.
 install: $(UV)
 	@echo "==> installing paimond with its test dependencies into $(VENV) (locked versions)"
-	@$(SYNC) --no-dev --group test --extra spark
+	@$(SYNC) --no-dev --group test --group lint --extra spark
 
 # A local demo warehouse (tables written by pypaimon, all in level 0), an ingestion job that
 # keeps committing to it, and the paimond daemon maintaining it for DEMO_SECONDS (0 = until
@@ -38,12 +38,10 @@ test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: install
-	$(UV) pip install --python $(BIN)/python --quiet ruff==0.17.5
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --config pyproject.toml
 
 typecheck: install
-	$(UV) pip install --python $(BIN)/python --quiet mypy==2.4.1
 	mkdir -p .typecheck && ln -sfn .. .typecheck/paimond
 	MYPYPATH=.typecheck $(BIN)/mypy -p paimond
 
