@@ -68,12 +68,12 @@ class Writer:
     """A pypaimon-written primary-key table; each commit's time (and watermark) is then set in
     its snapshot file, as a writer committing at that moment would have written it."""
 
-    def __init__(self, warehouse: Path, options: dict[str, str], write_only: bool = True) -> None:
+    def __init__(self, warehouse: Path, options: dict[str, str]) -> None:
         self.warehouse = str(warehouse)
         catalog = catalog_for(self.warehouse)
         catalog.create_database("db", True)
         catalog.create_table(NAME, Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={
-            "bucket": "1", "write-only": str(write_only).lower(), **options}), False)
+            "bucket": "1", "write-only": "true", **options}), False)
         self.py_table = catalog.get_table(NAME)
         self.table = open_table(open_storage(self.warehouse), self.warehouse, NAME)
         self.count = 0
@@ -426,9 +426,7 @@ def test_tag_files_equal_pypaimons_and_javas(tmp_path: Path) -> None:
 
 
 def test_tagged_snapshots_survive_snapshot_expiry(tmp_path: Path, java_reader: JavaReader) -> None:
-    # Not write-only: expire refuses write-only tables with tag.automatic-creation until the
-    # daemon runs the tags job before expire (table/semantic_options.py).
-    writer = Writer(tmp_path / "wh", DAILY, write_only=False)
+    writer = Writer(tmp_path / "wh", DAILY)
     for t in TIMES:
         writer.commit(_utc_ms(t))
     _run_tags(writer.table)
