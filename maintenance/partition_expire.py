@@ -34,9 +34,10 @@ from paimond.format.binary_row import decode_manifest_row
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
+from paimond.maintenance.job_cleanup import recorded_job
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
-from paimond.table.commit import CommitChanges, Committer
+from paimond.table.commit import CommitChanges, CommitJournal, Committer
 from paimond.table.layout import partition_text, partition_value_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
 from paimond.table.partition_time import NullPartitionValueError, PartitionTimeExtractor
@@ -213,8 +214,21 @@ class PartitionExpireJob:
     max_num: int | None = None  # overrides partition.expiration-max-num
     dry_run: bool = False
     max_attempts: int = 3
+    _journal: CommitJournal | None = field(default=None, init=False, repr=False)
 
     def run(self) -> PartitionExpireResult:
+        """Runs as a recorded job (a dry run writes nothing): a drop killed before its
+        snapshot leaves manifests the next writing job deletes."""
+        if self.dry_run:
+            return self._run()
+        with recorded_job(self.table, "expire-partitions", self.clock) as recorded:
+            self._journal = recorded
+            try:
+                return self._run()
+            finally:
+                self._journal = None
+
+    def _run(self) -> PartitionExpireResult:
         started = time.monotonic()
         table = self.table
         schema = table.latest_schema()
@@ -317,4 +331,5 @@ class PartitionExpireJob:
                          if e.partition in dropped]
         changes = CommitChanges(deleted=deleted, index_deleted=index_deleted,
                                 expected_snapshot_id=plan.base_snapshot_id)
-        return Committer(self.table, commit_kind="OVERWRITE", clock=self.clock).commit(changes)
+        return Committer(self.table, commit_kind="OVERWRITE", clock=self.clock,
+                         journal=self._journal).commit(changes)

@@ -30,8 +30,11 @@ from pypaimon.schema.schema_change import SchemaChange
 from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_deduplicate, catalog_for
 from table_garbage import unreferenced_files
+from test_consumers import _make_table, _write_consumers
 from test_dv_compaction import SCENARIOS, _Live
+from test_partition_expire import _daily
 from test_rebuild_dv import _enable_vectors, _layered
+from test_tags import DAILY, TIMES, Writer, _utc_ms
 
 import paimond
 from paimond.cli.main import main
@@ -48,13 +51,15 @@ BLOOM = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.it
 
 # Which campaign crashes at each point; a point no campaign reaches needs a reason here.
 CRASHED_BY: dict[str, tuple[str, ...]] = {
-    "commit.manifests_written": ("compact", "compact_dv", "rewrite_index", "rebuild_dv"),
-    "commit.manifest_list_written": ("compact", "compact_dv", "rewrite_index", "rebuild_dv"),
+    "commit.manifests_written": ("compact", "compact_dv", "rewrite_index", "rebuild_dv",
+                                 "expire_partitions"),
+    "commit.manifest_list_written": ("compact", "compact_dv", "rewrite_index", "rebuild_dv",
+                                     "expire_partitions"),
     "commit.index_manifest_written": ("compact_dv", "rebuild_dv"),
     "commit.snapshot_created": ("compact", "compact_dv", "merge_manifests", "rewrite_index",
-                                "rebuild_dv"),
+                                "rebuild_dv", "expire_partitions"),
     "commit.latest_hint_written": ("compact", "compact_dv", "merge_manifests", "rewrite_index",
-                                   "rebuild_dv"),
+                                   "rebuild_dv", "expire_partitions"),
     "commit.manifests_compacted": ("merge_manifests",),
     "commit.compacted_manifest_list_written": ("merge_manifests",),
     "data_files.file_written": ("compact", "compact_dv"),
@@ -66,9 +71,17 @@ CRASHED_BY: dict[str, tuple[str, ...]] = {
     "rebuild_dv.conflict_file_deleted": ("conflict_rebuild_dv",),
     "lease.epoch_created": ("lease",),
     "lease.old_epoch_deleted": ("lease",),
+    "partition_expire.batch_committed": ("expire_partitions",),
+    "tags.tag_created": ("tags",),
+    "tags.tag_deleted": ("tags",),
+    "expire_consumers.consumer_deleted": ("expire_consumers",),
 }
-NOT_CRASHED: dict[str, str] = {}  # point -> why no campaign here kills at it
-OTHER_CAMPAIGNS = ("expire.", "snapshot_deletion.")  # expiration's own crash test
+NOT_CRASHED: dict[str, str] = {  # point -> why no campaign here kills at it
+    "tags.tag_withdrawn": "passed only when expiry deletes the tagged snapshot between the "
+                          "tag's write and its check; test_tags covers the withdrawal",
+}
+# expiration's own crash tests (test_expire_crash, test_changelog_expire)
+OTHER_CAMPAIGNS = ("expire.", "expire_changelog.")
 
 
 def crash_points_in_source() -> dict[str, list[str]]:
@@ -140,8 +153,12 @@ class Job:
         return [sys.executable, "-c", WITHOUT_PANDAS + CLI,
                 *[a.replace("{wh}", warehouse) for a in self.argv]]
 
-    def rerun_argv(self, warehouse: str) -> list[str]:
-        return [a.replace("{wh}", warehouse) for a in self.argv]
+    def rerun(self, warehouse: str) -> bool:
+        """The job once more, uninterrupted: the command line in this process, or the
+        driver in its own; True if it succeeded."""
+        if self.driver is None:
+            return main([a.replace("{wh}", warehouse) for a in self.argv]) == 0
+        return _run(self, warehouse, {}).returncode == 0
 
 
 def _run(job: Job, warehouse: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -190,6 +207,12 @@ def run_campaign(job: Job, tmp_path: Path) -> list[tuple[str, int]]:
     assert unreferenced_files(str(traced), job.table) == [], f"{job.name}: an uninterrupted " \
         "run left files behind"
     after = _content(str(traced), job.table)
+    # a job that commits more than once (partition drops in batches) may stop between commits
+    first_new = catalog_for(str(job.warehouse)).get_table(job.table).snapshot_manager() \
+        .get_latest_snapshot().id + 1
+    last = open_table(open_storage(str(traced)), str(traced), job.table).snapshots.latest_id()
+    between = [read_rows(str(traced), job.table, snapshot_id=i)
+               for i in range(first_new, (last or 0))]
     passes = Counter(trace.read_text().split()) if trace.exists() else Counter()
     claimed = {p for p, jobs in CRASHED_BY.items() if job.name in jobs}
     assert claimed <= set(passes), f"{job.name} never passes {sorted(claimed - set(passes))}"
@@ -204,8 +227,8 @@ def run_campaign(job: Job, tmp_path: Path) -> list[tuple[str, int]]:
         died = _run(job, warehouse, {"PAIMOND_CRASH_AT": f"{point}:{n}"})
         assert died.returncode == EXIT_CODE, \
             f"{what}: exited {died.returncode}\n{died.stdout}{died.stderr}"
-        check_table(warehouse, job.table, [before, after], what)
-        assert main(job.rerun_argv(warehouse)) == 0, f"{what}: the rerun failed"
+        check_table(warehouse, job.table, [before, *between, after], what)
+        assert job.rerun(warehouse), f"{what}: the rerun failed"
         check_table(warehouse, job.table, [after], f"{what}, then rerun", every_snapshot=False,
                     no_garbage=True)
 
@@ -265,6 +288,41 @@ def _with_orphans(root: Path) -> tuple[Path, str]:
     return warehouse, name
 
 
+def _daily_partitions(root: Path) -> tuple[Path, str]:
+    """Nine dated partitions, all long expired under `3 d`, dropped three per commit."""
+    _daily(str(root / "wh"), "db.daily", **{"partition.expiration-batch-size": "3"})
+    return root / "wh", "db.daily"
+
+
+def _tagged(root: Path) -> tuple[Path, str]:
+    """Daily process-time tags, two kept: the run creates four and deletes two."""
+    writer = Writer(root / "wh", {**DAILY, "tag.num-retained-max": "2"})
+    for moment in TIMES:
+        writer.commit(_utc_ms(moment))
+    return root / "wh", writer.table.name
+
+
+def _idle_consumers(root: Path) -> tuple[Path, str]:
+    """Two consumers idle for two days, one just now; the window is one day."""
+    table = _make_table(root / "wh", {"consumer.expiration-time": "1 d"})
+    now_ms = int(time.time() * 1000)
+    _write_consumers(table, {"a": (2, now_ms - 2 * 86_400_000), "b": (3, now_ms - 2 * 86_400_000),
+                             "c": (4, now_ms)})
+    return root / "wh", table.name
+
+
+# The tags job at a fixed moment (the commit times above are in 2024).
+TAGS_DRIVER = f"""
+import sys
+from paimond.clock import Clock
+from paimond.maintenance.tags import TagsJob
+from paimond.table.catalog import open_table
+from paimond.table.storage import open_storage
+warehouse, name = sys.argv[1], sys.argv[2]
+TagsJob(open_table(open_storage(warehouse), warehouse, name),
+        clock=Clock(fixed_ms={_utc_ms("2024-01-06 06:00")})).run()
+"""
+
 # A concurrent full compaction commits just before the job's first commit: the job's commit
 # conflicts and it deletes what its attempt wrote, then re-plans.
 CONFLICT_DRIVER = """
@@ -320,6 +378,10 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
                                       "--older-than", "1 s", "--force"),
         "rewrite_index": rewrite_index,
         "rebuild_dv": rebuild_dv,
+        "expire_partitions": lambda: job("expire_partitions", _daily_partitions,
+                                         "expire-partitions"),
+        "tags": lambda: Job("tags", *reversed(_tagged(root / "tags")), driver=TAGS_DRIVER),
+        "expire_consumers": lambda: job("expire_consumers", _idle_consumers, "expire-consumers"),
         "conflict_compact": lambda: _conflict(compact(), "compact.conflict_file_deleted"),
         "conflict_rewrite_index": lambda: _conflict(rewrite_index(),
                                                     "rewrite_index.conflict_file_deleted"),
@@ -328,7 +390,8 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
 
 
 JOBS = ["compact", "compact_dv", "merge_manifests", "remove_orphans", "rewrite_index",
-        "rebuild_dv", "conflict_compact", "conflict_rewrite_index", "conflict_rebuild_dv"]
+        "rebuild_dv", "expire_partitions", "tags", "expire_consumers", "conflict_compact",
+        "conflict_rewrite_index", "conflict_rebuild_dv"]
 
 
 @pytest.mark.crash_campaign
