@@ -10,7 +10,10 @@ every file the expiration deletes, with the tags and branches it saw. Then:
 1. ``EARLIEST`` = end (unless it already names a later snapshot): a reader starting there finds
    kept snapshots only;
 2. the expired snapshot files, ascending: a listing finds ``[k, end)`` and the kept ones,
-   contiguous, and ``[k, end)`` still have every file they name;
+   contiguous, and ``[k, end)`` still have every file they name. With a decoupled changelog,
+   ``changelog/changelog-<id>`` (the snapshot's JSON, Java ``Changelog``) is created, or found
+   equal, and ``changelog/LATEST`` advanced before ``snapshot-<id>`` goes, so a rerun never
+   needs a snapshot file it deleted;
 3. tags and branches that appeared since the record was written (a tag taken of an expired
    snapshot while it was still listed) protect their files from steps 4 and 5;
 4. data files with their extra files, changelog files, then emptied directories (an option);
@@ -31,6 +34,7 @@ from collections.abc import Iterable, Sequence
 
 from paimond.errors import CorruptFileError, MissingFileError
 from paimond.faults import crash_point
+from paimond.format.snapshot import encode_snapshot
 from paimond.maintenance.references import (
     FileTally,
     SnapshotSource,
@@ -39,11 +43,28 @@ from paimond.maintenance.references import (
 )
 from paimond.maintenance.snapshot_deletion import Deletion, ExpireWork
 from paimond.table.catalog import Table
-from paimond.table.layout import EARLIEST_HINT, EXPIRATIONS_DIR, PAIMOND_DIR, TAG_DIR, TAG_PREFIX
+from paimond.table.layout import (
+    CHANGELOG_DIR,
+    CHANGELOG_PREFIX,
+    EARLIEST_HINT,
+    EXPIRATIONS_DIR,
+    LATEST_HINT,
+    PAIMOND_DIR,
+    SNAPSHOT_PREFIX,
+    TAG_DIR,
+    TAG_PREFIX,
+)
+from paimond.table.snapshots import Snapshots, parse_numbered_name
 from paimond.table.storage import Storage
 
 RECORD_PREFIX, RECORD_SUFFIX = "expiration-", ".json"
 _VERSION = 1
+_VERSION_CHANGELOGS = 2  # a record that also writes long-lived changelogs
+
+
+def long_lived_changelogs(table: Table) -> Snapshots:
+    """``changelog/changelog-<id>`` and its hints (Java ``ChangelogManager``)."""
+    return Snapshots(table.storage, table.path, directory=CHANGELOG_DIR, prefix=CHANGELOG_PREFIX)
 
 
 def records_dir(table: Table) -> str:
@@ -63,8 +84,10 @@ def encode_record(table: Table, work: ExpireWork) -> bytes:
     def files(deletions: Sequence[Deletion]) -> list[list[object]]:
         return [[d.kind, _relative(table, d.path), d.size_bytes] for d in deletions]
 
+    changelogs = {"writeChangelogs": True} if work.write_changelogs else {}
     return json.dumps({
-        "version": _VERSION, "beginId": work.begin_id, "endId": work.end_id,
+        "version": _VERSION_CHANGELOGS if work.write_changelogs else _VERSION, **changelogs,
+        "beginId": work.begin_id, "endId": work.end_id,
         "writeEarliest": work.write_earliest, "snapshots": files(work.snapshot_files),
         "data": files(work.data_files), "metadata": files(work.metadata),
         "bucketDirs": [[_relative(table, d), depth] for d, depth in work.bucket_dirs],
@@ -76,7 +99,7 @@ def decode_record(table: Table, path: str, data: bytes) -> ExpireWork:
     """Raises CorruptFileError naming ``path`` for anything but a record this version wrote."""
     try:
         record = json.loads(data)
-        if record["version"] != _VERSION:
+        if record["version"] not in (_VERSION, _VERSION_CHANGELOGS):
             raise ValueError(f"unknown version {record['version']}")
 
         def files(key: str) -> tuple[Deletion, ...]:
@@ -89,7 +112,8 @@ def decode_record(table: Table, path: str, data: bytes) -> ExpireWork:
             tuple((_absolute(table, str(d)), int(depth)) for d, depth in record["bucketDirs"]),
             files("metadata"), files("snapshots"), bool(record["writeEarliest"]),
             tags=tuple((str(name), int(i)) for name, i in record["tags"]),
-            branches=tuple(str(b) for b in record["branches"]))
+            branches=tuple(str(b) for b in record["branches"]),
+            write_changelogs=bool(record.get("writeChangelogs", False)))
     except (ValueError, KeyError, TypeError) as error:
         raise CorruptFileError(path, f"not an expiration record: {error}") from None
 
@@ -137,6 +161,30 @@ def _advance_earliest(table: Table, end_id: int) -> None:
         table.storage.write_bytes(table.snapshots.hint_path(EARLIEST_HINT), str(end_id).encode())
 
 
+def keep_as_changelog(table: Table, snapshot_path: str) -> None:
+    """Java ``ExpireSnapshotsImpl.commitChangelog``: ``changelog-<id>`` holds the snapshot's
+    JSON before the snapshot file goes. Created exclusively; one already there must hold the
+    same snapshot (a rerun, or Paimon), else CorruptFileError and the snapshot stays. A
+    snapshot file already gone was kept by the run that deleted it."""
+    snapshot_id = parse_numbered_name(snapshot_path.rsplit("/", 1)[-1], SNAPSHOT_PREFIX)
+    if snapshot_id is None:
+        raise CorruptFileError(snapshot_path, "not a snapshot file name")
+    try:
+        snapshot = table.snapshots.load(snapshot_id)
+    except MissingFileError:
+        return
+    changelogs = long_lived_changelogs(table)
+    path = changelogs.path(snapshot_id)
+    if not table.storage.create_exclusive(path, encode_snapshot(snapshot)):
+        if changelogs.load(snapshot_id) != snapshot:
+            raise CorruptFileError(path, f"holds another snapshot than {snapshot_path}")
+    crash_point("expire.changelog_written")
+    latest = changelogs.read_hint(LATEST_HINT)
+    if latest is None or latest < snapshot_id:
+        table.storage.write_bytes(changelogs.hint_path(LATEST_HINT), str(snapshot_id).encode())
+    crash_point("expire.changelog_hint_written")
+
+
 def finish(table: Table, work: ExpireWork, record: str, tally: FileTally, *,
            clean_empty_directories: bool) -> None:
     """Steps 1-6 of the module doc, each safe to repeat."""
@@ -145,6 +193,8 @@ def finish(table: Table, work: ExpireWork, record: str, tally: FileTally, *,
         _advance_earliest(table, work.end_id)
         crash_point("expire.earliest_written")
     for deletion in work.snapshot_files:
+        if work.write_changelogs:
+            keep_as_changelog(table, deletion.path)
         _delete(storage, deletion, tally)
         crash_point("expire.snapshot_file_deleted")
     protected = _protected_since(table, work)

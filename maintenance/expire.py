@@ -24,24 +24,46 @@ recorded.
 Unlike Java, an unreadable (corrupt) file, or a missing file of a snapshot that must stay
 intact (end, tags, branches), aborts before anything is deleted; files of the snapshots being
 expired may be missing (an interrupted earlier run). Branch snapshots and tags also protect
-files here. Tables whose changelog outlives their snapshots (``changelog.*`` options above the
-snapshot ones, or files under ``changelog/``) are refused: that needs changelog expiration.
+files here.
+
+With a decoupled changelog (``changelog.*`` options above the snapshot ones, Java
+``ExpireConfig.isChangelogDecoupled``), each expired snapshot is kept as
+``changelog/changelog-<id>`` before its file goes, its changelog files stay, and so does what
+its changelog needs (``SnapshotDeletion``): without a changelog producer its APPEND data files
+and base and delta manifest lists, with one its changelog manifest list; then
+``changelog_expire`` expires the long-lived changelogs, as Java's commit does after snapshot
+expiry. ``consumer.changelog-only`` lets consumers hold changelogs only. Long-lived
+changelogs on a table that is not decoupled are refused (Java leaves them to its
+``expire_changelogs`` procedure, which paimond does not implement).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
-from paimond.maintenance.expiration_record import execute_expiration, finish_interrupted
+from paimond.maintenance.changelog_expire import (
+    ChangelogExpireResult,
+    ChangelogSettings,
+    collect_expired_changelogs,
+    execute_changelog_expiration,
+    finish_interrupted_changelogs,
+    plan_changelog_expiration,
+    read_changelog_history,
+)
+from paimond.maintenance.expiration_record import (
+    execute_expiration,
+    finish_interrupted,
+    long_lived_changelogs,
+)
 from paimond.maintenance.references import FileTally
 from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired
 from paimond.table.catalog import Table
-from paimond.table.layout import CHANGELOG_DIR, CHANGELOG_PREFIX, EARLIEST_HINT
+from paimond.table.layout import EARLIEST_HINT
 from paimond.table.options import INT_MAX, TableOptions
 from paimond.table.semantic_options import refuse
-from paimond.table.snapshots import Snapshots
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +75,12 @@ class ExpireSettings:
     time_retained_ms: int = 3_600_000  # snapshot.time-retained
     max_deletes: int = 50  # snapshot.expire.limit
     clean_empty_directories: bool = False  # snapshot.clean-empty-directories
+    # changelog.num-retained.min/max, changelog.time-retained; None: the snapshot setting
+    changelog_retain_min: int | None = None
+    changelog_retain_max: int | None = None
+    changelog_time_retained_ms: int | None = None
+    consumer_changelog_only: bool = False  # consumer.changelog-only
+    produce_changelog: bool = False  # changelog-producer is not none
 
     @classmethod
     def of(cls, options: TableOptions) -> ExpireSettings:
@@ -61,7 +89,33 @@ class ExpireSettings:
             retain_max=options.snapshot_num_retained_max,
             time_retained_ms=options.snapshot_time_retained_ms,
             max_deletes=options.snapshot_expire_limit,
-            clean_empty_directories=options.snapshot_clean_empty_directories)
+            clean_empty_directories=options.snapshot_clean_empty_directories,
+            changelog_retain_min=options.changelog_num_retained_min,
+            changelog_retain_max=options.changelog_num_retained_max,
+            changelog_time_retained_ms=options.changelog_time_retained_ms,
+            consumer_changelog_only=options.consumer_changelog_only,
+            produce_changelog=options.changelog_producer != "none")
+
+    @property
+    def changelog(self) -> ChangelogSettings:
+        """Java ``ExpireConfig.Builder.build``: unset changelog options follow the snapshot's."""
+        return ChangelogSettings(
+            retain_min=_or(self.changelog_retain_min, self.retain_min),
+            retain_max=_or(self.changelog_retain_max, self.retain_max),
+            time_retained_ms=_or(self.changelog_time_retained_ms, self.time_retained_ms),
+            max_deletes=self.max_deletes, clean_empty_directories=self.clean_empty_directories)
+
+    @property
+    def changelog_decoupled(self) -> bool:
+        """Java ``ExpireConfig.isChangelogDecoupled``."""
+        changelog = self.changelog
+        return (changelog.retain_max > self.retain_max or changelog.retain_min > self.retain_min
+                or changelog.time_retained_ms > self.time_retained_ms)
+
+    @property
+    def consumers_hold_snapshots(self) -> bool:
+        """Java ``ExpireConfig.isConsumerChangelogOnly`` is false (it needs decoupling)."""
+        return not (self.consumer_changelog_only and self.changelog_decoupled)
 
     def validate(self) -> None:
         if self.retain_min < 1:
@@ -71,15 +125,17 @@ class ExpireSettings:
                               f"not be less than retain min ({self.retain_min})")
 
 
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
 def changelog_decoupled(options: TableOptions, settings: ExpireSettings) -> bool:
     """Java ``CoreOptions.changelogLifecycleDecoupled``: a changelog option above its snapshot
     counterpart."""
-    retain_max = options.changelog_num_retained_max
-    retain_min = options.changelog_num_retained_min
-    time_ms = options.changelog_time_retained_ms
-    return ((retain_max is not None and retain_max > settings.retain_max)
-            or (retain_min is not None and retain_min > settings.retain_min)
-            or (time_ms is not None and time_ms > settings.time_retained_ms))
+    return dataclasses.replace(
+        settings, changelog_retain_min=options.changelog_num_retained_min,
+        changelog_retain_max=options.changelog_num_retained_max,
+        changelog_time_retained_ms=options.changelog_time_retained_ms).changelog_decoupled
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +175,7 @@ def read_history(table: Table, settings: ExpireSettings) -> SnapshotHistory:
     snapshots = table.snapshots
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
     hint = snapshots.read_hint(EARLIEST_HINT) is not None
-    consumers = table.consumers()
+    consumers = table.consumers() if settings.consumers_hold_snapshots else {}
     history = SnapshotHistory(earliest, latest, hint,
                               min(consumers.values()) if consumers else None)
     if latest is None or earliest is None:
@@ -167,9 +223,11 @@ class ExpireResult:
     dry_run: bool
     finished_records: int = 0  # expirations a killed run left, finished first
     finished: FileTally = field(default_factory=FileTally)  # what finishing them deleted
+    changelog: ChangelogExpireResult | None = None  # decoupled: the changelog expiration
 
     def describe(self) -> str:
-        return "\n".join(self._finished_lines() + [self._own()])
+        lines = self._finished_lines() + [self._own()]
+        return "\n".join(lines + (self.changelog.lines() if self.changelog else []))
 
     def _finished_lines(self) -> list[str]:
         if not self.finished_records:
@@ -192,23 +250,22 @@ class ExpireResult:
         if work.protected_data_files:
             lines.append(f"  kept {work.protected_data_files} retired data files that a tag or "
                          f"branch still holds")
+        if work.write_changelogs:
+            lines.append(f"  {'would keep' if self.dry_run else 'kept'} {work.snapshot_count} "
+                         f"expired snapshots as long-lived changelogs")
         return "\n".join(lines)
 
 
-def refuse_decoupled_changelog(table: Table, options: TableOptions,
-                               settings: ExpireSettings) -> None:
-    """Raise UnsupportedError for tables whose changelog outlives their snapshots."""
-    if changelog_decoupled(options, settings):
+def refuse_stray_changelogs(table: Table, settings: ExpireSettings) -> None:
+    """Raise UnsupportedError for long-lived changelogs on a table that is not decoupled:
+    Java's snapshot expiry would delete files they name, and only its ``expire_changelogs``
+    procedure removes them."""
+    if not settings.changelog_decoupled and long_lived_changelogs(table).list_ids():
         raise UnsupportedError(
-            "changelog.num-retained.* / changelog.time-retained above the snapshot settings "
-            "(decoupled changelog): paimond does not expire changelogs; expire this table "
-            "with Paimon", table.path)
-    changelogs = Snapshots(table.storage, table.path, directory=CHANGELOG_DIR,
-                           prefix=CHANGELOG_PREFIX)
-    if changelogs.list_ids():
-        raise UnsupportedError(
-            "long-lived changelogs under changelog/ (decoupled changelog): paimond does not "
-            "expire changelogs; expire this table with Paimon", table.path)
+            "long-lived changelogs under changelog/ but no changelog.* retention above the "
+            "snapshot settings: paimond does not implement Paimon's expire_changelogs "
+            "procedure; set the changelog retention or expire this table with Paimon",
+            table.path)
 
 
 @dataclass
@@ -227,23 +284,50 @@ class ExpireJob:
         settings = self.resolved_settings()
         settings.validate()
         refuse(self.table.latest_schema(), "expire", self.table.path)
-        refuse_decoupled_changelog(self.table, self.table.options(), settings)
+        refuse_stray_changelogs(self.table, settings)
         return plan_expiration(self.table.name, read_history(self.table, settings), settings,
                                self.clock.wall_ms())
 
     def run(self) -> ExpireResult:
         refuse(self.table.latest_schema(), "expire", self.table.path)
         settings = self.resolved_settings()
+        clean = settings.clean_empty_directories
         finished = (0, FileTally()) if self.dry_run else finish_interrupted(
-            self.table, clean_empty_directories=settings.clean_empty_directories)
+            self.table, clean_empty_directories=clean)
+        finished_changelogs = (0, FileTally()) if self.dry_run else finish_interrupted_changelogs(
+            self.table, clean_empty_directories=clean)
         plan = self.plan()
         if not plan.expires:
             if plan.write_earliest_hint and plan.earliest_id is not None and not self.dry_run:
                 self.table.storage.write_bytes(self.table.snapshots.hint_path(EARLIEST_HINT),
                                                str(plan.earliest_id).encode())
-            return ExpireResult(plan, None, FileTally(), self.dry_run, *finished)
-        assert plan.earliest_id is not None and plan.end_id is not None  # plan.expires
-        work = collect_expired(self.table, plan.earliest_id, plan.end_id)
-        deleted = execute_expiration(self.table, work, dry_run=self.dry_run,
-                                     clean_empty_directories=settings.clean_empty_directories)
-        return ExpireResult(plan, work, deleted, self.dry_run, *finished)
+            result = ExpireResult(plan, None, FileTally(), self.dry_run, *finished)
+        else:
+            assert plan.earliest_id is not None and plan.end_id is not None  # plan.expires
+            work = collect_expired(self.table, plan.earliest_id, plan.end_id,
+                                   decoupled=settings.changelog_decoupled,
+                                   produce_changelog=settings.produce_changelog)
+            deleted = execute_expiration(self.table, work, dry_run=self.dry_run,
+                                         clean_empty_directories=clean)
+            result = ExpireResult(plan, work, deleted, self.dry_run, *finished)
+        if settings.changelog_decoupled:
+            result.changelog = self._expire_changelogs(settings, finished_changelogs)
+        return result
+
+    def _expire_changelogs(self, settings: ExpireSettings,
+                           finished: tuple[int, FileTally]) -> ChangelogExpireResult:
+        """Java ``ExpireChangelogImpl.expire``, after snapshot expiry; consumers always hold
+        changelogs."""
+        consumers = self.table.consumers()
+        history = read_changelog_history(self.table, settings.changelog,
+                                         min(consumers.values()) if consumers else None)
+        plan = plan_changelog_expiration(self.table.name, history, settings.changelog,
+                                         self.clock.wall_ms())
+        work = None
+        if plan.expires:
+            assert plan.earliest_id is not None and plan.end_id is not None
+            work = collect_expired_changelogs(self.table, plan.earliest_id, plan.end_id)
+        deleted = FileTally() if work is None else execute_changelog_expiration(
+            self.table, work, dry_run=self.dry_run,
+            clean_empty_directories=settings.clean_empty_directories)
+        return ChangelogExpireResult(plan, work, deleted, self.dry_run, *finished)

@@ -186,6 +186,35 @@ def referencing_snapshots(table: Table, *, branches: bool = True,
     return sources
 
 
+def _source_metadata(table: Table, source: SnapshotSource) -> tuple[SnapshotMetadata, set[str]]:
+    """What ``source`` names, and which of its manifests may be missing. Paimon deletes a
+    tag's changelog manifest list with the changelog it came from (``FileDeletionBase``'s
+    skipping sets hold data manifests only), and snapshot expiry with a decoupled changelog
+    deletes a long-lived changelog's base and delta lists (with a changelog producer) and
+    index manifests (``SnapshotDeletion``): those are skipped when missing, as Java's
+    ``OrphanFilesClean`` does; any other missing file raises."""
+    snapshot = source.snapshot
+    if source.kind == "snapshot":
+        return read_snapshot_metadata(table, snapshot, source.path), set()
+    strict = [snapshot.base_manifest_list, snapshot.delta_manifest_list] if source.kind == "tag" else []
+    manifests = [m for name in strict for m in read_manifest_list(table, name, source.path)]
+    tolerant: list[ManifestFileMeta] = []
+    for name in snapshot.manifest_lists()[len(strict):]:
+        try:
+            tolerant += read_manifest_list(table, name, source.path)
+        except MissingFileError:
+            continue
+    try:
+        index_entries = read_index_manifest(table, snapshot) if snapshot.index_manifest else []
+    except MissingFileError:
+        if source.kind == "tag":
+            raise
+        index_entries = []
+    return (SnapshotMetadata(tuple(snapshot.manifest_lists()), tuple(manifests + tolerant),
+                             snapshot.index_manifest, tuple(index_entries), snapshot.statistics),
+            {m.file_name for m in tolerant})
+
+
 @dataclass
 class UsedFiles:
     """File names the given snapshots reference: metadata and data (with extra files)."""
@@ -200,29 +229,33 @@ class UsedFiles:
 
 def used_files(table: Table, sources: Iterable[SnapshotSource]) -> UsedFiles:
     """Names of every file ``sources`` reference. A missing file is skipped only when every
-    snapshot naming it has itself vanished since (expired meanwhile); any other missing or
-    corrupt file raises, so nothing is deleted on a partial view."""
+    snapshot naming it has itself vanished since (expired meanwhile), or when only long-lived
+    changelogs name it; any other missing or corrupt file raises, so nothing is deleted on a
+    partial view."""
     used = UsedFiles()
-    manifests: dict[str, tuple[ManifestFileMeta, list[str]]] = {}
+    # manifest name -> (meta, where it was named, the non-changelog sources naming it)
+    manifests: dict[str, tuple[ManifestFileMeta, str, list[str]]] = {}
     for source in sources:
         try:
-            meta = read_snapshot_metadata(table, source.snapshot, source.path)
+            meta, tolerant = _source_metadata(table, source)
         except MissingFileError:
             if not table.storage.exists(source.path):
                 continue
             raise
         used.metadata |= meta.names()
         for m in meta.manifests:
-            manifests.setdefault(m.file_name, (m, []))[1].append(source.path)
+            strict = manifests.setdefault(m.file_name, (m, source.path, []))[2]
+            if m.file_name not in tolerant:
+                strict.append(source.path)
 
-    def read(item: tuple[ManifestFileMeta, list[str]]) -> list[ManifestEntry]:
-        meta, wheres = item
+    def read(item: tuple[ManifestFileMeta, str, list[str]]) -> list[ManifestEntry]:
+        meta, where, strict = item
         try:
-            return read_manifest(table, meta, wheres[0])
+            return read_manifest(table, meta, where)
         except MissingFileError:
-            if any(table.storage.exists(where) for where in wheres):
+            if any(table.storage.exists(w) for w in strict):
                 raise
-            return []
+            return []  # named only by vanished snapshots, or where it may be gone (above)
 
     items = list(manifests.values())
     with ThreadPoolExecutor(max_workers=max(1, min(_PARALLELISM, len(items)))) as pool:

@@ -57,6 +57,7 @@ class ExpireWork:
     protected_data_files: int = 0
     tags: tuple[tuple[str, int], ...] = ()  # (name, snapshot id) of the tags when collected
     branches: tuple[str, ...] = ()  # the branches when collected
+    write_changelogs: bool = False  # decoupled: each expired snapshot becomes changelog-<id>
 
     @property
     def snapshot_count(self) -> int:
@@ -133,9 +134,17 @@ def _newest_before(tags: list[Snapshot], snapshot_id: int, inclusive: bool = Fal
     return index
 
 
+FILE_SOURCE_APPEND = 0  # Java FileSource.APPEND (COMPACT is 1)
+
+
+def _appended(entry: ManifestEntry) -> bool:
+    """Java ``FileSource.APPEND``, which an absent source (older writers) counts as."""
+    return entry.file.file_source in (None, FILE_SOURCE_APPEND)
+
+
 def _data_deletions(table: Table, loaded: list[Snapshot], begin: int, tags: list[Snapshot],
-                    tag_paths: dict[int, str], branch_data: set[str], paths: _DataPaths
-                    ) -> tuple[list[Deletion], set[str], int]:
+                    tag_paths: dict[int, str], branch_data: set[str], paths: _DataPaths,
+                    keep_appended: bool = False) -> tuple[list[Deletion], set[str], int]:
     deletions: dict[str, Deletion] = {}
     bucket_dirs: set[str] = set()
     protected = 0
@@ -160,6 +169,8 @@ def _data_deletions(table: Table, loaded: list[Snapshot], begin: int, tags: list
             held = held_by_tag[tag.id]
         for path, entry in retired.items():
             meta = entry.file
+            if keep_appended and _appended(entry):
+                continue  # the changelogs still need it: changelog expiry deletes it
             if (entry.partition, entry.bucket, meta.file_name) in held or meta.file_name in branch_data:
                 protected += 1
                 continue
@@ -215,14 +226,19 @@ def _manifest_list_or_empty(table: Table, name: str, where: str) -> list[Manifes
         return []  # deleted by an interrupted run, after the manifests it named
 
 
-def _metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str]) -> list[Deletion]:
-    """Java ``planManifestsCleaner``: each manifest before its list, index files before their
-    index manifest; ``skip`` grows with every name planned, so each file is named once."""
+def _metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str], *,
+                        data_lists: bool = True, changelog_list: bool = True) -> list[Deletion]:
+    """Java ``planManifestsCleaner(snapshot, skip, deleteDataManifestLists, deleteChangelog)``:
+    each manifest before its list, index files before their index manifest; ``skip`` grows
+    with every name planned, so each file is named once."""
     where = table.snapshots.path(snapshot.id)
     out = []
-    lists = [(snapshot.base_manifest_list, snapshot.base_manifest_list_size),
-             (snapshot.delta_manifest_list, snapshot.delta_manifest_list_size),
-             (snapshot.changelog_manifest_list, snapshot.changelog_manifest_list_size)]
+    lists: list[tuple[str | None, int | None]] = []
+    if data_lists:
+        lists += [(snapshot.base_manifest_list, snapshot.base_manifest_list_size),
+                  (snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)]
+    if changelog_list:
+        lists.append((snapshot.changelog_manifest_list, snapshot.changelog_manifest_list_size))
     for name, size in lists:
         if not name:
             continue
@@ -266,8 +282,13 @@ def _skipping_tags(tags: list[Snapshot], begin: int, end: int) -> list[Snapshot]
     return tags[left:right + 1]
 
 
-def collect_expired(table: Table, earliest_id: int, end_id: int) -> ExpireWork:
-    """Read what expiring [earliest, end) deletes; nothing is deleted here."""
+def collect_expired(table: Table, earliest_id: int, end_id: int, *, decoupled: bool = False,
+                    produce_changelog: bool = False) -> ExpireWork:
+    """Read what expiring [earliest, end) deletes; nothing is deleted here. ``decoupled``
+    (Java ``changelogDecoupled``): changelog files stay, each expired snapshot is kept as a
+    long-lived changelog, and what it needs stays for changelog expiry: without a changelog
+    producer (``produce_changelog`` False) the APPEND data files and the base and delta
+    manifest lists, with one the changelog manifest list."""
     loaded = _load_range(table, earliest_id, end_id)
     if not loaded:
         return ExpireWork(None, end_id)
@@ -281,21 +302,24 @@ def collect_expired(table: Table, earliest_id: int, end_id: int) -> ExpireWork:
     held_tags = tuple((name, tag.id) for name, tag in tag_items)
     schema = table.latest_schema()
     paths = _DataPaths(table, schema)
-    data, bucket_dirs, protected = _data_deletions(table, loaded, begin, tags, tag_paths,
-                                                   branches.data, paths)
+    data, bucket_dirs, protected = _data_deletions(
+        table, loaded, begin, tags, tag_paths, branches.data, paths,
+        keep_appended=decoupled and not produce_changelog)
     expiring = [s for s in loaded if s.id != end_id]
-    data += _changelog_deletions(table, expiring, paths)
+    if not decoupled:
+        data += _changelog_deletions(table, expiring, paths)
     dirs = tuple((d, paths.depth) for d in sorted(bucket_dirs))
     if loaded[-1].id != end_id:  # the end snapshot is gone: only the data files are certain
         return ExpireWork(begin, end_id, tuple(data), dirs, protected_data_files=protected,
-                          tags=held_tags, branches=branch_names)
+                          tags=held_tags, branches=branch_names, write_changelogs=decoupled)
     skip = set(branches.metadata)
     for tag in _skipping_tags(tags, begin, end_id):
         skip |= read_snapshot_metadata(table, tag, tag_paths[tag.id], changelog=False).names()
     skip |= read_snapshot_metadata(table, loaded[-1], table.snapshots.path(end_id),
                                    changelog=False).names()
-    metadata = [d for s in expiring for d in _metadata_deletions(table, s, skip)]
+    metadata = [d for s in expiring for d in _metadata_deletions(
+        table, s, skip, data_lists=not decoupled or produce_changelog, changelog_list=not decoupled)]
     snapshot_files = [Deletion(SNAPSHOT, table.snapshots.path(s.id), None) for s in expiring]
     return ExpireWork(begin, end_id, tuple(data), dirs, tuple(metadata), tuple(snapshot_files),
                       write_earliest=True, protected_data_files=protected, tags=held_tags,
-                      branches=branch_names)
+                      branches=branch_names, write_changelogs=decoupled)

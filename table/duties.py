@@ -52,7 +52,7 @@ DUTIES: tuple[Duty, ...] = (
     Duty("tag expiry", ("tags", "expire_tags"),
          _set("tag.num-retained-max", "tag.default-time-retained"), _writers),
     Duty("consumer expiry", ("expire_consumers",), _set("consumer.expiration-time"), _writers),
-    Duty("changelog expiry", ("expire", "expire_changelogs"),
+    Duty("changelog expiry", ("expire",),
          lambda o: o.changelog_producer != "none" or _set(
              "changelog.num-retained.min", "changelog.num-retained.max",
              "changelog.time-retained")(o)),

@@ -258,6 +258,12 @@ class TableOptions:
     def changelog_time_retained_ms(self) -> int | None:
         return self._expire_duration_ms("changelog.time-retained")
 
+    @property
+    def consumer_changelog_only(self) -> bool:
+        """``consumer.changelog-only``: consumers hold changelogs, not snapshots (Java applies
+        it only with a decoupled changelog)."""
+        return self._bool("consumer.changelog-only", False)
+
     # ---- consumers (Java CoreOptions: consumer.*) ----
 
     @property

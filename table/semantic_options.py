@@ -127,20 +127,6 @@ def _file_format(options: TableOptions) -> str | None:
     return next((f"file.format={f}" for f in sorted(formats) if f not in FORMATS), None)
 
 
-def _changelog_decoupled(options: TableOptions) -> str | None:
-    """Java ``CoreOptions.changelogLifecycleDecoupled`` on the table's own options (the expire
-    job also checks its overrides and changelog/ itself)."""
-    pairs = ((options.changelog_num_retained_max, options.snapshot_num_retained_max,
-              "changelog.num-retained.max"),
-             (options.changelog_num_retained_min, options.snapshot_num_retained_min,
-              "changelog.num-retained.min"),
-             (options.changelog_time_retained_ms, options.snapshot_time_retained_ms,
-              "changelog.time-retained"))
-    return next((f"{key}={options.raw[key]} above its snapshot.* counterpart"
-                 for changelog, snapshot, key in pairs
-                 if changelog is not None and changelog > snapshot), None)
-
-
 # ---- the table -----------------------------------------------------------------------------
 
 COMPACT, EXPIRE, MANIFESTS, ORPHANS, INDEX, DV = (
@@ -195,9 +181,9 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
     SemanticOption("changelog-producer.row-deduplicate, changelog-file.*", (COMPACT,), "not affecting",
                    f"only with changelog producers paimond refuses; {_NOT_WRITTEN}"),
     SemanticOption("changelog.num-retained.min/max, changelog.time-retained (above the "
-                   "snapshot settings: decoupled changelog)", (EXPIRE, "expire_changelogs"),
-                   "refused", "decoupled changelog: paimond does not expire long-lived "
-                   "changelogs; expire this table with Paimon", _changelog_decoupled),
+                   "snapshot settings: decoupled changelog), consumer.changelog-only", (EXPIRE,),
+                   "implemented", "expire keeps expired snapshots as long-lived changelogs, "
+                   "then expires those (Java ExpireChangelogImpl)"),
     # deletion vectors
     SemanticOption("deletion-vectors.enabled, deletion-vectors.bitmap64", (COMPACT, DV), "implemented",
                    "levels >= 1 keep one live row per key; vectors in the bucket's index file"),

@@ -97,11 +97,11 @@ def test_append_tables_are_refused_by_compaction_and_kept_by_expiry() -> None:
     assert refusals(append, "expire") == refusals(append, "merge_manifests") == []
 
 
-def test_decoupled_changelog_refuses_expiry() -> None:
+def test_decoupled_changelog_is_expired_by_expire() -> None:
     options = _options({"changelog.num-retained.max": "50", "snapshot.num-retained.max": "10"})
-    assert [r.setting for r in refusals(options, "expire")] == [
-        "changelog.num-retained.max=50 above its snapshot.* counterpart"]
-    assert refusals(_options({"changelog.num-retained.max": "5"}), "expire") == []
+    assert refusals(options, "expire") == []
+    changelog = {d.name: d for d in duties(options)}["changelog expiry"]
+    assert (changelog.performer, changelog.detail) == ("paimond", "expire")
 
 
 def test_duties_of_write_only_writers_fall_to_paimond() -> None:
@@ -125,8 +125,7 @@ def test_duties_of_write_only_writers_fall_to_paimond() -> None:
          "fields.v.aggregate-function": "collect"}))}
     assert refused["record-level expiry"].performer == refused["compaction"].performer == "refused"
     assert "fields.v.aggregate-function=collect" in refused["record-level expiry"].detail
-    assert refused["changelog expiry"].performer == refused["snapshot expiry"].performer == "refused"
-    assert "changelog.time-retained=2 d above" in refused["changelog expiry"].detail
+    assert refused["changelog expiry"].performer == refused["snapshot expiry"].performer == "paimond"
 
 
 def test_refuse_raises_a_picklable_refusal_with_the_fingerprint() -> None:
