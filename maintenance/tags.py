@@ -22,9 +22,10 @@ modification time, as Java).
 
 Two choices Java leaves open: the count limit is applied once more at the end of a run (Java
 applies it at the next creation), so a rerun after a crash, or a lowered limit, converges;
-and a tag written for a snapshot that expired meanwhile is withdrawn, since expiry may be
-deleting its files. Deleting a tag deletes its file only: the files only it kept are left to
-orphan removal (Java's ``TagDeletion`` deletes them at once). Java's forced empty commits
+and a tag written for a snapshot that expired meanwhile is withdrawn (its file only), since
+expiry may be deleting its files. Deleting a tag (by hand, by ``tag.num-retained-max``, by
+retention) whose snapshot has expired also deletes the files only it kept, as Java's
+``TagDeletion``, crash-safe (``maintenance.tag_deletion``). Java's forced empty commits
 (``forceCreatingSnapshot``) are the writer's, so a period with no snapshot after its end gets
 its tag only when a later snapshot comes. ``tag.automatic-creation=batch`` (a tag at the end
 of each batch write) and tag callbacks, success files and tag-to-partition are refused.
@@ -33,11 +34,14 @@ of each batch write) and tag callbacks, success files and tag-to-partition are r
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
 from paimond.faults import crash_point
+from paimond.maintenance.job_cleanup import clean_dead_jobs
+from paimond.maintenance.references import FileTally
+from paimond.maintenance.tag_deletion import delete_tag_with_files
 from paimond.maintenance.tag_period import TagTimeExtractor, local_date_time, tag_period
 from paimond.maintenance.tag_plan import (
     SnapshotTime,
@@ -77,6 +81,7 @@ class TagsResult:
     done: tuple[TagAction, ...] = ()
     skipped: tuple[str, ...] = ()  # why planned actions were not done
     dry_run: bool = False
+    files: FileTally = field(default_factory=FileTally)  # deleted with the tags
 
     def describe(self) -> str:
         plan = self.plan
@@ -89,6 +94,9 @@ class TagsResult:
             f"  skipped: {s}" for s in self.skipped]
         if not actions:
             lines.append("  nothing to do")
+        if self.files.total_files:
+            lines.append(f"  deleted {self.files.total_files} files only the deleted tags kept:")
+            lines += self.files.lines("    ")
         return "\n".join(lines)
 
 
@@ -198,18 +206,20 @@ class TagsJob:
         plan = self.plan()
         if self.dry_run:
             return TagsResult(plan, dry_run=True)
+        clean_dead_jobs(self.table, self.clock.wall_ms())  # a killed tag deletion's files
         done: list[TagAction] = []
         skipped: list[str] = []
+        files = FileTally()
         for action in plan.actions:
             if action.create:
                 note = _create(self.table, action, plan.create_time, plan.time_retained_ns)
             else:
-                note = _delete(self.table, action)
+                note = _delete(self.table, action, self.clock, files)
             if note is None:
                 done.append(action)
             else:
                 skipped.append(note)
-        return TagsResult(plan, tuple(done), tuple(skipped))
+        return TagsResult(plan, tuple(done), tuple(skipped), files=files)
 
 
 def _create(table: Table, action: TagAction, create_time: datetime.datetime,
@@ -232,12 +242,14 @@ def _create(table: Table, action: TagAction, create_time: datetime.datetime,
     return None
 
 
-def _delete(table: Table, action: TagAction) -> str | None:
-    tag = read_tag(table, action.name)
-    if tag is None or tag.snapshot.id != action.snapshot_id:
+def _delete(table: Table, action: TagAction, clock: Clock, files: FileTally) -> str | None:
+    """Delete one tag and the files only it kept (added to ``files``); a note when it was
+    not deleted (None: deleted)."""
+    deleted = delete_tag_with_files(table, action.name, action.snapshot_id, clock)
+    if deleted is None:
         return f"tag {action.name!r} changed meanwhile; kept"
-    delete_tag_file(table, action.name)
-    crash_point("tags.tag_deleted")
+    files.files.update(deleted.files.files)
+    files.size_bytes.update(deleted.files.size_bytes)
     return None
 
 
@@ -276,8 +288,11 @@ def create_tag(table: Table, *, clock: Clock, name: str, snapshot_id: int | None
 
 
 def delete_tag(table: Table, *, clock: Clock, name: str, dry_run: bool = False) -> TagsResult:
-    """Java ``deleteTag``: a missing tag is not an error (nothing happens)."""
+    """Java ``deleteTag``: a missing tag is not an error (nothing happens but the cleanup of
+    a killed deletion's files); the files only the tag kept go with it."""
     check_tag_options(table.options(), creating=False)
+    if not dry_run:
+        clean_dead_jobs(table, clock.wall_ms())
     tag = read_tag(table, name)
     if tag is None:
         plan = TagsPlan(table.name, "manual", (), clock.local_now(), None)
@@ -286,5 +301,7 @@ def delete_tag(table: Table, *, clock: Clock, name: str, dry_run: bool = False) 
     plan = TagsPlan(table.name, "manual", (action,), clock.local_now(), None)
     if dry_run:
         return TagsResult(plan, dry_run=True)
-    note = _delete(table, action)
-    return TagsResult(plan, (action,) if note is None else (), () if note is None else (note,))
+    files = FileTally()
+    note = _delete(table, action, clock, files)
+    return TagsResult(plan, (action,) if note is None else (), () if note is None else (note,),
+                      files=files)

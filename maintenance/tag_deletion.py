@@ -1,0 +1,174 @@
+"""Deleting a tag with the files only it kept: Java ``TagManager.deleteTag`` with
+``TagDeletion`` (apache/paimon 5dacde516b).
+
+When the tag's snapshot is still a live snapshot, only the tag file goes (Java does the same:
+the snapshot keeps every file). Otherwise the tag kept files its snapshot's expiry left: the
+data files live in its base and delta manifests (with their extra files), the changelog files
+of its changelog manifest list if that is still there, its manifests, manifest lists, index
+manifest, index files and statistics file. Java skips what the neighbouring tags and the
+earliest snapshot use; paimond skips, stricter, every file any remaining snapshot, tag,
+long-lived changelog or branch names (``references.used_files``; consumers pin snapshots),
+matching by file name as Java's skipping sets do.
+
+Crash safety: the deletion is a recorded job (``job_cleanup.recorded_job``). Every candidate
+nothing else names is noted in the job's record first, then the tag file is deleted, then the
+references are read again (something may have started to use a candidate meanwhile) and what
+nothing names is deleted, data files first, then manifests before their lists and index files
+before their index manifest, then the bucket directories left empty. The job keeps what the
+second reading found in use, so its end deletes nothing that is referenced. A job killed before
+the tag file went leaves a record whose dead-job cleanup deletes nothing (the tag still names
+every listed file); killed after it, the cleanup (at the start of the next writing job, of the
+next tag deletion or tags run, or of the daemon) deletes the listed files nothing names.
+Candidates outside the table (an ``external_path``) cannot be recorded: they are deleted in the
+last step, and a crash before it leaves them to orphan removal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from paimond.clock import Clock
+from paimond.errors import MissingFileError
+from paimond.faults import crash_point
+from paimond.format.manifest import ManifestEntry
+from paimond.format.manifest_list import ManifestFileMeta
+from paimond.format.snapshot import Snapshot
+from paimond.maintenance.expiration_record import _delete, _remove_empty_dirs
+from paimond.maintenance.job_cleanup import recorded_job
+from paimond.maintenance.references import (
+    CHANGELOG,
+    DATA,
+    FILE_INDEX,
+    FileTally,
+    referencing_snapshots,
+    used_files,
+)
+from paimond.maintenance.snapshot_deletion import Deletion, _DataPaths, _metadata_deletions
+from paimond.table.catalog import Table
+from paimond.table.scan import read_manifest, read_manifest_list
+from paimond.table.tags import delete_tag_file, read_tag, tag_path
+
+_PARALLELISM = 8
+
+
+@dataclass(frozen=True, slots=True)
+class TagFiles:
+    """Every file one tag names, in deletion order, and the bucket directories holding its
+    data files; ``unreadable`` names the manifest lists and manifests already gone (what
+    only they named is left to orphan removal)."""
+
+    deletions: tuple[Deletion, ...]
+    bucket_dirs: tuple[tuple[str, int], ...]  # (bucket dir, partition depth)
+    unreadable: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TagDeletionResult:
+    name: str
+    snapshot_id: int
+    snapshot_live: bool  # only the tag file went
+    files: FileTally = field(default_factory=FileTally)  # what was deleted with it
+    unreadable: tuple[str, ...] = ()
+
+
+def _tolerant_lists(table: Table, names: Sequence[str | None], where: str,
+                    unreadable: list[str]) -> list[ManifestFileMeta]:
+    metas: list[ManifestFileMeta] = []
+    for name in names:
+        if not name:
+            continue
+        try:
+            metas += read_manifest_list(table, name, where)
+        except MissingFileError:
+            unreadable.append(name)
+    return metas
+
+
+def _tolerant_entries(table: Table, metas: Sequence[ManifestFileMeta], where: str,
+                      unreadable: list[str]) -> list[ManifestEntry]:
+    unique = list({m.file_name: m for m in metas}.values())
+
+    def read(meta: ManifestFileMeta) -> list[ManifestEntry] | None:
+        try:
+            return read_manifest(table, meta, where)
+        except MissingFileError:
+            return None
+
+    entries: list[ManifestEntry] = []
+    with ThreadPoolExecutor(max_workers=max(1, min(_PARALLELISM, len(unique)))) as pool:
+        for meta, content in zip(unique, pool.map(read, unique), strict=True):
+            if content is None:
+                unreadable.append(meta.file_name)
+            else:
+                entries += content
+    return entries
+
+
+def tag_files(table: Table, tag: Snapshot, where: str) -> TagFiles:
+    """Read every file ``tag`` (found at ``where``) names; nothing is deleted here. A missing
+    manifest list or manifest is skipped (noted in ``unreadable``); a corrupt one raises."""
+    paths = _DataPaths(table, table.latest_schema())
+    unreadable: list[str] = []
+    deletions: dict[str, Deletion] = {}
+    bucket_dirs: set[str] = set()
+    for lists, kind in (([tag.base_manifest_list, tag.delta_manifest_list], DATA),
+                        ([tag.changelog_manifest_list], CHANGELOG)):
+        metas = _tolerant_lists(table, lists, where, unreadable)
+        for entry in _tolerant_entries(table, metas, where, unreadable):
+            data = paths.data(entry)
+            deletions.setdefault(data, Deletion(kind, data, entry.file.file_size))
+            for name in entry.file.extra_files:
+                extra = paths.extra(entry, name)
+                deletions.setdefault(extra, Deletion(FILE_INDEX, extra, None))
+            bucket_dirs.add(paths.bucket_dir(entry))
+    # Java planManifestsCleaner(tag, skip, deleteDataManifestLists=true, deleteChangelog=false);
+    # the changelog list too: the used-files check keeps it while a changelog names it.
+    metadata = _metadata_deletions(table, tag, set(), data_lists=True, changelog_list=True)
+    return TagFiles((*deletions.values(), *metadata),
+                    tuple((d, paths.depth) for d in sorted(bucket_dirs)), tuple(unreadable))
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Clock
+                          ) -> TagDeletionResult | None:
+    """Delete the tag ``name`` pinning ``snapshot_id`` and every file only it kept; None (and
+    nothing deleted) if the tag is gone or pins another snapshot now."""
+    tag = read_tag(table, name)
+    if tag is None or tag.snapshot.id != snapshot_id:
+        return None
+    if table.snapshots.exists(snapshot_id):
+        delete_tag_file(table, name)
+        crash_point("tags.tag_deleted")
+        return TagDeletionResult(name, snapshot_id, snapshot_live=True)
+    where = tag_path(table, name)
+    found = tag_files(table, tag.snapshot, where)
+    others = [s for s in referencing_snapshots(table)
+              if not (s.branch == "main" and s.kind == "tag" and s.path == where)]
+    used_before = used_files(table, others).all
+    candidates = [d for d in found.deletions if _name(d.path) not in used_before]
+    tally = FileTally()
+    storage = table.storage
+    with recorded_job(table, "delete_tag", clock) as job:
+        for deletion in candidates:
+            job.note(deletion.path)  # a path outside the table is not noted
+        crash_point("tags.deletion_noted")
+        again = read_tag(table, name)
+        if again is None or again.snapshot.id != snapshot_id:
+            job.keep(_name(d.path) for d in candidates)  # replaced meanwhile: delete nothing
+            return None
+        delete_tag_file(table, name)
+        crash_point("tags.tag_deleted")
+        used = used_files(table, referencing_snapshots(table)).all
+        job.keep(used)  # the job's end deletes the noted files nothing names: done below
+        for deletion in candidates:
+            if _name(deletion.path) not in used:
+                _delete(storage, deletion, tally)
+                crash_point("tags.file_deleted")
+        _remove_empty_dirs(storage, found.bucket_dirs)
+        crash_point("tags.directories_removed")
+    return TagDeletionResult(name, snapshot_id, False, tally, found.unreadable)
