@@ -123,6 +123,8 @@ class ExpireSettings:
         if self.retain_max < self.retain_min:
             raise ConfigError("snapshot.num-retained.max", f"retain max ({self.retain_max}) must "
                               f"not be less than retain min ({self.retain_min})")
+        if self.changelog_decoupled:  # before snapshot expiry deletes anything
+            self.changelog.validate()
 
 
 def _or(value: int | None, default: int) -> int:

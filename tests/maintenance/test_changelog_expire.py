@@ -372,6 +372,16 @@ def test_changelog_plan_follows_java() -> None:
     assert (plan.end_id, plan.bound) == (6, "time-retained")
 
 
+def test_bad_changelog_retention_fails_before_anything_is_deleted(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    build(warehouse, "none", changelog_min=5)
+    before = tree(warehouse / TABLE_DIR)
+    argv = ["expire-snapshots", str(warehouse), "--table", NAME, "--retain-min", "2",
+            "--retain-max", "3", "--older-than", "0 s"]  # changelog max 3 < changelog min 5
+    assert main(argv) == 2
+    assert tree(warehouse / TABLE_DIR) == before
+
+
 # ---- the crash campaign --------------------------------------------------------------------
 
 POINTS = {"expire.changelog_written", "expire.changelog_hint_written",
