@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from java_reader import JavaReader, canonical_rows, multiset_diff
 from pypaimon_oracle import read_rows
 from pypaimon_tables import _Writer, catalog_for
 from table_garbage import unreferenced_files
@@ -370,6 +371,22 @@ def test_changelog_plan_follows_java() -> None:
     by_max = dataclasses.replace(settings, retain_max=5, retain_min=1)  # time checked from 6 on
     plan = plan_changelog_expiration("t", history, by_max, now_ms=310)
     assert (plan.end_id, plan.bound) == (6, "time-retained")
+
+
+@pytest.mark.parametrize("producer", ["none", "input"])
+def test_java_reads_what_decoupled_expiry_keeps(tmp_path: Path, producer: str,
+                                                java_reader: JavaReader) -> None:
+    """Apache Paimon's own reader finds the retained snapshots and the tag intact."""
+    warehouse = tmp_path / "wh"
+    build(warehouse, producer, changelog_min=6)
+    table = _table(warehouse)
+    rows = {i: read_rows(str(warehouse), NAME, snapshot_id=i) for i in (2, 9, 10)}
+    ExpireJob(table, clock=Clock(fixed_ms=2**50), settings=_settings(table)).run()
+    assert present(warehouse)[2] == [5, 6, 7, 8]
+    for snapshot_id, tag in ((9, None), (10, None), (None, "kept")):
+        java = java_reader.read_rows(warehouse / TABLE_DIR, snapshot_id=snapshot_id, tag=tag)
+        expected = canonical_rows(rows[snapshot_id or 2])
+        assert Counter(java) == Counter(expected), multiset_diff(java, expected)
 
 
 def test_bad_changelog_retention_fails_before_anything_is_deleted(tmp_path: Path) -> None:
