@@ -14,7 +14,8 @@ Crash safety: the deletion is a recorded job (``job_cleanup.recorded_job``). Eve
 nothing else names is noted in the job's record first, then the tag file is deleted, then the
 references are read again (something may have started to use a candidate meanwhile) and what
 nothing names is deleted, data files first, then manifests before their lists and index files
-before their index manifest, then the bucket directories left empty. The job keeps what the
+before their index manifest, then (with ``snapshot.clean-empty-directories``, as Java) the
+bucket and partition directories left empty. The job keeps what the
 second reading found in use, so its end deletes nothing that is referenced. A job killed before
 the tag file went leaves a record whose dead-job cleanup deletes nothing (the tag still names
 every listed file); killed after it, the cleanup (at the start of the next writing job, of the
@@ -169,6 +170,7 @@ def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Cloc
             if _name(deletion.path) not in used:
                 _delete(storage, deletion, tally)
                 crash_point("tags.file_deleted")
-        _remove_empty_dirs(storage, found.bucket_dirs)
-        crash_point("tags.directories_removed")
+        if table.options().snapshot_clean_empty_directories:
+            _remove_empty_dirs(storage, found.bucket_dirs)
+            crash_point("tags.directories_removed")
     return TagDeletionResult(name, snapshot_id, False, tally, found.unreadable)
