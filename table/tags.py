@@ -3,8 +3,9 @@
 A tag is a snapshot's JSON kept under a name; it pins the snapshot's files after the snapshot
 itself expires. A tag with a retention also records when it was created (a local date-time)
 and for how long it is kept (``format.snapshot.encode_tag``). Tags are created exclusively:
-an existing tag is never overwritten. Deleting a tag deletes only its file; the data files
-only it kept are left to orphan removal (Java's ``TagDeletion`` cleans them at once).
+an existing tag is never overwritten. :func:`delete_tag_file` deletes only the tag's file;
+``maintenance.tag_deletion`` deletes the files only the tag kept with it (Java's
+``TagDeletion``).
 """
 
 from __future__ import annotations

@@ -435,7 +435,7 @@ def test_tagged_snapshots_survive_snapshot_expiry(tmp_path: Path, java_reader: J
               settings=ExpireSettings(retain_min=1, retain_max=1, time_retained_ms=0)).run()
     assert writer.table.snapshots.list_ids() == [7]
     _assert_tags_read(writer, java_reader)
-    # Deleting a tag removes its file only; the other tags still read.
+    # Deleting a tag (and the files only it kept); the other tags still read.
     delete_tag(writer.table, clock=Clock(fixed_ms=NOW_MS), name="2024-01-01")
     assert set(_tags(writer.table)) == set(EXPECTED_DAILY) - {"2024-01-01"}
     _assert_tags_read(writer, java_reader)
