@@ -20,6 +20,7 @@ from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.consumers import ConsumerExpireJob
 from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.expire_rounds import expire_in_rounds
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.maintenance.orphans import OrphanJob
 from paimond.maintenance.partition_expire import PartitionExpireJob
@@ -166,7 +167,8 @@ def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> Job
         retain_max=options.retain_max if settings.retain_max is None else settings.retain_max,
         max_deletes=options.max_deletes if settings.max_deletes is None else settings.max_deletes)
     job = ExpireJob(table, clock=context.clock, settings=options, dry_run=settings.dry_run)
-    return JobReport(job.run())
+    # further bounded rounds while snapshot.expire.limit cut the last one (expire_rounds)
+    return JobReport(expire_in_rounds(job, context.progress))
 
 
 def _expire_consumers(table: Table, settings: ConsumerExpireSettings, context: JobContext

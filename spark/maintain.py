@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from paimond.clock import SYSTEM_CLOCK
 from paimond.errors import ConfigError, PaimondError, RefusedError
 from paimond.maintenance.compact import CompactionSummary
-from paimond.maintenance.expire import ExpireResult
+from paimond.maintenance.expire_rounds import ExpireRounds
 from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS, JobContext, JobReport
 from paimond.maintenance.manifests import ManifestMergeResult
 from paimond.maintenance.orphans import OrphanResult
@@ -64,7 +64,7 @@ class MaintenanceSummary:
         return self._result("compact")  # type: ignore[no-any-return]
 
     @property
-    def expiration(self) -> ExpireResult | None:
+    def expiration(self) -> ExpireRounds | None:
         return self._result("expire")  # type: ignore[no-any-return]
 
     @property
