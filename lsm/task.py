@@ -63,6 +63,9 @@ class CompactTask:
     lookup_files: tuple[ManifestEntry, ...] = ()
     # record-level.expire-time: rows past their TTL at the plan's moment are dropped on read
     record_expiry: RecordExpiry | None = None
+    # An append table's task (maintenance.append_plan): the inputs are concatenated in order
+    # into new level-0 files (maintenance.append_rewrite), nothing is merged.
+    append: bool = False
 
     @property
     def table_name(self) -> str:

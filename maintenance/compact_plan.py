@@ -58,6 +58,10 @@ def plan_compaction(table: Table, *, full: bool = False,
     bucket); the plan holds the states after it."""
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)  # before anything is planned or written
+    if not schema.primary_keys:  # an append table has no LSM tree
+        from paimond.maintenance.append_plan import plan_append_compaction  # imports this one
+        return plan_append_compaction(table, full=full, partitions=partitions, moment=moment,
+                                      snapshot=snapshot)
     options = TableOptions.of(schema)
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:

@@ -16,6 +16,7 @@ from paimond.errors import PaimondError, WorkerError
 from paimond.lsm.lookup_cache import LookupCache
 from paimond.lsm.rewrite import execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
+from paimond.maintenance.append_rewrite import execute_append_compaction
 from paimond.table.job_records import JobJournal
 
 Progress = Callable[[int, int, CompactTask], None]
@@ -45,6 +46,9 @@ def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
         storage = task.table.location.open()
         if journal is not None:
             storage = journal.recording(storage)
+        if task.append:
+            return execute_append_compaction(task, storage, now_millis=clock.local_ms,
+                                             batch_rows=batch_rows)
         cache = None
         if lookup_cache is not None and task.lookup_files:
             cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)

@@ -505,6 +505,41 @@ class TableOptions:
     def compaction_force_rewrite_all_files(self) -> bool:
         return self._bool("compaction.force-rewrite-all-files", False)
 
+    # ---- append-table compaction (Java CoreOptions, read by AppendCompactCoordinator) ----
+
+    @property
+    def compaction_min_file_num(self) -> int:
+        """``compaction.min.file-num``: files an append compaction needs at least."""
+        return self._int("compaction.min.file-num", 5)
+
+    @property
+    def compaction_file_num_limit(self) -> int:
+        """``compaction.file-num-limit``: files one bucket-unaware plan scans at most."""
+        return self._int("compaction.file-num-limit", 100_000)
+
+    @property
+    def compaction_delete_ratio_threshold(self) -> float:
+        """``compaction.delete-ratio-threshold``: a file whose deletion vector holds more
+        than this share of its rows is compacted whatever its size."""
+        value = self.raw.get("compaction.delete-ratio-threshold")
+        if value is None:
+            return 0.2
+        try:
+            return float(value.strip())
+        except ValueError:
+            raise UnsupportedError(f"option compaction.delete-ratio-threshold={value!r} is not "
+                                   "a number") from None
+
+    @property
+    def source_split_open_file_cost_bytes(self) -> int:
+        """``source.split.open-file-cost``: what the append coordinator adds per file."""
+        return self._size("source.split.open-file-cost", 4 << 20)
+
+    @property
+    def compaction_file_size_bytes(self) -> int:
+        """Java ``compactionFileSize``: files below it are small (target times the ratio)."""
+        return int(self.target_file_size_bytes * self.compaction_small_file_ratio)
+
     @property
     def compaction_skip_expired_partitions(self) -> bool:
         """``compaction.skip-expired-partitions``: compaction leaves alone the partitions

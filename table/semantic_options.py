@@ -122,6 +122,16 @@ def _append(options: TableOptions) -> str | None:
     return None if options.has_primary_key else "no primary key (append table)"
 
 
+def _append_only(setting: Setting) -> Setting:
+    return lambda o: None if o.has_primary_key else setting(o)
+
+
+def _unaware_dv(options: TableOptions) -> str | None:
+    if options.has_primary_key or not options.deletion_vectors_enabled or options.bucket > 0:
+        return None
+    return f"deletion-vectors.enabled=true with bucket={options.bucket}"
+
+
 def _file_format(options: TableOptions) -> str | None:
     formats = {options.file_format, *options.file_format_per_level.values()}
     return next((f"file.format={f}" for f in sorted(formats) if f not in FORMATS), None)
@@ -201,19 +211,22 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "data files are sorted by clustering.columns, not the primary key; "
                    "compacting in key order would undo the clustering",
                    _pk(_true("pk-clustering-override"))),
-    SemanticOption("clustering.* (columns, strategy, incremental, ...)", (COMPACT,), "not affecting",
-                   "used with pk-clustering-override or by append-table clustering, both "
-                   "refused"),
+    SemanticOption("clustering.incremental (append tables)", (COMPACT,), "refused",
+                   "Paimon's compaction of such a table clusters (sorts) the files by "
+                   "clustering.columns; paimond only concatenates",
+                   _append_only(_true("clustering.incremental"))),
+    SemanticOption("clustering.* (columns, strategy, ...)", (COMPACT,), "not affecting",
+                   "used with pk-clustering-override or clustering.incremental, both refused"),
     # files and layout
     SemanticOption("file.format, file.format.per.level (parquet, orc, avro, row)", (COMPACT, INDEX),
                    "implemented", "with file.compression*, metadata.stats-*, data-file.prefix, "
                    "data-file.path-directory, data-file.thin-mode, target-file-size"),
     SemanticOption("file.format (any other)", (COMPACT,), "refused",
-                   f"paimond writes {', '.join(FORMATS)} data files only", _pk(_file_format)),
+                   f"paimond writes {', '.join(FORMATS)} data files only", _file_format),
     SemanticOption("data-file.external-paths (and .strategy, .specific-fs, .weights)", (COMPACT,),
                    "refused", "Paimon writes new data files to the external paths; paimond "
                    "would write them under the table path",
-                   _pk(_set("data-file.external-paths"))),
+                   _set("data-file.external-paths")),
     SemanticOption("index-file-in-data-file-dir", (COMPACT, DV, ORPHANS), "refused",
                    "index files live in the bucket directories; paimond writes and finds them "
                    "under index/", _true("index-file-in-data-file-dir")),
@@ -225,9 +238,19 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
     SemanticOption("bucket=-2 (postpone)", (COMPACT,), "implemented",
                    "the postpone bucket's files are left to Paimon's postpone compactor "
                    "(listed as skipped in the plan)"),
-    SemanticOption("primary-key (absent: append table)", (COMPACT, DV), "refused",
-                   "append tables have no LSM tree; paimond compacts primary-key tables",
+    SemanticOption("primary-key (absent: append table)", (COMPACT,), "implemented",
+                   "maintenance/append_plan.py (Java AppendCompactCoordinator, "
+                   "BucketedAppendCompactManager): small files concatenated, in order"),
+    SemanticOption("compaction.min.file-num, compaction.file-num-limit, "
+                   "compaction.delete-ratio-threshold, source.split.open-file-cost", (COMPACT,),
+                   "implemented", "append-table compaction picks as Paimon's"),
+    SemanticOption("primary-key (absent: append table)", (DV,), "refused",
+                   "append tables have no LSM tree; rebuild-dv serves primary-key tables",
                    _append),
+    SemanticOption("deletion-vectors.enabled on a bucket-unaware append table", (COMPACT,),
+                   "refused", "its vectors live in many index files per partition, which "
+                   "paimond does not rewrite yet (fixed-bucket append tables are compacted)",
+                   _unaware_dv),
     SemanticOption("bucket-key, bucket-function.type", (), "not affecting",
                    "writers assign buckets; maintenance keeps them"),
     # row tracking, data evolution, blob, vector, primary-key indexes

@@ -6,11 +6,9 @@ import datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 from pypaimon_tables import _not_null, _Writer, build_append_unaware, build_pk_deduplicate, catalog_for
 
 from paimond.clock import Clock
-from paimond.errors import UnsupportedError
 from paimond.lsm.picker import PickerState
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.compact_plan import plan_compaction
@@ -53,12 +51,12 @@ def test_plan_normal_and_full(tmp_path: Path) -> None:
     assert 0 < len(one.tasks) < len(full.tasks)
 
 
-def test_append_tables_are_refused(tmp_path: Path) -> None:
+def test_append_tables_are_planned_by_the_append_planner(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
     spec = build_append_unaware(warehouse)
     table = open_table(open_storage(warehouse), warehouse, spec.name)
-    with pytest.raises(UnsupportedError, match="append tables"):
-        plan_compaction(table, moment=NOON)
+    plan = plan_compaction(table, moment=NOON)
+    assert plan.tasks and all(t.append and t.output_level == 0 for t in plan.tasks)
 
 
 def test_gentle_lookup_mode_forces_level0_up_every_max_interval_runs(tmp_path: Path) -> None:

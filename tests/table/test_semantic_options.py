@@ -91,10 +91,18 @@ def test_false_flags_refuse_nothing() -> None:
     assert refusals(options, "compact") == []
 
 
-def test_append_tables_are_refused_by_compaction_and_kept_by_expiry() -> None:
+def test_append_tables_are_compacted_but_refused_by_rebuild_dv() -> None:
     append = _options({"bucket": "-1"}, primary_key=False)
-    assert _settings(append, "compact") == ["no primary key (append table)"]
+    assert refusals(append, "compact") == []
+    assert _settings(append, "rebuild_dv") == ["no primary key (append table)"]
     assert refusals(append, "expire") == refusals(append, "merge_manifests") == []
+    unaware_dv = _options({"bucket": "-1", "deletion-vectors.enabled": "true"},
+                          primary_key=False)
+    assert _settings(unaware_dv, "compact") == ["deletion-vectors.enabled=true with bucket=-1"]
+    fixed_dv = _options({"bucket": "3", "deletion-vectors.enabled": "true"}, primary_key=False)
+    assert refusals(fixed_dv, "compact") == []
+    clustered = _options({"bucket": "-1", "clustering.incremental": "true"}, primary_key=False)
+    assert _settings(clustered, "compact") == ["clustering.incremental=true"]
 
 
 def test_decoupled_changelog_is_expired_by_expire() -> None:

@@ -1,0 +1,342 @@
+"""Planning an append table's compaction (no primary key, no LSM tree) from metadata alone:
+Java ``AppendCompactCoordinator`` (bucket-unaware tables, ``bucket=-1``) and
+``BucketedAppendCompactManager`` (fixed buckets), apache/paimon 5dacde516b, as Paimon's batch
+``compact`` procedure drives them (the coordinator runs once; each bucket picks once).
+
+Bucket-unaware: per partition, the files smaller than ``compactionFileSize``
+(``target-file-size`` times ``compaction.small-file-ratio``) or whose deletion vector holds more
+than ``compaction.delete-ratio-threshold`` of their rows are packed by size (each file counting
+``source.split.open-file-cost`` more) into bins of at least two files and twice the target
+size; a last bin of at least ``compaction.min.file-num`` files is a task too. With deletion
+vectors, the files of one DV index file stay in one task (a rewritten file's vector leaves its
+index file, which is rewritten once), and such a group is compacted even alone. The
+coordinator's aging (a partition compacted whole after five idle rounds, forgotten after ten)
+happens only across the rounds of a streaming job; a batch plan never reaches it.
+
+Fixed buckets: files ordered by their minimum sequence number. A normal pick slides a window
+over them until it holds ``compaction.min.file-num`` files, dropping the oldest while the window
+holds twice the target size; a full compaction (``--full``) skips the leading large files
+without a vector, then rewrites the rest when small files outnumber large ones (at least
+three files), always with deletion vectors or ``compaction.force-rewrite-all-files``.
+
+The pickers are pure functions of :class:`PickFile` lists (a test ports Java's own cases);
+:func:`plan_append_compaction` feeds them one snapshot's files and emits ``CompactTask``s
+with ``append=True`` (executed by ``maintenance.append_rewrite``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
+from paimond.format.manifest import ManifestEntry
+from paimond.format.snapshot import Snapshot
+from paimond.lsm.task import CompactTask, TaskTable
+from paimond.maintenance.compact_plan import CompactionPlan, expired_partitions
+from paimond.table.catalog import Table
+from paimond.table.deletion_vectors import bucket_dv_entry
+from paimond.table.layout import partition_matches, partition_text
+from paimond.table.options import TableOptions
+from paimond.table.scan import bucket_path, scan_snapshot
+from paimond.table.semantic_options import refuse
+
+FULL_COMPACT_MIN_FILES = 3  # Java BucketedAppendCompactManager.FULL_COMPACT_MIN_FILE
+
+
+
+@dataclass(frozen=True, slots=True)
+class AppendCompactOptions:
+    target_file_size_bytes: int
+    compaction_file_size_bytes: int  # below it a file is small
+    min_file_num: int = 5
+    open_file_cost_bytes: int = 4 << 20
+    delete_ratio_threshold: float = 0.2
+    file_num_limit: int = 100_000
+    force_rewrite_all_files: bool = False
+
+    @classmethod
+    def of(cls, options: TableOptions) -> AppendCompactOptions:
+        return cls(options.target_file_size_bytes, options.compaction_file_size_bytes,
+                   options.compaction_min_file_num, options.source_split_open_file_cost_bytes,
+                   options.compaction_delete_ratio_threshold, options.compaction_file_num_limit,
+                   options.compaction_force_rewrite_all_files)
+
+
+@dataclass(frozen=True, slots=True)
+class PickFile:
+    name: str
+    size_bytes: int
+    min_sequence: int = 0
+    row_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FileVector:
+    """A data file's deletion vector as the index manifest lists it."""
+
+    index_file: str
+    cardinality: int | None
+
+
+# ---- bucket-unaware (AppendCompactCoordinator) ------------------------------------------------
+
+
+def should_compact(file: PickFile, options: AppendCompactOptions,
+                   vectors: Mapping[str, FileVector] | None = None) -> bool:
+    """Small, or too much of it deleted (an unknown cardinality counts as too much)."""
+    if file.size_bytes < options.compaction_file_size_bytes:
+        return True
+    vector = vectors.get(file.name) if vectors is not None else None
+    if vector is None:
+        return False
+    return (vector.cardinality is None
+            or vector.cardinality > file.row_count * options.delete_ratio_threshold)
+
+
+def pick_unaware(files: Sequence[PickFile], options: AppendCompactOptions,
+                 vectors: Mapping[str, FileVector] | None = None) -> list[tuple[PickFile, ...]]:
+    """One partition's tasks (``vectors`` None: the table has no deletion vectors)."""
+    candidates = [f for f in files if should_compact(f, options, vectors)]
+    if vectors is None:
+        return _pack(candidates, options)
+    groups: dict[str, list[PickFile]] = {}
+    rest = []
+    for file in candidates:
+        vector = vectors.get(file.name)
+        if vector is None:
+            rest.append(file)
+        else:
+            groups.setdefault(vector.index_file, []).append(file)
+    result: list[tuple[PickFile, ...]] = []
+    bin_ = _Bin(options)
+    for group in sorted(groups.values(), key=lambda g: sum(f.size_bytes for f in g)):
+        for file in group:
+            bin_.add(file)
+        if bin_.enough_content():
+            result.append(bin_.drain())
+    if bin_.files:  # a file with a vector past the ratio is always compacted
+        result.append(bin_.drain())
+    if len(rest) > 1:
+        result += _pack(rest, options)
+    return result
+
+
+class _Bin:
+    def __init__(self, options: AppendCompactOptions) -> None:
+        self.options = options
+        self.files: list[PickFile] = []
+        self.total_bytes = 0
+
+    def add(self, file: PickFile) -> None:
+        self.files.append(file)
+        self.total_bytes += file.size_bytes + self.options.open_file_cost_bytes
+
+    def enough_content(self) -> bool:
+        return len(self.files) > 1 and self.total_bytes >= self.options.target_file_size_bytes * 2
+
+    def drain(self) -> tuple[PickFile, ...]:
+        files, self.files, self.total_bytes = tuple(self.files), [], 0
+        return files
+
+
+def _pack(files: Sequence[PickFile], options: AppendCompactOptions) -> list[tuple[PickFile, ...]]:
+    """Smallest first; too few files left over wait for more."""
+    result = []
+    bin_ = _Bin(options)
+    for file in sorted(files, key=lambda f: f.size_bytes):
+        bin_.add(file)
+        if bin_.enough_content():
+            result.append(bin_.drain())
+    if len(bin_.files) >= options.min_file_num:
+        result.append(bin_.drain())
+    return result
+
+
+# ---- fixed buckets (BucketedAppendCompactManager) ---------------------------------------------
+
+
+def pick_compact_before(queue: Sequence[PickFile], min_file_num: int, target_file_size_bytes: int
+                        ) -> tuple[tuple[PickFile, ...] | None, tuple[PickFile, ...]]:
+    """Java ``pickCompactBefore`` on files in sequence order: the pick (None: nothing) and
+    what the manager keeps waiting (files that slid out of the window are released)."""
+    window: list[PickFile] = []
+    total = 0
+    for index, file in enumerate(queue):
+        window.append(file)
+        total += file.size_bytes
+        if len(window) >= min_file_num:
+            return tuple(window), tuple(queue[index + 1:])
+        if total >= target_file_size_bytes * 2:
+            total -= window.pop(0).size_bytes
+    return None, tuple(window)
+
+
+def pick_full(queue: Sequence[PickFile], options: AppendCompactOptions,
+              with_vector: frozenset[str] | None = None) -> tuple[PickFile, ...] | None:
+    """Java's full compaction (``FullCompactTask``) of files in sequence order
+    (``with_vector`` None: the table has no deletion vectors)."""
+    force = options.force_rewrite_all_files
+    if not force and (not queue or (with_vector is None and len(queue) < FULL_COMPACT_MIN_FILES)):
+        return None
+    files = list(queue)
+    small_size = options.compaction_file_size_bytes
+    while not force and files and files[0].size_bytes >= small_size \
+            and (with_vector is None or files[0].name not in with_vector):
+        files.pop(0)
+    if with_vector is not None:
+        return tuple(files) or None
+    small = sum(1 for f in files if f.size_bytes < small_size)
+    if force or (small > len(files) - small and len(files) >= FULL_COMPACT_MIN_FILES):
+        return tuple(files) or None
+    return None
+
+
+def pick_bucket(files: Sequence[PickFile], options: AppendCompactOptions, *, full: bool,
+                with_vector: frozenset[str] | None = None) -> tuple[PickFile, ...] | None:
+    queue = sorted(files, key=lambda f: f.min_sequence)
+    if full:
+        return pick_full(queue, options, with_vector)
+    picked, _ = pick_compact_before(queue, options.min_file_num, options.target_file_size_bytes)
+    return picked
+
+
+# ---- the table's plan -------------------------------------------------------------------------
+
+
+def _pick_file(entry: ManifestEntry) -> PickFile:
+    meta = entry.file
+    return PickFile(meta.file_name, meta.file_size, meta.min_sequence_number, meta.row_count)
+
+
+def file_vectors(entries: Iterable[IndexManifestEntry], partition: bytes
+                 ) -> dict[str, FileVector]:
+    """Data file name -> its vector, over a partition's DV index files."""
+    found = {}
+    for entry in entries:
+        meta = entry.index_file
+        if entry.partition != partition or meta.index_type != INDEX_TYPE_DELETION_VECTORS:
+            continue
+        for dv in meta.dv_ranges or ():
+            found[dv.data_file_name] = FileVector(meta.file_name, dv.cardinality)
+    return found
+
+
+def plan_append_compaction(table: Table, *, full: bool = False,
+                           partitions: Mapping[str, str] | None = None,
+                           moment: datetime.datetime, snapshot: Snapshot | None = None
+                           ) -> CompactionPlan:
+    """The tasks of one compaction run of an append table at the latest snapshot (or
+    ``snapshot``); ``partitions`` as ``plan_compaction``'s. ``full`` applies to fixed buckets
+    (the coordinator of a bucket-unaware table has no full mode)."""
+    schema = table.latest_schema()
+    refuse(schema, "compact", table.path)
+    options = TableOptions.of(schema)
+    snapshot = snapshot or table.snapshots.latest()
+    if snapshot is None:
+        return CompactionPlan(table.name, None, (), 0)
+    planner = _Planner(table, snapshot, AppendCompactOptions.of(options), moment, partitions)
+    if options.bucket_mode(schema) == "BUCKET_UNAWARE":
+        planner.plan_unaware()
+    else:
+        planner.plan_buckets(full)
+    return CompactionPlan(table.name, snapshot.id, tuple(planner.tasks), planner.seen,
+                          tuple(planner.skipped))
+
+
+class _Planner:
+    def __init__(self, table: Table, snapshot: Snapshot, options: AppendCompactOptions,
+                 moment: datetime.datetime, partitions: Mapping[str, str] | None) -> None:
+        self.table, self.snapshot, self.options = table, snapshot, options
+        self.schema = table.latest_schema()
+        self.table_options = TableOptions.of(self.schema)
+        self.spec = TaskTable(table.name, table.path, table.location, self.schema,
+                              self.table_options)
+        self.dv = self.table_options.deletion_vectors_enabled
+        self.scanned = scan_snapshot(table, snapshot)
+        self.moment, self.partitions = moment, partitions
+        self.tasks: list[CompactTask] = []
+        self.skipped: list[str] = []
+        self.seen = 0
+        self._matches: dict[bytes, bool] = {}
+
+    def _wanted(self, partition: bytes) -> bool:
+        if not self.partitions:
+            return True
+        if partition not in self._matches:
+            text = partition_text(self.schema, partition)
+            self._matches[partition] = partition_matches(text, self.partitions)
+        return self._matches[partition]
+
+    def plan_unaware(self) -> None:
+        """Java scans the files worth compacting, up to ``compaction.file-num-limit`` of them
+        in manifest order, then packs each partition's."""
+        vectors: dict[bytes, dict[str, FileVector] | None] = {}
+        chosen: dict[tuple[bytes, int, int], list[ManifestEntry]] = {}
+        count = 0
+        for live in self.scanned.files:
+            entry = live.entry
+            if not self._wanted(entry.partition):
+                continue
+            if entry.partition not in vectors:
+                vectors[entry.partition] = (file_vectors(self.scanned.index_entries,
+                                                         entry.partition) if self.dv else None)
+            if not should_compact(_pick_file(entry), self.options, vectors[entry.partition]):
+                continue
+            if count == self.options.file_num_limit:
+                self.skipped.append(f"more files than compaction.file-num-limit="
+                                    f"{self.options.file_num_limit}; the next run continues")
+                break
+            count += 1
+            chosen.setdefault((entry.partition, entry.bucket, entry.total_buckets),
+                              []).append(entry)
+        self.seen = len({(f.entry.partition, f.entry.bucket) for f in self.scanned.files
+                         if self._wanted(f.entry.partition)})
+        for (partition, bucket, total_buckets), entries in chosen.items():
+            by_name = {e.file.file_name: e for e in entries}
+            groups = pick_unaware([_pick_file(e) for e in entries], self.options,
+                                  vectors[partition])
+            for group in groups:
+                self._add(partition, bucket, total_buckets,
+                          tuple(by_name[f.name] for f in group), None, "bucket-unaware")
+
+    def plan_buckets(self, full: bool) -> None:
+        expired = expired_partitions(self.schema, self.table_options, self.moment)
+        for (partition, bucket), files in self.scanned.buckets().items():
+            if not self._wanted(partition):
+                continue
+            self.seen += 1
+            text = partition_text(self.schema, partition)
+            if expired(partition):
+                self.skipped.append(f"{text} bucket {bucket}: partition expired "
+                                    "(compaction.skip-expired-partitions)")
+                continue
+            if bucket < 0:
+                self.skipped.append(f"{text} bucket {bucket}: not a fixed bucket")
+                continue
+            by_name = {f.entry.file.file_name: f.entry for f in files.files}
+            dv_index = (bucket_dv_entry(self.scanned.index_entries, partition, bucket)
+                        if self.dv else None)
+            with_vector = None
+            if self.dv:
+                with_vector = frozenset(file_vectors([dv_index], partition) if dv_index else ())
+            picked = pick_bucket([_pick_file(e) for e in by_name.values()], self.options,
+                                 full=full, with_vector=with_vector)
+            if picked:
+                self._add(partition, bucket, files.total_buckets,
+                          tuple(by_name[f.name] for f in picked), dv_index,
+                          "full" if full else "min-file-num")
+
+    def _add(self, partition: bytes, bucket: int, total_buckets: int,
+             inputs: tuple[ManifestEntry, ...], dv_index: IndexManifestEntry | None,
+             reason: str) -> None:
+        ids = {e.file.schema_id for e in inputs} - {self.schema.id}
+        spec = dataclasses.replace(self.spec, file_schemas=tuple(
+            self.table.schema(i) for i in sorted(ids)))
+        self.tasks.append(CompactTask(
+            spec, self.snapshot.id, partition, partition_text(self.schema, partition), bucket,
+            total_buckets, bucket_path(self.table, self.schema, partition, bucket), 0, 0,
+            inputs, False, "append", f"{reason}: {len(inputs)} files",
+            deletion_vectors=self.dv, dv_index=dv_index, append=True))

@@ -1,0 +1,103 @@
+"""Executing one append-table compaction task: Java ``AppendCompactTask.doCompact`` and
+``BaseAppendFileStoreWrite.compactRewrite`` (apache/paimon 5dacde516b).
+
+The input files are read in the task's order (through their deletion vectors, if any) and
+written, unchanged and in that order, into rolling level-0 files of the table's format and
+``target-file-size``, with ``file_source`` COMPACT, the current schema, statistics and file
+indexes; row sequence numbers count up from the first input's minimum sequence number. A
+fixed bucket's deletion vectors lose the rewritten files' entries and the bucket's DV index
+file is written anew when that changed it. Nothing here commits; on any error the files
+written so far are deleted and the error propagates.
+
+Reading and writing overlap: one reader thread decodes the next batch while the task's thread
+hands batches to a writer thread through a short queue; memory stays at a few batches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+
+from paimond.faults import crash_point
+from paimond.format.index_manifest import IndexManifestEntry
+from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
+from paimond.lsm.deletion_vectors import BucketDeletionVectors, filter_deleted
+from paimond.lsm.pipeline import BackgroundWriter, Prefetch
+from paimond.lsm.task import CompactResult, CompactTask
+from paimond.table.catalog import Table
+from paimond.table.data_files import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file
+from paimond.table.storage import Storage
+
+_WRITE_QUEUE_BYTES = 32 << 20
+_PREFETCH_BATCHES = 2
+
+
+def _file_format(file_name: str) -> str:
+    return file_name.rsplit(".", 1)[-1].lower()
+
+
+def _read_inputs(task: CompactTask, table: Table, dvs: BucketDeletionVectors | None,
+                 batch_rows: int) -> Iterator[pa.RecordBatch]:
+    schema = task.table.schema
+    for entry in task.inputs:
+        meta = entry.file
+        path = meta.external_path or table.storage.join(task.directory, meta.file_name)
+        batches = read_data_file(table.storage, path, file_format=_file_format(meta.file_name),
+                                 file_schema=task.table.schema_of(meta.schema_id),
+                                 read_schema=schema, key_value=False, batch_rows=batch_rows)
+        if dvs is not None and dvs.vector_of(meta.file_name) is not None:
+            batches = filter_deleted(batches, dvs.positions_of(meta.file_name))
+        yield from batches
+
+
+def execute_append_compaction(task: CompactTask, storage: Storage, *,
+                              now_millis: Callable[[], int], batch_rows: int) -> CompactResult:
+    """Rewrite the task's files; returns what to commit. Deletes its own files on failure."""
+    started = time.monotonic()
+    table = Table(storage, task.table_path, task.table_name)
+    options = task.table.options
+    dvs = None
+    if task.deletion_vectors:
+        dvs = BucketDeletionVectors.load(table, task.dv_index,
+                                         bitmap64=options.deletion_vectors_bitmap64)
+    writer = RollingDataFileWriter(
+        storage, task.directory, task.table.schema, options, level=0, key_value=False,
+        file_source=FILE_SOURCE_COMPACT, now_millis=now_millis,
+        sequence_start=task.inputs[0].file.min_sequence_number)
+    rows_read = 0
+    index_paths: list[str] = []
+    index_added: tuple[IndexManifestEntry, ...] = ()
+    try:
+        reader = Prefetch(_read_inputs(task, table, dvs, batch_rows), _PREFETCH_BATCHES)
+        try:
+            with BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
+                for batch in reader:
+                    rows_read += batch.num_rows
+                    background.put(pa.Table.from_batches([batch]))
+        finally:
+            reader.close()
+        written = writer.close()
+        crash_point("append_compact.files_written")
+        if dvs is not None:
+            for entry in task.inputs:
+                dvs.remove(entry.file.file_name)
+            if dvs.changed:
+                index_entry, path = dvs.write(table, task.partition, task.bucket)
+                index_paths.append(path)
+                index_added = (index_entry,)
+    except BaseException:
+        writer.abort()
+        for path in index_paths:
+            storage.delete(path)
+        raise
+    added = tuple(ManifestEntry(FILE_KIND_ADD, task.partition, task.bucket, task.total_buckets,
+                                meta) for meta in written)
+    return CompactResult(
+        task=task, deleted=task.inputs, added=added, rows_read=rows_read,
+        rows_written=sum(e.file.row_count for e in added), files_rewritten=len(task.inputs),
+        duration_s=time.monotonic() - started,
+        written_paths=tuple(storage.join(task.directory, e.file.file_name) for e in added)
+        + tuple(index_paths),
+        index_added=index_added)
