@@ -36,7 +36,7 @@ from paimond.faults import crash_point
 from paimond.format.manifest import ManifestEntry
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.snapshot import Snapshot
-from paimond.maintenance.expiration_record import _delete, _remove_empty_dirs
+from paimond.maintenance.expiration_record import _delete, _remove_empty_dirs, _size
 from paimond.maintenance.job_cleanup import recorded_job
 from paimond.maintenance.references import (
     CHANGELOG,
@@ -135,6 +135,27 @@ def _name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
+def files_only_kept_by(table: Table, name: str, tag: Snapshot) -> tuple[TagFiles, list[Deletion]]:
+    """The files the tag ``name`` names, and those of them nothing else names now."""
+    where = tag_path(table, name)
+    found = tag_files(table, tag, where)
+    others = [s for s in referencing_snapshots(table)
+              if not (s.branch == "main" and s.kind == "tag" and s.path == where)]
+    used = used_files(table, others).all
+    return found, [d for d in found.deletions if _name(d.path) not in used]
+
+
+def preview_tag_deletion(table: Table, name: str, tag: Snapshot) -> FileTally:
+    """What deleting the tag would delete now (a dry run): nothing but its file while its
+    snapshot is live."""
+    tally = FileTally()
+    if table.snapshots.exists(tag.id):
+        return tally
+    for deletion in files_only_kept_by(table, name, tag)[1]:
+        tally.add(deletion.kind, _size(table.storage, deletion) or 0)
+    return tally
+
+
 def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Clock
                           ) -> TagDeletionResult | None:
     """Delete the tag ``name`` pinning ``snapshot_id`` and every file only it kept; None (and
@@ -146,12 +167,7 @@ def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Cloc
         delete_tag_file(table, name)
         crash_point("tags.tag_deleted")
         return TagDeletionResult(name, snapshot_id, snapshot_live=True)
-    where = tag_path(table, name)
-    found = tag_files(table, tag.snapshot, where)
-    others = [s for s in referencing_snapshots(table)
-              if not (s.branch == "main" and s.kind == "tag" and s.path == where)]
-    used_before = used_files(table, others).all
-    candidates = [d for d in found.deletions if _name(d.path) not in used_before]
+    found, candidates = files_only_kept_by(table, name, tag.snapshot)
     tally = FileTally()
     storage = table.storage
     with recorded_job(table, "delete_tag", clock) as job:

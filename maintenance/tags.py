@@ -41,7 +41,7 @@ from paimond.errors import ConfigError, MissingFileError, UnsupportedError
 from paimond.faults import crash_point
 from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.references import FileTally
-from paimond.maintenance.tag_deletion import delete_tag_with_files
+from paimond.maintenance.tag_deletion import delete_tag_with_files, preview_tag_deletion
 from paimond.maintenance.tag_period import TagTimeExtractor, local_date_time, tag_period
 from paimond.maintenance.tag_plan import (
     SnapshotTime,
@@ -95,7 +95,8 @@ class TagsResult:
         if not actions:
             lines.append("  nothing to do")
         if self.files.total_files:
-            lines.append(f"  deleted {self.files.total_files} files only the deleted tags kept:")
+            verb = "would delete" if self.dry_run else "deleted"
+            lines.append(f"  {verb} {self.files.total_files} files only the deleted tags kept:")
             lines += self.files.lines("    ")
         return "\n".join(lines)
 
@@ -300,7 +301,7 @@ def delete_tag(table: Table, *, clock: Clock, name: str, dry_run: bool = False) 
     action = TagAction(False, name, tag.snapshot.id, "manual")
     plan = TagsPlan(table.name, "manual", (action,), clock.local_now(), None)
     if dry_run:
-        return TagsResult(plan, dry_run=True)
+        return TagsResult(plan, dry_run=True, files=preview_tag_deletion(table, name, tag.snapshot))
     files = FileTally()
     note = _delete(table, action, clock, files)
     return TagsResult(plan, (action,) if note is None else (), () if note is None else (note,),

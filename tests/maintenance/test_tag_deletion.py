@@ -282,6 +282,9 @@ def test_deleting_a_tag_deletes_what_only_it_kept(templates: dict[str, Path], tm
     assert retired_data and any(n.startswith("manifest-list-") for n in only_t2b)
     if kind == "dynamic":
         assert any(disk[n].startswith("index/") for n in only_t2b)  # a replaced hash index
+    dry = delete_tag(table, clock=clock, name="t2b", dry_run=True)
+    assert dry.files.total_files == len(only_t2b) and "would delete" in dry.describe()
+    assert files_on_disk(built.warehouse) == disk
     result = delete_tag(table, clock=clock, name="t2b")
     assert result.files.total_files == len(only_t2b)
     assert "deleted" in result.describe()
