@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from java_reader import JavaReader, canonical_rows, multiset_diff
 from pypaimon_oracle import read_rows
@@ -228,6 +229,8 @@ def check_changelogs(warehouse: Path, history: History, produce: bool, what: str
         needed = ({p for p, k in history.changelog_files.items() if k == i} if produce
                   else {f.path for f in history.data.values() if f.added == i and f.appended})
         assert needed <= data, f"{what}: changelog-{i} misses {sorted(needed - data)}"
+        for path in needed:  # and each reads
+            pq.read_metadata(warehouse / TABLE_DIR / path)
     return ids
 
 
@@ -420,9 +423,13 @@ def _sample(passes: int) -> list[int]:
     return sorted({1, passes})
 
 
-def test_crash_at_every_point_then_rerun(tmp_path: Path) -> None:
+@pytest.mark.parametrize("producer", ["none", "input"])
+def test_crash_at_every_point_then_rerun(tmp_path: Path, producer: str) -> None:
+    """At the new points, and (no producer) at the deletions of snapshot expiry, which keeps
+    other files when decoupled (test_expire_crash kills it everywhere else)."""
+    produce = producer != "none"
     pristine = tmp_path / "pristine"
-    build(pristine, "none", changelog_min=5)
+    build(pristine, producer, changelog_min=5)
     history = History.read(_table(pristine))
     rows = {i: read_rows(str(pristine), NAME, snapshot_id=i) for i in history.snapshots}
     traced, trace = tmp_path / "traced", tmp_path / "trace.txt"
@@ -431,11 +438,13 @@ def test_crash_at_every_point_then_rerun(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     final = tree(traced / TABLE_DIR)
     assert check_snapshots(traced, rows, "uninterrupted") == [9, 10]
-    assert check_changelogs(traced, history, False, "uninterrupted") == [6, 7, 8]
+    assert check_changelogs(traced, history, produce, "uninterrupted") == [6, 7, 8]
     check_referenced_kept(traced)
     passes = Counter(trace.read_text().split())
     assert POINTS <= set(passes), sorted(POINTS - set(passes))
-    cases = [(p, n) for p in sorted(passes) for n in _sample(passes[p])]
+    points = POINTS if produce else POINTS | {
+        "expire.snapshot_file_deleted", "expire.data_file_deleted", "expire.metadata_file_deleted"}
+    cases = [(p, n) for p in sorted(passes) for n in _sample(passes[p]) if p in points]
 
     def crash(case: tuple[str, int]) -> None:
         point, n = case
@@ -445,7 +454,7 @@ def test_crash_at_every_point_then_rerun(tmp_path: Path) -> None:
         died = _run(warehouse, {"PAIMOND_CRASH_AT": f"{point}:{n}"})
         assert died.returncode == EXIT_CODE, f"{what}: {died.returncode}\n{died.stderr}"
         check_snapshots(warehouse, rows, what)
-        check_changelogs(warehouse, history, False, what)
+        check_changelogs(warehouse, history, produce, what)
         assert main(["expire-snapshots", str(warehouse), *ARGV]) == 0, f"{what}: rerun failed"
         after = tree(warehouse / TABLE_DIR)
         assert after == final, (f"{what}, then rerun: extra {sorted(set(after) - set(final))}, "
