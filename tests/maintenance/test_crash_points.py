@@ -79,6 +79,9 @@ CRASHED_BY: dict[str, tuple[str, ...]] = {
 NOT_CRASHED: dict[str, str] = {  # point -> why no campaign here kills at it
     "tags.tag_withdrawn": "passed only when expiry deletes the tagged snapshot between the "
                           "tag's write and its check; test_tags covers the withdrawal",
+    **dict.fromkeys(("tags.deletion_noted", "tags.file_deleted", "tags.directories_removed"),
+                    "passed when a deleted tag's snapshot has expired; test_tag_deletion's "
+                    "crash campaign kills at each"),
 }
 # expiration's own crash tests (test_expire_crash, test_changelog_expire)
 OTHER_CAMPAIGNS = ("expire.", "expire_changelog.")
