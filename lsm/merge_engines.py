@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from paimond.errors import UnsupportedError
 from paimond.format.row_kind import RowKind
 from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
+from paimond.lsm.row_merge import ROW_FUNCTIONS, merge_rows, pc_coalesce
 from paimond.table.merge_options import MergeConfig
 
 # Aggregate functions with a vectorized implementation: name -> (arrow kernel, skip nulls).
@@ -26,16 +27,24 @@ _FIRST = {"first_value": False, "first_non_null_value": True, "first_not_null_va
 _ARROW = {"sum": "sum", "product": "product", "min": "min", "max": "max",
           "bool_and": "all", "bool_or": "any"}
 _RETRACTABLE = {"sum", "last_value", "last_non_null_value", "primary-key"}
+# Every function reduced exactly: the Arrow ones and the per-key Python ones (lsm/row_merge.py).
+SUPPORTED = frozenset({*_ORDERED, *_FIRST, *_ARROW, *ROW_FUNCTIONS})
 
 
 def check_supported(config: MergeConfig) -> None:
     """Raise for anything the reducers below cannot do exactly."""
     if config.engine == "aggregation":
         for name, function in config.aggregate_functions.items():
-            if function not in {*_ORDERED, *_FIRST, *_ARROW}:
+            if function not in SUPPORTED:
                 raise UnsupportedError(
                     f"aggregate function {function!r} (field {name}) is not supported by "
-                    f"paimond yet; supported: {sorted({*_ORDERED, *_FIRST, *_ARROW})}")
+                    f"paimond yet; supported: {sorted(SUPPORTED)}")
+    if config.engine == "partial-update":
+        for name, function in config.partial_aggregates.items():
+            if function not in SUPPORTED:
+                raise UnsupportedError(
+                    f"aggregate function {function!r} (field {name}) is not supported by "
+                    "paimond yet")
 
 
 def _adds(piece: SortedSlice) -> np.ndarray:
@@ -113,28 +122,45 @@ def _with_inserts(base: pa.Table) -> pa.Table:
 
 def _partial_update(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[str]
                     ) -> pa.Table:
-    mask = None
-    if config.ignore_delete:
-        mask = _adds(piece)
-    elif config.remove_record_on_delete:
-        raise UnsupportedError("partial-update.remove-record-on-delete is not supported by "
-                               "paimond yet")
-    else:
-        _reject_retracts(piece, "partial-update")
+    if config.sequence_groups or not _adds(piece).all():
+        return merge_rows(piece, config, value_columns)  # per key, in Python (Java's order)
     base = piece.take(piece.last_rows())
     for column in value_columns:
-        valid = _valid(piece.column(column))
-        merged = _fill(piece, column, valid if mask is None else valid & mask, last=True)
+        merged = _fill(piece, column, _valid(piece.column(column)), last=True)
         base = base.set_column(base.schema.get_field_index(column), column, merged)
-    return _with_inserts(base)
+    return _keep_lone_kinds(piece, _with_inserts(base))
+
+
+def _keep_lone_kinds(piece: SortedSlice, base: pa.Table) -> pa.Table:
+    """A lone version keeps its kind (+I or +U): Java passes it through unmerged."""
+    lone = _lone(piece)
+    if not lone.any():
+        return base
+    original = piece.column(VALUE_KIND_COLUMN).take(pa.array(piece.last_rows()))
+    index = base.schema.get_field_index(VALUE_KIND_COLUMN)
+    return base.set_column(index, VALUE_KIND_COLUMN, pc_coalesce(
+        base.column(VALUE_KIND_COLUMN).combine_chunks(), original, lone))
+
+
+def _lone(piece: SortedSlice) -> np.ndarray:
+    """Per key: has it a single version (which Java passes through unmerged)?"""
+    return np.asarray(piece.ends - piece.first_rows() == 0, dtype=bool)
 
 
 def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[str]) -> pa.Table:
-    retract = ~_adds(piece)
+    adds = _adds(piece)
+    lone = _lone(piece)
+    retract = ~adds & ~lone[piece.group_ids]  # lone versions are never merged
     has_retract = bool(retract.any())
+    if config.aggregation_remove_record_on_delete and has_retract:
+        return merge_rows(piece, config, value_columns)
     base = piece.take(piece.last_rows())
+    row_columns = []
     for column in value_columns:
         function = config.aggregate_functions.get(column, "last_non_null_value")
+        if function in ROW_FUNCTIONS:
+            row_columns.append(column)
+            continue
         rows_mask = None
         if has_retract and column in config.ignore_retract:
             rows_mask = ~retract
@@ -149,9 +175,26 @@ def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[
             mask = _valid(piece.column(column)) if skip_nulls else None
             if rows_mask is not None:
                 mask = rows_mask if mask is None else mask & rows_mask
-            merged = _fill(piece, column, mask, last=function not in _FIRST)
+            groups, positions = _group_pick(piece, mask, last=function not in _FIRST)
+            values = piece.column(column).take(pa.array(positions))
+            if has_retract and rows_mask is None and function in ("last_value",
+                                                                  "last_non_null_value"):
+                # Java retract: last_value -> NULL; last_non_null_value -> NULL for a non-null
+                values = pc.if_else(pa.array(retract[positions]),
+                                    pa.nulls(len(values), values.type), values)
+            merged = _by_group(piece, groups, values)
         base = base.set_column(base.schema.get_field_index(column), column, merged)
-    return _with_inserts(base)
+    base = _with_inserts(base)
+    if lone.any():  # lone versions stay as written (kind, and values of a -U/-D)
+        original = piece.take(piece.last_rows())
+        restore = value_columns if not adds.all() else ()
+        for name in (*restore, VALUE_KIND_COLUMN):
+            if name not in row_columns:
+                base = base.set_column(base.schema.get_field_index(name), name, pc_coalesce(
+                    base.column(name).combine_chunks(), original.column(name), lone))
+    if row_columns:
+        base = merge_rows(piece, config, row_columns, base=base)
+    return base
 
 
 def _arrow_aggregate(piece: SortedSlice, column: pa.Array, function: str,

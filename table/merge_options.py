@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from paimond.errors import UnsupportedError
+from paimond.errors import ConfigError, UnsupportedError
 from paimond.format.schema import TableSchema
 from paimond.table.options import TableOptions
 
@@ -24,6 +24,14 @@ class MergeConfig:
     ignore_retract: frozenset[str] = frozenset()
     sequence_fields: tuple[str, ...] = ()
     sequence_descending: bool = False
+    # partial-update: (sequence fields, protected fields) per fields.<s>.sequence-group
+    sequence_groups: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+    remove_record_on_sequence_group: tuple[str, ...] = ()
+    # partial-update: fields with an aggregate function (Java getAggFuncName)
+    partial_aggregates: Mapping[str, str] = field(default_factory=dict)
+    aggregation_remove_record_on_delete: bool = False
+    list_agg_delimiters: Mapping[str, str] = field(default_factory=dict)
+    distinct: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, schema: TableSchema) -> MergeConfig:
@@ -31,9 +39,6 @@ class MergeConfig:
         engine = options.merge_engine
         if engine not in ENGINES:
             raise UnsupportedError(f"merge-engine {engine!r}")
-        if options.has_sequence_groups:
-            raise UnsupportedError("partial-update sequence groups (fields.*.sequence-group) "
-                                   "are not supported by paimond yet")
         sequence = options.sequence_fields
         default = options.default_aggregate_function
         functions = {}
@@ -52,4 +57,38 @@ class MergeConfig:
                                      if options.field_ignore_retract(f.name)),
             sequence_fields=sequence,
             sequence_descending=options.sequence_descending,
+            sequence_groups=options.sequence_groups if engine == "partial-update" else (),
+            remove_record_on_sequence_group=options.partial_update_remove_record_on_sequence_group,
+            partial_aggregates=_partial_aggregates(schema, options) if engine == "partial-update"
+            else {},
+            aggregation_remove_record_on_delete=options.aggregation_remove_record_on_delete,
+            list_agg_delimiters={f.name: options.field_list_agg_delimiter(f.name)
+                                 for f in schema.fields},
+            distinct=frozenset(f.name for f in schema.fields if options.field_distinct(f.name)),
         )
+
+
+def _partial_aggregates(schema: TableSchema, options: TableOptions) -> dict[str, str]:
+    """Java ``PartialUpdateMergeFunction.getAggFuncName``: no function for sequence-group
+    fields, ``primary-key`` for keys, else the field's or the default function; a function
+    other than last_non_null_value needs a sequence group (ConfigError otherwise)."""
+    groups = options.sequence_groups
+    sequence = {name for fields, _ in groups for name in fields}
+    protected = {name for _, names in groups for name in names}
+    default = options.raw_default_aggregate_function
+    out = {}
+    for f in schema.fields:
+        if f.name in sequence:
+            continue
+        if f.name in schema.primary_keys:
+            out[f.name] = "primary-key"
+            continue
+        function = options.raw.get(f"fields.{f.name}.aggregate-function") or default
+        if function is None:
+            continue
+        if function != "last_non_null_value" and f.name not in protected:
+            raise ConfigError(f"fields.{f.name}.aggregate-function",
+                              f"{function!r} under partial-update needs the field in a "
+                              "sequence group (Paimon refuses it too)")
+        out[f.name] = function
+    return out

@@ -176,6 +176,37 @@ class TableOptions:
         return self._bool(f"fields.{field_name}.ignore-retract", False)
 
     @property
+    def sequence_groups(self) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
+        """Java ``PartialUpdateMergeFunction``: every ``fields.<s1,s2>.sequence-group`` key as
+        (sequence fields, protected fields), in key order."""
+        groups = []
+        for key in sorted(self.raw):
+            if key.startswith("fields.") and key.endswith(".sequence-group"):
+                sequence = key[len("fields."):-len(".sequence-group")].split(",")
+                groups.append((tuple(sequence), tuple(self.raw[key].split(","))))
+        return tuple(groups)
+
+    @property
+    def raw_default_aggregate_function(self) -> str | None:
+        """``fields.default-aggregate-function`` as set (partial-update has no default)."""
+        return self.raw.get("fields.default-aggregate-function")
+
+    @property
+    def partial_update_remove_record_on_sequence_group(self) -> tuple[str, ...]:
+        value = self.raw.get("partial-update.remove-record-on-sequence-group")
+        return tuple(value.split(",")) if value else ()
+
+    @property
+    def aggregation_remove_record_on_delete(self) -> bool:
+        return self._bool("aggregation.remove-record-on-delete", False)
+
+    def field_list_agg_delimiter(self, field_name: str) -> str:
+        return self.raw.get(f"fields.{field_name}.list-agg-delimiter", ",")
+
+    def field_distinct(self, field_name: str) -> bool:
+        return self._bool(f"fields.{field_name}.distinct", False)
+
+    @property
     def partition_default_name(self) -> str:
         return self.raw.get("partition.default-name") or "__DEFAULT_PARTITION__"
 

@@ -34,7 +34,8 @@ Handling = Literal["implemented", "refused", "not affecting"]
 # Aggregate functions lsm/merge_engines.py reduces exactly (a test keeps the two equal).
 AGGREGATE_FUNCTIONS = frozenset({
     "last_value", "last_non_null_value", "primary-key", "first_value", "first_non_null_value",
-    "first_not_null_value", "sum", "product", "min", "max", "bool_and", "bool_or"})
+    "first_not_null_value", "sum", "product", "min", "max", "bool_and", "bool_or",
+    "listagg", "collect", "merge_map"})
 
 Setting = Callable[[TableOptions], str | None]
 
@@ -103,11 +104,6 @@ def _aggregate_unknown(options: TableOptions) -> str | None:
     return next((f"{k}={f}" for k, f in functions.items() if f not in AGGREGATE_FUNCTIONS), None)
 
 
-def _sequence_group(options: TableOptions) -> str | None:
-    groups = options.field_options("sequence-group")
-    return next((f"fields.{c}.sequence-group={g}" for c, g in sorted(groups.items())), None)
-
-
 def _producer(*values: str) -> Setting:
     return lambda o: (f"changelog-producer={o.changelog_producer}"
                       if o.changelog_producer in values else None)
@@ -152,24 +148,25 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "only", _pk(_engine_unknown)),
     SemanticOption("fields.<c>.aggregate-function, fields.default-aggregate-function", (COMPACT,),
                    "implemented", ", ".join(sorted(AGGREGATE_FUNCTIONS))),
-    SemanticOption("fields.<c>.aggregate-function (any other, e.g. listagg, collect)", (COMPACT,),
+    SemanticOption("fields.<c>.aggregate-function (any other, e.g. rbm32, hll_sketch)", (COMPACT,),
                    "refused", "paimond does not implement this aggregate function; compacting "
                    "would merge the column differently from Paimon", _pk(_aggregate_unknown)),
-    SemanticOption("fields.<c>.ignore-retract", (COMPACT,), "implemented", "aggregation engine"),
-    SemanticOption("fields.<c>.{distinct, list-agg-delimiter, nested-key, count-limit, "
-                   "nested-sequence-field, ts-field}", (COMPACT,), "not affecting",
+    SemanticOption("fields.<c>.ignore-retract", (COMPACT,), "implemented",
+                   "aggregation engine and partial-update sequence groups"),
+    SemanticOption("fields.<c>.{distinct, list-agg-delimiter}", (COMPACT,), "implemented",
+                   "listagg and collect (lsm/row_merge.py)"),
+    SemanticOption("fields.<c>.{nested-key, count-limit, nested-sequence-field, ts-field}",
+                   (COMPACT,), "not affecting",
                    "read only by aggregate functions paimond refuses"),
-    SemanticOption("fields.<c>.sequence-group", (COMPACT,), "refused",
-                   "partial-update sequence groups are not implemented", _pk(_sequence_group)),
-    SemanticOption("partial-update.remove-record-on-delete", (COMPACT,), "refused",
-                   "removing a row on -D is not implemented",
-                   _pk(_true("partial-update.remove-record-on-delete"))),
-    SemanticOption("partial-update.remove-record-on-sequence-group", (COMPACT,), "refused",
-                   "removing a row on -D of a sequence group is not implemented",
-                   _pk(_set("partial-update.remove-record-on-sequence-group"))),
-    SemanticOption("aggregation.remove-record-on-delete", (COMPACT,), "refused",
-                   "removing a row on -D is not implemented",
-                   _pk(_true("aggregation.remove-record-on-delete"))),
+    SemanticOption("fields.<c>.sequence-group", (COMPACT,), "implemented",
+                   "per key in Python (lsm/row_merge.py, Java PartialUpdateMergeFunction): "
+                   "several sequence fields, aggregate functions and retraction per group"),
+    SemanticOption("partial-update.remove-record-on-delete", (COMPACT,), "implemented",
+                   "a -D removes the row (lsm/row_merge.py)"),
+    SemanticOption("partial-update.remove-record-on-sequence-group", (COMPACT,), "implemented",
+                   "a -D newer in the named groups removes the row (lsm/row_merge.py)"),
+    SemanticOption("aggregation.remove-record-on-delete", (COMPACT,), "implemented",
+                   "a -D removes the row (lsm/row_merge.py)"),
     SemanticOption("ignore-delete (and first-row., deduplicate., partial-update. prefixes)", (COMPACT,),
                    "implemented", "-U/-D records are dropped while merging"),
     SemanticOption("sequence.field, sequence.field.sort-order", (COMPACT,), "implemented",
