@@ -66,6 +66,9 @@ class CompactTask:
     # An append table's task (maintenance.append_plan): the inputs are concatenated in order
     # into new level-0 files (maintenance.append_rewrite), nothing is merged.
     append: bool = False
+    # A bucket-unaware append table's DV index files holding the inputs' vectors (several
+    # per partition; the ones the task rewrites without the inputs' entries)
+    dv_index_files: tuple[IndexManifestEntry, ...] = ()
 
     @property
     def table_name(self) -> str:
@@ -103,6 +106,7 @@ class CompactResult:
     duration_s: float = 0.0
     written_paths: tuple[str, ...] = field(default=())
     index_added: tuple[IndexManifestEntry, ...] = ()  # the bucket's new DV index file
+    index_deleted: tuple[IndexManifestEntry, ...] = ()  # DV index files rewritten (append)
     rows_superseded: int = 0  # higher-level rows newly marked in deletion vectors
     cache_hits: int = 0  # key-lookup cache: files answered from the cache
     cache_misses: int = 0  # ... cached now (read from storage once)

@@ -298,9 +298,16 @@ class _Planner:
             by_name = {e.file.file_name: e for e in entries}
             groups = pick_unaware([_pick_file(e) for e in entries], self.options,
                                   vectors[partition])
+            found = vectors[partition] or {}
             for group in groups:
+                held = {found[f.name].index_file for f in group if f.name in found}
+                index_files = tuple(e for e in self.scanned.index_entries
+                                    if e.partition == partition
+                                    and e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS
+                                    and e.index_file.file_name in held)
                 self._add(partition, bucket, total_buckets,
-                          tuple(by_name[f.name] for f in group), None, "bucket-unaware")
+                          tuple(by_name[f.name] for f in group), None, "bucket-unaware",
+                          index_files)
 
     def plan_buckets(self, full: bool) -> None:
         expired = expired_partitions(self.schema, self.table_options, self.moment)
@@ -331,7 +338,7 @@ class _Planner:
 
     def _add(self, partition: bytes, bucket: int, total_buckets: int,
              inputs: tuple[ManifestEntry, ...], dv_index: IndexManifestEntry | None,
-             reason: str) -> None:
+             reason: str, dv_index_files: tuple[IndexManifestEntry, ...] = ()) -> None:
         ids = {e.file.schema_id for e in inputs} - {self.schema.id}
         spec = dataclasses.replace(self.spec, file_schemas=tuple(
             self.table.schema(i) for i in sorted(ids)))
@@ -339,4 +346,5 @@ class _Planner:
             spec, self.snapshot.id, partition, partition_text(self.schema, partition), bucket,
             total_buckets, bucket_path(self.table, self.schema, partition, bucket), 0, 0,
             inputs, False, "append", f"{reason}: {len(inputs)} files",
-            deletion_vectors=self.dv, dv_index=dv_index, append=True))
+            deletion_vectors=self.dv, dv_index=dv_index, append=True,
+            dv_index_files=dv_index_files))

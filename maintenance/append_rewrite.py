@@ -6,8 +6,11 @@ written, unchanged and in that order, into rolling level-0 files of the table's 
 ``target-file-size``, with ``file_source`` COMPACT, the current schema, statistics and file
 indexes; row sequence numbers count up from the first input's minimum sequence number. A
 fixed bucket's deletion vectors lose the rewritten files' entries and the bucket's DV index
-file is written anew when that changed it. Nothing here commits; on any error the files
-written so far are deleted and the error propagates.
+file is written anew when that changed it; a bucket-unaware table's index files that held an
+input's vector are deleted, the vectors of their other data files written to one new index
+file each (Java ``AppendDeleteFileMaintainer``; Java rolls at
+``deletion-vector.index-file.target-size``, paimond writes one file). Nothing here commits;
+on any error the files written so far are deleted and the error propagates.
 
 Reading and writing overlap: one reader thread decodes the next batch while the task's thread
 hands batches to a writer thread through a short queue; memory stays at a few batches.
@@ -15,19 +18,22 @@ hands batches to a writer thread through a short queue; memory stays at a few ba
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import pyarrow as pa
 
 from paimond.faults import crash_point
+from paimond.format.deletion_vector import DeletionVector
 from paimond.format.index_manifest import IndexManifestEntry
-from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
-from paimond.lsm.deletion_vectors import BucketDeletionVectors, filter_deleted
+from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
+from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, filter_deleted
 from paimond.lsm.pipeline import BackgroundWriter, Prefetch
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file
+from paimond.table.deletion_vectors import read_deletion_vectors, write_deletion_vectors
 from paimond.table.storage import Storage
 
 _WRITE_QUEUE_BYTES = 32 << 20
@@ -38,7 +44,7 @@ def _file_format(file_name: str) -> str:
     return file_name.rsplit(".", 1)[-1].lower()
 
 
-def _read_inputs(task: CompactTask, table: Table, dvs: BucketDeletionVectors | None,
+def _read_inputs(task: CompactTask, table: Table, dvs: Mapping[str, DeletionVector],
                  batch_rows: int) -> Iterator[pa.RecordBatch]:
     schema = task.table.schema
     for entry in task.inputs:
@@ -47,8 +53,9 @@ def _read_inputs(task: CompactTask, table: Table, dvs: BucketDeletionVectors | N
         batches = read_data_file(table.storage, path, file_format=_file_format(meta.file_name),
                                  file_schema=task.table.schema_of(meta.schema_id),
                                  read_schema=schema, key_value=False, batch_rows=batch_rows)
-        if dvs is not None and dvs.vector_of(meta.file_name) is not None:
-            batches = filter_deleted(batches, dvs.positions_of(meta.file_name))
+        vector = dvs.get(meta.file_name)
+        if vector is not None:
+            batches = filter_deleted(batches, deleted_positions(vector))
         yield from batches
 
 
@@ -59,9 +66,15 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
     table = Table(storage, task.table_path, task.table_name)
     options = task.table.options
     dvs = None
-    if task.deletion_vectors:
+    unaware: dict[str, dict[str, DeletionVector]] = {}  # index file -> its vectors
+    if task.deletion_vectors and task.dv_index_files:
+        unaware = {e.index_file.file_name: read_deletion_vectors(table, e)
+                   for e in task.dv_index_files}
+    elif task.deletion_vectors:
         dvs = BucketDeletionVectors.load(table, task.dv_index,
                                          bitmap64=options.deletion_vectors_bitmap64)
+    vectors = (dvs.vectors() if dvs is not None
+               else {n: v for file in unaware.values() for n, v in file.items()})
     writer = RollingDataFileWriter(
         storage, task.directory, task.table.schema, options, level=0, key_value=False,
         file_source=FILE_SOURCE_COMPACT, now_millis=now_millis,
@@ -69,8 +82,9 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
     rows_read = 0
     index_paths: list[str] = []
     index_added: tuple[IndexManifestEntry, ...] = ()
+    index_deleted: tuple[IndexManifestEntry, ...] = ()
     try:
-        reader = Prefetch(_read_inputs(task, table, dvs, batch_rows), _PREFETCH_BATCHES)
+        reader = Prefetch(_read_inputs(task, table, vectors, batch_rows), _PREFETCH_BATCHES)
         try:
             with BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
                 for batch in reader:
@@ -87,6 +101,8 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
                 index_entry, path = dvs.write(table, task.partition, task.bucket)
                 index_paths.append(path)
                 index_added = (index_entry,)
+        if unaware:
+            index_added, index_deleted = _rewrite_index_files(task, table, unaware, index_paths)
     except BaseException:
         writer.abort()
         for path in index_paths:
@@ -100,4 +116,27 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
         duration_s=time.monotonic() - started,
         written_paths=tuple(storage.join(task.directory, e.file.file_name) for e in added)
         + tuple(index_paths),
-        index_added=index_added)
+        index_added=index_added, index_deleted=index_deleted)
+
+
+def _rewrite_index_files(task: CompactTask, table: Table,
+                         vectors: Mapping[str, Mapping[str, DeletionVector]],
+                         index_paths: list[str]
+                         ) -> tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]:
+    """Java ``AppendDeleteFileMaintainer``: each index file holding an input's vector is
+    deleted, and the vectors of its other data files go to a new index file."""
+    inputs = {e.file.file_name for e in task.inputs}
+    added, deleted = [], []
+    for entry in task.dv_index_files:
+        held = vectors[entry.index_file.file_name]
+        if not inputs & held.keys():
+            continue
+        remaining = {n: v for n, v in held.items() if n not in inputs}
+        if remaining:
+            new, path = write_deletion_vectors(
+                table, remaining, entry.partition, entry.bucket,
+                bitmap64=task.table.options.deletion_vectors_bitmap64)
+            index_paths.append(path)
+            added.append(new)
+        deleted.append(dataclasses.replace(entry, kind=FILE_KIND_DELETE))
+    return tuple(added), tuple(deleted)

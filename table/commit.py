@@ -29,7 +29,7 @@ from paimond import __version__
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError, PaimondError
 from paimond.faults import crash_point
-from paimond.format.index_manifest import IndexManifestEntry
+from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.key_order import max_key_order, min_key_order
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
 from paimond.format.manifest_list import ManifestFileMeta
@@ -39,6 +39,7 @@ from paimond.table.catalog import Table
 from paimond.table.layout import LATEST_HINT
 from paimond.table.manifest_files import ManifestWriter
 from paimond.table.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
+from paimond.table.options import TableOptions
 from paimond.table.scan import (
     merge_entries,
     read_index_manifest,
@@ -315,7 +316,9 @@ class Committer:
         index_manifest = latest.index_manifest if latest else None
         if changes.index_added or changes.index_deleted:
             previous = read_index_manifest(table, latest) if latest else []
-            combined = combine_index_entries(previous, changes.index_deleted, changes.index_added)
+            unaware = TableOptions.of(schema).bucket_mode(schema) == "BUCKET_UNAWARE"
+            combined = combine_index_entries(previous, changes.index_deleted, changes.index_added,
+                                             by_file_name=unaware)
             index_manifest = writer.write_index_manifest(combined) if combined else None
             crash_point("commit.index_manifest_written")
         delta_rows = (sum(e.file.row_count for e in changes.added)
@@ -337,9 +340,21 @@ class Committer:
 
 def combine_index_entries(previous: Sequence[IndexManifestEntry],
                           deleted: Sequence[IndexManifestEntry],
-                          added: Sequence[IndexManifestEntry]) -> list[IndexManifestEntry]:
+                          added: Sequence[IndexManifestEntry], *,
+                          by_file_name: bool = False) -> list[IndexManifestEntry]:
     """Java's bucketed combiner: one index file per (partition, bucket, index type); a DELETE
-    removes it, an ADD puts or replaces it. Entries of other buckets stay as they were."""
+    removes it, an ADD puts or replaces it. Entries of other buckets stay as they were.
+    ``by_file_name`` (a bucket-unaware table): the deletion-vector files combine by name
+    instead (Java ``GlobalCombiner``), several per partition."""
+    if by_file_name:
+        def is_dv(entry: IndexManifestEntry) -> bool:
+            return entry.index_file.index_type == INDEX_TYPE_DELETION_VECTORS
+        return (_combine_by_file_name([e for e in previous if is_dv(e)],
+                                      [e for e in deleted if is_dv(e)],
+                                      [e for e in added if is_dv(e)])
+                + combine_index_entries([e for e in previous if not is_dv(e)],
+                                        [e for e in deleted if not is_dv(e)],
+                                        [e for e in added if not is_dv(e)]))
     combined: dict[tuple[bytes, int, str], IndexManifestEntry] = {}
     for entry in previous:
         combined[(entry.partition, entry.bucket, entry.index_file.index_type)] = entry
@@ -350,6 +365,21 @@ def combine_index_entries(previous: Sequence[IndexManifestEntry],
     for entry in added:
         combined[(entry.partition, entry.bucket, entry.index_file.index_type)] = replace(
             entry, kind=FILE_KIND_ADD)
+    return list(combined.values())
+
+
+def _combine_by_file_name(previous: Sequence[IndexManifestEntry],
+                          deleted: Sequence[IndexManifestEntry],
+                          added: Sequence[IndexManifestEntry]) -> list[IndexManifestEntry]:
+    """A deleted file must still be listed: else a concurrent commit replaced it, and what
+    this commit computed from it is stale (Java fails the commit likewise)."""
+    combined = {e.index_file.file_name: e for e in previous}
+    for entry in deleted:
+        if combined.pop(entry.index_file.file_name, None) is None:
+            raise CommitConflictError(f"index file {entry.index_file.file_name} is no longer "
+                                      "in the latest index manifest")
+    for entry in added:
+        combined[entry.index_file.file_name] = replace(entry, kind=FILE_KIND_ADD)
     return list(combined.values())
 
 

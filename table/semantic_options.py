@@ -122,12 +122,6 @@ def _append_only(setting: Setting) -> Setting:
     return lambda o: None if o.has_primary_key else setting(o)
 
 
-def _unaware_dv(options: TableOptions) -> str | None:
-    if options.has_primary_key or not options.deletion_vectors_enabled or options.bucket > 0:
-        return None
-    return f"deletion-vectors.enabled=true with bucket={options.bucket}"
-
-
 def _file_format(options: TableOptions) -> str | None:
     formats = {options.file_format, *options.file_format_per_level.values()}
     return next((f"file.format={f}" for f in sorted(formats) if f not in FORMATS), None)
@@ -239,15 +233,14 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "maintenance/append_plan.py (Java AppendCompactCoordinator, "
                    "BucketedAppendCompactManager): small files concatenated, in order"),
     SemanticOption("compaction.min.file-num, compaction.file-num-limit, "
-                   "compaction.delete-ratio-threshold, source.split.open-file-cost", (COMPACT,),
+                   "source.split.open-file-cost", (COMPACT,),
                    "implemented", "append-table compaction picks as Paimon's"),
     SemanticOption("primary-key (absent: append table)", (DV,), "refused",
                    "append tables have no LSM tree; rebuild-dv serves primary-key tables",
                    _append),
-    SemanticOption("deletion-vectors.enabled on a bucket-unaware append table", (COMPACT,),
-                   "refused", "its vectors live in many index files per partition, which "
-                   "paimond does not rewrite yet (fixed-bucket append tables are compacted)",
-                   _unaware_dv),
+    SemanticOption("deletion-vectors.enabled on append tables, compaction.delete-ratio-threshold",
+                   (COMPACT,), "implemented", "inputs read through their vectors; the index "
+                   "files that held them rewritten without them (Java AppendDeleteFileMaintainer)"),
     SemanticOption("bucket-key, bucket-function.type", (), "not affecting",
                    "writers assign buckets; maintenance keeps them"),
     # row tracking, data evolution, blob, vector, primary-key indexes

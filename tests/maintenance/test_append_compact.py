@@ -365,11 +365,61 @@ def test_fixed_bucket_deletion_vectors(tmp_path: Path, java_reader: JavaReader) 
     assert got.num_rows == len(rows) - 3
 
 
+def test_unaware_deletion_vectors(tmp_path: Path, java_reader: JavaReader) -> None:
+    """A bucket-unaware DV table, vectors in three index files (written by paimond's DV
+    writer). The coordinator's model: in partition a, A1 and A3 are past the delete ratio
+    (6 and 7 of 20 rows deleted), in different index files, so they form one task; A2 (1 of
+    20) and every file of b are large and kept. Afterwards A1's index file is replaced by
+    one holding A2's vector alone, A3's index file is gone, b's is untouched."""
+    warehouse = str(tmp_path / "wh")
+    schema = pa.schema([("dt", pa.string()), _not_null("id", pa.int32())])
+    writer = _Writer(catalog_for(warehouse), "db.unaware_dv", schema, partition_keys=("dt",),
+                     options={"bucket": "-1", "deletion-vectors.enabled": "true",
+                              "target-file-size": "2kb", "compaction.small-file-ratio": "0.01"})
+    for commit in range(4):
+        writer.commit([{"dt": dt, "id": commit * 100 + i} for dt in "ab" for i in range(20)])
+    table = _open(warehouse, "db.unaware_dv")
+    files = {partition_text(table.latest_schema(), key[0]): [e.file.file_name for e in entries]
+             for key, entries in _bucket_files(table).items()}
+    partition = {p: key[0] for key in _bucket_files(table)
+                 for p in [partition_text(table.latest_schema(), key[0])]}
+    a1, a2, a3, _ = files["dt=a"]
+    b1 = files["dt=b"][0]
+    layout = [("dt=a", {a1: range(6), a2: [0]}), ("dt=a", {a3: range(1, 8)}), ("dt=b", {b1: [0]})]
+    added = []
+    for where, vectors in layout:
+        entry, _ = write_deletion_vectors(
+            table, {n: vector_of(np.array(list(p), dtype=np.int64), bitmap64=False)
+                    for n, p in vectors.items()}, partition[where], 0, bitmap64=False)
+        added.append(entry)
+    Committer(table, commit_kind="APPEND", clock=CLOCK).commit(CommitChanges(index_added=added))
+    path = tmp_path / "wh" / "db.db" / "unaware_dv"
+    java_before = java_reader.read_rows(path)
+    assert len(java_before) == 160 - 6 - 1 - 7 - 1
+    pypaimon_before = read_rows(warehouse, "db.unaware_dv")
+    assert pypaimon_before.num_rows == len(java_before)
+    summary = _compact(table)
+    assert [sorted(e.file.file_name for e in r.task.inputs) for r in summary.results] == [
+        sorted([a1, a3])]
+    latest = table.snapshots.latest()
+    assert latest is not None
+    index = {e.index_file.file_name: e for e in scan_snapshot(table, latest).index_entries}
+    assert added[0].index_file.file_name not in index and added[1].index_file.file_name \
+        not in index
+    assert added[2].index_file.file_name in index
+    assert sorted(sorted(r.data_file_name for r in e.index_file.dv_ranges or ())
+                  for e in index.values()) == sorted([[a2], [b1]])
+    java_after = java_reader.read_rows(path)
+    assert Counter(java_after) == Counter(java_before), multiset_diff(java_after, java_before)
+    assert read_rows(warehouse, "db.unaware_dv").equals(pypaimon_before)
+    for snapshot_id in table.snapshots.list_ids():
+        read_rows(warehouse, "db.unaware_dv", snapshot_id)  # every snapshot still reads
+
+
 def test_refusals(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
     schema = pa.schema([_not_null("id", pa.int32())])
     for name, options, reason in [
-        ("unaware_dv", {"bucket": "-1", "deletion-vectors.enabled": "true"}, "deletion-vectors"),
         ("clustered", {"bucket": "-1", "clustering.columns": "id",
                        "clustering.incremental": "true"}, "clustering.incremental"),
         ("external", {"bucket": "-1", "data-file.external-paths": "file:///tmp/x"},
