@@ -8,8 +8,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from paimond.errors import ConfigError
-from paimond.table.catalog import Table, open_table
-from paimond.table.storage import open_storage
+from paimond.table.catalog import Table, check_warehouse, open_table
+from paimond.table.storage import Storage, open_storage
 
 EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = 0, 1, 2
 
@@ -19,7 +19,7 @@ def _key_values(pairs: Sequence[str], option: str) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"paimond: {option} wants KEY=VALUE, got {pair!r}")
+            raise ConfigError(option, f"wants KEY=VALUE, got {pair!r}")
         out[key] = value
     return out
 
@@ -37,8 +37,39 @@ def partitions_of(pairs: Sequence[str]) -> dict[str, str]:
     return _key_values(pairs, "--partition")
 
 
-def open_table_of(args: argparse.Namespace) -> Table:
+def table_partitions_of(table: Table, pairs: Sequence[str]) -> dict[str, str]:
+    """``--partition K=V`` pairs, every K a partition key of ``table`` (else ConfigError
+    naming the key): every command that takes --partition checks alike."""
+    partitions = partitions_of(pairs)
+    keys = table.latest_schema().partition_keys
+    unknown = sorted(set(partitions) - set(keys))
+    if unknown:
+        raise ConfigError("--partition", f"{', '.join(unknown)} is not a partition key of "
+                          f"{table.name} (partition keys: {list(keys)})")
+    return partitions
+
+
+def open_warehouse_of(args: argparse.Namespace) -> Storage:
+    """The warehouse's storage; ConfigError naming it when it does not exist."""
     storage = open_storage(args.warehouse, storage_options_of(args.storage_option))
+    check_warehouse(storage)
+    return storage
+
+
+def table_of(args: argparse.Namespace) -> str:
+    """``--table``, checked to be DB.TABLE before any storage is touched (ConfigError)."""
+    name = str(args.table)
+    database, _, table = name.partition(".")
+    if not database or not table or "/" in name:
+        raise ConfigError("--table", f"a table name is DB.TABLE, got {name!r}")
+    return name
+
+
+def open_table_of(args: argparse.Namespace) -> Table:
+    """``--table`` of the warehouse; ConfigError for a bad name, an unknown table or a
+    warehouse that does not exist."""
+    table_of(args)
+    storage = open_warehouse_of(args)
     return open_table(storage, storage.root, args.table)
 
 

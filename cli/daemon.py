@@ -12,6 +12,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, write_to_textfile
 
+from paimond.cli.common import table_of
 from paimond.config.settings import Settings, load_settings
 from paimond.daemon.http import run_to_json
 from paimond.daemon.logging import configure_logging
@@ -39,9 +40,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         clean = daemon.run(on_serving=lambda url: print(f"paimond: serving {url}/metrics",
                                                         file=sys.stderr, flush=True))
-    except ConfigError as error:  # the HTTP address cannot be bound
+    except ConfigError as error:  # a warehouse is not there, the HTTP address cannot be bound
         print(f"paimond: {error}", file=sys.stderr)
-        return EXIT_CONFIG
+        return EXIT_CONFIG  # deploy/systemd/paimond.service: RestartPreventExitStatus=2
     if daemon.forced:  # a second signal: leave now, abandoning jobs still running
         sys.stdout.flush()
         sys.stderr.flush()
@@ -56,8 +57,13 @@ def _run_once(args: argparse.Namespace) -> int:
     configure_logging(settings.log_format, settings.log_level)
     registry = CollectorRegistry()
     daemon = Daemon(settings, Metrics(registry))
-    runs = daemon.run_once()
-    daemon.shutdown(0)
+    try:
+        runs = daemon.run_once()
+    except ConfigError as error:  # a warehouse that does not exist
+        print(f"paimond: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    finally:
+        daemon.shutdown(0)
     for run in runs:
         print(json.dumps(run_to_json(run)))
     if args.textfile:
@@ -66,10 +72,20 @@ def _run_once(args: argparse.Namespace) -> int:
 
 
 def _trigger(args: argparse.Namespace) -> int:
+    try:
+        table_of(args)
+    except ConfigError as error:
+        print(f"paimond: {error}", file=sys.stderr)
+        return EXIT_CONFIG
     token = os.environ.get("PAIMOND_TRIGGER_TOKEN")
     if args.token_file:
-        with open(args.token_file, encoding="utf-8") as f:
-            token = f.read().strip()
+        try:
+            with open(args.token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as error:
+            print(f"paimond: cannot read --token-file {args.token_file}: {error.strerror}",
+                  file=sys.stderr)
+            return EXIT_CONFIG
     if not token:
         print("paimond: a trigger token is needed (--token-file or PAIMOND_TRIGGER_TOKEN)",
               file=sys.stderr)

@@ -16,11 +16,13 @@ from paimond.cli import tags as cli_tags
 from paimond.cli.common import (
     EXIT_OK,
     EXIT_UNREADABLE,
+    EXIT_USAGE,
     add_storage_option,
     open_table_of,
-    partitions_of,
+    open_warehouse_of,
     progress_bar,
-    storage_options_of,
+    table_of,
+    table_partitions_of,
     usage_errors_exit_2,
 )
 from paimond.cli.report import dry_run_refusals, render_json, render_text
@@ -34,18 +36,21 @@ from paimond.spark.executor import EXECUTORS, open_executor
 from paimond.table.catalog import Table, list_tables, open_table
 from paimond.table.options import parse_duration_millis as parse_duration_ms
 from paimond.table.options import parse_memory_size
-from paimond.table.storage import open_storage
 
 
 def _status(args: argparse.Namespace) -> int:
-    storage = open_storage(args.warehouse, storage_options_of(args.storage_option))
+    if args.table:
+        table_of(args)  # a bad name is a usage error before storage is touched
+    storage = open_warehouse_of(args)
     warehouse = storage.root
     tables: list[Table]
     statuses: list[TableStatus]
     if args.table:
         try:
             tables = [open_table(storage, warehouse, args.table)]
-        except (PaimondError, ValueError) as error:
+        except ConfigError:  # no such table: a usage error, exit 2
+            raise
+        except PaimondError as error:
             statuses = [TableStatus(args.table, warehouse, error=str(error))]
             tables = []
         else:
@@ -84,8 +89,8 @@ def _compact(args: argparse.Namespace) -> int:
         try:
             cache = LookupCacheSettings(args.lookup_cache, parse_memory_size(args.lookup_cache_size))
         except ValueError as error:
-            raise SystemExit(f"paimond: --lookup-cache-size: {error}") from None
-    settings = {"full": args.full, "partitions": partitions_of(args.partition),
+            raise ConfigError("--lookup-cache-size", str(error)) from None
+    settings = {"full": args.full, "partitions": table_partitions_of(table, args.partition),
                 "parallelism": args.parallelism or None, "dry_run": args.dry_run}
     progress = _task_progress if sys.stderr.isatty() else None
     if args.dry_run:
@@ -251,7 +256,8 @@ def _add_table_maintenance_commands(commands: Any) -> None:
 
 def _rewrite_index(args: argparse.Namespace) -> int:
     context = JobContext(SYSTEM_CLOCK, progress=progress_bar if sys.stderr.isatty() else None)
-    _run("rewrite_index", open_table_of(args), context, partitions=partitions_of(args.partition),
+    table = open_table_of(args)
+    _run("rewrite_index", table, context, partitions=table_partitions_of(table, args.partition),
          dry_run=args.dry_run, parallelism=args.parallelism or min(8, os.cpu_count() or 1))
     return EXIT_OK
 
@@ -334,6 +340,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
+    except ConfigError as error:  # usage and configuration: exit 2 everywhere
+        print(f"paimond: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except PaimondError as error:
         print(f"paimond: {error}", file=sys.stderr)
         return EXIT_UNREADABLE

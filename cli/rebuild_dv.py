@@ -10,8 +10,8 @@ from paimond.cli.common import (
     EXIT_OK,
     add_storage_option,
     open_table_of,
-    partitions_of,
     progress_bar,
+    table_partitions_of,
     usage_errors_exit_2,
 )
 from paimond.cli.report import dry_run_refusals
@@ -21,10 +21,10 @@ from paimond.maintenance.jobs import JOBS, JobContext
 
 def _rebuild_dv(args: argparse.Namespace) -> int:
     job = JOBS["rebuild_dv"]
-    settings = job.settings(dry_run=args.dry_run, discard_existing=args.discard_existing,
-                            partitions=partitions_of(args.partition))
-    context = JobContext(SYSTEM_CLOCK, progress=progress_bar if sys.stderr.isatty() else None)
     table = open_table_of(args)
+    settings = job.settings(dry_run=args.dry_run, discard_existing=args.discard_existing,
+                            partitions=table_partitions_of(table, args.partition))
+    context = JobContext(SYSTEM_CLOCK, progress=progress_bar if sys.stderr.isatty() else None)
     if args.dry_run and (refused := dry_run_refusals(table, "rebuild_dv")):
         print(refused.describe())
         return EXIT_OK

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from paimond.daemon.logging import get_logger
-from paimond.errors import PaimondError, kind_of
-from paimond.table.catalog import Table, list_tables
+from paimond.errors import PaimondError, StorageUnavailableError, kind_of
+from paimond.table.catalog import Table, check_warehouse, list_tables
 from paimond.table.storage import Storage
 
 log = get_logger(__name__)
@@ -29,11 +29,25 @@ def find_tables(storages: Sequence[Storage], wants: Callable[[str], bool]
     return found
 
 
-def reachable(storages: Sequence[Storage]) -> bool:
-    """Every warehouse answers a listing of its root."""
-    try:
-        for storage in storages:
+def unready_reason(storages: Sequence[Storage]) -> str | None:
+    """Why the warehouses are not ready, or None: each one exists (a local directory, an S3
+    bucket; ``check_warehouse``) and answers a listing of its root. A warehouse that does not
+    exist is not an empty one."""
+    for storage in storages:
+        try:
+            check_warehouse(storage)
             storage.list_dir(storage.root)
-    except PaimondError:
-        return False
-    return True
+        except PaimondError as error:
+            return str(error)
+    return None
+
+
+def check_warehouses(storages: Sequence[Storage]) -> None:
+    """At startup: ConfigError naming a warehouse that does not exist. A store that cannot be
+    reached now is only logged (readiness reports it; it may come back)."""
+    for storage in storages:
+        try:
+            check_warehouse(storage)
+        except StorageUnavailableError as error:
+            log.warning("warehouse_unreachable", warehouse=storage.root,
+                        error_kind=kind_of(error), error=str(error))

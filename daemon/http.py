@@ -47,8 +47,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/healthz":
             self._reply(200, {"status": "alive"})
         elif self.path == "/readyz":
-            ready = service.ready()
-            self._reply(200 if ready else 503, {"ready": ready})
+            reason = service.unready_reason()
+            if reason is None:
+                self._reply(200, {"ready": True})
+            else:
+                self._reply(503, {"ready": False, "reason": reason})
         elif self.path == "/status":
             self._reply(200, {"tables": service.status()})
         else:
@@ -66,7 +69,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
             self._reply(401, {"error": "missing or wrong bearer token"})
             return
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._reply(400, {"error": "malformed Content-Length"})
+            return
         if length > MAX_BODY_BYTES:
             self._reply(413, {"error": "request too large"})
             return

@@ -24,7 +24,7 @@ from typing import Any
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.config.settings import JOB_NAMES, Settings
 from paimond.daemon import evaluate
-from paimond.daemon.discovery import find_tables, reachable
+from paimond.daemon.discovery import check_warehouses, find_tables, unready_reason
 from paimond.daemon.events import Events, log_event
 from paimond.daemon.http import HttpServer
 from paimond.daemon.lease import Leases
@@ -111,8 +111,18 @@ class Daemon:
             self._last_discovery = self._wall_s()
 
     def ready(self) -> bool:
-        """Config loaded and every warehouse reachable."""
-        return reachable(self.storages)
+        """Config loaded and every warehouse there and reachable."""
+        return self.unready_reason() is None
+
+    def unready_reason(self) -> str | None:
+        """Why the daemon is not ready (a warehouse that does not exist or cannot be
+        listed), or None."""
+        return unready_reason(self.storages)
+
+    def check_warehouses(self) -> None:
+        """ConfigError naming a configured warehouse that does not exist (a local directory,
+        an S3 bucket): at startup, a configuration error rather than an empty warehouse."""
+        check_warehouses(self.storages)
 
     # ---------------------------------------------------------------- deciding
 
@@ -284,7 +294,9 @@ class Daemon:
                 follow.set_result(skipped(state.table.name, self._enabled_jobs(), _STOPPING))
 
     def run_once(self) -> list[TableRun]:
-        """One full pass over every table (every enabled job), then return."""
+        """One full pass over every table (every enabled job), then return. ConfigError for
+        a warehouse that does not exist."""
+        self.check_warehouses()
         self.discover()
         jobs = self._enabled_jobs()
         futures = []
@@ -308,8 +320,10 @@ class Daemon:
     def run(self, on_serving: Callable[[str], None] | None = None) -> bool:
         """Serve HTTP and tick until :meth:`stop` (SIGTERM/SIGINT in the main thread), then
         shut down. True if every running job finished within the grace period. Raises
-        ConfigError when the HTTP address cannot be bound. ``on_serving`` gets the base URL."""
+        ConfigError when a warehouse does not exist or the HTTP address cannot be bound.
+        ``on_serving`` gets the base URL."""
         settings = self.settings
+        self.check_warehouses()
         http = HttpServer(self, self.metrics.registry, settings.http_host, settings.http_port,
                           settings.trigger_token)
         http.start()

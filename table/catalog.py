@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from paimond.errors import CodecError, CorruptFileError, MissingFileError
+from paimond.errors import CodecError, ConfigError, CorruptFileError, MissingFileError
 from paimond.format.schema import TableSchema, decode_schema
 from paimond.format.snapshot import Snapshot, decode_snapshot
 from paimond.table.layout import (
@@ -112,14 +112,34 @@ class Table:
 
 
 def open_table(storage: Storage, warehouse: str, name: str) -> Table:
-    """Open ``db.table`` of a warehouse; MissingFileError if it has no schema."""
+    """Open ``db.table`` of a warehouse. ConfigError for a name that is not ``DB.TABLE`` and
+    for a table that is not there (nothing under its directory); MissingFileError for a
+    table whose directory has files but no schema."""
     database, _, table_name = name.partition(".")
-    if not database or not table_name:
-        raise ValueError(f"table name must be DB.TABLE, got {name!r}")
+    if not database or not table_name or "/" in name:
+        raise ConfigError("--table", f"a table name is DB.TABLE, got {name!r}")
     table = Table(storage, storage.join(warehouse, database + DB_SUFFIX, table_name), name)
     if not table.schema_ids():
+        if not storage.list_dir(table.path):
+            raise ConfigError("--table", f"table {name} not found in {warehouse}")
         raise MissingFileError(table.file_path(SCHEMA_DIR, f"{SCHEMA_PREFIX}0"))
     return table
+
+
+def check_warehouse(storage: Storage) -> None:
+    """ConfigError naming the warehouse when its root is not there: a local directory that
+    does not exist, or an S3 bucket that does not exist. An existing empty warehouse passes
+    (an S3 prefix with no objects is an empty warehouse: S3 has no directories).
+    StorageUnavailableError when the store cannot be asked."""
+    root = storage.root
+    scheme, sep, rest = root.partition("://")
+    if sep and scheme in ("s3", "s3a"):
+        bucket = rest.split("/", 1)[0]
+        if not storage.exists(f"{scheme}://{bucket}"):
+            raise ConfigError("warehouse", f"{root}: bucket {bucket!r} does not exist")
+        return
+    if not storage.exists(root):
+        raise ConfigError("warehouse", f"{root} does not exist")
 
 
 def list_tables(storage: Storage, warehouse: str) -> list[Table]:

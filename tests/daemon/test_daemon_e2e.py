@@ -174,6 +174,7 @@ def test_a_taken_port_exits_2_naming_the_key(tmp_path: Path,
         taken.listen()
         port = taken.getsockname()[1]
         config = tmp_path / "paimond.toml"
+        (tmp_path / "wh").mkdir()  # a warehouse that does not exist is refused before the port
         config.write_text(f'[[warehouses]]\nuri = "{tmp_path / "wh"}"\n[http]\nport = {port}\n')
         assert main(["run", "--config", str(config)]) == 2
     error = capsys.readouterr().err

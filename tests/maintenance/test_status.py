@@ -132,5 +132,5 @@ def test_manifest_referencing_a_missing_data_file(warehouse: Path,
 
 
 def test_unknown_table_is_reported(warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["status", str(warehouse), "--table", "db.nope"]) == 1
-    assert "db.nope  UNREADABLE" in capsys.readouterr().out
+    assert main(["status", str(warehouse), "--table", "db.nope"]) == 2  # a usage error
+    assert f"table db.nope not found in {warehouse}" in capsys.readouterr().err
