@@ -158,6 +158,15 @@ def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[
     row_columns = []
     for column in value_columns:
         function = config.aggregate_functions.get(column, "last_non_null_value")
+        if function == "listagg" and column not in config.distinct:
+            if has_retract and column not in config.ignore_retract:
+                raise UnsupportedError(f"aggregate function 'listagg' (field {column}) cannot "
+                                       "retract; set fields.<c>.ignore-retract")
+            merged = _listagg(piece, column, config.list_agg_delimiters.get(column, ","),
+                              ~retract if has_retract else None)
+            if merged is not None:
+                base = base.set_column(base.schema.get_field_index(column), column, merged)
+                continue
         if function in ROW_FUNCTIONS:
             row_columns.append(column)
             continue
@@ -195,6 +204,34 @@ def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[
     if row_columns:
         base = merge_rows(piece, config, row_columns, base=base)
     return base
+
+
+# Java Character.isWhitespace and Arrow's utf8_is_space differ on these: such text goes the
+# per-key way (lsm/row_merge.py)
+_WHITESPACE_DIFFERS = "[\u00a0\u2007\u202f\u0085\u001c-\u001f]"
+
+
+def _listagg(piece: SortedSlice, column: str, delimiter: str, mask: np.ndarray | None
+             ) -> pa.Array | None:
+    """listagg (no distinct) with Arrow kernels: per key, the non-blank values joined in
+    order, NULL if none; None when the text needs Java's own whitespace test."""
+    values = piece.column(column)
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return None
+    if pc.any(pc.match_substring_regex(values, _WHITESPACE_DIFFERS)).as_py():
+        return None
+    blank = pc.or_(pc.equal(pc.utf8_length(values), 0), pc.utf8_is_space(values))
+    keep = _valid(values) & ~np.asarray(pc.fill_null(blank, True).to_numpy(zero_copy_only=False),
+                                        dtype=bool)
+    if mask is not None:
+        keep &= mask
+    data = pa.table({"g": pa.array(piece.group_ids), "v": values}).filter(pa.array(keep))
+    grouped = data.group_by("g", use_threads=False).aggregate([("v", "list")])
+    groups = np.asarray(grouped.column("g").combine_chunks().to_numpy())
+    joined = pc.binary_join(grouped.column(1).combine_chunks(), delimiter)
+    merged = _by_group(piece, groups, joined.cast(values.type))
+    # a lone version keeps its value, blank or not (Java passes it through unmerged)
+    return pc_coalesce(merged, values.take(pa.array(piece.last_rows())), _lone(piece))
 
 
 def _arrow_aggregate(piece: SortedSlice, column: pa.Array, function: str,
