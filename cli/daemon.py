@@ -12,15 +12,15 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, write_to_textfile
 
-from paimond.cli.common import table_of
+from paimond.cli.common import EXIT_OK, table_of
+from paimond.cli.common import EXIT_UNREADABLE as EXIT_FAILED
+from paimond.cli.common import EXIT_USAGE as EXIT_CONFIG
 from paimond.config.settings import Settings, load_settings
 from paimond.daemon.http import run_to_json
 from paimond.daemon.logging import configure_logging
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.errors import ConfigError
-
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
 
 def _settings(args: argparse.Namespace) -> Settings | None:
@@ -100,7 +100,8 @@ def _trigger(args: argparse.Namespace) -> int:
     except urllib.error.HTTPError as error:
         print(f"paimond: trigger refused ({error.code}): {error.read().decode(errors='replace')}",
               file=sys.stderr)
-        return EXIT_FAILED
+        # the request's fault (unknown table, token): usage, 2; the daemon's: 1
+        return EXIT_CONFIG if 400 <= error.code < 500 else EXIT_FAILED
     except urllib.error.URLError as error:
         print(f"paimond: cannot reach {args.url}: {error.reason}", file=sys.stderr)
         return EXIT_FAILED

@@ -87,7 +87,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         future = self.server.service.trigger(table)
         if future is None:
-            self._reply(404, {"error": f"no maintained table {table}"})
+            where = ", ".join(s.root for s in self.server.service.storages)
+            self._reply(404, {"error": f"table {table} not found in {where}"})
         elif wait:
             self._reply(200, run_to_json(future.result()))
         else:

@@ -135,7 +135,7 @@ format = "json"
         refused = subprocess.run([sys.executable, "-m", "paimond.cli", "trigger", url,
                                   "--table", "db.quiet"], capture_output=True, text=True,
                                  env={**os.environ, "PAIMOND_TRIGGER_TOKEN": "wrong"}, timeout=60)
-        assert refused.returncode == 1 and "401" in refused.stderr
+        assert refused.returncode == 2 and "401" in refused.stderr  # the caller's fault: 2
     finally:
         process.send_signal(signal.SIGTERM)
         try:

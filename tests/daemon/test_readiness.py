@@ -118,3 +118,13 @@ def test_trigger_with_a_malformed_content_length_is_a_400(
         assert json.loads(response.read()) == {"error": "malformed Content-Length"}
     finally:
         connection.close()
+
+
+def test_trigger_of_an_unknown_table_names_the_warehouse(
+        tmp_path: Path, serve: Serve, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    host, port = serve(_daemon(str(tmp_path)))
+    monkeypatch.setenv("PAIMOND_TRIGGER_TOKEN", TOKEN)
+    assert main(["trigger", f"http://{host}:{port}", "--table", "db.x"]) == 2
+    assert f"(404): {{\"error\": \"table db.x not found in {tmp_path}\"}}" in (
+        capsys.readouterr().err)
