@@ -54,7 +54,7 @@ OPTIONS = {
     "partition.expiration-time": f"{PARTITION_EXPIRATION_DAYS} d",
     "partition.timestamp-formatter": "yyyyMMdd",
     "tag.automatic-creation": "process-time", "sink.process-time-zone": "UTC",
-    "tag.num-retained-max": "3",
+    "tag.num-retained-max": "2",
     "consumer.expiration-time": "1 h",
 }
 # Above every snapshot override below: the changelog is decoupled, so expired snapshots stay as
@@ -68,9 +68,9 @@ Row = tuple[str, int, str]
 # Steps come from a seeded generator (hypothesis draws the seeds): with a dozen examples,
 # hypothesis' own list strategies stay near their simplest values (one-row commits a minute
 # apart) and rarely expire anything. A failure prints the seed and the steps.
-WEIGHTS = {"commit": 6, "advance": 2, "create_tag": 2, "delete_tag": 1, "tags": 2,
-           "consumer": 2, "remove_consumer": 1, "expire_consumers": 2, "expire_partitions": 2,
-           "expire": 5, "compact": 3, "merge_manifests": 2}
+WEIGHTS = {"commit": 6, "advance": 2, "create_tag": 2, "delete_tag": 2, "tags": 2,
+           "consumer": 1, "remove_consumer": 1, "expire_consumers": 2, "expire_partitions": 2,
+           "expire": 5, "compact": 4, "merge_manifests": 2}
 
 
 def random_steps(rng: random.Random, count: int) -> list[tuple[Any, ...]]:
@@ -90,7 +90,7 @@ def random_steps(rng: random.Random, count: int) -> list[tuple[Any, ...]]:
             steps.append((kind, rng.randint(1, 3), rng.randint(0, 2), rng.choice([0, 0, 60]),
                           rng.randint(1, 10)))
         elif kind == "compact":  # full
-            steps.append((kind, rng.random() < 0.5))
+            steps.append((kind, rng.random() < 0.7))
         else:
             steps.append((kind,))
     return steps
@@ -300,9 +300,13 @@ class History:
             # minus the expiration time.
             threshold = (datetime.datetime.fromtimestamp(self.now_ms / 1000)
                          - datetime.timedelta(days=PARTITION_EXPIRATION_DAYS))
-            self.current = {k: v for k, v in self.current.items()
-                            if datetime.datetime.strptime(k[0], "%Y%m%d") >= threshold}
+            kept = {k: v for k, v in self.current.items()
+                    if datetime.datetime.strptime(k[0], "%Y%m%d") >= threshold}
+            latest = max(snapshot_ids(self.dir))
             self._run("expire_partitions")
+            dropped = len(kept) < len(self.current)
+            assert (max(snapshot_ids(self.dir)) > latest) == dropped, "a drop commits a snapshot"
+            self.current = kept
         elif kind == "expire":
             _, retain_min, extra, older_min, max_deletes = op
             self._run("expire", retain_min=retain_min, retain_max=retain_min + extra,
@@ -324,7 +328,7 @@ class History:
 
     # -- the invariant
 
-    def check(self, ids_before: list[int], what: str) -> None:
+    def check(self, ids_before: list[int], changelogs_before: list[int], what: str) -> None:
         ids = snapshot_ids(self.dir)
         assert ids == list(range(ids[0], ids[-1] + 1)), f"{what}: snapshot ids {ids}"
         snapshot_dir = self.dir / "snapshot"
@@ -335,6 +339,9 @@ class History:
             pinned = min(next_id for next_id, _ in consumers.values())
             lost = [i for i in ids_before if i >= pinned and i not in ids]
             assert not lost, f"{what}: snapshots {lost} expired under consumer at {pinned}"
+            kept = set(ids) | set(_numbered(self.dir / "changelog", "changelog-"))
+            lost = [i for i in changelogs_before if i >= pinned and i not in kept]
+            assert not lost, f"{what}: changelogs {lost} expired under consumer at {pinned}"
 
         refs = Refs()
         snapshots = {i: (self.dir / "snapshot" / f"snapshot-{i}") for i in ids}
@@ -397,14 +404,15 @@ def _run_history(warehouse: Path, options: dict[str, str], steps: list[tuple[Any
     history = History(warehouse, options)
     history.commit(2, 0, 1)
     history.commit(2, 1, 1)
-    history.check([], "start")
+    history.check([], [], "start")
     for n, op in enumerate(steps):
         ids_before = snapshot_ids(history.dir)
+        changelogs_before = sorted(_numbered(history.dir / "changelog", "changelog-"))
         files_before = history.data_files()
         history.step(op)
         if files_before - history.data_files():
             history.checked.clear()  # something was deleted: read everything again
-        history.check(ids_before, f"step {n} {op}")
+        history.check(ids_before, changelogs_before, f"step {n} {op}")
     return history
 
 
