@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import random
+import subprocess
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from java_reader import JavaReader, canonical_rows, multiset_diff
-from pypaimon_oracle import read_rows, read_rows_rust
+from pypaimon_oracle import live_files, read_rows, read_rows_rust
 from pypaimon_tables import (
     _not_null,
     _Writer,
@@ -25,6 +30,7 @@ from pypaimon_tables import (
     build_append_unaware,
     catalog_for,
 )
+from table_history import assert_exactly_referenced
 
 from paimond.clock import Clock
 from paimond.errors import RefusedError
@@ -385,11 +391,13 @@ def test_unaware_deletion_vectors(tmp_path: Path, java_reader: JavaReader) -> No
                  for p in [partition_text(table.latest_schema(), key[0])]}
     a1, a2, a3, _ = files["dt=a"]
     b1 = files["dt=b"][0]
-    layout = [("dt=a", {a1: range(6), a2: [0]}), ("dt=a", {a3: range(1, 8)}), ("dt=b", {b1: [0]})]
+    layout: list[tuple[str, dict[str, list[int]]]] = [
+        ("dt=a", {a1: list(range(6)), a2: [0]}), ("dt=a", {a3: list(range(1, 8))}),
+        ("dt=b", {b1: [0]})]
     added = []
     for where, vectors in layout:
         entry, _ = write_deletion_vectors(
-            table, {n: vector_of(np.array(list(p), dtype=np.int64), bitmap64=False)
+            table, {n: vector_of(np.array(p, dtype=np.int64), bitmap64=False)
                     for n, p in vectors.items()}, partition[where], 0, bitmap64=False)
         added.append(entry)
     Committer(table, commit_kind="APPEND", clock=CLOCK).commit(CommitChanges(index_added=added))
@@ -433,9 +441,60 @@ def test_refusals(tmp_path: Path) -> None:
         assert table.snapshots.latest().id == 1  # nothing committed
 
 
-def test_partition_filter_and_kill_before_commit(tmp_path: Path) -> None:
-    """``partitions=`` compacts only the matching ones; a run killed after writing its
-    files leaves the table as it was (its files are its record's garbage)."""
+@pytest.mark.parametrize("point", ["append_compact.files_written", "data_files.file_written",
+                                   "commit.manifest_list_written"])
+def test_a_killed_run_leaves_the_table_readable_and_the_rerun_cleans(tmp_path: Path,
+                                                                     point: str) -> None:
+    """Killed (as by SIGKILL) at a crash point, the table reads as before; the rerun
+    deletes what the killed run wrote, compacts, and leaves exactly the referenced files."""
+    warehouse = str(tmp_path / "wh")
+    spec = build_append_unaware(warehouse)
+    code = ("import sys; from paimond.cli.main import main; "
+            f"sys.exit(main(['compact', {warehouse!r}, '--table', {spec.name!r}, "
+            "'--parallelism', '1']))")
+    env = {**os.environ, "PAIMOND_CRASH_AT": point}
+    killed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
+    assert killed.returncode == 137, killed.stderr.decode()[-2000:]
+    table = _open(warehouse, spec.name)
+    assert table.snapshots.latest_id() == spec.snapshot_count
+    assert read_rows(warehouse, spec.name).equals(spec.expected_rows)
+    summary = _compact(table)
+    assert summary.snapshot is not None
+    assert read_rows(warehouse, spec.name).equals(spec.expected_rows)
+    assert_exactly_referenced(table)
+
+
+def test_output_statistics_match_the_rows(tmp_path: Path) -> None:
+    """pypaimon decodes each new file's value statistics; they equal the file's own rows'
+    min, max and null count (read with pyarrow)."""
+    warehouse = str(tmp_path / "wh")
+    spec = build_append_unaware(warehouse)
+    table = _open(warehouse, spec.name)
+    summary = _compact(table)
+    assert summary.snapshot is not None
+    added = {e.file.file_name for r in summary.results for e in r.added}
+    files = [f for f in live_files(warehouse, spec.name, summary.snapshot.id)
+             if f["file_name"] in added]
+    assert len(files) == len(added)
+    from pypaimon.table.row.generic_row import GenericRowDeserializer
+    from pypaimon_oracle import _table
+    all_fields = _table(warehouse, spec.name, None).table_schema.fields
+    for file in files:
+        ids = pq.ParquetFile(file["path"]).read(columns=["id", "msg"])
+        stats = file["value_stats"]
+        names = file["value_stats_cols"] or [f.name for f in all_fields]
+        fields = [f for f in all_fields if f.name in names]
+        low = GenericRowDeserializer.from_bytes(stats["min_values"], fields).values
+        high = GenericRowDeserializer.from_bytes(stats["max_values"], fields).values
+        column = names.index("id")
+        assert low[column] == pc.min(ids.column("id")).as_py()
+        assert high[column] == pc.max(ids.column("id")).as_py()
+        assert stats["null_counts"][names.index("msg")] == ids.column("msg").null_count
+        assert file["file_source"] == 1 and file["level"] == 0
+
+
+def test_partition_filter(tmp_path: Path) -> None:
+    """``partitions=`` compacts only the matching ones."""
     warehouse = str(tmp_path / "wh")
     spec = build_append_unaware(warehouse)
     table = _open(warehouse, spec.name)
