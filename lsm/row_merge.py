@@ -1,8 +1,9 @@
 """Merge functions that must run record by record, per key, in Python: Java
 ``PartialUpdateMergeFunction`` with sequence groups or ``remove-record-on-delete``,
 ``AggregateMergeFunction`` with ``aggregation.remove-record-on-delete``, and the aggregate
-functions without an Arrow kernel (``FieldListaggAgg``, ``FieldCollectAgg``,
-``FieldMergeMapAgg``; apache/paimon 5dacde516b). Written from Java's semantics, not its code.
+functions without an Arrow kernel (``FieldListaggAgg`` with distinct, ``FieldCollectAgg``,
+``FieldMergeMapAgg``, ``FieldRoaringBitmap32Agg``; apache/paimon 5dacde516b). Written from
+Java's semantics, not its code.
 
 Only keys with two or more versions are merged: Java's ``ReducerMergeFunctionWrapper`` hands a
 lone version through untouched (its kind, sequence number and values), and so do these.
@@ -19,11 +20,12 @@ import numpy as np
 import pyarrow as pa
 
 from paimond.errors import UnsupportedError
+from paimond.format.file_index.roaring import read_bitmap, serialize_bitmap
 from paimond.format.row_kind import RowKind
 from paimond.lsm.merge import SEQUENCE_COLUMN, VALUE_KIND_COLUMN, SortedSlice
 from paimond.table.merge_options import MergeConfig
 
-ROW_FUNCTIONS = frozenset({"listagg", "collect", "merge_map"})
+ROW_FUNCTIONS = frozenset({"listagg", "collect", "merge_map", "rbm32"})
 _RETRACT_KINDS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
 
 
@@ -263,6 +265,18 @@ class _MergeMap(FieldAgg):
         return [(k, v) for k, v in acc if k not in gone]
 
 
+class _Rbm32(FieldAgg):
+    """Java ``FieldRoaringBitmap32Agg``: the union of two portable 32-bit roaring bitmaps,
+    written after run optimization as Java's ``RoaringBitmap32.serialize``."""
+
+    def agg(self, acc: Any, value: Any) -> Any:
+        if acc is None or value is None:
+            return value if acc is None else acc
+        left, _ = read_bitmap(acc, 0)
+        right, _ = read_bitmap(value, 0)
+        return serialize_bitmap(left | right)
+
+
 def make_field_agg(name: str, function: str, type_: pa.DataType, config: MergeConfig) -> FieldAgg:
     """Java ``FieldAggregatorFactory.create``: the function, wrapped to ignore retractions when
     ``fields.<name>.ignore-retract`` is set."""
@@ -289,6 +303,10 @@ def make_field_agg(name: str, function: str, type_: pa.DataType, config: MergeCo
         if not pa.types.is_map(type_):
             raise UnsupportedError(f"merge_map on {type_} (field {name}): Paimon takes maps")
         agg = _MergeMap(name, function)
+    elif function == "rbm32":
+        if not pa.types.is_binary(type_) and not pa.types.is_large_binary(type_):
+            raise UnsupportedError(f"rbm32 on {type_} (field {name}): Paimon takes VARBINARY")
+        agg = _Rbm32(name, function)
     else:
         raise UnsupportedError(f"aggregate function {function!r} (field {name})")
     if name in config.ignore_retract:

@@ -20,6 +20,7 @@ from paimond.format.types import (
     DataField,
     IntType,
     MapType,
+    VarBinaryType,
     VarCharType,
 )
 from paimond.lsm.merge import merge_sorted_runs, sort_slice
@@ -373,3 +374,45 @@ def test_listagg_without_ignore_retract_refuses_a_retraction() -> None:
     options = {"merge-engine": "aggregation", "fields.s.aggregate-function": "listagg"}
     with pytest.raises(UnsupportedError, match="listagg"):
         _run(versions, _ag_schema(options), AG_COLUMNS, AG_TYPES, True)
+
+
+# ---- rbm32 -----------------------------------------------------------------------------------
+
+
+def _bitmap_bytes(values: set[int]) -> bytes:
+    from pyroaring import BitMap
+
+    bitmap = BitMap(values)
+    bitmap.run_optimize()
+    return bytes(bitmap.serialize())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from((INSERT, UPDATE_BEFORE)),
+                          st.none() | st.sets(st.integers(0, 1 << 20) | st.integers(0, 40),
+                                              max_size=30)), min_size=1, max_size=25))
+def test_rbm32_is_the_union(draws: list[tuple[int, int, set[int] | None]]) -> None:
+    """rbm32 ORs the bitmaps of a key's versions (retractions ignored with ignore-retract)."""
+    from pyroaring import BitMap
+
+    versions = [{"k": k, "_seq": seq, "_kind": kind, "bm": None if v is None else _bitmap_bytes(v)}
+                for seq, (k, kind, v) in enumerate(draws)]
+    fields = (DataField(0, "k", IntType(nullable=False)), DataField(1, "bm", VarBinaryType()))
+    schema = TableSchema(id=0, fields=fields, highest_field_id=1, partition_keys=(),
+                         primary_keys=("k",), options={
+                             "merge-engine": "aggregation", "fields.bm.aggregate-function": "rbm32",
+                             "fields.bm.ignore-retract": "true"})
+    got = _run(versions, schema, ("k", "bm"), {"k": pa.int32(), "bm": pa.binary()}, True)
+    expected = []
+    for key in sorted({v["k"] for v in versions}):
+        mine = [v for v in versions if v["k"] == key]
+        if len(mine) == 1:
+            if mine[0]["_kind"] == INSERT:
+                expected.append((key, mine[0]["bm"]))
+            continue
+        union = None
+        for v in mine:
+            if v["_kind"] == INSERT and v["bm"] is not None:
+                union = set(BitMap.deserialize(v["bm"])) | (union or set())
+        expected.append((key, None if union is None else _bitmap_bytes(union)))
+    assert [(r["k"], r["bm"]) for r in got] == expected

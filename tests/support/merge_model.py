@@ -97,6 +97,14 @@ def listagg(acc: str | None, value: str | None, delimiter: str, distinct: bool) 
     return delimiter.join([acc, *extra])
 
 
+def _rbm32_union(left: bytes, right: bytes) -> bytes:
+    from pyroaring import BitMap
+
+    union = BitMap.deserialize(left) | BitMap.deserialize(right)
+    union.run_optimize()
+    return bytes(union.serialize())
+
+
 def aggregate(versions: Sequence[Row], columns: Sequence[str], functions: Mapping[str, str], *,
               delimiters: Mapping[str, str] | None = None,
               distinct: frozenset[str] = frozenset(), remove_on_delete: bool = False
@@ -130,6 +138,9 @@ def aggregate(versions: Sequence[Row], columns: Sequence[str], functions: Mappin
                 if value is not None or (c in distinct and acc is not None):
                     merged = list(acc or []) + list(value or [])
                     row[c] = list(dict.fromkeys(merged)) if c in distinct else merged
+            elif function == "rbm32":  # the union, written run-optimized (Java's bytes)
+                if value is not None:
+                    row[c] = value if acc is None else _rbm32_union(acc, value)
             elif function == "merge_map":
                 if value is not None:
                     row[c] = list({**dict(acc or []), **dict(value)}.items())

@@ -123,9 +123,9 @@ def test_duties_of_write_only_writers_fall_to_paimond() -> None:
     refused = {d.name: d for d in duties(_options(
         {"record-level.expire-time": "1 d", "changelog-producer": "input",
          "changelog.time-retained": "2 d", "merge-engine": "aggregation",
-         "fields.v.aggregate-function": "rbm32"}))}
+         "fields.v.aggregate-function": "rbm64"}))}
     assert refused["record-level expiry"].performer == refused["compaction"].performer == "refused"
-    assert "fields.v.aggregate-function=rbm32" in refused["record-level expiry"].detail
+    assert "fields.v.aggregate-function=rbm64" in refused["record-level expiry"].detail
     assert refused["changelog expiry"].performer == refused["snapshot expiry"].performer == "paimond"
 
 
