@@ -22,6 +22,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from java_reader import JavaReader, canonical_rows, multiset_diff
+from pypaimon.schema.data_types import AtomicType
+from pypaimon.schema.schema_change import SchemaChange
 from pypaimon_oracle import live_files, read_rows, read_rows_rust
 from pypaimon_tables import (
     _not_null,
@@ -422,6 +424,44 @@ def test_unaware_deletion_vectors(tmp_path: Path, java_reader: JavaReader) -> No
     assert read_rows(warehouse, "db.unaware_dv").equals(pypaimon_before)
     for snapshot_id in table.snapshots.list_ids():
         read_rows(warehouse, "db.unaware_dv", snapshot_id)  # every snapshot still reads
+
+
+def test_evolved_schema_and_file_num_limit(tmp_path: Path, java_reader: JavaReader) -> None:
+    """Files of an older schema (a column added since) are rewritten in the current schema,
+    the old rows reading null there. ``compaction.file-num-limit=7`` makes the coordinator
+    scan 7 of the 12 small files (manifest order): one task of those 7, the other 5 stay."""
+    warehouse = str(tmp_path / "wh")
+    schema = pa.schema([_not_null("id", pa.int32())])
+    writer = _Writer(catalog_for(warehouse), "db.evolved", schema,
+                     options={"bucket": "-1", "compaction.file-num-limit": "7"})
+    for commit in range(6):
+        writer.commit([{"id": commit * 10 + i} for i in range(3)])
+    catalog_for(warehouse).alter_table(
+        "db.evolved", [SchemaChange.add_column("note", AtomicType("STRING"))], False)
+    evolved = _Writer.__new__(_Writer)
+    evolved.table = catalog_for(warehouse).get_table("db.evolved")
+    evolved.write_schema = pa.schema([_not_null("id", pa.int32()), ("note", pa.string())])
+    evolved.commits = 0
+    for commit in range(6, 12):
+        evolved.commit([{"id": commit * 10 + i, "note": f"n{commit}"} for i in range(3)])
+    table = _open(warehouse, "db.evolved")
+    (before_files,) = _bucket_files(table).values()
+    assert len(before_files) == 12 and table.latest_schema().id == 1
+    rows = read_rows(warehouse, "db.evolved")
+    path = tmp_path / "wh" / "db.db" / "evolved"
+    java = java_reader.read_rows(path)
+    summary = _compact(table)
+    assert summary.plan is not None and any("file-num-limit" in r for r in summary.plan.skipped)
+    assert [[e.file.file_name for e in r.task.inputs] for r in summary.results] == [
+        sorted((e.file.file_name for e in before_files[:7]),
+               key=lambda n: next(e.file.file_size for e in before_files
+                                  if e.file.file_name == n))]
+    (after,) = _bucket_files(table).values()
+    assert len(after) == 6
+    assert all(e.file.schema_id == 1 for r in summary.results for e in r.added)
+    assert read_rows(warehouse, "db.evolved").equals(rows)
+    assert rows.column("note").null_count == 18
+    assert Counter(java_reader.read_rows(path)) == Counter(java)
 
 
 def test_refusals(tmp_path: Path) -> None:
