@@ -424,6 +424,13 @@ def test_unaware_deletion_vectors(tmp_path: Path, java_reader: JavaReader) -> No
     assert read_rows(warehouse, "db.unaware_dv").equals(pypaimon_before)
     for snapshot_id in table.snapshots.list_ids():
         read_rows(warehouse, "db.unaware_dv", snapshot_id)  # every snapshot still reads
+    # expiring every older snapshot deletes the replaced index files and inputs, nothing else
+    expire = JOBS["expire"]
+    expire.run(table, expire.settings(retain_min=1, retain_max=1, older_than_ms=0),
+               JobContext(clock=CLOCK))
+    assert table.snapshots.list_ids() == [latest.id]
+    assert_exactly_referenced(table)
+    assert Counter(java_reader.read_rows(path)) == Counter(java_before)
 
 
 def test_evolved_schema_and_file_num_limit(tmp_path: Path, java_reader: JavaReader) -> None:
