@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import os
 import random
 import subprocess
@@ -212,6 +213,16 @@ def _split_rows(warehouse: str, name: str) -> dict[tuple[Any, int], list[dict[st
     return dict(out)
 
 
+def _per_bucket(java_rows: list[str], buckets: dict[tuple[Any, int], list[dict[str, Any]]]
+                ) -> dict[tuple[Any, int], list[str]]:
+    """Java's rows (in its read order) grouped by the bucket pypaimon read each id from."""
+    where = {row["id"]: key for key, rows in buckets.items() for row in rows}
+    out: dict[tuple[Any, int], list[str]] = defaultdict(list)
+    for row in java_rows:
+        out[where[json.loads(row)[1]]].append(row)
+    return dict(out)
+
+
 def _compact(table: Table, *, full: bool = False) -> Any:
     job = CompactJob(table, clock=CLOCK, full=full, use_processes=False)
     return job.run()
@@ -277,6 +288,8 @@ def test_fixed_buckets_avro_keep_their_order(tmp_path: Path, java_reader: JavaRe
     spec = build_append_fixed_bucket(warehouse)
     table = _open(warehouse, spec.name)
     order = _split_rows(warehouse, spec.name)
+    java_path = tmp_path / "wh" / "db.db" / "append_fixed_bucket"
+    java_order = java_reader.read_rows(java_path)  # in read order: buckets, files, rows
     before = _bucket_files(table)
     summary = _compact(table)  # normal pick: min.file-num 5 consecutive files
     _check_committed(table, before, summary)
@@ -292,8 +305,9 @@ def test_fixed_buckets_avro_keep_their_order(tmp_path: Path, java_reader: JavaRe
     assert all(e.file.file_name.endswith(".avro") for r in full.results for e in r.added)
     rows = read_rows(warehouse, spec.name)
     assert rows.equals(spec.expected_rows)
-    java = java_reader.read_rows(tmp_path / "wh" / "db.db" / "append_fixed_bucket")
+    java = java_reader.read_rows(java_path)
     assert Counter(java) == Counter(canonical_rows(rows))
+    assert _per_bucket(java, order) == _per_bucket(java_order, order)
 
 
 def test_orc_with_file_index_and_rolling_through_the_registry(tmp_path: Path) -> None:
