@@ -2,7 +2,8 @@
 ``PartialUpdateMergeFunction`` with sequence groups or ``remove-record-on-delete``,
 ``AggregateMergeFunction`` with ``aggregation.remove-record-on-delete``, and the aggregate
 functions without an Arrow kernel (``FieldListaggAgg`` with distinct, ``FieldCollectAgg``,
-``FieldMergeMapAgg``, ``FieldRoaringBitmap32Agg``; apache/paimon 5dacde516b). Written from
+``FieldMergeMapAgg``, ``FieldRoaringBitmap32Agg``, ``FieldHllSketchAgg``,
+``FieldThetaSketchAgg``; apache/paimon 5dacde516b). Written from
 Java's semantics, not its code.
 
 Only keys with two or more versions are merged: Java's ``ReducerMergeFunctionWrapper`` hands a
@@ -12,6 +13,7 @@ Values are Python objects (``to_pylist``); each merged column is rebuilt with it
 
 from __future__ import annotations
 
+import struct
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -25,7 +27,8 @@ from paimond.format.row_kind import RowKind
 from paimond.lsm.merge import SEQUENCE_COLUMN, VALUE_KIND_COLUMN, SortedSlice
 from paimond.table.merge_options import MergeConfig
 
-ROW_FUNCTIONS = frozenset({"listagg", "collect", "merge_map", "rbm32"})
+ROW_FUNCTIONS = frozenset({"listagg", "collect", "merge_map", "rbm32", "hll_sketch",
+                           "theta_sketch"})
 _RETRACT_KINDS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
 
 
@@ -277,6 +280,42 @@ class _Rbm32(FieldAgg):
         return serialize_bitmap(left | right)
 
 
+class _Sketch(FieldAgg):
+    """Java ``FieldHllSketchAgg`` / ``FieldThetaSketchAgg`` with Apache DataSketches' Python
+    library (the same serialized formats): HLL: a union sized by the second sketch's lg_k,
+    updated with the second then the first, its HLL_4 result compact; theta: a union of
+    default size (lg_k 12, seed 9001) of both, its ordered compact result."""
+
+    def agg(self, acc: Any, value: Any) -> Any:
+        if acc is None or value is None:
+            return value if acc is None else acc
+        import datasketches as ds
+
+        try:
+            if self.function == "hll_sketch":
+                first, second = ds.hll_sketch.deserialize(acc), ds.hll_sketch.deserialize(value)
+                union = ds.hll_union(second.lg_config_k)
+                union.update(second)
+                union.update(first)
+                return bytes(union.get_result(ds.tgt_hll_type.HLL_4).serialize_compact())
+            theta = ds.theta_union(12)
+            theta.update(ds.compact_theta_sketch.deserialize(acc))
+            theta.update(ds.compact_theta_sketch.deserialize(value))
+            return _java_theta_bytes(bytes(theta.get_result(True).serialize()))
+        except (RuntimeError, ValueError) as error:
+            raise UnsupportedError(f"{self.function} (field {self.name}): a value is not a "
+                                   f"serialized sketch paimond can read ({error})") from error
+
+
+def _java_theta_bytes(data: bytes) -> bytes:
+    """A compact theta sketch as Java writes it: with two or more preamble longs, Java
+    stores the sampling probability p (1.0f for a union's result) in bytes 12-15, where
+    DataSketches' C++ writes zeros (readers of either ignore it)."""
+    if data and data[0] & 0x3F >= 2:
+        return data[:12] + struct.pack("<f", 1.0) + data[16:]
+    return data
+
+
 def make_field_agg(name: str, function: str, type_: pa.DataType, config: MergeConfig) -> FieldAgg:
     """Java ``FieldAggregatorFactory.create``: the function, wrapped to ignore retractions when
     ``fields.<name>.ignore-retract`` is set."""
@@ -307,6 +346,11 @@ def make_field_agg(name: str, function: str, type_: pa.DataType, config: MergeCo
         if not pa.types.is_binary(type_) and not pa.types.is_large_binary(type_):
             raise UnsupportedError(f"rbm32 on {type_} (field {name}): Paimon takes VARBINARY")
         agg = _Rbm32(name, function)
+    elif function in ("hll_sketch", "theta_sketch"):
+        if not pa.types.is_binary(type_) and not pa.types.is_large_binary(type_):
+            raise UnsupportedError(f"{function} on {type_} (field {name}): Paimon takes "
+                                   "VARBINARY")
+        agg = _Sketch(name, function)
     else:
         raise UnsupportedError(f"aggregate function {function!r} (field {name})")
     if name in config.ignore_retract:

@@ -35,7 +35,7 @@ Handling = Literal["implemented", "refused", "not affecting"]
 AGGREGATE_FUNCTIONS = frozenset({
     "last_value", "last_non_null_value", "primary-key", "first_value", "first_non_null_value",
     "first_not_null_value", "sum", "product", "min", "max", "bool_and", "bool_or",
-    "listagg", "collect", "merge_map", "rbm32"})
+    "listagg", "collect", "merge_map", "rbm32", "hll_sketch", "theta_sketch"})
 
 Setting = Callable[[TableOptions], str | None]
 
@@ -94,7 +94,7 @@ def _engine_unknown(options: TableOptions) -> str | None:
 
 
 def _aggregate_unknown(options: TableOptions) -> str | None:
-    if options.merge_engine != "aggregation":
+    if options.merge_engine not in ("aggregation", "partial-update"):  # partial-update: in groups
         return None
     default = options.default_aggregate_function
     functions = {f"fields.{c}.aggregate-function": f
@@ -142,7 +142,7 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "only", _pk(_engine_unknown)),
     SemanticOption("fields.<c>.aggregate-function, fields.default-aggregate-function", (COMPACT,),
                    "implemented", ", ".join(sorted(AGGREGATE_FUNCTIONS))),
-    SemanticOption("fields.<c>.aggregate-function (any other, e.g. rbm64, hll_sketch)", (COMPACT,),
+    SemanticOption("fields.<c>.aggregate-function (any other, e.g. rbm64, nested_update)", (COMPACT,),
                    "refused", "paimond does not implement this aggregate function; compacting "
                    "would merge the column differently from Paimon", _pk(_aggregate_unknown)),
     SemanticOption("fields.<c>.ignore-retract", (COMPACT,), "implemented",

@@ -395,8 +395,9 @@ def test_rbm32_is_the_union(draws: list[tuple[int, int, set[int] | None]]) -> No
     """rbm32 ORs the bitmaps of a key's versions (retractions ignored with ignore-retract)."""
     from pyroaring import BitMap
 
-    versions = [{"k": k, "_seq": seq, "_kind": kind, "bm": None if v is None else _bitmap_bytes(v)}
-                for seq, (k, kind, v) in enumerate(draws)]
+    versions: list[dict[str, Any]] = [
+        {"k": k, "_seq": seq, "_kind": kind, "bm": None if v is None else _bitmap_bytes(v)}
+        for seq, (k, kind, v) in enumerate(draws)]
     fields = (DataField(0, "k", IntType(nullable=False)), DataField(1, "bm", VarBinaryType()))
     schema = TableSchema(id=0, fields=fields, highest_field_id=1, partition_keys=(),
                          primary_keys=("k",), options={
@@ -410,7 +411,7 @@ def test_rbm32_is_the_union(draws: list[tuple[int, int, set[int] | None]]) -> No
             if mine[0]["_kind"] == INSERT:
                 expected.append((key, mine[0]["bm"]))
             continue
-        union = None
+        union: set[int] | None = None
         for v in mine:
             if v["_kind"] == INSERT and v["bm"] is not None:
                 union = set(BitMap.deserialize(v["bm"])) | (union or set())

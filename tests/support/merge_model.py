@@ -105,6 +105,24 @@ def _rbm32_union(left: bytes, right: bytes) -> bytes:
     return bytes(union.serialize())
 
 
+def _sketch_union(function: str, left: bytes, right: bytes) -> bytes:
+    """Java HllSketchUtil.union / ThetaSketch.union, with DataSketches' Python library."""
+    import datasketches as ds
+
+    if function == "hll_sketch":
+        union = ds.hll_union(ds.hll_sketch.deserialize(right).lg_config_k)
+        union.update(ds.hll_sketch.deserialize(right))
+        union.update(ds.hll_sketch.deserialize(left))
+        return bytes(union.get_result(ds.tgt_hll_type.HLL_4).serialize_compact())
+    theta = ds.theta_union(12)
+    for sketch in (left, right):
+        theta.update(ds.compact_theta_sketch.deserialize(sketch))
+    out = bytearray(theta.get_result(True).serialize())
+    if out[0] & 0x3F >= 2:  # Java writes p (1.0f) into the preamble where C++ leaves 0
+        out[12:16] = b"\x00\x00\x80\x3f"
+    return bytes(out)
+
+
 def aggregate(versions: Sequence[Row], columns: Sequence[str], functions: Mapping[str, str], *,
               delimiters: Mapping[str, str] | None = None,
               distinct: frozenset[str] = frozenset(), remove_on_delete: bool = False
@@ -141,6 +159,9 @@ def aggregate(versions: Sequence[Row], columns: Sequence[str], functions: Mappin
             elif function == "rbm32":  # the union, written run-optimized (Java's bytes)
                 if value is not None:
                     row[c] = value if acc is None else _rbm32_union(acc, value)
+            elif function in ("hll_sketch", "theta_sketch"):
+                if value is not None:
+                    row[c] = value if acc is None else _sketch_union(function, acc, value)
             elif function == "merge_map":
                 if value is not None:
                     row[c] = list({**dict(acc or []), **dict(value)}.items())
