@@ -239,11 +239,32 @@ class Committer:
             live[entry.identifier] = entry
         if changes.index_base:
             self._check_index_base(latest, changes.index_base)
+        if not schema.primary_keys and changes.deleted:
+            self._check_no_vector_of_deleted_files(latest, schema, changes)
         if schema.primary_keys:
             touched = {(e.partition, e.bucket) for e in (*changes.added, *changes.deleted)}
             _check_levels_do_not_overlap(self.table.name, schema,
                                          [e for e in live.values()
                                           if (e.partition, e.bucket) in touched])
+
+    def _check_no_vector_of_deleted_files(self, latest: Snapshot, schema: TableSchema,
+                                          changes: CommitChanges) -> None:
+        """An append table: once committed, no deletion vector may name a data file this
+        commit deletes; one that does was added meanwhile (a concurrent delete), and the
+        rewrite computed without it would bring the deleted rows back."""
+        removed = ({e.file.file_name for e in changes.deleted}
+                   - {e.file.file_name for e in changes.added})
+        unaware = TableOptions.of(schema).bucket_mode(schema) == "BUCKET_UNAWARE"
+        combined = combine_index_entries(read_index_manifest(self.table, latest),
+                                         changes.index_deleted, changes.index_added,
+                                         by_file_name=unaware)
+        for entry in combined:
+            for dv in entry.index_file.dv_ranges or ():
+                if dv.data_file_name in removed:
+                    raise CommitConflictError(
+                        f"{self.table.name}: data file {dv.data_file_name} got a deletion "
+                        f"vector in snapshot {latest.id} (index file "
+                        f"{entry.index_file.file_name})")
 
     def _check_index_base(self, latest: Snapshot,
                           base: Mapping[tuple[bytes, int, str], str | None]) -> None:

@@ -485,6 +485,41 @@ def test_evolved_schema_and_file_num_limit(tmp_path: Path, java_reader: JavaRead
     assert Counter(java_reader.read_rows(path)) == Counter(java)
 
 
+@pytest.mark.parametrize("bucket", ["-1", "2"])
+def test_a_vector_added_meanwhile_makes_the_commit_replan(tmp_path: Path, bucket: str) -> None:
+    """A concurrent delete gives an input file its first vector after the plan: the commit
+    conflicts (the rewrite would bring the rows back), the job re-plans, and the second
+    attempt reads through the vector."""
+    warehouse = str(tmp_path / "wh")
+    schema = pa.schema([_not_null("id", pa.int32())])
+    writer = _Writer(catalog_for(warehouse), "db.meanwhile", schema, options={
+        "bucket": bucket, "deletion-vectors.enabled": "true",
+        **({"bucket-key": "id"} if bucket != "-1" else {})})
+    for commit in range(6):
+        writer.commit([{"id": commit * 100 + i} for i in range(10)])
+    table = _open(warehouse, "db.meanwhile")
+    victims: list[str] = []
+
+    def delete_meanwhile(done: int, total: int, task: Any) -> None:
+        if victims:
+            return
+        victim = task.inputs[0]
+        victims.append(victim.file.file_name)
+        vectors = {victim.file.file_name: vector_of(np.array([0, 1], dtype=np.int64),
+                                                    bitmap64=False)}
+        entry, _ = write_deletion_vectors(table, vectors, victim.partition, victim.bucket,
+                                          bitmap64=False)
+        Committer(table, commit_kind="APPEND", clock=CLOCK,
+                  check_conflicts=False).commit(CommitChanges(index_added=[entry]))
+
+    expected = read_rows(warehouse, "db.meanwhile").num_rows - 2
+    summary = CompactJob(table, clock=CLOCK, full=True, use_processes=False,
+                         progress=delete_meanwhile).run()
+    assert summary.attempts == 2 and summary.snapshot is not None
+    assert victims[0] in {e.file.file_name for r in summary.results for e in r.deleted}
+    assert read_rows(warehouse, "db.meanwhile").num_rows == expected
+
+
 def test_refusals(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
     schema = pa.schema([_not_null("id", pa.int32())])
