@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator, Mapping
 
 import pyarrow as pa
 
-from paimond.faults import crash_point
 from paimond.format.deletion_vector import DeletionVector
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
@@ -92,8 +91,7 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
                     background.put(pa.Table.from_batches([batch]))
         finally:
             reader.close()
-        written = writer.close()
-        crash_point("append_compact.files_written")
+        written = writer.close()  # each file passed data_files.file_written
         if dvs is not None:
             for entry in task.inputs:
                 dvs.remove(entry.file.file_name)
