@@ -20,7 +20,7 @@ from paimond.daemon.http import run_to_json
 from paimond.daemon.logging import configure_logging
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
-from paimond.errors import ConfigError
+from paimond.errors import ConfigError, StorageUnavailableError
 
 
 def _settings(args: argparse.Namespace) -> Settings | None:
@@ -62,6 +62,9 @@ def _run_once(args: argparse.Namespace) -> int:
     except ConfigError as error:  # a warehouse that does not exist
         print(f"paimond: {error}", file=sys.stderr)
         return EXIT_CONFIG
+    except StorageUnavailableError as error:  # it may come back: not a config error
+        print(f"paimond: {error}", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         daemon.shutdown(0)
     for run in runs:

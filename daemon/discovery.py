@@ -42,12 +42,15 @@ def unready_reason(storages: Sequence[Storage]) -> str | None:
     return None
 
 
-def check_warehouses(storages: Sequence[Storage]) -> None:
+def check_warehouses(storages: Sequence[Storage], *, unavailable_ok: bool = True) -> None:
     """At startup: ConfigError naming a warehouse that does not exist. A store that cannot be
-    reached now is only logged (readiness reports it; it may come back)."""
+    reached now is logged (readiness reports it; it may come back) or, unless
+    ``unavailable_ok``, raised (StorageUnavailableError)."""
     for storage in storages:
         try:
             check_warehouse(storage)
         except StorageUnavailableError as error:
+            if not unavailable_ok:
+                raise
             log.warning("warehouse_unreachable", warehouse=storage.root,
                         error_kind=kind_of(error), error=str(error))

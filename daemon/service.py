@@ -119,10 +119,11 @@ class Daemon:
         listed), or None."""
         return unready_reason(self.storages)
 
-    def check_warehouses(self) -> None:
+    def check_warehouses(self, *, unavailable_ok: bool = True) -> None:
         """ConfigError naming a configured warehouse that does not exist (a local directory,
-        an S3 bucket): at startup, a configuration error rather than an empty warehouse."""
-        check_warehouses(self.storages)
+        an S3 bucket): at startup, a configuration error rather than an empty warehouse. A
+        store that cannot be reached is logged, or raised unless ``unavailable_ok``."""
+        check_warehouses(self.storages, unavailable_ok=unavailable_ok)
 
     # ---------------------------------------------------------------- deciding
 
@@ -295,8 +296,9 @@ class Daemon:
 
     def run_once(self) -> list[TableRun]:
         """One full pass over every table (every enabled job), then return. ConfigError for
-        a warehouse that does not exist."""
-        self.check_warehouses()
+        a warehouse that does not exist, StorageUnavailableError for one that cannot be
+        reached (a pass that saw no table is not a pass that found none)."""
+        self.check_warehouses(unavailable_ok=False)
         self.discover()
         jobs = self._enabled_jobs()
         futures = []

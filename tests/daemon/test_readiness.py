@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import shutil
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -128,3 +129,29 @@ def test_trigger_of_an_unknown_table_names_the_warehouse(
     assert main(["trigger", f"http://{host}:{port}", "--table", "db.x"]) == 2
     assert f"(404): {{\"error\": \"table db.x not found in {tmp_path}\"}}" in (
         capsys.readouterr().err)
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_store_is_not_ready_and_run_once_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serve: Serve,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a configuration error (it may come back, exit 1), but not an empty warehouse."""
+    for name, value in (("AWS_ACCESS_KEY_ID", "k"), ("AWS_SECRET_ACCESS_KEY", "s"),
+                        ("AWS_EC2_METADATA_DISABLED", "true")):
+        monkeypatch.setenv(name, value)
+    config = tmp_path / "paimond.toml"
+    config.write_text(
+        '[[warehouses]]\nuri = "s3://down-bucket/wh"\nstorage_options = { endpoint_url = '
+        f'"http://127.0.0.1:{_closed_port()}", region = "us-east-1", connect_timeout_s = "1", '
+        'read_timeout_s = "1", max_attempts = "1" }\n')
+    daemon = Daemon(load_settings(str(config)), Metrics(CollectorRegistry()))
+    status, body = _get(serve(daemon), "/readyz")
+    assert status == 503 and "s3://down-bucket: storage unavailable" in str(body["reason"])
+    assert main(["run-once", "--config", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert "s3://down-bucket: storage unavailable" in err and "Traceback" not in err
