@@ -377,8 +377,10 @@ class _PartialUpdate:
         self.remove_on_delete = config.remove_record_on_delete
         self.group_of: dict[int, tuple[int, ...]] = {}
         by_sequence: dict[str, int] = {}
+        self.group_of_groups: list[tuple[tuple[int, ...], list[int]]] = []
         for sequence, protected in config.sequence_groups:
             fields = tuple(_require(index, name) for name in sequence)
+            self.group_of_groups.append((fields, [_require(index, name) for name in protected]))
             for name in protected:
                 self.group_of[_require(index, name)] = fields
             for name, i in zip(sequence, fields, strict=True):
@@ -398,6 +400,11 @@ class _PartialUpdate:
         self.partial_delete = {by_sequence[n] for n in config.remove_record_on_sequence_group}
         self.aggs = {index[name]: make_field_agg(name, function, types[index[name]], config)
                      for name, function in config.partial_aggregates.items() if name in index}
+        sequence_fields = {i for fields, _ in self.group_of_groups for i in fields}
+        self.plain = [(i, self.aggs.get(i)) for i in range(self.n) if i not in self.group_of]
+        self.groups = [(fields, [(i, self.aggs.get(i)) for i in protected
+                                 if i not in sequence_fields])
+                       for fields, protected in self.group_of_groups]
 
     def _compare(self, value: Sequence[Any], row: Sequence[Any], fields: tuple[int, ...]) -> int:
         for i in fields:  # ascending, NULL first
@@ -447,56 +454,56 @@ class _PartialUpdate:
         return row, kind, latest
 
     def _update(self, row: list[Any], value: Sequence[Any]) -> None:
-        done = [False] * self.n
-        for i in range(self.n):
-            fields, agg = self.group_of.get(i), self.aggs.get(i)
-            if fields is None:
-                if agg is not None:
-                    row[i] = agg.agg(row[i], value[i])
-                elif value[i] is not None:
-                    row[i] = value[i]
+        # Java walks the columns in order; a group's columns all see one decision (its
+        # sequence fields compare the same before and after they are set), and groups and
+        # the other columns are independent, so this goes group by group.
+        for i, agg in self.plain:
+            if agg is not None:
+                row[i] = agg.agg(row[i], value[i])
+            elif value[i] is not None:
+                row[i] = value[i]
+        for fields, protected in self.groups:
+            newer = self._newer(value, row, fields)
+            if newer is None:  # every sequence field NULL: the group is skipped
                 continue
-            if done[i]:
-                continue
-            if all(value[j] is None for j in fields):
+            if newer:
                 for j in fields:
-                    done[j] = True
-                continue
-            if self._compare(value, row, fields) >= 0:
-                if i in fields:
-                    for j in fields:
-                        row[j], done[j] = value[j], True
-                    continue
-                row[i] = value[i] if agg is None else agg.agg(row[i], value[i])
-            elif agg is not None:
-                row[i] = agg.agg_reversed(row[i], value[i])
+                    row[j] = value[j]
+                for i, agg in protected:
+                    row[i] = value[i] if agg is None else agg.agg(row[i], value[i])
+            else:
+                for i, agg in protected:
+                    if agg is not None:
+                        row[i] = agg.agg_reversed(row[i], value[i])
+
+    def _newer(self, value: Sequence[Any], row: Sequence[Any], fields: tuple[int, ...]
+               ) -> bool | None:
+        """None if the version's sequence fields are all NULL, else: is it >= the row's?"""
+        if len(fields) == 1:
+            new, old = value[fields[0]], row[fields[0]]
+            if new is None:
+                return None
+            return old is None or new >= old
+        if all(value[j] is None for j in fields):
+            return None
+        return self._compare(value, row, fields) >= 0
 
     def _retract(self, row: list[Any], kind: int, value: Sequence[Any]) -> tuple[list[Any], bool]:
-        done = [False] * self.n
-        updated: set[int] = set()
-        for i in range(self.n):
-            fields, agg = self.group_of.get(i), self.aggs.get(i)
-            if fields is None or done[i]:
+        for fields, protected in self.groups:
+            newer = self._newer(value, row, fields)
+            if newer is None:
                 continue
-            if all(value[j] is None for j in fields):
+            if newer:
+                if kind == RowKind.DELETE and not self.partial_delete.isdisjoint(fields):
+                    return list(value), True
                 for j in fields:
-                    done[j] = True
-                continue
-            if self._compare(value, row, fields) >= 0:
-                if i in fields:
-                    for j in fields:
-                        if j not in updated:
-                            if kind == RowKind.DELETE and j in self.partial_delete:
-                                return list(value), True
-                            row[j] = value[j]
-                            updated.add(j)
-                        done[j] = True
-                elif agg is None:
-                    row[i] = None
-                else:
-                    row[i] = agg.retract(row[i], value[i])
-            elif agg is not None:
-                row[i] = agg.retract(row[i], value[i])
+                    row[j] = value[j]
+                for i, agg in protected:
+                    row[i] = None if agg is None else agg.retract(row[i], value[i])
+            else:
+                for i, agg in protected:
+                    if agg is not None:
+                        row[i] = agg.retract(row[i], value[i])
         return row, False
 
 
@@ -548,8 +555,9 @@ def merge_rows(piece: SortedSlice, config: MergeConfig, columns: Sequence[str],
                 else _Aggregate(config, columns, types))
     rows_mask = ~lone[piece.group_ids]
     positions = np.flatnonzero(rows_mask)
-    kinds = piece.column(VALUE_KIND_COLUMN).take(pa.array(positions)).to_pylist()
-    data = [piece.column(c).take(pa.array(positions)).to_pylist() for c in columns]
+    taken = pa.array(positions)
+    kinds = _py_values(piece.column(VALUE_KIND_COLUMN).take(taken))
+    data = [_py_values(piece.column(c).take(taken)) for c in columns]
     value_rows = list(zip(*data, strict=True)) if data else [()] * len(positions)
     sizes = (piece.ends - piece.first_rows() + 1)[merged_groups]
     out_values: list[list[Any]] = [[] for _ in columns]
@@ -582,6 +590,23 @@ def merge_rows(piece: SortedSlice, config: MergeConfig, columns: Sequence[str],
         base = base.set_column(base.schema.get_field_index(SEQUENCE_COLUMN), SEQUENCE_COLUMN,
                                pa.array(sequence_column, base.schema.field(SEQUENCE_COLUMN).type))
     return base
+
+
+def _py_values(values: pa.Array) -> list[Any]:
+    """``values.to_pylist()``, through numpy where that is the same and faster."""
+    type_ = values.type
+    if pa.types.is_integer(type_) or pa.types.is_floating(type_) or pa.types.is_boolean(type_):
+        out: list[Any] = values.fill_null(False if pa.types.is_boolean(type_) else 0
+                                          ).to_numpy(zero_copy_only=False).tolist()
+        if values.null_count:
+            for i in np.flatnonzero(~np.asarray(values.is_valid().to_numpy(
+                    zero_copy_only=False), dtype=bool)).tolist():
+                out[i] = None
+        return out
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_) or \
+            pa.types.is_binary(type_) or pa.types.is_large_binary(type_):
+        return list(values.to_numpy(zero_copy_only=False).tolist())
+    return list(values.to_pylist())
 
 
 def pc_coalesce(merged: pa.Array, original: pa.ChunkedArray | pa.Array,
