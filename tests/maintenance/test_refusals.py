@@ -24,7 +24,7 @@ from paimond.table.catalog import open_table
 from paimond.table.semantic_options import fingerprint
 from paimond.table.storage import open_storage
 
-LISTAGG = "fields.tags.aggregate-function=listagg"
+LISTAGG = "sequence.snapshot-ordering=true"  # the listagg table's refused option
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_compact_refuses_listagg_before_writing_anything(
     before = _listing(path)
     assert main(["compact", path, "--table", "db.pk_listagg"]) == 1
     err = capsys.readouterr().err
-    assert "compact refused" in err and LISTAGG in err and "aggregate function" in err
+    assert "compact refused" in err and LISTAGG in err and "snapshot" in err
     assert _listing(path) == before, "nothing written, not even a job record"
     table = _table(path, "db.pk_listagg")
     with pytest.raises(RefusedError) as caught:  # the job itself, process pool and all

@@ -610,14 +610,15 @@ def build_all(warehouse: str, catalog_options: Options = None) -> list[TableSpec
 
 
 def build_pk_listagg(warehouse: str, catalog_options: Options = None) -> TableSpec:
-    """Aggregation with `listagg` (paimond does not implement it) on `tags` and `sum` on
-    `total`, 2 buckets, parquet, 3 commits of +I where later commits revisit earlier keys.
-    The compacted rows model listagg (values joined by ',' in commit order)."""
+    """Aggregation with `listagg` on `tags` and `sum` on `total`, and
+    `sequence.snapshot-ordering=true` (paimond refuses that one), 2 buckets, parquet, 3 commits
+    of +I where later commits revisit earlier keys. The compacted rows model listagg (values
+    joined by ',' in commit order)."""
     schema = pa.schema([_not_null("id", pa.int32()), ("tags", pa.string()),
                         ("total", pa.int64())])
     options = {"bucket": "2", "file.format": "parquet", "merge-engine": "aggregation",
                "fields.tags.aggregate-function": "listagg",
-               "fields.total.aggregate-function": "sum"}
+               "fields.total.aggregate-function": "sum", "sequence.snapshot-ordering": "true"}
     w = _Writer(catalog_for(warehouse, catalog_options), "db.pk_listagg", schema,
                 primary_keys=("id",), options=options)
     state: dict[int, Row] = {}
