@@ -28,7 +28,13 @@ import pyarrow as pa
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
 from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, catalog_for
+from pypaimon_tables import (
+    TableSpec,
+    build_append_fixed_bucket,
+    build_append_unaware,
+    build_pk_deduplicate,
+    catalog_for,
+)
 from table_garbage import unreferenced_files
 from test_consumers import _make_table, _write_consumers
 from test_dv_compaction import SCENARIOS, _Live
@@ -52,7 +58,8 @@ BLOOM = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.it
 # Which campaign crashes at each point; a point no campaign reaches needs a reason here.
 CRASHED_BY: dict[str, tuple[str, ...]] = {
     "commit.manifests_written": ("compact", "compact_dv", "rewrite_index", "rebuild_dv",
-                                 "expire_partitions"),
+                                 "expire_partitions", "compact_append_unaware",
+                                 "compact_append_bucketed"),
     "commit.manifest_list_written": ("compact", "compact_dv", "rewrite_index", "rebuild_dv",
                                      "expire_partitions"),
     "commit.index_manifest_written": ("compact_dv", "rebuild_dv"),
@@ -62,7 +69,8 @@ CRASHED_BY: dict[str, tuple[str, ...]] = {
                                    "rebuild_dv", "expire_partitions"),
     "commit.manifests_compacted": ("merge_manifests",),
     "commit.compacted_manifest_list_written": ("merge_manifests",),
-    "data_files.file_written": ("compact", "compact_dv"),
+    "data_files.file_written": ("compact", "compact_dv", "compact_append_unaware",
+                                "compact_append_bucketed"),
     "file_index.file_written": ("compact", "rewrite_index"),
     "deletion_vectors.index_file_written": ("compact_dv", "rebuild_dv"),
     "orphans.file_deleted": ("remove_orphans",),
@@ -291,6 +299,10 @@ def _with_orphans(root: Path) -> tuple[Path, str]:
     return warehouse, name
 
 
+def _built(root: Path, build: Callable[[str], TableSpec]) -> tuple[Path, str]:
+    return root / "wh", build(str(root / "wh")).name
+
+
 def _daily_partitions(root: Path) -> tuple[Path, str]:
     """Nine dated partitions, all long expired under `3 d`, dropped three per commit."""
     _daily(str(root / "wh"), "db.daily", **{"partition.expiration-batch-size": "3"})
@@ -381,6 +393,12 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
                                       "--older-than", "1 s", "--force"),
         "rewrite_index": rewrite_index,
         "rebuild_dv": rebuild_dv,
+        "compact_append_unaware": lambda: job(
+            "compact_append_unaware", lambda r: _built(r, build_append_unaware), "compact",
+            "--parallelism", "1"),
+        "compact_append_bucketed": lambda: job(
+            "compact_append_bucketed", lambda r: _built(r, build_append_fixed_bucket), "compact",
+            "--full", "--parallelism", "1"),
         "expire_partitions": lambda: job("expire_partitions", _daily_partitions,
                                          "expire-partitions"),
         "tags": lambda: Job("tags", *reversed(_tagged(root / "tags")), driver=TAGS_DRIVER),
@@ -393,7 +411,8 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
 
 
 JOBS = ["compact", "compact_dv", "merge_manifests", "remove_orphans", "rewrite_index",
-        "rebuild_dv", "expire_partitions", "tags", "expire_consumers", "conflict_compact",
+        "rebuild_dv", "compact_append_unaware", "compact_append_bucketed", "expire_partitions",
+        "tags", "expire_consumers", "conflict_compact",
         "conflict_rewrite_index", "conflict_rebuild_dv"]
 
 
