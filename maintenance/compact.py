@@ -20,7 +20,11 @@ from paimond.format.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.rewrite import BATCH_ROWS
 from paimond.lsm.task import CompactResult, CompactTask
-from paimond.maintenance.compact_plan import CompactionPlan, plan_compaction
+from paimond.maintenance.compact_plan import (
+    FULL_COMPACTION_PROPERTY,
+    CompactionPlan,
+    plan_compaction,
+)
 from paimond.maintenance.execution import (
     BucketFailure,
     LookupCacheSettings,
@@ -152,7 +156,10 @@ class CompactJob:
                 index_deleted=[e for r in results for e in r.index_deleted],
                 index_base={(r.task.partition, r.task.bucket, INDEX_TYPE_DELETION_VECTORS):
                             r.task.dv_index.index_file.file_name if r.task.dv_index else None
-                            for r in results if r.index_added and not r.task.dv_index_files})
+                            for r in results if r.index_added and not r.task.dv_index_files},
+                # the mark full-compaction.delta-commits counts from (every bucket done)
+                properties={FULL_COMPACTION_PROPERTY: "true"}
+                if summary.plan.full and not summary.failures else None)
 
             def discard() -> None:
                 _delete_written(self.table.storage, results)

@@ -12,6 +12,7 @@ import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from paimond.errors import MissingFileError
 from paimond.format.binary_row import decode_manifest_row
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
@@ -26,6 +27,9 @@ from paimond.table.options import BUCKET_POSTPONE, TableOptions
 from paimond.table.scan import bucket_path, scan_snapshot
 from paimond.table.semantic_options import refuse
 
+# A snapshot property paimond writes on the snapshot of a full compaction (readers ignore it).
+FULL_COMPACTION_PROPERTY = "paimond.full-compaction"
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionPlan:
@@ -36,10 +40,14 @@ class CompactionPlan:
     skipped: tuple[str, ...] = ()
     # (partition, bucket) -> the picker state the bucket's next plan starts from
     picker_states: Mapping[tuple[bytes, int], PickerState] = field(default_factory=dict)
+    full: bool = False  # every bucket to one sorted run: asked for, or due by the table's option
+    full_reason: str | None = None  # why a full compaction the caller did not ask for is due
 
     def describe(self) -> str:
         lines = [f"{self.table_name}: {len(self.tasks)} of {self.buckets_seen} buckets to compact "
                  f"(base snapshot {self.base_snapshot_id})"]
+        if self.full_reason:
+            lines.append(f"  full compaction: {self.full_reason}")
         lines += [f"  {t.describe()}" for t in self.tasks]
         lines += [f"  skipped: {reason}" for reason in self.skipped]
         return "\n".join(lines)
@@ -66,6 +74,11 @@ def plan_compaction(table: Table, *, full: bool = False,
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)
+    full_reason = None
+    every = options.full_compaction_delta_commits
+    if not full and every is not None and full_compaction_due(table, snapshot, every):
+        full, full_reason = True, f"{every} writer commits since the last one " \
+                                  "(full-compaction.delta-commits)"
     compaction = options.compaction
     spec = TaskTable(table.name, table.path, table.location, schema, options)
     now_millis = int(moment.timestamp() * 1000)
@@ -102,7 +115,27 @@ def plan_compaction(table: Table, *, full: bool = False,
                                                         record_expiry=record_expiry)
         if task is not None:
             tasks.append(_with_file_schemas(table, task))
-    return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped), states)
+    return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped), states,
+                          full, full_reason)
+
+
+def full_compaction_due(table: Table, snapshot: Snapshot, every: int) -> bool:
+    """``full-compaction.delta-commits``: Java's writers compact fully every ``every`` of
+    their commits; write-only writers never do, so paimond counts them from the metadata:
+    writer (APPEND) snapshots back from ``snapshot`` down to its last full compaction (a
+    snapshot marked :data:`FULL_COMPACTION_PROPERTY`), or to the earliest snapshot."""
+    commits = 0
+    for snapshot_id in range(snapshot.id, (table.snapshots.earliest_id() or 1) - 1, -1):
+        try:
+            earlier = snapshot if snapshot_id == snapshot.id else table.snapshots.load(snapshot_id)
+        except MissingFileError:  # expired meanwhile: nothing older counts
+            break
+        if (earlier.properties or {}).get(FULL_COMPACTION_PROPERTY) == "true":
+            return False
+        commits += earlier.commit_kind == "APPEND"
+        if commits >= every:
+            return True
+    return False
 
 
 def expired_partitions(schema: TableSchema, options: TableOptions, moment: datetime.datetime

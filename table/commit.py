@@ -70,6 +70,8 @@ class CommitChanges:
     index_base: Mapping[tuple[bytes, int, str], str | None] = field(default_factory=dict)
     # Changes computed from the whole of one snapshot: any other latest one is a conflict.
     expected_snapshot_id: int | None = None
+    # The new snapshot's ``properties`` (readers ignore them; paimond marks full compactions).
+    properties: Mapping[str, str] | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -356,6 +358,7 @@ class Committer:
             watermark=latest.watermark if latest else None,
             statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
             next_row_id=(latest.next_row_id or 0) if latest else 0,
+            properties=dict(changes.properties) if changes.properties else None,
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
 
 

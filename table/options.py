@@ -577,6 +577,13 @@ class TableOptions:
         that ``partition.expiration-time`` (values-time strategy) has expired."""
         return self._bool("compaction.skip-expired-partitions", False)
 
+    @property
+    def full_compaction_delta_commits(self) -> int | None:
+        """``full-compaction.delta-commits``: a full compaction after this many writer
+        commits (Java's writers take at least 1)."""
+        value = self._expire_int("full-compaction.delta-commits")
+        return None if value is None else max(value, 1)
+
     # ---- partition expiration (Java CoreOptions: partition.expiration-*, timestamp-*) ----
 
     @property

@@ -272,6 +272,9 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "layout choices of Java's committer; merged manifests stay valid"),
     SemanticOption("compaction.skip-expired-partitions", (COMPACT,), "implemented",
                    "plans skip partitions partition.expiration-time has expired"),
+    SemanticOption("full-compaction.delta-commits", (COMPACT,), "implemented",
+                   "a full compaction once that many writer commits came since paimond's last "
+                   "one (marked in its snapshot's properties)"),
     # snapshot expiry
     SemanticOption("snapshot.num-retained.min/max, snapshot.time-retained, "
                    "snapshot.expire.limit, snapshot.clean-empty-directories", (EXPIRE,),
