@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+from java_reader import JavaReader, canonical_rows
 from pypaimon import Schema
 from pypaimon_oracle import read_rows
 from pypaimon_tables import catalog_for
@@ -39,7 +40,8 @@ def _commit(py_table: object, rows: list[dict[str, object]]) -> None:
         commit.close()
 
 
-def test_a_full_compaction_every_n_writer_commits(tmp_path: Path) -> None:
+def test_a_full_compaction_every_n_writer_commits(tmp_path: Path, java_reader: JavaReader
+                                                 ) -> None:
     warehouse = str(tmp_path / "wh")
     catalog = catalog_for(warehouse)
     catalog.create_database("db", True)
@@ -71,6 +73,8 @@ def test_a_full_compaction_every_n_writer_commits(tmp_path: Path) -> None:
             assert "full-compaction.delta-commits" in summary.plan.describe()
             raw = json.loads(Path(table.snapshots.path(latest.id)).read_text())
             assert raw["properties"] == {FULL_COMPACTION_PROPERTY: "true"}
+            java = java_reader.read_rows(Path(table.path))  # Java parses the marked snapshot
+            assert sorted(java) == sorted(canonical_rows(read_rows(warehouse, NAME)))
         else:
             assert summary.snapshot is None, f"commit {commit}: compacted below the trigger"
         expected = pa.Table.from_pylist([{"id": k, "v": v} for k, v in sorted(model.items())],
