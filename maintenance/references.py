@@ -141,6 +141,11 @@ def _live_entries(table: Table, snapshot: Snapshot, where: str) -> list[Manifest
     return list(live.values())
 
 
+def live_file_names(table: Table, snapshot: Snapshot, where: str) -> set[str]:
+    """Names of the data files live in ``snapshot``, with their extra files."""
+    return _names(_live_entries(table, snapshot, where))
+
+
 def live_data_files(table: Table, snapshot: Snapshot, where: str) -> set[tuple[bytes, int, str]]:
     """(partition, bucket, file name) of every data file live in ``snapshot``: Java's tag
     data-file skipper, which matches by name within a bucket, whatever the level."""

@@ -5,15 +5,17 @@ When the tag's snapshot is still a live snapshot, only the tag file goes (Java d
 the snapshot keeps every file). Otherwise the tag kept files its snapshot's expiry left: the
 data files live in its base and delta manifests (with their extra files), the changelog files
 of its changelog manifest list if that is still there, its manifests, manifest lists, index
-manifest, index files and statistics file. Java skips what the neighbouring tags and the
-earliest snapshot use; paimond skips, stricter, every file any remaining snapshot, tag,
-long-lived changelog or branch names (``references.used_files``; consumers pin snapshots),
-matching by file name as Java's skipping sets do.
+manifest, index files and statistics file. As Java, a data file stays when it is live in the
+earliest snapshot or in a neighbouring tag (liveness is one run of snapshots, so that covers
+every later snapshot and tag); paimond also keeps the data files long-lived changelogs read
+(their delta and changelog lists), every file a branch names, and every metadata file any
+remaining snapshot, tag, changelog or branch names (consumers pin snapshots), matching by
+file name as Java's skipping sets do (:func:`still_needed`).
 
 Crash safety: the deletion is a recorded job (``job_cleanup.recorded_job``). Every candidate
 nothing else names is noted in the job's record first, then the tag file is deleted, then the
 references are read again (something may have started to use a candidate meanwhile) and what
-nothing names is deleted, data files first, then manifests before their lists and index files
+nothing needs is deleted, data files first, then manifests before their lists and index files
 before their index manifest, then (with ``snapshot.clean-empty-directories``, as Java) the
 bucket and partition directories left empty. The job keeps what the
 second reading found in use, so its end deletes nothing that is referenced. A job killed before
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from paimond.clock import Clock
 from paimond.errors import MissingFileError
 from paimond.faults import crash_point
-from paimond.format.manifest import ManifestEntry
+from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.snapshot import Snapshot
 from paimond.maintenance.expiration_record import _delete, _remove_empty_dirs, _size
@@ -43,6 +45,8 @@ from paimond.maintenance.references import (
     DATA,
     FILE_INDEX,
     FileTally,
+    SnapshotSource,
+    live_file_names,
     referencing_snapshots,
     used_files,
 )
@@ -136,13 +140,52 @@ def _name(path: str) -> str:
 
 
 def files_only_kept_by(table: Table, name: str, tag: Snapshot) -> tuple[TagFiles, list[Deletion]]:
-    """The files the tag ``name`` names, and those of them nothing else names now."""
+    """The files the tag ``name`` names, and those of them nothing else needs now."""
     where = tag_path(table, name)
     found = tag_files(table, tag, where)
+    needed = still_needed(table, tag, where)
+    return found, [d for d in found.deletions if _name(d.path) not in needed]
+
+
+def still_needed(table: Table, tag: Snapshot, where: str) -> set[str]:
+    """What the other sources need of the files of the tag at ``where`` (its snapshot
+    expired): Java's ``TagDeletion`` skipper, widened. Metadata any other snapshot, tag,
+    long-lived changelog or branch names; data files live in the earliest snapshot or in the
+    tags next to this one (a data file is live over one run of snapshots, so one live in any
+    later snapshot or tag is live there); the data files a changelog's delta and changelog
+    lists add (what its readers read); every file a branch names. A data file only named by
+    a cancelled ADD/DELETE pair of a later manifest is no longer needed."""
     others = [s for s in referencing_snapshots(table)
               if not (s.branch == "main" and s.kind == "tag" and s.path == where)]
-    used = used_files(table, others).all
-    return found, [d for d in found.deletions if _name(d.path) not in used]
+    needed = used_files(table, others).metadata
+    needed |= used_files(table, [s for s in others if s.branch != "main"]).data
+    main = [s for s in others if s.branch == "main"]
+    snapshots = [s for s in main if s.kind == "snapshot"]
+    tags = [s for s in main if s.kind == "tag"]
+    neighbours: list[SnapshotSource | None] = [s for s in tags if s.snapshot.id == tag.id]
+    neighbours += [max((s for s in tags if s.snapshot.id < tag.id), key=_id, default=None),
+                   min((s for s in tags if s.snapshot.id > tag.id), key=_id, default=None),
+                   min(snapshots, key=_id, default=None)]
+    for source in neighbours:
+        if source is not None:
+            needed |= live_file_names(table, source.snapshot, source.path)
+    for source in (s for s in main if s.kind == "changelog"):
+        needed |= _changelog_data(table, source)
+    return needed
+
+
+def _id(source: SnapshotSource) -> int:
+    return source.snapshot.id
+
+
+def _changelog_data(table: Table, source: SnapshotSource) -> set[str]:
+    """Data files a long-lived changelog's readers read: those its delta and changelog
+    manifest lists add (a list changelog expiry deleted meanwhile adds nothing)."""
+    lists = (source.snapshot.delta_manifest_list, source.snapshot.changelog_manifest_list)
+    metas = _tolerant_lists(table, lists, source.path, [])
+    entries = _tolerant_entries(table, metas, source.path, [])
+    return {n for e in entries if e.kind == FILE_KIND_ADD
+            for n in (e.file.file_name, *e.file.extra_files)}
 
 
 def preview_tag_deletion(table: Table, name: str, tag: Snapshot) -> FileTally:
@@ -180,8 +223,8 @@ def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Cloc
             return None
         delete_tag_file(table, name)
         crash_point("tags.tag_deleted")
-        used = used_files(table, referencing_snapshots(table)).all
-        job.keep(used)  # the job's end deletes the noted files nothing names: done below
+        used = still_needed(table, tag.snapshot, tag_path(table, name))
+        job.keep(used)  # the job's end deletes the noted files nothing needs: done below
         for deletion in candidates:
             if _name(deletion.path) not in used:
                 _delete(storage, deletion, tally)

@@ -433,16 +433,7 @@ def test_no_step_deletes_what_is_referenced(tmp_path_factory: pytest.TempPathFac
     _run_history(tmp_path_factory.mktemp("retention") / "wh", options, steps)
 
 
-_TAG_LEAK = pytest.mark.xfail(strict=True, reason=(
-    "maintenance/tag_deletion.py files_only_kept_by keeps every file whose name any entry of a "
-    "remaining snapshot's or changelog's manifests holds (references.used_files), so a file "
-    "compaction replaced, named only by a cancelled ADD/DELETE pair in the latest base "
-    "manifests (and by long-lived changelogs' base lists), stays; Java TagManager.deleteTag "
-    "skips only the merged live files of the neighbour tag and the earliest snapshot"))
-
-
-@pytest.mark.parametrize("decoupled", [pytest.param(False, marks=_TAG_LEAK),
-                                       pytest.param(True, marks=_TAG_LEAK)])
+@pytest.mark.parametrize("decoupled", [False, True])
 def test_tag_deleted_after_its_snapshot_expired(tmp_path: Path, decoupled: bool) -> None:
     """A tag outlives its snapshot, compaction replaced the tag's files, then the tag goes
     by hand. Nothing any remaining snapshot, tag or changelog needs may go (the property's
