@@ -36,14 +36,14 @@ from paimond.errors import ConfigError, MissingFileError
 from paimond.faults import crash_point
 from paimond.format.snapshot import Snapshot
 from paimond.maintenance.expiration_record import (
-    _delete,
-    _protected_since,
-    _remove_empty_dirs,
-    _size,
     decode_record,
+    delete_counted,
     encode_record,
+    file_size,
     long_lived_changelogs,
+    protected_since,
     records_dir,
+    remove_empty_dirs,
 )
 from paimond.maintenance.references import (
     DATA,
@@ -57,13 +57,13 @@ from paimond.maintenance.references import (
     used_files,
 )
 from paimond.maintenance.snapshot_deletion import (
+    DataPaths,
     Deletion,
     ExpireWork,
-    _changelog_deletions,
-    _DataPaths,
-    _newest_before,
-    _retired_in_delta,
-    _skipping_tags,
+    changelog_deletions,
+    newest_before,
+    retired_in_delta,
+    skipping_tags,
 )
 from paimond.table.catalog import Table
 from paimond.table.layout import EARLIEST_HINT, MANIFEST_DIR, TAG_DIR, TAG_PREFIX
@@ -220,10 +220,10 @@ class _Collected:
     protected: int = 0
 
 
-def _collect_delta(table: Table, changelog: Snapshot, paths: _DataPaths, held: set[tuple[bytes, int, str]],
+def _collect_delta(table: Table, changelog: Snapshot, paths: DataPaths, held: set[tuple[bytes, int, str]],
                    branch_data: set[str], out: _Collected) -> None:
     """Java ``planDeletedInDeltaManifest`` with the tag skipper."""
-    found = _retired_in_delta(table, changelog, paths)
+    found = retired_in_delta(table, changelog, paths)
     if found is None:
         return  # Java cancels the deletion when the delta cannot be read
     for path, entry in found[0].items():
@@ -257,11 +257,11 @@ def collect_expired_changelogs(table: Table, earliest_id: int, end_id: int) -> E
     branches = (used_files(table, referencing_snapshots(table, main=False))
                 if branch_names else UsedFiles())
     skip = set(branches.metadata)
-    for tag in _skipping_tags(tags, earliest_id, end_id):
+    for tag in skipping_tags(tags, earliest_id, end_id):
         skip |= _skipping_names(table, tag, tag_paths[tag.id])
     skip |= _skipping_names(table, end, changelogs.path(end_id))
     skip |= _skipping_names(table, earliest_snapshot, table.snapshots.path(earliest_snapshot_id))
-    paths = _DataPaths(table, table.latest_schema())
+    paths = DataPaths(table, table.latest_schema())
     out, files, held_by_tag = _Collected(), [], {}
     for changelog_id in range(earliest_id, end_id):
         try:
@@ -270,12 +270,12 @@ def collect_expired_changelogs(table: Table, earliest_id: int, end_id: int) -> E
             continue
         where = changelogs.path(changelog_id)
         if changelog.changelog_manifest_list:
-            for deletion in _changelog_deletions(table, [changelog], paths):
+            for deletion in changelog_deletions(table, [changelog], paths):
                 out.data.setdefault(deletion.path, deletion)
                 out.bucket_dirs.add(deletion.path.rsplit("/", 1)[0])
             out.metadata += _unused_list(table, changelog.changelog_manifest_list, skip, where)
         else:
-            index = _newest_before(tags, changelog_id)
+            index = newest_before(tags, changelog_id)
             held: set[tuple[bytes, int, str]] = set()
             if index >= 0:
                 tag = tags[index]
@@ -309,19 +309,19 @@ def finish_changelog_expiration(table: Table, work: ExpireWork, record: str, tal
     _advance_earliest(table, work.end_id)
     crash_point("expire_changelog.earliest_written")
     for deletion in work.snapshot_files:
-        _delete(storage, deletion, tally)
+        delete_counted(storage, deletion, tally)
         crash_point("expire_changelog.changelog_file_deleted")
-    protected = _protected_since(table, work)
+    protected = protected_since(table, work)
     for deletion in work.data_files:
         if deletion.path.rsplit("/", 1)[-1] not in protected:
-            _delete(storage, deletion, tally)
+            delete_counted(storage, deletion, tally)
         crash_point("expire_changelog.data_file_deleted")
     if clean_empty_directories:
-        _remove_empty_dirs(storage, work.bucket_dirs)
+        remove_empty_dirs(storage, work.bucket_dirs)
         crash_point("expire_changelog.directories_removed")
     for deletion in work.metadata:
         if deletion.path.rsplit("/", 1)[-1] not in protected:
-            _delete(storage, deletion, tally)
+            delete_counted(storage, deletion, tally)
         crash_point("expire_changelog.metadata_file_deleted")
     storage.delete(record)
     crash_point("expire_changelog.record_removed")
@@ -334,7 +334,7 @@ def execute_changelog_expiration(table: Table, work: ExpireWork, *, dry_run: boo
     deletions = (*work.snapshot_files, *work.data_files, *work.metadata)
     if dry_run:
         for deletion in deletions:
-            size = _size(table.storage, deletion)
+            size = file_size(table.storage, deletion)
             if size is not None:
                 tally.add(deletion.kind, size)
         return tally

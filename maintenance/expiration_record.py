@@ -118,7 +118,7 @@ def decode_record(table: Table, path: str, data: bytes) -> ExpireWork:
         raise CorruptFileError(path, f"not an expiration record: {error}") from None
 
 
-def _size(storage: Storage, deletion: Deletion) -> int | None:
+def file_size(storage: Storage, deletion: Deletion) -> int | None:
     if deletion.size_bytes is not None:
         return deletion.size_bytes
     try:
@@ -127,13 +127,13 @@ def _size(storage: Storage, deletion: Deletion) -> int | None:
         return None
 
 
-def _delete(storage: Storage, deletion: Deletion, tally: FileTally) -> None:
-    size = _size(storage, deletion)
+def delete_counted(storage: Storage, deletion: Deletion, tally: FileTally) -> None:
+    size = file_size(storage, deletion)
     if storage.delete(deletion.path):
         tally.add(deletion.kind, size or 0)
 
 
-def _remove_empty_dirs(storage: Storage, bucket_dirs: Iterable[tuple[str, int]]) -> None:
+def remove_empty_dirs(storage: Storage, bucket_dirs: Iterable[tuple[str, int]]) -> None:
     """Bucket directories left empty, then their partition directories, deepest first."""
     level = {d for d, _ in bucket_dirs if storage.delete_dir_if_empty(d)}
     depth = max((n for _, n in bucket_dirs), default=0)
@@ -142,7 +142,7 @@ def _remove_empty_dirs(storage: Storage, bucket_dirs: Iterable[tuple[str, int]])
                  if storage.delete_dir_if_empty(parent)}
 
 
-def _protected_since(table: Table, work: ExpireWork) -> set[str]:
+def protected_since(table: Table, work: ExpireWork) -> set[str]:
     """Names the tags and branches that are not in the record reference."""
     recorded = dict(work.tags)
     sources = [SnapshotSource("main", "tag", table.file_path(TAG_DIR, TAG_PREFIX + name), tag)
@@ -195,19 +195,19 @@ def finish(table: Table, work: ExpireWork, record: str, tally: FileTally, *,
     for deletion in work.snapshot_files:
         if work.write_changelogs:
             keep_as_changelog(table, deletion.path)
-        _delete(storage, deletion, tally)
+        delete_counted(storage, deletion, tally)
         crash_point("expire.snapshot_file_deleted")
-    protected = _protected_since(table, work)
+    protected = protected_since(table, work)
     for deletion in work.data_files:
         if deletion.path.rsplit("/", 1)[-1] not in protected:
-            _delete(storage, deletion, tally)
+            delete_counted(storage, deletion, tally)
         crash_point("expire.data_file_deleted")
     if clean_empty_directories:
-        _remove_empty_dirs(storage, work.bucket_dirs)
+        remove_empty_dirs(storage, work.bucket_dirs)
         crash_point("expire.directories_removed")
     for deletion in work.metadata:
         if deletion.path.rsplit("/", 1)[-1] not in protected:
-            _delete(storage, deletion, tally)
+            delete_counted(storage, deletion, tally)
         crash_point("expire.metadata_file_deleted")
     storage.delete(record)
     crash_point("expire.record_removed")
@@ -221,7 +221,7 @@ def execute_expiration(table: Table, work: ExpireWork, *, dry_run: bool,
     deletions = (*work.snapshot_files, *work.data_files, *work.metadata)
     if dry_run:
         for deletion in deletions:
-            size = _size(table.storage, deletion)
+            size = file_size(table.storage, deletion)
             if size is not None:  # None: already gone
                 tally.add(deletion.kind, size)
         return tally

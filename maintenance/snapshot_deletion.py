@@ -64,7 +64,7 @@ class ExpireWork:
         return len(self.snapshot_files)
 
 
-class _DataPaths:
+class DataPaths:
     """Where data files live (bucket directories computed once per partition and bucket)."""
 
     def __init__(self, table: Table, schema: TableSchema) -> None:
@@ -99,7 +99,7 @@ def _load_range(table: Table, first: int, last: int) -> list[Snapshot]:
     return loaded
 
 
-def _retired_in_delta(table: Table, snapshot: Snapshot, paths: _DataPaths
+def retired_in_delta(table: Table, snapshot: Snapshot, paths: DataPaths
                       ) -> tuple[dict[str, ManifestEntry], set[str]] | None:
     """Data files a DELETE entry in the delta retires, by path; an ADD of the same path
     after it (an upgrade) keeps the file. Second, the extra files such a kept file no longer
@@ -125,7 +125,7 @@ def _retired_in_delta(table: Table, snapshot: Snapshot, paths: _DataPaths
     return retired, {extra for extra, data in extras.items() if data not in retired}
 
 
-def _newest_before(tags: list[Snapshot], snapshot_id: int, inclusive: bool = False) -> int:
+def newest_before(tags: list[Snapshot], snapshot_id: int, inclusive: bool = False) -> int:
     """Index of the newest tag with id < ``snapshot_id`` (<= if inclusive); -1 if none."""
     index = -1
     for i, tag in enumerate(tags):
@@ -143,7 +143,7 @@ def _appended(entry: ManifestEntry) -> bool:
 
 
 def _data_deletions(table: Table, loaded: list[Snapshot], begin: int, tags: list[Snapshot],
-                    tag_paths: dict[int, str], branch_data: set[str], paths: _DataPaths,
+                    tag_paths: dict[int, str], branch_data: set[str], paths: DataPaths,
                     keep_appended: bool = False) -> tuple[list[Deletion], set[str], int]:
     deletions: dict[str, Deletion] = {}
     bucket_dirs: set[str] = set()
@@ -153,14 +153,14 @@ def _data_deletions(table: Table, loaded: list[Snapshot], begin: int, tags: list
     for snapshot in loaded:
         if snapshot.id == begin:
             continue
-        found = _retired_in_delta(table, snapshot, paths)
+        found = retired_in_delta(table, snapshot, paths)
         if found is None:
             continue
         retired, replaced_here = found
         replaced |= replaced_here
         if not retired:
             continue
-        index = _newest_before(tags, snapshot.id)
+        index = newest_before(tags, snapshot.id)
         held: set[tuple[bytes, int, str]] = set()
         if index >= 0:
             tag = tags[index]
@@ -195,7 +195,7 @@ def _replaced_extra_deletions(table: Table, replaced: set[str], end_id: int) -> 
             if path.rsplit("/", 1)[-1] not in kept]
 
 
-def _changelog_deletions(table: Table, expiring: Iterable[Snapshot], paths: _DataPaths
+def changelog_deletions(table: Table, expiring: Iterable[Snapshot], paths: DataPaths
                          ) -> list[Deletion]:
     """Changelog files of the expiring snapshots (not decoupled: they go with the snapshot)."""
     deletions: dict[str, Deletion] = {}
@@ -226,7 +226,7 @@ def _manifest_list_or_empty(table: Table, name: str, where: str) -> list[Manifes
         return []  # deleted by an interrupted run, after the manifests it named
 
 
-def _metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str], *,
+def metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str], *,
                         data_lists: bool = True, changelog_list: bool = True) -> list[Deletion]:
     """Java ``planManifestsCleaner(snapshot, skip, deleteDataManifestLists, deleteChangelog)``:
     each manifest before its list, index files before their index manifest; ``skip`` grows
@@ -272,13 +272,13 @@ def _metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str], *,
     return out
 
 
-def _skipping_tags(tags: list[Snapshot], begin: int, end: int) -> list[Snapshot]:
+def skipping_tags(tags: list[Snapshot], begin: int, end: int) -> list[Snapshot]:
     """Java ``findSkippingTags``: tags from the newest at or before ``begin`` to the newest
     before ``end``."""
-    right = _newest_before(tags, end)
+    right = newest_before(tags, end)
     if right < 0:
         return []
-    left = max(_newest_before(tags, begin, inclusive=True), 0)
+    left = max(newest_before(tags, begin, inclusive=True), 0)
     return tags[left:right + 1]
 
 
@@ -301,23 +301,23 @@ def collect_expired(table: Table, earliest_id: int, end_id: int, *, decoupled: b
                 if branch_names else UsedFiles())
     held_tags = tuple((name, tag.id) for name, tag in tag_items)
     schema = table.latest_schema()
-    paths = _DataPaths(table, schema)
+    paths = DataPaths(table, schema)
     data, bucket_dirs, protected = _data_deletions(
         table, loaded, begin, tags, tag_paths, branches.data, paths,
         keep_appended=decoupled and not produce_changelog)
     expiring = [s for s in loaded if s.id != end_id]
     if not decoupled:
-        data += _changelog_deletions(table, expiring, paths)
+        data += changelog_deletions(table, expiring, paths)
     dirs = tuple((d, paths.depth) for d in sorted(bucket_dirs))
     if loaded[-1].id != end_id:  # the end snapshot is gone: only the data files are certain
         return ExpireWork(begin, end_id, tuple(data), dirs, protected_data_files=protected,
                           tags=held_tags, branches=branch_names, write_changelogs=decoupled)
     skip = set(branches.metadata)
-    for tag in _skipping_tags(tags, begin, end_id):
+    for tag in skipping_tags(tags, begin, end_id):
         skip |= read_snapshot_metadata(table, tag, tag_paths[tag.id], changelog=False).names()
     skip |= read_snapshot_metadata(table, loaded[-1], table.snapshots.path(end_id),
                                    changelog=False).names()
-    metadata = [d for s in expiring for d in _metadata_deletions(
+    metadata = [d for s in expiring for d in metadata_deletions(
         table, s, skip, data_lists=not decoupled or produce_changelog, changelog_list=not decoupled)]
     snapshot_files = [Deletion(SNAPSHOT, table.snapshots.path(s.id), None) for s in expiring]
     return ExpireWork(begin, end_id, tuple(data), dirs, tuple(metadata), tuple(snapshot_files),

@@ -38,7 +38,7 @@ from paimond.faults import crash_point
 from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.snapshot import Snapshot
-from paimond.maintenance.expiration_record import _delete, _remove_empty_dirs, _size
+from paimond.maintenance.expiration_record import delete_counted, file_size, remove_empty_dirs
 from paimond.maintenance.job_cleanup import recorded_job
 from paimond.maintenance.references import (
     CHANGELOG,
@@ -50,7 +50,7 @@ from paimond.maintenance.references import (
     referencing_snapshots,
     used_files,
 )
-from paimond.maintenance.snapshot_deletion import Deletion, _DataPaths, _metadata_deletions
+from paimond.maintenance.snapshot_deletion import DataPaths, Deletion, metadata_deletions
 from paimond.table.catalog import Table
 from paimond.table.scan import read_manifest, read_manifest_list
 from paimond.table.tags import delete_tag_file, read_tag, tag_path
@@ -114,7 +114,7 @@ def _tolerant_entries(table: Table, metas: Sequence[ManifestFileMeta], where: st
 def tag_files(table: Table, tag: Snapshot, where: str) -> TagFiles:
     """Read every file ``tag`` (found at ``where``) names; nothing is deleted here. A missing
     manifest list or manifest is skipped (noted in ``unreadable``); a corrupt one raises."""
-    paths = _DataPaths(table, table.latest_schema())
+    paths = DataPaths(table, table.latest_schema())
     unreadable: list[str] = []
     deletions: dict[str, Deletion] = {}
     bucket_dirs: set[str] = set()
@@ -130,7 +130,7 @@ def tag_files(table: Table, tag: Snapshot, where: str) -> TagFiles:
             bucket_dirs.add(paths.bucket_dir(entry))
     # Java planManifestsCleaner(tag, skip, deleteDataManifestLists=true, deleteChangelog=false);
     # the changelog list too: the used-files check keeps it while a changelog names it.
-    metadata = _metadata_deletions(table, tag, set(), data_lists=True, changelog_list=True)
+    metadata = metadata_deletions(table, tag, set(), data_lists=True, changelog_list=True)
     return TagFiles((*deletions.values(), *metadata),
                     tuple((d, paths.depth) for d in sorted(bucket_dirs)), tuple(unreadable))
 
@@ -195,7 +195,7 @@ def preview_tag_deletion(table: Table, name: str, tag: Snapshot) -> FileTally:
     if table.snapshots.exists(tag.id):
         return tally
     for deletion in files_only_kept_by(table, name, tag)[1]:
-        tally.add(deletion.kind, _size(table.storage, deletion) or 0)
+        tally.add(deletion.kind, file_size(table.storage, deletion) or 0)
     return tally
 
 
@@ -227,9 +227,9 @@ def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Cloc
         job.keep(used)  # the job's end deletes the noted files nothing needs: done below
         for deletion in candidates:
             if _name(deletion.path) not in used:
-                _delete(storage, deletion, tally)
+                delete_counted(storage, deletion, tally)
                 crash_point("tags.file_deleted")
         if table.options().snapshot_clean_empty_directories:
-            _remove_empty_dirs(storage, found.bucket_dirs)
+            remove_empty_dirs(storage, found.bucket_dirs)
             crash_point("tags.directories_removed")
     return TagDeletionResult(name, snapshot_id, False, tally, found.unreadable)
