@@ -36,6 +36,7 @@ from paimond.config.jobs import (
     RemoveOrphansJobSettings,
     parse_jobs,
 )
+from paimond.config.policy import TablePolicy, parse_policies, policy_for
 from paimond.config.values import choice as _choice
 from paimond.config.values import number as _number
 from paimond.errors import ConfigError
@@ -83,6 +84,7 @@ class Settings:
     # The daemon's stable identity (leases, job records): a restarted daemon takes its own
     # lease back at once. ``daemon.replica_id``, else env ``POD_NAME``, else the hostname.
     replica_id: str = field(default_factory=socket.gethostname)
+    policies: tuple[TablePolicy, ...] = ()  # [[policies]]: per-table overrides (config/policy.py)
 
     def wants(self, table_name: str) -> bool:
         """Whether ``db.table`` is maintained (include patterns, minus exclude patterns)."""
@@ -92,6 +94,10 @@ class Settings:
     def job(self, name: str) -> JobSettings:
         """The typed section of job ``name`` (one of JOB_NAMES)."""
         return self.jobs.by_name(name)
+
+    def policy(self, table_name: str) -> TablePolicy | None:
+        """The first ``[[policies]]`` entry matching ``db.table``, or None."""
+        return policy_for(self.policies, table_name)
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -252,7 +258,7 @@ def load_settings(path: str | None = None, env: Mapping[str, str] | None = None)
 
 def _settings(data: dict[str, Any], env: Mapping[str, str]) -> Settings:
     known = {"warehouses", "tables", "jobs", "limits", "executor", "http", "log", "lease",
-             "shutdown", "daemon", "lookup_cache"}
+             "shutdown", "daemon", "lookup_cache", "policies"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(unknown[0], f"unknown section; known: {', '.join(sorted(known))}")
@@ -291,6 +297,7 @@ def _settings(data: dict[str, Any], env: Mapping[str, str]) -> Settings:
         lookup_cache_max_mb=_number(cache.get("max_size_mb", 1024), "lookup_cache.max_size_mb",
                                     int, 1),
         replica_id=_replica_id(daemon, env),
+        policies=parse_policies(data.get("policies"), data.get("jobs", {})),
     )
 
 

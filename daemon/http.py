@@ -1,17 +1,22 @@
-"""One HTTP port: /metrics, /healthz, /readyz, /status and POST /trigger (bearer token)."""
+"""One HTTP port: /metrics, /healthz, /readyz, /status (JSON, or HTML for a browser or
+``?format=html``), and with the bearer token: POST /trigger, /pause, /resume and
+GET /admission?table=db.table."""
 
 from __future__ import annotations
 
 import hmac
 import json
 import threading
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from paimond.daemon.admission import UnreadableTableError
 from paimond.daemon.runner import TableRun
-from paimond.errors import ConfigError
+from paimond.daemon.status_view import render_html
+from paimond.errors import ConfigError, PaimondError
 
 if TYPE_CHECKING:  # the daemon serves this server: a runtime import would be a cycle
     from paimond.daemon.service import Daemon
@@ -40,56 +45,118 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        service = self.server.service
-        if self.path == "/metrics":
-            self._reply(200, generate_latest(self.server.registry), CONTENT_TYPE_LATEST)
-        elif self.path == "/healthz":
-            self._reply(200, {"status": "alive"})
-        elif self.path == "/readyz":
-            reason = service.unready_reason()
-            if reason is None:
-                self._reply(200, {"ready": True})
-            else:
-                self._reply(503, {"ready": False, "reason": reason})
-        elif self.path == "/status":
-            self._reply(200, {"tables": service.status()})
-        else:
-            self._reply(404, {"error": "not found"})
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-        if self.path != "/trigger":
-            self._reply(404, {"error": "not found"})
-            return
+    def _authorized(self) -> bool:
+        """The bearer token of the mutating and admission endpoints; replies when not."""
         token = self.server.token
         if token is None:
-            self._reply(403, {"error": "triggers are disabled: no trigger token configured"})
-            return
+            self._reply(403, {"error": "disabled: no trigger token configured"})
+            return False
         given = self.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
             self._reply(401, {"error": "missing or wrong bearer token"})
-            return
+            return False
+        return True
+
+    def _body(self) -> dict[str, Any] | None:
+        """The JSON object sent, or None after replying 400/413."""
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
         if length < 0:
             self._reply(400, {"error": "malformed Content-Length"})
-            return
+            return None
         if length > MAX_BODY_BYTES:
             self._reply(413, {"error": "request too large"})
-            return
+            return None
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
-            table, wait = str(body["table"]), bool(body.get("wait", False))
+            str(body["table"])
         except (ValueError, KeyError, TypeError):
-            self._reply(400, {"error": 'expected JSON {"table": "db.table", "wait": false}'})
+            self._reply(400, {"error": 'expected JSON {"table": "db.table"}'})
+            return None
+        return body if isinstance(body, dict) else None
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        service = self.server.service
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        if url.path == "/metrics":
+            self._reply(200, generate_latest(self.server.registry), CONTENT_TYPE_LATEST)
+        elif url.path == "/healthz":
+            self._reply(200, {"status": "alive"})
+        elif url.path == "/readyz":
+            reason = service.unready_reason()
+            if reason is None:
+                self._reply(200, {"ready": True})
+            else:
+                self._reply(503, {"ready": False, "reason": reason})
+        elif url.path == "/status":
+            tables = service.status()
+            wants_html = (query.get("format") == ["html"]
+                          or "text/html" in self.headers.get("Accept", ""))
+            if wants_html:
+                self._reply(200, render_html(tables).encode(), "text/html; charset=utf-8")
+            else:
+                self._reply(200, {"tables": tables})
+        elif url.path == "/admission":
+            if self._authorized():
+                self._admission(query.get("table", [""])[0])
+        else:
+            self._reply(404, {"error": "not found"})
+
+    def _not_found(self, table: str) -> None:
+        where = ", ".join(s.root for s in self.server.service.storages)
+        self._reply(404, {"error": f"table {table} not found in {where}"})
+
+    def _admission(self, table: str) -> None:
+        if not table:
+            self._reply(400, {"error": "expected /admission?table=db.table"})
             return
-        future = self.server.service.trigger(table)
+        try:
+            answer = self.server.service.admission(table)
+        except UnreadableTableError as error:
+            self._reply(503, {"error": f"cannot read {table}: {error}"})
+        except PaimondError as error:
+            self._reply(503, {"error": f"{type(error).__name__}: {error}"})
+        else:
+            if answer is None:
+                self._not_found(table)
+            else:
+                self._reply(200, answer.to_json())
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        if self.path not in ("/trigger", "/pause", "/resume"):
+            self._reply(404, {"error": "not found"})
+            return
+        if not self._authorized():
+            return
+        body = self._body()
+        if body is None:
+            return
+        service, table = self.server.service, str(body["table"])
+        if self.path == "/pause":
+            if service.pause(table):
+                self._reply(200, {"table": table, "paused": service.policies.paused(table)})
+            else:
+                self._not_found(table)
+            return
+        if self.path == "/resume":
+            if not service.known(table):
+                self._not_found(table)
+            elif (held := service.policies.resume(table)) is not None:
+                self._reply(409, {"table": table, "paused": held,
+                                  "error": f"{table} stays paused: {held} in the config"})
+            else:
+                self._reply(200, {"table": table, "paused": None})
+            return
+        if service.known(table) and (paused := service.policies.paused(table)) is not None:
+            self._reply(409, {"error": f"{table} is {paused}: resume it first"})
+            return
+        future = service.trigger(table)
         if future is None:
-            where = ", ".join(s.root for s in self.server.service.storages)
-            self._reply(404, {"error": f"table {table} not found in {where}"})
-        elif wait:
+            self._not_found(table)
+        elif bool(body.get("wait", False)):
             self._reply(200, run_to_json(future.result()))
         else:
             self._reply(202, {"table": table, "accepted": True})

@@ -14,7 +14,7 @@ from typing import Any
 import structlog
 
 from paimond.clock import Clock
-from paimond.config.settings import Settings
+from paimond.config.settings import JobsSettings, Settings
 from paimond.daemon.events import CommitConflicted, Events, JobFailed, JobFinished, JobStarted
 from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
@@ -52,6 +52,7 @@ class TableWork:
     jobs: tuple[str, ...]
     base_snapshot_id: int | None
     picker_states: MutableMapping[Any, Any]
+    job_settings: JobsSettings | None = None  # the table's policy (table_policy); None: [jobs]
 
 
 class Runner:
@@ -128,7 +129,8 @@ class Runner:
         spec = JOBS[job]
         # the daemon's typed section (enabled, interval_s and the job's own keys); bucket
         # tasks run in threads here (a process pool per job would cost more than it saves)
-        settings = spec.settings(**dataclasses.asdict(self.settings.job(job)), use_processes=False)
+        section = (work.job_settings or self.settings.jobs).by_name(job)
+        settings = spec.settings(**dataclasses.asdict(section), use_processes=False)
         context = JobContext(self.clock, executor=daemon_executor(self.settings.executor),
                              progress=self._abandon_if_cancelled,
                              lookup_cache=self._lookup_cache, picker_states=work.picker_states)

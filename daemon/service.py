@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paimond.clock import SYSTEM_CLOCK, Clock
-from paimond.config.settings import JOB_NAMES, Settings
+from paimond.config.settings import Settings
 from paimond.daemon import evaluate
+from paimond.daemon.admission import Admission, Admissions
 from paimond.daemon.discovery import check_warehouses, find_tables, unready_reason
 from paimond.daemon.events import Events, log_event
 from paimond.daemon.http import HttpServer
@@ -33,6 +34,8 @@ from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import Runner, TableRun, TableWork, skipped
 from paimond.daemon.scheduler import start_scheduler
 from paimond.daemon.signals import stop_on_signals
+from paimond.daemon.status_view import table_json
+from paimond.daemon.table_policy import Policies
 from paimond.errors import PaimondError, kind_of
 from paimond.maintenance.status import table_status
 from paimond.table.catalog import Table
@@ -94,6 +97,8 @@ class Daemon:
                              stopping=self._stopping.is_set, cancelled=self._cancelled.is_set)
         self._policy = evaluate.BackoffPolicy(settings.backoff_base_s, settings.backoff_max_s,
                                               settings.quarantine_after)
+        self.policies = Policies(settings)  # [[policies]], pauses, shares, job outcomes
+        self.admissions = Admissions()
 
     def _wall_s(self) -> float:
         return self.clock.wall_ms() / 1000
@@ -105,10 +110,11 @@ class Daemon:
         with self._lock:
             for name, (table, index) in found.items():
                 self.tables.setdefault(name, TableState(table, index))
-            for name in set(self.tables) - set(found):
-                if not self.tables[name].running:  # a running table goes at the next pass
-                    del self.tables[name]
+            gone = [n for n in set(self.tables) - set(found) if not self.tables[n].running]
+            for name in gone:  # a running table goes at the next pass
+                del self.tables[name]
             self._last_discovery = self._wall_s()
+        self.policies.forget(gone)
 
     def ready(self) -> bool:
         """Config loaded and every warehouse there and reachable."""
@@ -127,13 +133,9 @@ class Daemon:
 
     # ---------------------------------------------------------------- deciding
 
-    def _schedules(self) -> dict[str, evaluate.Schedule]:
-        return {name: evaluate.Schedule(self.settings.job(name).enabled,
-                                        self.settings.job(name).interval_s)
-                for name in JOB_NAMES}
-
-    def _enabled_jobs(self) -> tuple[str, ...]:
-        return tuple(name for name, s in self._schedules().items() if s.enabled)
+    def _enabled_jobs(self, table: str) -> tuple[str, ...]:
+        """The jobs the table's policy (else ``[jobs]``) enables; none while it is paused."""
+        return () if self.policies.paused(table) else self.policies.enabled_jobs(table)
 
     def _decide(self, state: TableState, standing: evaluate.Standing, now: float
                 ) -> tuple[str, ...]:
@@ -141,7 +143,8 @@ class Daemon:
         latest = state.table.snapshots.latest_id()
         # a table some job refused: its schema tells whether the refusal still holds
         current = fingerprint(state.table.latest_schema()) if standing.refused else None
-        decision = evaluate.decide(standing, latest, now, self._schedules(), current)
+        decision = evaluate.decide(standing, latest, now,
+                                   self.policies.schedules(state.table.name), current)
         health = (evaluate.health(table_status(state.table, verify_files=False, parallelism=4))
                   if decision.new_snapshot else None)
         with self._lock:
@@ -153,7 +156,7 @@ class Daemon:
                 state.urgency = health.urgency
         if health is not None:
             self.metrics.set_table(state.table.name, **health.gauges)
-        return decision.jobs
+        return () if self.policies.paused(state.table.name) else decision.jobs
 
     def _failed(self, state: TableState, message: str) -> None:
         """Back off after a failure that was already logged where it happened."""
@@ -194,8 +197,13 @@ class Daemon:
                 candidates.append((state, jobs))
         with self._lock:
             candidates.sort(key=lambda c: -c[0].urgency)
+            running = [n for n, s in self.tables.items() if s.running]
+        # a policy's concurrency share: the others wait for a later tick
+        admitted = set(self.policies.admit([s.table.name for s, _ in candidates], running))
         futures = []
         for state, jobs in candidates:  # the pool runs `concurrency` at once, in this order
+            if state.table.name not in admitted:
+                continue
             with self._lock:
                 if state.running or not self._current(state):
                     continue
@@ -220,7 +228,7 @@ class Daemon:
                     state.triggered = Future()
                 return state.triggered
             state.running = True
-        return self._submit(state, self._enabled_jobs())
+        return self._submit(state, self._enabled_jobs(table_name))
 
     def _current(self, state: TableState) -> bool:
         """Still the table's state: discovery may have dropped it (and re-added a new one)
@@ -243,13 +251,18 @@ class Daemon:
     def _run(self, state: TableState, jobs: tuple[str, ...]) -> TableRun:
         with self._lock:
             self.running_jobs += 1
-            work = TableWork(state.table, state.warehouse, jobs, state.last_snapshot_id,
-                             state.picker_states)
+            base, pickers = state.last_snapshot_id, state.picker_states
+        name, now = state.table.name, self._wall_s()
         try:
             if self._stopping.is_set():
-                return skipped(state.table.name, jobs, _STOPPING)
-            run = self.runner.run_table(work)
+                return skipped(name, jobs, _STOPPING)
+            self.policies.started(name, now)
+            chosen = self.policies.for_run(name, _options_of(state.table), now)
+            run = self.runner.run_table(TableWork(state.table, state.warehouse, jobs, base,
+                                                  pickers, chosen.jobs))
             self._record(state, run)
+            self.policies.record(name, jobs, run.reports, run.error, self._wall_s(),
+                                 chosen.jobs.compact.full)
             return run
         finally:
             with self._lock:
@@ -290,9 +303,9 @@ class Daemon:
         answer.set_result(run)
         if follow is not None:
             if state.running:
-                self._submit(state, self._enabled_jobs(), follow)
+                self._submit(state, self._enabled_jobs(state.table.name), follow)
             else:
-                follow.set_result(skipped(state.table.name, self._enabled_jobs(), _STOPPING))
+                follow.set_result(skipped(state.table.name, (), _STOPPING))
 
     def run_once(self) -> list[TableRun]:
         """One full pass over every table (every enabled job), then return. ConfigError for
@@ -300,22 +313,62 @@ class Daemon:
         reached (a pass that saw no table is not a pass that found none)."""
         self.check_warehouses(unavailable_ok=False)
         self.discover()
-        jobs = self._enabled_jobs()
         futures = []
         with self._lock:
             states = [s for s in self.tables.values() if not s.running]
             for state in states:
                 state.running = True
-        for state in states:
-            futures.append(self._submit(state, jobs))
+        for state in states:  # a paused table's run skips every job
+            futures.append(self._submit(state, self._enabled_jobs(state.table.name)))
         return [f.result() for f in futures]
 
     def status(self) -> dict[str, object]:
+        """``/status``: each table's state, effective policy, and per job its last outcome,
+        next due time and why (``status_view``)."""
+        now = self._wall_s()
         with self._lock:
-            return {name: {"quarantined": s.quarantined, "failures": s.failures,
-                           "error": s.error, "running": s.running,
-                           "last_snapshot_id": s.last_snapshot_id,
-                           "last_run": dict(s.last_run)} for name, s in self.tables.items()}
+            states = [(n, s, s.standing(), s.running, s.error, s.urgency)
+                      for n, s in self.tables.items()]
+        out: dict[str, object] = {}
+        for name, state, standing, running, error, urgency in states:
+            out[name] = table_json(
+                standing, running=running, error=error, urgency=urgency,
+                policy=self.policies.policy(name),
+                chosen=self.policies.for_run(name, _options_of(state.table), now),
+                schedules=self.policies.schedules(name), records=self.policies.records(name),
+                paused=self.policies.paused(name), waiting=self.policies.waiting(name), now=now)
+        return out
+
+    def known(self, table_name: str) -> bool:
+        """Whether the daemon maintains ``db.table`` (discovering once when not yet seen)."""
+        with self._lock:
+            if table_name in self.tables:
+                return True
+        self.discover()
+        with self._lock:
+            return table_name in self.tables
+
+    def pause(self, table_name: str) -> bool:
+        """Give the table no further job until resumed (a running job finishes). False for a
+        table the daemon does not maintain. In memory: a restart forgets it."""
+        if not self.known(table_name):
+            return False
+        self.policies.pause(table_name, f"paused through the API at {self._wall_s():.0f}")
+        log.info("table_paused", table=table_name)
+        return True
+
+    def admission(self, table_name: str) -> Admission | None:
+        """Whether a write-only writer may commit to the table now; None if not maintained."""
+        if not self.known(table_name):
+            return None
+        with self._lock:
+            state = self.tables.get(table_name)
+        if state is None:
+            return None
+        table = state.table
+        policy = self.policies.policy(table_name)
+        limit = policy.max_compaction_debt_mb if policy is not None else None
+        return self.admissions.check(table, None if limit is None else limit << 20)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -384,3 +437,12 @@ class Daemon:
         self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             return self.running_jobs == 0
+
+
+def _options_of(table: Table) -> dict[str, str]:
+    """The table's options, or none when its schema cannot be read (its jobs then fail and
+    say why)."""
+    try:
+        return dict(table.options().raw)
+    except PaimondError:
+        return {}

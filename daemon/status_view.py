@@ -1,0 +1,121 @@
+"""``/status``: each table's state as JSON (and the same as a readable HTML page): the
+effective policy, and per job the last run and its outcome, when it is next due, and why it
+did or did not run. Pure: the service passes the figures and ``now`` in."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from paimond.config.jobs import JOB_NAMES
+from paimond.config.policy import TablePolicy, window_text
+from paimond.daemon.evaluate import Schedule, Standing
+from paimond.daemon.table_policy import Effective, JobRecord
+
+
+def _why(job: str, schedule: Schedule, standing: Standing, now: float, paused: str | None,
+         waiting: str | None, source: str) -> tuple[str, float | None]:
+    """(why the job runs or not, when it is next due in wall seconds or None)."""
+    if not schedule.enabled:
+        return f"disabled ({source})", None
+    if paused is not None:
+        return paused, None
+    if standing.quarantined:
+        return (f"quarantined after {standing.failures} failures; a new snapshot or a "
+                "trigger clears it"), None
+    if now < standing.next_attempt_at:
+        return "backing off after a failure", standing.next_attempt_at
+    if job in standing.refused:
+        return "refused the table: due again once its schema or options change", None
+    if waiting is not None:
+        return waiting, now
+    last = standing.last_run.get(job)
+    if job == "compact" and standing.last_snapshot_id != standing.compacted_snapshot_id:
+        return "due: snapshots arrived since the last compaction", now
+    if last is None:
+        return "due: never ran in this process", now
+    due_at = last + schedule.interval_s
+    return ("due" if due_at <= now else f"next run after interval_s={schedule.interval_s:g}"), due_at
+
+
+def policy_json(policy: TablePolicy | None, chosen: Effective, paused: str | None
+                ) -> dict[str, Any]:
+    return {
+        "name": policy.name if policy else None,
+        "paused": paused,
+        "concurrency": policy.concurrency if policy else None,
+        "full_compaction_window": (window_text(policy.full_compaction_window) + " UTC"
+                                   if policy and policy.full_compaction_window else None),
+        "max_compaction_debt_mb": policy.max_compaction_debt_mb if policy else None,
+        "jobs": {job: dataclasses.asdict(chosen.jobs.by_name(job)) for job in JOB_NAMES},
+        "sources": dict(chosen.sources),
+    }
+
+
+def table_json(standing: Standing, *, running: bool, error: str | None, urgency: float,
+               policy: TablePolicy | None, chosen: Effective, schedules: Mapping[str, Schedule],
+               records: Mapping[str, JobRecord], paused: str | None, waiting: str | None,
+               now: float) -> dict[str, Any]:
+    """One table's entry; ``last_run`` and the top-level keys stay as before this page."""
+    jobs = {}
+    for job in JOB_NAMES:
+        source = (policy.name if policy and (job, "enabled") in policy.overrides
+                  else f"jobs.{job}.enabled")
+        why, due = _why(job, schedules[job], standing, now, paused, waiting, source)
+        record = records.get(job)
+        jobs[job] = {"last_run_at": record.at if record else standing.last_run.get(job),
+                     "outcome": record.outcome if record else None,
+                     "detail": record.detail if record else "",
+                     "next_due_at": due, "why": "running now" if running else why}
+    state = ("running" if running else "paused" if paused else "quarantined"
+             if standing.quarantined else "backing off" if now < standing.next_attempt_at
+             else "idle")
+    return {"state": state, "quarantined": standing.quarantined, "failures": standing.failures,
+            "error": error, "running": running, "paused": paused,
+            "backoff_until": standing.next_attempt_at or None,
+            "last_snapshot_id": standing.last_snapshot_id, "urgency": round(urgency, 6),
+            "last_run": dict(standing.last_run), "jobs": jobs,
+            "policy": policy_json(policy, chosen, paused)}
+
+
+def _when(value: Any) -> str:
+    if not isinstance(value, (int, float)):
+        return "-"
+    moment = datetime.datetime.fromtimestamp(value, datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def render_text(tables: Mapping[str, Any]) -> str:
+    """The plain-text view ``paimond status --daemon URL`` prints."""
+    if not tables:
+        return "the daemon maintains no table (yet)"
+    blocks = []
+    for name, entry in sorted(tables.items()):
+        policy = entry.get("policy") or {}
+        head = f"{name}  {entry.get('state')}; policy {policy.get('name') or '[jobs]'}"
+        lines = [head]
+        if entry.get("error"):
+            lines.append(f"  last error: {entry['error']}")
+        for key in ("concurrency", "full_compaction_window", "max_compaction_debt_mb"):
+            if policy.get(key) is not None:
+                lines.append(f"  {key}: {policy[key]}")
+        for key, source in sorted((policy.get("sources") or {}).items()):
+            lines.append(f"  {key} from {source}")
+        lines.append(f"  {'job':<18}{'last run':<25}{'outcome':<10}{'next due':<25}why")
+        for job, row in (entry.get("jobs") or {}).items():
+            lines.append(f"  {job:<18}{_when(row.get('last_run_at')):<25}"
+                         f"{row.get('outcome') or '-':<10}{_when(row.get('next_due_at')):<25}"
+                         f"{row.get('why', '')}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def render_html(tables: Mapping[str, Any]) -> str:
+    """``/status`` for a browser: the text view per table, escaped."""
+    body = "".join(f"<pre>{html.escape(render_text({name: entry}))}</pre>"
+                   for name, entry in sorted(tables.items())) or "<p>no table yet</p>"
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>paimond status</title>"
+            "</head><body><h1>paimond: tables</h1>" + body + "</body></html>")
