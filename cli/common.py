@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from paimond.errors import ConfigError
-from paimond.table.catalog import Table, check_warehouse, open_table
-from paimond.table.storage import Storage, open_storage
+
+if TYPE_CHECKING:  # imported by the commands that open storage, not by --help
+    from paimond.table.catalog import Table
+    from paimond.table.storage import Storage
 
 EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = 0, 1, 2
 
@@ -51,6 +54,9 @@ def table_partitions_of(table: Table, pairs: Sequence[str]) -> dict[str, str]:
 
 def open_warehouse_of(args: argparse.Namespace) -> Storage:
     """The warehouse's storage; ConfigError naming it when it does not exist."""
+    from paimond.table.catalog import check_warehouse
+    from paimond.table.storage import open_storage
+
     storage = open_storage(args.warehouse, storage_options_of(args.storage_option))
     check_warehouse(storage)
     return storage
@@ -68,6 +74,8 @@ def table_of(args: argparse.Namespace) -> str:
 def open_table_of(args: argparse.Namespace) -> Table:
     """``--table`` of the warehouse; ConfigError for a bad name, an unknown table or a
     warehouse that does not exist."""
+    from paimond.table.catalog import open_table
+
     table_of(args)
     storage = open_warehouse_of(args)
     return open_table(storage, storage.root, args.table)

@@ -6,24 +6,20 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
-from typing import Any
-
-from prometheus_client import CollectorRegistry, write_to_textfile
+from typing import TYPE_CHECKING, Any
 
 from paimond.cli.common import EXIT_OK, table_of
 from paimond.cli.common import EXIT_UNREADABLE as EXIT_FAILED
 from paimond.cli.common import EXIT_USAGE as EXIT_CONFIG
-from paimond.config.settings import Settings, load_settings
-from paimond.daemon.http import run_to_json
-from paimond.daemon.logging import configure_logging
-from paimond.daemon.metrics import Metrics
-from paimond.daemon.service import Daemon
 from paimond.errors import ConfigError, StorageUnavailableError
+
+if TYPE_CHECKING:  # the daemon, its HTTP server and metrics load only for these commands
+    from paimond.config.settings import Settings
 
 
 def _settings(args: argparse.Namespace) -> Settings | None:
+    from paimond.config.settings import load_settings
+
     try:
         return load_settings(args.config)
     except ConfigError as error:
@@ -32,6 +28,12 @@ def _settings(args: argparse.Namespace) -> Settings | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from prometheus_client import CollectorRegistry
+
+    from paimond.daemon.logging import configure_logging
+    from paimond.daemon.metrics import Metrics
+    from paimond.daemon.service import Daemon
+
     settings = _settings(args)
     if settings is None:
         return EXIT_CONFIG
@@ -51,6 +53,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_once(args: argparse.Namespace) -> int:
+    from prometheus_client import CollectorRegistry, write_to_textfile
+
+    from paimond.daemon.http import run_to_json
+    from paimond.daemon.logging import configure_logging
+    from paimond.daemon.metrics import Metrics
+    from paimond.daemon.service import Daemon
+
     settings = _settings(args)
     if settings is None:
         return EXIT_CONFIG
@@ -75,6 +84,9 @@ def _run_once(args: argparse.Namespace) -> int:
 
 
 def _trigger(args: argparse.Namespace) -> int:
+    import urllib.error
+    import urllib.request
+
     try:
         table_of(args)
     except ConfigError as error:

@@ -7,7 +7,7 @@ import datetime
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paimond import __version__
 from paimond.cli import daemon as cli_daemon
@@ -25,20 +25,23 @@ from paimond.cli.common import (
     table_partitions_of,
     usage_errors_exit_2,
 )
-from paimond.cli.report import dry_run_refusals, render_json, render_text
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, PaimondError
-from paimond.lsm.task import CompactTask
-from paimond.maintenance.execution import LookupCacheSettings
-from paimond.maintenance.jobs import JOBS, JobContext, JobReport
-from paimond.maintenance.status import TableStatus, table_status
-from paimond.spark.executor import EXECUTORS, open_executor
-from paimond.table.catalog import Table, list_tables, open_table
-from paimond.table.options import parse_duration_millis as parse_duration_ms
-from paimond.table.options import parse_memory_size
 
+if TYPE_CHECKING:  # the commands import what they run when they run (bench/startup.py)
+    from paimond.lsm.task import CompactTask
+    from paimond.maintenance.jobs import JobContext, JobReport
+    from paimond.table.catalog import Table
+
+# spark.executor.EXECUTORS, spelled here so that building the parser imports no job code
+# (tests/cli/test_startup.py keeps them equal)
+EXECUTORS = ("local", "spark")
 
 def _status(args: argparse.Namespace) -> int:
+    from paimond.cli.report import render_json, render_text
+    from paimond.maintenance.status import TableStatus, table_status
+    from paimond.table.catalog import list_tables, open_table
+
     if args.table:
         table_of(args)  # a bad name is a usage error before storage is touched
     storage = open_warehouse_of(args)
@@ -67,12 +70,27 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_UNREADABLE if any(s.error for s in statuses) else EXIT_OK
 
 
+def _job_context(clock: Clock, **context: Any) -> JobContext:
+    from paimond.maintenance.jobs import JobContext
+
+    return JobContext(clock, **context)
+
+
+def parse_duration_ms(text: str) -> int:
+    from paimond.table.options import parse_duration_millis
+
+    return parse_duration_millis(text)
+
+
 def _task_progress(done: int, total: int, task: CompactTask) -> None:
     progress_bar(done, total, f"{task.partition_text or '-'} bucket {task.bucket}")
 
 
 def _run(job: str, table: Table, context: JobContext, **settings: Any) -> JobReport:
     """Run a registered job and print what it did (a dry run: what refuses the table)."""
+    from paimond.cli.report import dry_run_refusals
+    from paimond.maintenance.jobs import JOBS, JobReport
+
     if settings.get("dry_run") and (refused := dry_run_refusals(table, job)):
         print(refused.describe())
         return JobReport(refused)
@@ -83,6 +101,10 @@ def _run(job: str, table: Table, context: JobContext, **settings: Any) -> JobRep
 
 
 def _compact(args: argparse.Namespace) -> int:
+    from paimond.maintenance.execution import LookupCacheSettings
+    from paimond.spark.executor import open_executor
+    from paimond.table.options import parse_memory_size
+
     table = open_table_of(args)
     cache = None
     if args.lookup_cache:
@@ -94,10 +116,10 @@ def _compact(args: argparse.Namespace) -> int:
                 "parallelism": args.parallelism or None, "dry_run": args.dry_run}
     progress = _task_progress if sys.stderr.isatty() else None
     if args.dry_run:
-        _run("compact", table, JobContext(SYSTEM_CLOCK), **settings)
+        _run("compact", table, _job_context(SYSTEM_CLOCK), **settings)
         return EXIT_OK
     with open_executor(args.executor, spark_master=args.spark_master) as executor:
-        context = JobContext(SYSTEM_CLOCK, executor=executor, progress=progress, lookup_cache=cache)
+        context = _job_context(SYSTEM_CLOCK, executor=executor, progress=progress, lookup_cache=cache)
         report = _run("compact", table, context, **settings)
     return EXIT_UNREADABLE if report.failed else EXIT_OK
 
@@ -130,7 +152,7 @@ def _older_than(text: str | None) -> dict[str, int | None]:
 
 
 def _expire_snapshots(args: argparse.Namespace) -> int:
-    _run("expire", open_table_of(args), JobContext(_one_moment()), retain_max=args.retain_max,
+    _run("expire", open_table_of(args), _job_context(_one_moment()), retain_max=args.retain_max,
          retain_min=args.retain_min, max_deletes=args.max_deletes, dry_run=args.dry_run,
          **_older_than(args.older_than))
     return EXIT_OK
@@ -143,7 +165,7 @@ def _expire_consumers(args: argparse.Namespace) -> int:
             older_than = parse_duration_ms(args.older_than)
         except ValueError as error:
             raise ConfigError("--older-than", str(error)) from None
-    _run("expire_consumers", open_table_of(args), JobContext(SYSTEM_CLOCK),
+    _run("expire_consumers", open_table_of(args), _job_context(SYSTEM_CLOCK),
          older_than_ms=older_than, dry_run=args.dry_run)
     return EXIT_OK
 
@@ -155,18 +177,18 @@ def _expire_partitions(args: argparse.Namespace) -> int:
             older_than = parse_duration_ms(args.older_than)
         except ValueError as error:
             raise ConfigError("--older-than", str(error)) from None
-    _run("expire_partitions", open_table_of(args), JobContext(_one_moment()),
+    _run("expire_partitions", open_table_of(args), _job_context(_one_moment()),
          older_than_ms=older_than, max_num=args.max_num, dry_run=args.dry_run)
     return EXIT_OK
 
 
 def _merge_manifests(args: argparse.Namespace) -> int:
-    _run("merge_manifests", open_table_of(args), JobContext(SYSTEM_CLOCK), dry_run=args.dry_run)
+    _run("merge_manifests", open_table_of(args), _job_context(SYSTEM_CLOCK), dry_run=args.dry_run)
     return EXIT_OK
 
 
 def _remove_orphans(args: argparse.Namespace) -> int:
-    _run("remove_orphans", open_table_of(args), JobContext(_one_moment()), dry_run=args.dry_run,
+    _run("remove_orphans", open_table_of(args), _job_context(_one_moment()), dry_run=args.dry_run,
          force=args.force, **_older_than(args.older_than))
     return EXIT_OK
 
@@ -255,7 +277,7 @@ def _add_table_maintenance_commands(commands: Any) -> None:
 
 
 def _rewrite_index(args: argparse.Namespace) -> int:
-    context = JobContext(SYSTEM_CLOCK, progress=progress_bar if sys.stderr.isatty() else None)
+    context = _job_context(SYSTEM_CLOCK, progress=progress_bar if sys.stderr.isatty() else None)
     table = open_table_of(args)
     _run("rewrite_index", table, context, partitions=table_partitions_of(table, args.partition),
          dry_run=args.dry_run, parallelism=args.parallelism or min(8, os.cpu_count() or 1))

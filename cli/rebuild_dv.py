@@ -14,12 +14,13 @@ from paimond.cli.common import (
     table_partitions_of,
     usage_errors_exit_2,
 )
-from paimond.cli.report import dry_run_refusals
 from paimond.clock import SYSTEM_CLOCK
-from paimond.maintenance.jobs import JOBS, JobContext
 
 
 def _rebuild_dv(args: argparse.Namespace) -> int:
+    from paimond.cli.report import dry_run_refusals
+    from paimond.maintenance.jobs import JOBS, JobContext
+
     job = JOBS["rebuild_dv"]
     table = open_table_of(args)
     settings = job.settings(dry_run=args.dry_run, discard_existing=args.discard_existing,

@@ -6,10 +6,13 @@ import datetime
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from paimond.maintenance.status import BucketStatus, TableStatus
-from paimond.table.catalog import Table
-from paimond.table.semantic_options import Refusal, refusals
+
+if TYPE_CHECKING:
+    from paimond.table.catalog import Table
+    from paimond.table.semantic_options import Refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,8 @@ class Refused:
 
 
 def dry_run_refusals(table: Table, job: str) -> Refused | None:
+    from paimond.table.semantic_options import refusals
+
     found = refusals(table.options(), job)
     return Refused(table.name, job, tuple(found)) if found else None
 

@@ -9,8 +9,12 @@ from typing import Any
 from paimond.cli.common import EXIT_OK, add_storage_option, open_table_of, usage_errors_exit_2
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError
-from paimond.maintenance.jobs import JOBS, JobContext
-from paimond.table.options import parse_duration_millis
+
+
+def parse_duration_millis(text: str) -> int:
+    from paimond.table.options import parse_duration_millis as parse  # loaded when run
+
+    return parse(text)
 
 
 def _one_moment() -> Clock:
@@ -19,6 +23,8 @@ def _one_moment() -> Clock:
 
 
 def _run(name: str, args: argparse.Namespace, **settings: Any) -> int:
+    from paimond.maintenance.jobs import JOBS, JobContext
+
     job = JOBS[name]
     report = job.run(open_table_of(args), job.settings(dry_run=args.dry_run, **settings),
                      JobContext(_one_moment()))

@@ -16,6 +16,7 @@ is the (key, sequence) order already; that is checked, and a full sort is the fa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -28,7 +29,6 @@ from paimond.format.row_kind import RowKind
 
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 VALUE_KIND_COLUMN = "_VALUE_KIND"
-_ADD_KINDS = pa.array([RowKind.INSERT, RowKind.UPDATE_AFTER], pa.int8())
 SLICE_ROWS = 1 << 18
 
 Reducer = Callable[["SortedSlice"], pa.Table]
@@ -36,9 +36,16 @@ Reducer = Callable[["SortedSlice"], pa.Table]
 _NULLS_PER_KEY = int(pa.__version__.split(".")[0]) >= 25
 
 
+@functools.cache
+def _add_kinds() -> pa.Array:
+    """Built on first use, not at import: pyarrow imports pandas with its first array from
+    Python values, and commands that never merge should not pay for it (bench/startup.py)."""
+    return pa.array([RowKind.INSERT, RowKind.UPDATE_AFTER], pa.int8())
+
+
 def is_add(kinds: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """+I/+U rows (retractions are -U/-D)."""
-    return pc.is_in(kinds, _ADD_KINDS)
+    return pc.is_in(kinds, _add_kinds())
 
 
 class SortedSlice:

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paimond.errors import PaimondError
-from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH
-from paimond.format.schema import TableSchema
 from paimond.table.catalog import Table
-from paimond.table.duties import DutyStatus, duties
 from paimond.table.layout import partition_text
 from paimond.table.options import TableOptions
-from paimond.table.scan import BucketFiles, SnapshotFiles, scan_snapshot, verify_data_files
-from paimond.table.semantic_options import SEMANTIC_OPTIONS, refusals
+
+if TYPE_CHECKING:  # scan, duties and refusals load with the first table described
+    from paimond.format.schema import TableSchema
+    from paimond.table.duties import DutyStatus
+    from paimond.table.scan import BucketFiles, SnapshotFiles
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +115,8 @@ def _bucket_status(schema: TableSchema, bucket: BucketFiles,
 
 
 def _dv_cardinality_by_bucket(files: SnapshotFiles) -> dict[tuple[bytes, int], dict[str, int]]:
+    from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
+
     out: dict[tuple[bytes, int], dict[str, int]] = {}
     for entry in files.index_entries:
         meta = entry.index_file
@@ -128,6 +130,8 @@ def _dv_cardinality_by_bucket(files: SnapshotFiles) -> dict[tuple[bytes, int], d
 
 def refusals_by_job(options: TableOptions) -> dict[str, tuple[str, ...]]:
     """Every job (and duty job) that refuses the table, with its reasons."""
+    from paimond.table.semantic_options import SEMANTIC_OPTIONS, refusals
+
     jobs = dict.fromkeys(job for row in SEMANTIC_OPTIONS for job in row.jobs)
     found = {job: tuple(r.describe() for r in refusals(options, job)) for job in jobs}
     return {job: reasons for job, reasons in found.items() if reasons}
@@ -142,6 +146,10 @@ def table_status(table: Table, *, verify_files: bool = True, parallelism: int = 
 
 
 def _table_status(table: Table, verify_files: bool, parallelism: int) -> TableStatus:
+    from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH
+    from paimond.table.duties import duties
+    from paimond.table.scan import scan_snapshot, verify_data_files
+
     schema = table.latest_schema()
     options = TableOptions.of(schema)
     snapshots = table.snapshots

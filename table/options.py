@@ -9,17 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from paimond.errors import ConfigError, UnsupportedError
-from paimond.format.file_index.columns import ColumnIndexes
 from paimond.format.schema import TableSchema
 from paimond.table.compaction_options import CompactionOptions
-from paimond.table.file_index_options import (
-    file_index_columns,
-    has_file_index_options,
-    in_manifest_threshold_bytes,
-)
 from paimond.table.partition_time import PartitionTimeExtractor, compile_java_format
+
+if TYPE_CHECKING:  # the index codecs (numpy, pyarrow) load when an index is asked for
+    from paimond.format.file_index.columns import ColumnIndexes
 
 BUCKET_POSTPONE = -2
 BUCKET_DYNAMIC = -1
@@ -498,15 +496,21 @@ class TableOptions:
     @property
     def has_file_index(self) -> bool:
         """Any ``file-index.*`` option at all (cheap; nothing is parsed)."""
+        from paimond.table.file_index_options import has_file_index_options
+
         return has_file_index_options(self.raw)
 
     @property
     def file_index_columns(self) -> ColumnIndexes:
         """The indexed columns and each index's typed settings, in Java's map orders."""
+        from paimond.table.file_index_options import file_index_columns
+
         return file_index_columns(self.raw)
 
     @property
     def file_index_in_manifest_threshold_bytes(self) -> int:
+        from paimond.table.file_index_options import in_manifest_threshold_bytes
+
         return in_manifest_threshold_bytes(self.raw)
 
     def field_stats_mode(self, field_name: str) -> str | None:

@@ -1,0 +1,105 @@
+"""Benchmark: what a ``paimond`` command costs before it does any work (issue #22, goal 1).
+
+Runs each command as a whole process and takes the CPU seconds (user + system) of the child,
+the median of ``--runs`` runs, against the baseline ``python -c "import pyarrow.parquet"``
+measured in the same run, interleaved (so a busy machine weighs on both alike). Goal: every
+ratio within 1.5x. Also prints peak RSS and whether pandas was imported.
+
+    .venv/bin/python bench/startup.py [--runs 7]
+
+The no-op ``status`` is a warehouse without tables; ``status (1 table)`` reads one small
+pypaimon-written table (pypaimon only builds it; the timed process never imports it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+GOAL_RATIO = 1.5
+PANDAS_PROBE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
+                "'PANDAS=%d\\n' % ('pandas' in sys.modules)))")
+
+
+def _measure(argv: list[str]) -> tuple[float, float, bool]:
+    """CPU seconds, peak RSS in MB, and whether pandas was imported, of one process."""
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"{argv} failed ({process.returncode}): {stderr}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, "PANDAS=1" in stderr
+
+
+def _command(*args: str) -> list[str]:
+    """``paimond ARGS`` as the console script runs it, with the pandas probe first."""
+    code = f"{PANDAS_PROBE}; import sys; from paimond.cli.main import main; sys.exit(main())"
+    return [sys.executable, "-c", code, *args]
+
+
+def _one_table(warehouse: Path) -> None:
+    """Runs in a child process: the parent stays small, so a child's peak RSS is its own
+    (a forked child's high-water mark starts at its parent's)."""
+    import pyarrow as pa
+    from pypaimon import CatalogFactory, Schema
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    catalog = CatalogFactory.create({"warehouse": str(warehouse)})
+    catalog.create_database("db", True)
+    catalog.create_table("db.t", Schema.from_pyarrow_schema(
+        schema, primary_keys=["id"], options={"bucket": "1"}), True)
+    builder = catalog.get_table("db.t").new_batch_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    write.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema))
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--build", metavar="DIR", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.build:
+        _one_table(Path(args.build))
+        return
+    with tempfile.TemporaryDirectory(prefix="paimond-startup-") as scratch:
+        empty, one = Path(scratch) / "empty", Path(scratch) / "one"
+        empty.mkdir()
+        subprocess.run([sys.executable, __file__, "--build", str(one)], check=True)
+        cases = {
+            "baseline: import pyarrow.parquet": (
+                [sys.executable, "-c", f"{PANDAS_PROBE}; import pyarrow.parquet"], False),
+            "paimond --version": (_command("--version"), True),
+            "paimond --help": (_command("--help"), True),
+            "paimond status (no tables)": (_command("status", str(empty)), True),
+            "paimond status (1 table)": (_command("status", str(one)), False),
+        }
+        samples: dict[str, list[tuple[float, float, bool]]] = {name: [] for name in cases}
+        for _ in range(args.runs):  # interleaved: each round measures every case once
+            for name, (argv, _goal) in cases.items():
+                samples[name].append(_measure(argv))
+    base = statistics.median(cpu for cpu, _, _ in samples["baseline: import pyarrow.parquet"])
+    print(f"{args.runs} runs each, medians; {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+    print(f"{'command':<36} {'CPU s':>7} {'ratio':>6} {'goal':>6} {'RSS MB':>7} pandas")
+    for name, (_, goal) in cases.items():
+        cpu = statistics.median(s[0] for s in samples[name])
+        rss = statistics.median(s[1] for s in samples[name])
+        pandas = any(s[2] for s in samples[name])
+        ratio = cpu / base
+        verdict = (f"{GOAL_RATIO:.1f}x {'ok' if ratio <= GOAL_RATIO else 'MISSED'}" if goal
+                   else "-")
+        print(f"{name:<36} {cpu:7.3f} {ratio:5.2f}x {verdict:>9} {rss:7.0f} "
+              f"{'yes' if pandas else 'no'}")
+
+
+if __name__ == "__main__":
+    main()
