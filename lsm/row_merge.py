@@ -28,7 +28,8 @@ from paimond.lsm.merge import SEQUENCE_COLUMN, VALUE_KIND_COLUMN, SortedSlice
 from paimond.table.merge_options import MergeConfig
 
 ROW_FUNCTIONS = frozenset({"listagg", "collect", "merge_map", "rbm32", "hll_sketch",
-                           "theta_sketch"})
+                           "theta_sketch", "nested_update", "nested_partial_update",
+                           "merge_map_with_keytime"})  # the last three: lsm/nested_aggregates.py
 _RETRACT_KINDS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
 
 
@@ -352,7 +353,9 @@ def make_field_agg(name: str, function: str, type_: pa.DataType, config: MergeCo
                                    "VARBINARY")
         agg = _Sketch(name, function)
     else:
-        raise UnsupportedError(f"aggregate function {function!r} (field {name})")
+        from paimond.lsm.nested_aggregates import make_nested_agg  # it imports FieldAgg
+
+        agg = make_nested_agg(name, function, type_, config.nested_options)
     if name in config.ignore_retract:
         if config.aggregation_remove_record_on_delete and config.engine == "aggregation":
             raise UnsupportedError(f"aggregation.remove-record-on-delete and fields.{name}."

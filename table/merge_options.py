@@ -13,6 +13,9 @@ from paimond.format.schema import TableSchema
 from paimond.table.options import TableOptions
 
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+# the fields.<c>.<suffix> options of nested_update, nested_partial_update, merge_map_with_keytime
+NESTED_SUFFIXES = ("nested-key", "nested-key-null-strategy", "nested-sequence-field",
+                   "count-limit", "ts-field")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,8 @@ class MergeConfig:
     aggregation_remove_record_on_delete: bool = False
     list_agg_delimiters: Mapping[str, str] = field(default_factory=dict)
     distinct: frozenset[str] = frozenset()
+    # fields.<c>.{nested-key, ..., ts-field}: suffix -> column -> value (lsm/nested_aggregates.py)
+    nested_options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, schema: TableSchema) -> MergeConfig:
@@ -65,6 +70,7 @@ class MergeConfig:
             list_agg_delimiters={f.name: options.field_list_agg_delimiter(f.name)
                                  for f in schema.fields},
             distinct=frozenset(f.name for f in schema.fields if options.field_distinct(f.name)),
+            nested_options={suffix: options.field_options(suffix) for suffix in NESTED_SUFFIXES},
         )
 
 

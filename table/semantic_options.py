@@ -35,7 +35,8 @@ Handling = Literal["implemented", "refused", "not affecting"]
 AGGREGATE_FUNCTIONS = frozenset({
     "last_value", "last_non_null_value", "primary-key", "first_value", "first_non_null_value",
     "first_not_null_value", "sum", "product", "min", "max", "bool_and", "bool_or",
-    "listagg", "collect", "merge_map", "rbm32", "hll_sketch", "theta_sketch"})
+    "listagg", "collect", "merge_map", "rbm32", "hll_sketch", "theta_sketch", "nested_update",
+    "nested_partial_update", "merge_map_with_keytime"})
 
 Setting = Callable[[TableOptions], str | None]
 
@@ -142,16 +143,17 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "only", _pk(_engine_unknown)),
     SemanticOption("fields.<c>.aggregate-function, fields.default-aggregate-function", (COMPACT,),
                    "implemented", ", ".join(sorted(AGGREGATE_FUNCTIONS))),
-    SemanticOption("fields.<c>.aggregate-function (any other, e.g. rbm64, nested_update)", (COMPACT,),
+    SemanticOption("fields.<c>.aggregate-function (any other: rbm64, custom functions)", (COMPACT,),
                    "refused", "paimond does not implement this aggregate function; compacting "
                    "would merge the column differently from Paimon", _pk(_aggregate_unknown)),
     SemanticOption("fields.<c>.ignore-retract", (COMPACT,), "implemented",
                    "aggregation engine and partial-update sequence groups"),
     SemanticOption("fields.<c>.{distinct, list-agg-delimiter}", (COMPACT,), "implemented",
                    "listagg and collect (lsm/row_merge.py)"),
-    SemanticOption("fields.<c>.{nested-key, count-limit, nested-sequence-field, ts-field}",
-                   (COMPACT,), "not affecting",
-                   "read only by aggregate functions paimond refuses"),
+    SemanticOption("fields.<c>.{nested-key, nested-key-null-strategy, nested-sequence-field, "
+                   "count-limit, ts-field}", (COMPACT,), "implemented",
+                   "nested_update, nested_partial_update, merge_map_with_keytime "
+                   "(lsm/nested_aggregates.py)"),
     SemanticOption("fields.<c>.sequence-group", (COMPACT,), "implemented",
                    "per key in Python (lsm/row_merge.py, Java PartialUpdateMergeFunction): "
                    "several sequence fields, aggregate functions and retraction per group"),

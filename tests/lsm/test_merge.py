@@ -146,9 +146,9 @@ def test_aggregation_min_max(function: str, pick: Any) -> None:
 
 
 def test_unsupported_engine_features_fail_before_merging() -> None:
-    with pytest.raises(UnsupportedError, match="nested_update"):
+    with pytest.raises(UnsupportedError, match="'my_udf' \\(field s\\)"):  # a custom function
         make_reducer(MergeConfig.of(_schema({"merge-engine": "aggregation",
-                                             "fields.s.aggregate-function": "nested_update"})),
+                                             "fields.s.aggregate-function": "my_udf"})),
                      ["k", "v", "s"], True)
     with pytest.raises(UnsupportedError, match="cannot merge -U/-D"):  # two versions merge
         _merge([[(1, 1, 0, 1, "a")], [(1, 2, 3, 1, "a")]], {"merge-engine": "partial-update"},

@@ -65,8 +65,8 @@ def test_an_unimplemented_function_refuses_compaction_only() -> None:
                         "fields.tags.aggregate-function": "rbm64"})
     assert _settings(grouped, "compact") == ["fields.tags.aggregate-function=rbm64"]
     default = _options({"merge-engine": "aggregation",
-                        "fields.default-aggregate-function": "nested_update"})
-    assert _settings(default, "compact") == ["fields.default-aggregate-function=nested_update"]
+                        "fields.default-aggregate-function": "com.example.MyAgg"})
+    assert _settings(default, "compact") == ["fields.default-aggregate-function=com.example.MyAgg"]
 
 
 @pytest.mark.parametrize(("raw", "setting"), [
@@ -134,13 +134,13 @@ def test_duties_of_write_only_writers_fall_to_paimond() -> None:
 
 def test_refuse_raises_a_picklable_refusal_with_the_fingerprint() -> None:
     schema = decode_schema(_schema_json({"merge-engine": "aggregation",
-                                                 "fields.v.aggregate-function": "merge_map_with_keytime"}))
+                                                 "fields.v.aggregate-function": "my_udf"}))
     with pytest.raises(RefusedError) as caught:
         refuse(schema, "compact", "/wh/db.db/t")
     error = caught.value
     assert kind_of(error) == "unsupported" and error.job == "compact"
     assert error.fingerprint == fingerprint(schema) and error.fingerprint.startswith("0:")
-    assert "fields.v.aggregate-function=merge_map_with_keytime" in str(error) and "/wh/db.db/t" in str(error)
+    assert "fields.v.aggregate-function=my_udf" in str(error) and "/wh/db.db/t" in str(error)
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is RefusedError and vars(copy) == vars(error)
     refuse(schema, "expire")  # the other jobs run
