@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from paimond import __version__
 from paimond.cli import daemon as cli_daemon
+from paimond.cli import daemon_status as cli_daemon_status
 from paimond.cli import rebuild_dv as cli_rebuild_dv
 from paimond.cli import tags as cli_tags
 from paimond.cli.common import (
@@ -38,6 +39,12 @@ if TYPE_CHECKING:  # the commands import what they run when they run (bench/star
 EXECUTORS = ("local", "spark")
 
 def _status(args: argparse.Namespace) -> int:
+    if args.daemon or not args.warehouse:
+        if args.daemon and args.warehouse:
+            raise ConfigError("status", "give a WAREHOUSE or --daemon URL, not both")
+        if not args.daemon:
+            raise ConfigError("status", "give a WAREHOUSE, or --daemon URL to ask a daemon")
+        return cli_daemon_status.daemon_status(args)
     from paimond.cli.report import render_json, render_text
     from paimond.maintenance.status import TableStatus, table_status
     from paimond.table.catalog import list_tables, open_table
@@ -313,8 +320,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser(
         "status", help="describe tables: snapshots, manifests, LSM levels per bucket",
-        description="Describe the tables of a warehouse. Exit code 1 if any table is unreadable.")
-    status.add_argument("warehouse", help="warehouse path or URI (local path, file://, s3://)")
+        description="Describe the tables of a warehouse (exit code 1 if any table is "
+                    "unreadable), or with --daemon URL what a running daemon does with each: "
+                    "effective policy, last run and outcome of each job, next due and why "
+                    "(exit code 1 if a table is quarantined).")
+    status.add_argument("warehouse", nargs="?",
+                        help="warehouse path or URI (local path, file://, s3://)")
+    status.add_argument("--daemon", metavar="URL",
+                        help="ask the daemon at URL (its /status) instead of reading a warehouse")
     status.add_argument("--table", metavar="DB.TABLE", help="only this table")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.add_argument("--no-verify", action="store_true",
@@ -355,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_rebuild_dv.register(commands)
     cli_tags.register(commands)
     cli_daemon.register(commands)
+    cli_daemon_status.register(commands)
     return parser
 
 

@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from paimond.daemon.admission import UnreadableTableError
 from paimond.daemon.runner import TableRun
-from paimond.daemon.status_view import render_html
+from paimond.daemon.status_text import render_html
 from paimond.errors import ConfigError, PaimondError
 
 if TYPE_CHECKING:  # the daemon serves this server: a runtime import would be a cycle

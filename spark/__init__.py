@@ -1,7 +1,15 @@
 """Spark: the only code that imports pyspark (the ``[spark]`` extra). ``maintain`` runs a
-table's maintenance from a PySpark driver; the executor runs compaction's bucket tasks as Spark
-tasks."""
+table's maintenance from a PySpark driver; ``admission`` asks a running daemon whether a
+write-only writer may commit now (back-pressure); the executor runs compaction's bucket tasks
+as Spark tasks."""
 
+from paimond.spark.admission import (
+    AdmissionTimeoutError,
+    DaemonUnreachableError,
+    TableAdmission,
+    admission,
+)
 from paimond.spark.maintain import MaintenanceFailedError, MaintenanceSummary, maintain
 
-__all__ = ["MaintenanceFailedError", "MaintenanceSummary", "maintain"]
+__all__ = ["AdmissionTimeoutError", "DaemonUnreachableError", "MaintenanceFailedError",
+           "MaintenanceSummary", "TableAdmission", "admission", "maintain"]
