@@ -4,7 +4,9 @@
 The input files are read in the task's order (through their deletion vectors, if any) and
 written, unchanged and in that order, into rolling level-0 files of the table's format and
 ``target-file-size``, with ``file_source`` COMPACT, the current schema, statistics and file
-indexes; row sequence numbers count up from the first input's minimum sequence number. A
+indexes; row sequence numbers count up from the first input's minimum sequence number (a
+``row-tracking.enabled`` table's rows keep their ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` instead,
+written into the new files: :mod:`paimond.table.row_tracking`). A
 fixed bucket's deletion vectors lose the rewritten files' entries and the bucket's DV index
 file is written anew when that changed it; a bucket-unaware table's index files that held an
 input's vector are deleted, the vectors of their other data files written to one new index
@@ -33,6 +35,8 @@ from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file
 from paimond.table.deletion_vectors import read_deletion_vectors, write_deletion_vectors
+from paimond.table.kv_layout import ROW_ID
+from paimond.table.row_tracking import with_row_tracking
 from paimond.table.storage import Storage
 
 _WRITE_QUEUE_BYTES = 32 << 20
@@ -44,14 +48,18 @@ def _file_format(file_name: str) -> str:
 
 
 def _read_inputs(task: CompactTask, table: Table, dvs: Mapping[str, DeletionVector],
-                 batch_rows: int) -> Iterator[pa.RecordBatch]:
+                 batch_rows: int, row_tracking: bool) -> Iterator[pa.RecordBatch]:
     schema = task.table.schema
     for entry in task.inputs:
         meta = entry.file
         path = meta.external_path or table.storage.join(task.directory, meta.file_name)
         batches = read_data_file(table.storage, path, file_format=_file_format(meta.file_name),
                                  file_schema=task.table.schema_of(meta.schema_id),
-                                 read_schema=schema, key_value=False, batch_rows=batch_rows)
+                                 read_schema=schema, key_value=False, batch_rows=batch_rows,
+                                 row_tracking=row_tracking,
+                                 file_row_tracking=ROW_ID.name in (meta.write_cols or ()))
+        if row_tracking:
+            batches = with_row_tracking(batches, meta, path)
         vector = dvs.get(meta.file_name)
         if vector is not None:
             batches = filter_deleted(batches, deleted_positions(vector))
@@ -74,16 +82,18 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
                                          bitmap64=options.deletion_vectors_bitmap64)
     vectors = (dvs.vectors() if dvs is not None
                else {n: v for file in unaware.values() for n, v in file.items()})
+    row_tracking = options.flag("row-tracking.enabled")
     writer = RollingDataFileWriter(
         storage, task.directory, task.table.schema, options, level=0, key_value=False,
         file_source=FILE_SOURCE_COMPACT, now_millis=now_millis,
-        sequence_start=task.inputs[0].file.min_sequence_number)
+        sequence_start=task.inputs[0].file.min_sequence_number, row_tracking=row_tracking)
     rows_read = 0
     index_paths: list[str] = []
     index_added: tuple[IndexManifestEntry, ...] = ()
     index_deleted: tuple[IndexManifestEntry, ...] = ()
     try:
-        reader = Prefetch(_read_inputs(task, table, vectors, batch_rows), _PREFETCH_BATCHES)
+        reader = Prefetch(_read_inputs(task, table, vectors, batch_rows, row_tracking),
+                          _PREFETCH_BATCHES)
         try:
             with BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
                 for batch in reader:

@@ -62,16 +62,22 @@ def file_format_for_level(options: TableOptions, level: int) -> str:
 
 def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema: TableSchema,
                    read_schema: TableSchema, key_value: bool, batch_rows: int = 65536,
-                   projection: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+                   projection: Sequence[str] | None = None, row_tracking: bool = False,
+                   file_row_tracking: bool = False) -> Iterator[pa.RecordBatch]:
     """Batches of a data file written under ``file_schema`` in ``read_schema``'s physical
-    layout (``projection``: the physical column names wanted, in that order).
+    layout (``projection``: the physical column names wanted, in that order). With
+    ``row_tracking`` an append file's batches end with nullable ``_ROW_ID`` and
+    ``_SEQUENCE_NUMBER``, read from the file when it holds them (``file_row_tracking``),
+    null otherwise.
 
     Streams: Parquet row groups, ORC stripes and Avro blocks are read one at a time.
     Raises CorruptFileError for a file that does not parse, UnsupportedError for a type
     change Arrow cannot cast."""
     file_row = physical_row_type(file_schema, key_value=key_value,
-                                 thin=thin_mode(file_schema, TableOptions.of(file_schema)))
-    read_row = physical_row_type(read_schema, key_value=key_value)
+                                 thin=thin_mode(file_schema, TableOptions.of(file_schema)),
+                                 row_tracking=file_row_tracking)
+    read_row = physical_row_type(read_schema, key_value=key_value, row_tracking=row_tracking,
+                                 tracking_nullable=True)
     if projection is not None:
         read_row = read_row.project(list(projection))
     if not read_row.fields:
@@ -166,19 +172,25 @@ class DataFileWriter:
     metadata (None, and nothing published, if empty); ``abort`` discards it.
 
     Batches are in the physical layout of ``schema`` and, for primary-key files, sorted by
-    key with each key once. ``sequence_start`` numbers the rows of an append file."""
+    key with each key once. ``sequence_start`` numbers the rows of an append file; with
+    ``row_tracking`` an append file's batches end with ``_ROW_ID`` and ``_SEQUENCE_NUMBER``
+    (no nulls), which give its sequence range, and ``_WRITE_COLS`` lists every column (Java
+    ``RowDataFileWriter`` with a row-tracking write type)."""
 
     def __init__(self, storage: Storage, path: str, schema: TableSchema, options: TableOptions, *,
                  level: int, key_value: bool, file_source: int, now_millis: Callable[[], int],
-                 schema_id: int | None = None, sequence_start: int = 0) -> None:
+                 schema_id: int | None = None, sequence_start: int = 0,
+                 row_tracking: bool = False) -> None:
         self._storage, self._path, self._schema = storage, path, schema
+        self._row_tracking = row_tracking and not key_value
         self._level, self._key_value, self._file_source = level, key_value, file_source
         self._now_millis = now_millis
         self._schema_id = schema.id if schema_id is None else schema_id
         self._dense = options.stats_dense_store
         file_format = file_format_for_level(options, level)
         self._thin = key_value and thin_mode(schema, options)
-        self._row_type = physical_row_type(schema, key_value=key_value, thin=self._thin)
+        self._row_type = physical_row_type(schema, key_value=key_value, thin=self._thin,
+                                           row_tracking=self._row_tracking)
         self._arrow_schema = physical_arrow_schema(self._row_type)
         compression = options.file_compression_per_level.get(level, options.file_compression)
         self._index = DataFileIndexWriter.create(storage, path, schema.fields, options)
@@ -233,7 +245,18 @@ class DataFileWriter:
             self._index.write(batch)
         if self._key_value:
             self._track_keys(batch)
+        elif self._row_tracking:
+            self._track_sequences(batch)
         self.row_count += batch.num_rows
+
+    def _track_sequences(self, batch: pa.RecordBatch) -> None:
+        low, high = (s.as_py() for s in pc.min_max(batch.column(SEQUENCE_NUMBER.name)).values())
+        if low is None or high is None:
+            raise ValueError("a row-tracking file's _SEQUENCE_NUMBER has no nulls")
+        if self.row_count == 0:
+            self._min_sequence, self._max_sequence = low, high
+        self._min_sequence = min(self._min_sequence, low)
+        self._max_sequence = max(self._max_sequence, high)
 
     def _track_keys(self, batch: pa.RecordBatch) -> None:
         names, types = self._key_columns()
@@ -289,6 +312,8 @@ class DataFileWriter:
             min_key = max_key = EMPTY_MANIFEST_ROW
             key_simple = EMPTY_STATS
             sequences = (self._sequence_start, self._sequence_start + self.row_count - 1)
+            if self._row_tracking:
+                sequences = (self._min_sequence, self._max_sequence)
             deletes = 0
         return DataFileMeta(
             file_name=self._path.rsplit("/", 1)[-1], file_size=file_size, row_count=self.row_count,
@@ -297,7 +322,9 @@ class DataFileWriter:
             schema_id=self._schema_id, level=self._level, extra_files=index.extra_files,
             creation_time_millis=self._now_millis(), delete_row_count=deletes,
             embedded_index=index.embedded, file_source=self._file_source, value_stats_cols=value_cols,
-            external_path=None, first_row_id=None, write_cols=None, write_cols_sequences=None)
+            external_path=None, first_row_id=None,
+            write_cols=tuple(self._row_type.field_names) if self._row_tracking else None,
+            write_cols_sequences=None)
 
 
 class RollingDataFileWriter:
@@ -308,8 +335,9 @@ class RollingDataFileWriter:
     def __init__(self, storage: Storage, directory: str, schema: TableSchema,
                  options: TableOptions, *, level: int, key_value: bool, file_source: int,
                  now_millis: Callable[[], int], schema_id: int | None = None,
-                 sequence_start: int = 0) -> None:
+                 sequence_start: int = 0, row_tracking: bool = False) -> None:
         self._storage, self._directory, self._schema, self._options = storage, directory, schema, options
+        self._row_tracking = row_tracking
         self._level, self._key_value, self._file_source = level, key_value, file_source
         self._now_millis, self._schema_id = now_millis, schema_id
         self._next_sequence = sequence_start
@@ -341,7 +369,7 @@ class RollingDataFileWriter:
                     self._storage, path, self._schema, self._options, level=self._level,
                     key_value=self._key_value, file_source=self._file_source,
                     now_millis=self._now_millis, schema_id=self._schema_id,
-                    sequence_start=self._next_sequence)
+                    sequence_start=self._next_sequence, row_tracking=self._row_tracking)
             self._current.write(batch.slice(offset, rows))
             if self._current.estimated_size_bytes >= self._target_bytes:
                 self._roll()

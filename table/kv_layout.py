@@ -6,7 +6,10 @@ A primary-key table's file holds ``_KEY_<k>`` for each trimmed primary-key field
 (TINYINT NOT NULL, id 2147483645: +I 0, -U 1, +U 2, -D 3), then every table column. The
 sequence number comes first, whatever the docs say. With ``data-file.thin-mode`` the
 ``_KEY_*`` columns are left out, and readers take the keys from the value columns with the
-same field ids. An append table's file holds the table columns only.
+same field ids. An append table's file holds the table columns only, except the files
+compaction writes for a ``row-tracking.enabled`` table: they end with ``_ROW_ID`` (BIGINT NOT
+NULL, id 2147483642) and ``_SEQUENCE_NUMBER`` (Java ``SpecialFields.rowTypeWithRowTracking``),
+and list every column in ``_WRITE_COLS``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ KEY_FIELD_PREFIX = "_KEY_"
 KEY_FIELD_ID_START = 2147483647 // 2
 SEQUENCE_NUMBER = DataField(2147483646, "_SEQUENCE_NUMBER", BigIntType(nullable=False))
 VALUE_KIND = DataField(2147483645, "_VALUE_KIND", TinyIntType(nullable=False))
+ROW_ID = DataField(2147483642, "_ROW_ID", BigIntType(nullable=False))
+ROW_TRACKING_NAMES = (ROW_ID.name, SEQUENCE_NUMBER.name)
 SYSTEM_FIELD_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID"})
 """Java ``SpecialFields.SYSTEM_FIELD_NAMES`` (``rowkind`` too, so a user column of that name
 gets system-column statistics in Java as well)."""
@@ -59,10 +64,19 @@ def thin_mode(schema: TableSchema, options: TableOptions) -> bool:
     return options.data_file_thin_mode and bool(schema.primary_keys)
 
 
-def physical_row_type(schema: TableSchema, *, key_value: bool, thin: bool = False) -> RowType:
-    """The columns of a data file written under ``schema``, in file order."""
+def physical_row_type(schema: TableSchema, *, key_value: bool, thin: bool = False,
+                      row_tracking: bool = False, tracking_nullable: bool = False) -> RowType:
+    """The columns of a data file written under ``schema``, in file order (``row_tracking``:
+    an append file that holds its rows' ids and sequence numbers; ``tracking_nullable``: as
+    read, where a file without them reads them as null)."""
     if not key_value:
-        return schema.row_type
+        if not row_tracking:
+            return schema.row_type
+        tracking = (ROW_ID, SEQUENCE_NUMBER)
+        if tracking_nullable:
+            tracking = (DataField(ROW_ID.id, ROW_ID.name, BigIntType(nullable=True)),
+                        DataField(SEQUENCE_NUMBER.id, SEQUENCE_NUMBER.name, BigIntType(nullable=True)))
+        return RowType(fields=(*schema.fields, *tracking))
     keys = () if thin else key_fields(schema)
     return RowType(fields=(*keys, SEQUENCE_NUMBER, VALUE_KIND, *schema.fields))
 

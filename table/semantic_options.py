@@ -246,9 +246,9 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
     SemanticOption("bucket-key, bucket-function.type", (), "not affecting",
                    "writers assign buckets; maintenance keeps them"),
     # row tracking, data evolution, blob, vector, primary-key indexes
-    SemanticOption("row-tracking.enabled", (COMPACT,), "refused",
-                   "compaction must keep row ids (first_row_id), which paimond does not",
-                   _true("row-tracking.enabled")),
+    SemanticOption("row-tracking.enabled", (COMPACT,), "implemented",
+                   "table/row_tracking.py: compacted files hold each row's _ROW_ID and "
+                   "_SEQUENCE_NUMBER and no firstRowId, as Java's; nextRowId unchanged"),
     SemanticOption("data-evolution.enabled", (COMPACT, INDEX), "refused",
                    "data files hold some columns only; paimond reads and rewrites whole rows",
                    _true("data-evolution.enabled")),
