@@ -34,6 +34,7 @@ from paimond.maintenance.execution import (
     run_in_local_pool,
 )
 from paimond.maintenance.job_cleanup import RecordedJob, committed_names, recorded_job
+from paimond.maintenance.memory import MemoryBudget
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, Committer
@@ -124,6 +125,7 @@ class CompactJob:
     executor: TaskExecutor | None = None  # None: the local pool below
     lookup_cache: LookupCacheSettings | None = None
     picker_states: MutableMapping[tuple[bytes, int], PickerState] | None = None
+    memory: MemoryBudget | None = None  # the local pool admits tasks within it
 
     def plan(self) -> CompactionPlan:
         return plan_compaction(self.table, full=self.full, partitions=self.partitions,
@@ -154,6 +156,7 @@ class CompactJob:
                 added=[e for r in results for e in r.added],
                 index_added=[e for r in results for e in r.index_added],
                 index_deleted=[e for r in results for e in r.index_deleted],
+                changelog=[e for r in results for e in r.changelog],
                 index_base={(r.task.partition, r.task.bucket, INDEX_TYPE_DELETION_VECTORS):
                             r.task.dv_index.index_file.file_name if r.task.dv_index else None
                             for r in results if r.index_added and not r.task.dv_index_files},
@@ -190,7 +193,7 @@ class CompactJob:
         if self.executor is not None:
             return self.executor.execute(tasks, runner, self.progress)
         return run_in_local_pool(tasks, runner, self.parallelism, self.use_processes,
-                                 self.progress)
+                                 self.progress, self.memory)
 
 def _delete_written(storage: Storage, results: Sequence[CompactResult]) -> None:
     """New files of an attempt that will never be committed, with their index files."""

@@ -1,13 +1,16 @@
 """Where compaction's bucket tasks run: the executor protocol (Spark implements it in
 ``paimond.spark.executor``), the picklable task runner a worker calls, and the local pool
 (processes, or threads). A task that fails for good is a :class:`BucketFailure`; the other
-buckets still land."""
+buckets still land. Under a :class:`~paimond.maintenance.memory.MemoryBudget` the local pool
+starts a task only once its estimate fits, with the batch size that makes it fit."""
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -17,6 +20,7 @@ from paimond.lsm.lookup_cache import LookupCache
 from paimond.lsm.rewrite import execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.append_rewrite import execute_append_compaction
+from paimond.maintenance.memory import MemoryBudget, fit_batch_rows
 from paimond.table.job_records import JobJournal
 
 Progress = Callable[[int, int, CompactTask], None]
@@ -84,20 +88,51 @@ class TaskExecutor(Protocol):
 
 
 def run_in_local_pool(tasks: Sequence[CompactTask], runner: TaskRunner, parallelism: int,
-                      use_processes: bool, progress: Progress | None
+                      use_processes: bool, progress: Progress | None,
+                      budget: MemoryBudget | None = None
                       ) -> tuple[list[CompactResult], list[BucketFailure]]:
+    """``budget``: admit each task once its estimate fits beside what runs (this job's tasks
+    and other jobs' drawing on the same budget), in order; without one, all at once."""
     results: list[CompactResult] = []
     failures: list[BucketFailure] = []
     workers = max(1, min(parallelism, len(tasks)))
     pool_type = ProcessPoolExecutor if use_processes and workers > 1 else ThreadPoolExecutor
+    pending = collections.deque(tasks)
+    running: list[tuple[CompactTask, Future[CompactResult]]] = []
     with pool_type(max_workers=workers) as pool:
-        futures: list[tuple[CompactTask, Future[CompactResult]]] = [
-            (t, pool.submit(runner, t)) for t in tasks]
-        for done, (task, future) in enumerate(futures, start=1):
-            try:
-                results.append(future.result())
-            except Exception as error:  # the bucket fails, named; the others still land
-                failures.append(BucketFailure(task, f"{type(error).__name__}: {error}"))
-            if progress is not None:
-                progress(done, len(tasks), task)
+        while pending or running:
+            while pending and len(running) < workers:
+                submitted = _admit(pool, pending[0], runner, budget, wait_for_room=not running)
+                if submitted is None:
+                    break
+                running.append((pending.popleft(), submitted))
+            wait([future for _, future in running], return_when=FIRST_COMPLETED)
+            for task, future in [r for r in running if r[1].done()]:
+                running.remove((task, future))
+                try:
+                    results.append(future.result())
+                except Exception as error:  # the bucket fails, named; the others still land
+                    failures.append(BucketFailure(task, f"{type(error).__name__}: {error}"))
+                if progress is not None:
+                    progress(len(results) + len(failures), len(tasks), task)
     return results, failures
+
+
+def _admit(pool: ProcessPoolExecutor | ThreadPoolExecutor, task: CompactTask, runner: TaskRunner,
+           budget: MemoryBudget | None, *, wait_for_room: bool) -> Future[CompactResult] | None:
+    """Submit the task once its memory is reserved (released when it ends); None when it does
+    not fit now and ``wait_for_room`` is off (this job still has tasks running)."""
+    if budget is None:
+        return pool.submit(runner, task)
+    memory = fit_batch_rows(task, runner.batch_rows, budget.budget_bytes)
+    if wait_for_room:
+        budget.reserve(memory.estimate_bytes)
+    elif not budget.try_reserve(memory.estimate_bytes):
+        return None
+    try:
+        future = pool.submit(dataclasses.replace(runner, batch_rows=memory.batch_rows), task)
+    except BaseException:
+        budget.release(memory.estimate_bytes)
+        raise
+    future.add_done_callback(lambda _: budget.release(memory.estimate_bytes))
+    return future

@@ -22,9 +22,11 @@ from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.expire_rounds import expire_in_rounds
 from paimond.maintenance.manifests import ManifestMergeJob
+from paimond.maintenance.memory import MemoryBudget
 from paimond.maintenance.orphans import OrphanJob
 from paimond.maintenance.partition_expire import PartitionExpireJob
 from paimond.maintenance.rebuild_dv import RebuildDvJob
+from paimond.maintenance.regeneration import RegenerationMemory
 from paimond.maintenance.rewrite_index import IndexRewriteJob
 from paimond.maintenance.tags import (
     CreateTagSettings,
@@ -53,6 +55,10 @@ class JobContext:
     lookup_cache: LookupCacheSettings | None = None
     # compaction: the table's picker states, kept by a long-lived caller (gentle lookup mode)
     picker_states: MutableMapping[tuple[bytes, int], PickerState] | None = None
+    # rebuild_dv / rewrite_index bounded passes: what earlier passes handled (the daemon's)
+    regeneration: RegenerationMemory | None = None
+    # compaction's local pool admits bucket tasks within it (limits.memory_budget_mb)
+    memory_budget: MemoryBudget | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +129,7 @@ class RewriteIndexSettings:
     partitions: Mapping[str, str] | None = None
     parallelism: int = 4
     dry_run: bool = False
+    max_files: int | None = None  # a bounded pass over stale files only (the daemon's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,7 @@ class RebuildDvSettings:
     partitions: Mapping[str, str] | None = None
     dry_run: bool = False
     discard_existing: bool = False
+    max_files: int | None = None  # a bounded pass over buckets missing vectors (the daemon's)
 
 
 # ---- runs ----------------------------------------------------------------------------------
@@ -140,6 +148,7 @@ def _compact(table: Table, settings: CompactSettings, context: JobContext) -> Jo
                      partitions=settings.partitions, use_processes=settings.use_processes,
                      progress=context.progress, executor=context.executor,
                      lookup_cache=context.lookup_cache, picker_states=context.picker_states,
+                     memory=context.memory_budget,
                      **({} if settings.parallelism is None else {"parallelism": settings.parallelism}))
     if settings.dry_run:
         return JobReport(job.plan())
@@ -205,14 +214,16 @@ def _rewrite_index(table: Table, settings: RewriteIndexSettings, context: JobCon
                    ) -> JobReport:
     job = IndexRewriteJob(table, clock=context.clock, partitions=settings.partitions,
                           dry_run=settings.dry_run, parallelism=settings.parallelism,
-                          progress=context.progress)
+                          progress=context.progress, max_files=settings.max_files,
+                          memory=context.regeneration)
     return JobReport(job.run())
 
 
 def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) -> JobReport:
     job = RebuildDvJob(table, clock=context.clock, dry_run=settings.dry_run,
                        discard_existing=settings.discard_existing,
-                       partitions=settings.partitions, progress=context.progress)
+                       partitions=settings.partitions, progress=context.progress,
+                       max_files=settings.max_files, memory=context.regeneration)
     return JobReport(job.run())
 
 
@@ -275,5 +286,5 @@ JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
     Job("delete_tag", DeleteTagSettings, _delete_tag),
 )}
 # The jobs a table's routine maintenance runs, in this order (the daemon, Spark's maintain).
-ROUTINE_JOBS = ("compact", "expire_partitions", "tags", "expire_consumers", "expire",
-                "merge_manifests", "remove_orphans")
+ROUTINE_JOBS = ("rebuild_dv", "compact", "rewrite_index", "expire_partitions", "tags",
+                "expire_consumers", "expire", "merge_manifests", "remove_orphans")
