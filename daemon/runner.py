@@ -23,6 +23,7 @@ from paimond.errors import ErrorKind, PaimondError, kind_of
 from paimond.maintenance.execution import LookupCacheSettings
 from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.jobs import JOBS, JobContext
+from paimond.maintenance.memory import MemoryBudget
 from paimond.spark.executor import daemon_executor
 from paimond.table.catalog import Table
 
@@ -67,6 +68,8 @@ class Runner:
         self._lookup_cache = (LookupCacheSettings(settings.lookup_cache_dir,
                                                   settings.lookup_cache_max_mb << 20)
                               if settings.lookup_cache_dir else None)
+        # one budget for every table's compaction tasks: it bounds what runs at once
+        self.memory = MemoryBudget.of_mb(settings.memory_budget_mb)
 
     def run_table(self, work: TableWork) -> TableRun:
         """Never raises: a failure ends the run and is carried in ``TableRun.error``."""
@@ -133,7 +136,8 @@ class Runner:
         settings = spec.settings(**dataclasses.asdict(section), use_processes=False)
         context = JobContext(self.clock, executor=daemon_executor(self.settings.executor),
                              progress=self._abandon_if_cancelled,
-                             lookup_cache=self._lookup_cache, picker_states=work.picker_states)
+                             lookup_cache=self._lookup_cache, picker_states=work.picker_states,
+                             memory_budget=self.memory)
         job_id = uuid.uuid4().hex[:12]
         started = self.clock.monotonic_s()
         with structlog.contextvars.bound_contextvars(table=name, job=job, job_id=job_id,
