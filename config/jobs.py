@@ -16,8 +16,10 @@ from paimond.errors import ConfigError
 
 # The routine's order: partitions drop, tags and consumers settle before snapshots expire
 # (a new tag then protects its snapshot, an expired consumer no longer pins any).
-JOB_NAMES = ("compact", "expire_partitions", "tags", "expire_consumers", "expire",
-             "merge_manifests", "remove_orphans")
+# Missing vectors first (readers are wrong until they exist); indexes after compaction has
+# rewritten what it would.
+JOB_NAMES = ("rebuild_dv", "compact", "rewrite_index", "expire_partitions", "tags",
+             "expire_consumers", "expire", "merge_manifests", "remove_orphans")
 # maintenance/orphans.py MIN_WINDOW_MS: shorter windows need --force, which the daemon never uses.
 ORPHAN_MIN_WINDOW_MS = 3_600_000
 
@@ -79,9 +81,29 @@ class RemoveOrphansJobSettings:
     older_than_ms: int | None = None  # the safety window (file key older_than); None: 1 day
 
 
+@dataclass(frozen=True, slots=True)
+class RebuildDvJobSettings:
+    """Due only while buckets of a deletion-vector table miss their vectors
+    (maintenance/regeneration.py); each pass rebuilds whole buckets up to ``max_files``."""
+
+    enabled: bool = True
+    interval_s: float = 10.0  # at least this long between two passes on a table
+    max_files: int = 200  # level >= 1 files a pass reads (at least one bucket)
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteIndexJobSettings:
+    """Due only while live files' indexes differ from the ``file-index.*`` options; each pass
+    re-indexes at most ``max_files`` of them."""
+
+    enabled: bool = True
+    interval_s: float = 10.0
+    max_files: int = 100
+
+
 JobSettings = (CompactJobSettings | ExpireJobSettings | MergeManifestsJobSettings
                | RemoveOrphansJobSettings | ExpirePartitionsJobSettings | TagsJobSettings
-               | ExpireConsumersJobSettings)
+               | ExpireConsumersJobSettings | RebuildDvJobSettings | RewriteIndexJobSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +117,8 @@ class JobsSettings:
     tags: TagsJobSettings = field(default_factory=TagsJobSettings)
     expire_consumers: ExpireConsumersJobSettings = field(
         default_factory=ExpireConsumersJobSettings)
+    rebuild_dv: RebuildDvJobSettings = field(default_factory=RebuildDvJobSettings)
+    rewrite_index: RewriteIndexJobSettings = field(default_factory=RewriteIndexJobSettings)
 
     def by_name(self, name: str) -> JobSettings:
         if name not in JOB_NAMES:
@@ -158,6 +182,19 @@ def _remove_orphans(section: Mapping[str, Any], key: str) -> RemoveOrphansJobSet
         older_than_ms=_duration(section, key, ORPHAN_MIN_WINDOW_MS))
 
 
+def _bounded(settings_type: type[Any]) -> Callable[[Mapping[str, Any], str], Any]:
+    """The parser of a regenerating job's section: ``max_files`` besides the schedule."""
+    def parse(section: Mapping[str, Any], key: str) -> Any:
+        default = settings_type()
+        return settings_type(
+            enabled=flag(section.get("enabled", default.enabled), f"{key}.enabled"),
+            interval_s=number(section.get("interval_s", default.interval_s),
+                              f"{key}.interval_s", float, 1),
+            max_files=number(section.get("max_files", default.max_files), f"{key}.max_files",
+                             int, 1))
+    return parse
+
+
 _PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "compact": _compact, "expire": _expire,
     "merge_manifests": _scheduled(MergeManifestsJobSettings),
@@ -165,6 +202,8 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "expire_partitions": _scheduled(ExpirePartitionsJobSettings),
     "tags": _scheduled(TagsJobSettings),
     "expire_consumers": _scheduled(ExpireConsumersJobSettings),
+    "rebuild_dv": _bounded(RebuildDvJobSettings),
+    "rewrite_index": _bounded(RewriteIndexJobSettings),
 }
 JOB_KEYS = {
     "compact": {"enabled", "interval_s", "full", "parallelism"},
@@ -174,6 +213,8 @@ JOB_KEYS = {
     "expire_partitions": {"enabled", "interval_s"},
     "tags": {"enabled", "interval_s"},
     "expire_consumers": {"enabled", "interval_s"},
+    "rebuild_dv": {"enabled", "interval_s", "max_files"},
+    "rewrite_index": {"enabled", "interval_s", "max_files"},
 }
 
 

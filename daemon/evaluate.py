@@ -36,6 +36,12 @@ class Standing:
     next_attempt_at: float = 0.0
     quarantined: bool = False
     refused: Mapping[str, str] = field(default_factory=dict)  # job -> fingerprint it refused
+    # regenerating jobs: items (stale index files, buckets missing vectors) no pass handled yet
+    unsettled: Mapping[str, int] = field(default_factory=dict)
+
+
+# Jobs that run only when metadata shows work for them (maintenance/regeneration.py).
+REGENERATING = ("rebuild_dv", "rewrite_index")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +56,8 @@ def decide(standing: Standing, latest_snapshot_id: int | None, now: float,
     """Jobs due at ``now``, in ``schedules`` order. A new snapshot clears quarantine; a
     quarantined or backing-off table gets nothing; compaction is also due whenever the table
     moved since our last compaction. A job that refused the table is not due while the
-    table's schema/options ``fingerprint`` is the one it refused."""
+    table's schema/options ``fingerprint`` is the one it refused. A regenerating job
+    (:data:`REGENERATING`) is due only while it has unsettled items."""
     new_snapshot = latest_snapshot_id != standing.last_snapshot_id
     cleared = new_snapshot and standing.quarantined
     if not cleared and (standing.quarantined or now < standing.next_attempt_at):
@@ -59,6 +66,8 @@ def decide(standing: Standing, latest_snapshot_id: int | None, now: float,
     for job, schedule in schedules.items():
         if not schedule.enabled or (fingerprint is not None
                                     and standing.refused.get(job) == fingerprint):
+            continue
+        if job in REGENERATING and not standing.unsettled.get(job):
             continue
         last = standing.last_run.get(job)
         if last is None or now - last >= schedule.interval_s or (

@@ -22,6 +22,7 @@ class Metrics:
     registry: CollectorRegistry
     clock: Clock = SYSTEM_CLOCK  # its monotonic reading times "seconds since last success"
     _last_success: dict[tuple[str, str], float] = field(default_factory=dict)
+    _oldest_level0: dict[str, int | None] = field(default_factory=dict)  # local wall millis
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -67,12 +68,22 @@ class Metrics:
             "snapshots": "Snapshots retained",
             "manifest_files": "Manifest files of the latest snapshot",
             "dv_cardinality": "Rows deleted by deletion vectors",
+            "small_files": "Data files under the compaction file size, beyond one per bucket",
+            "health": "Health figure, 100 (healthy) to 0: sorted runs vs stop trigger, small "
+                      "files, snapshots, manifests (maintenance/health.py)",
+            "stale_index_files": "Live data files whose file index differs from the "
+                                 "file-index options, left for rewrite_index",
+            "buckets_missing_vectors": "Buckets of a deletion-vector table whose vectors are "
+                                       "missing, left for rebuild_dv",
         }
         self.table_gauges = {name: Gauge(f"paimond_table_{name}", help_text, ["table"], registry=r)
                              for name, help_text in gauges.items()}
         since = Gauge("paimond_seconds_since_last_success", "Seconds since the last successful "
                       "run of a job on a table", ["job", "table"], registry=r)
         self._since = since
+        self._lag = Gauge("paimond_table_level0_lag_seconds", "Seconds since the oldest "
+                          "level-0 file not yet compacted was written (0: none)", ["table"],
+                          registry=r)
 
     def on_event(self, event: JobEvent) -> None:
         """The job events' subscriber."""
@@ -120,6 +131,17 @@ class Metrics:
     def set_table(self, table: str, **values: float) -> None:
         for name, value in values.items():
             self.table_gauges[name].labels(table).set(value)
+
+    def set_level0_oldest(self, table: str, local_millis: int | None) -> None:
+        """The creation time of the table's oldest level-0 file (data files record local
+        wall-clock millis); the lag gauge ages with the clock between refreshes."""
+        if table not in self._oldest_level0:
+            self._lag.labels(table).set_function(lambda: self._level0_lag_s(table))
+        self._oldest_level0[table] = local_millis
+
+    def _level0_lag_s(self, table: str) -> float:
+        oldest = self._oldest_level0.get(table)
+        return 0.0 if oldest is None else max(0.0, (self.clock.local_ms() - oldest) / 1000)
 
     def set_quarantine(self, quarantined: set[str], known: set[str]) -> None:
         self.quarantined_tables.set(len(quarantined))

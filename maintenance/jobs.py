@@ -26,6 +26,7 @@ from paimond.maintenance.memory import MemoryBudget
 from paimond.maintenance.orphans import OrphanJob
 from paimond.maintenance.partition_expire import PartitionExpireJob
 from paimond.maintenance.rebuild_dv import RebuildDvJob
+from paimond.maintenance.regeneration import RegenerationMemory
 from paimond.maintenance.rewrite_index import IndexRewriteJob
 from paimond.maintenance.tags import (
     CreateTagSettings,
@@ -54,6 +55,8 @@ class JobContext:
     lookup_cache: LookupCacheSettings | None = None
     # compaction: the table's picker states, kept by a long-lived caller (gentle lookup mode)
     picker_states: MutableMapping[tuple[bytes, int], PickerState] | None = None
+    # rebuild_dv / rewrite_index bounded passes: what earlier passes handled (the daemon's)
+    regeneration: RegenerationMemory | None = None
     # compaction's local pool admits bucket tasks within it (limits.memory_budget_mb)
     memory_budget: MemoryBudget | None = None
 
@@ -126,6 +129,7 @@ class RewriteIndexSettings:
     partitions: Mapping[str, str] | None = None
     parallelism: int = 4
     dry_run: bool = False
+    max_files: int | None = None  # a bounded pass over stale files only (the daemon's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,7 @@ class RebuildDvSettings:
     partitions: Mapping[str, str] | None = None
     dry_run: bool = False
     discard_existing: bool = False
+    max_files: int | None = None  # a bounded pass over buckets missing vectors (the daemon's)
 
 
 # ---- runs ----------------------------------------------------------------------------------
@@ -209,14 +214,16 @@ def _rewrite_index(table: Table, settings: RewriteIndexSettings, context: JobCon
                    ) -> JobReport:
     job = IndexRewriteJob(table, clock=context.clock, partitions=settings.partitions,
                           dry_run=settings.dry_run, parallelism=settings.parallelism,
-                          progress=context.progress)
+                          progress=context.progress, max_files=settings.max_files,
+                          memory=context.regeneration)
     return JobReport(job.run())
 
 
 def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) -> JobReport:
     job = RebuildDvJob(table, clock=context.clock, dry_run=settings.dry_run,
                        discard_existing=settings.discard_existing,
-                       partitions=settings.partitions, progress=context.progress)
+                       partitions=settings.partitions, progress=context.progress,
+                       max_files=settings.max_files, memory=context.regeneration)
     return JobReport(job.run())
 
 
@@ -279,5 +286,5 @@ JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
     Job("delete_tag", DeleteTagSettings, _delete_tag),
 )}
 # The jobs a table's routine maintenance runs, in this order (the daemon, Spark's maintain).
-ROUTINE_JOBS = ("compact", "expire_partitions", "tags", "expire_consumers", "expire",
-                "merge_manifests", "remove_orphans")
+ROUTINE_JOBS = ("rebuild_dv", "compact", "rewrite_index", "expire_partitions", "tags",
+                "expire_consumers", "expire", "merge_manifests", "remove_orphans")

@@ -14,6 +14,11 @@ longer live are dropped.
 One new DV file per changed bucket, all committed in one COMPACT snapshot computed from the
 latest one: if another commit lands first the job plans again. Nothing changes when the
 vectors are already right, so a second run commits nothing.
+
+A bounded pass (``max_files``, the daemon's) rebuilds only buckets whose vectors are missing
+(:mod:`paimond.maintenance.regeneration`), whole buckets up to that many level >= 1 files (at
+least one bucket), skipping those a ``memory`` says earlier passes handled; a bucket whose DV
+file is lost starts from nothing. A table without deletion vectors is nothing to do there.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from paimond.format.snapshot import Snapshot
 from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, vector_of
 from paimond.lsm.merge import VALUE_KIND_COLUMN
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
+from paimond.maintenance.regeneration import RegenerationMemory, choose, vector_needs
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, CommitJournal, Committer
@@ -84,6 +90,7 @@ class RebuildSummary:
     buckets: list[BucketRebuild] = field(default_factory=list)
     dry_run: bool = False
     duration_s: float = 0.0
+    needed_left: int | None = None  # a bounded pass: buckets left for later passes
 
     @property
     def changed(self) -> list[BucketRebuild]:
@@ -92,15 +99,18 @@ class RebuildSummary:
     def describe(self) -> str:
         if self.base_snapshot_id is None:
             return f"{self.table_name}: no snapshot, no deletion vectors to rebuild"
+        left = ("" if self.needed_left is None
+                else f" ({self.needed_left} buckets needing vectors left for later passes)")
         changed = self.changed
         if not changed:
             return (f"{self.table_name}: the deletion vectors of snapshot "
                     f"{self.base_snapshot_id} are already right ({len(self.buckets)} buckets); "
-                    "nothing committed")
+                    f"nothing committed{left}")
         outcome = ("would be committed (dry run)" if self.dry_run else
                    f"committed as snapshot {self.snapshot.id if self.snapshot else '?'}")
         lines = [f"{self.table_name}: {len(changed)} of {len(self.buckets)} buckets changed "
-                 f"from snapshot {self.base_snapshot_id}; {outcome} in {self.duration_s:.2f} s"]
+                 f"from snapshot {self.base_snapshot_id}; {outcome} in {self.duration_s:.2f} s"
+                 f"{left}"]
         lines += [f"  {b.describe()}" for b in changed]
         return "\n".join(lines)
 
@@ -114,11 +124,19 @@ class RebuildDvJob:
     partitions: Mapping[str, str] | None = None
     max_attempts: int = 3
     progress: Progress | None = None
+    max_files: int | None = None  # a bounded pass over buckets needing vectors only
+    memory: RegenerationMemory | None = None  # what earlier bounded passes handled
+    _chosen: list[str] = field(default_factory=list, init=False)
+    _lost: set[tuple[bytes, int]] = field(default_factory=set, init=False)
 
     def run(self) -> RebuildSummary:
         """Runs as a recorded job (a dry run writes nothing): a run killed midway leaves
         index files the next writing job deletes."""
-        refuse(self.table.latest_schema(), "rebuild_dv", self.table.path)
+        schema = self.table.latest_schema()
+        if self.max_files is not None and not (
+                schema.primary_keys and TableOptions.of(schema).deletion_vectors_enabled):
+            return RebuildSummary(self.table.name)  # nothing to keep up
+        refuse(schema, "rebuild_dv", self.table.path)
         if self.dry_run:
             return self._run(self.table, set(), None)
         with recorded_job(self.table, "rebuild-dv", self.clock) as recorded:
@@ -141,6 +159,8 @@ class RebuildDvJob:
         summary = planned[-1]
         summary.snapshot = snapshot
         summary.duration_s = time.monotonic() - started
+        if self.memory is not None and not self.dry_run:
+            self.memory.handled.update(self._chosen)
         return summary
 
     def _plan(self) -> RebuildSummary:
@@ -158,12 +178,27 @@ class RebuildDvJob:
         scanned = scan_snapshot(table, latest)
         buckets = [b for b in scanned.buckets().values() if not self.partitions
                    or partition_matches(partition_text(schema, b.partition), self.partitions)]
+        if self.max_files is not None:
+            buckets = self._bounded(buckets, scanned.index_entries, summary)
         for done, bucket in enumerate(buckets, start=1):
             base = bucket_dv_entry(scanned.index_entries, bucket.partition, bucket.bucket)
             summary.buckets.append(self._rebuild_bucket(bucket, base, schema, options))
             if self.progress is not None:
                 self.progress(done, len(buckets), summary.buckets[-1].describe())
         return summary
+
+    def _bounded(self, buckets: list[BucketFiles], index_entries: list[IndexManifestEntry],
+                 summary: RebuildSummary) -> list[BucketFiles]:
+        """The buckets this bounded pass takes; notes which start from nothing (lost)."""
+        needs = vector_needs(self.table, buckets, index_entries, self.table.storage.exists)
+        self._chosen = choose({k: n.files for k, n in needs.items()}, self.memory,
+                              self.max_files or 1)
+        taken = {(needs[k].partition, needs[k].bucket) for k in self._chosen}
+        self._lost = {(needs[k].partition, needs[k].bucket) for k in self._chosen
+                      if needs[k].lost}
+        unhandled = self.memory.unhandled(needs) if self.memory is not None else needs
+        summary.needed_left = len(unhandled) - len(self._chosen)
+        return [b for b in buckets if (b.partition, b.bucket) in taken]
 
     def _rebuild_bucket(self, bucket: BucketFiles, base: IndexManifestEntry | None,
                         schema: TableSchema, options: TableOptions) -> BucketRebuild:
@@ -174,8 +209,10 @@ class RebuildDvJob:
         if base is not None:
             try:
                 old = read_deletion_vectors(table, base)
-            except (MissingFileError, CorruptFileError):
-                if not self.discard_existing:
+            except (MissingFileError, CorruptFileError) as error:
+                lost = (isinstance(error, MissingFileError)
+                        and (bucket.partition, bucket.bucket) in self._lost)
+                if not (self.discard_existing or lost):
                     raise
                 unreadable = True  # lost or corrupt: replaced whatever the result
         rows = {f.meta.file_name: f.meta.row_count for f in files}

@@ -23,10 +23,15 @@ manifests have dropped the DELETE. Files readers already take for deleted are le
 Unlike Java, a taken index file name is never overwritten (an older snapshot may read it), and
 the index files of an attempt that loses to a conflicting commit are deleted before re-planning.
 A dry run builds the indexes in memory and writes nothing.
+
+A bounded pass (``max_files``, the daemon's) plans only files whose index is stale
+(:mod:`paimond.maintenance.regeneration`), at most that many, skipping those a ``memory``
+says earlier passes handled; it adds the ones it handled.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,6 +45,7 @@ from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.maintenance.references import read_manifests
+from paimond.maintenance.regeneration import IndexStaleness, RegenerationMemory, choose
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, CommitJournal, Committer
@@ -81,12 +87,16 @@ class IndexRewriteSummary:
     attempts: int = 0
     duration_s: float = 0.0
     schema: TableSchema | None = None  # for partition names in listings
+    stale_left: int | None = None  # a bounded pass: stale files left for later passes
 
     def describe(self) -> str:
         plan = self.plan
         if plan is None or plan.base_snapshot_id is None:
             return f"{self.table_name}: no snapshot, no data files to index"
         files = f"{len(plan.files)} files of snapshot {plan.base_snapshot_id}"
+        if self.stale_left is not None:
+            files = (f"{len(plan.files)} stale files of snapshot {plan.base_snapshot_id} "
+                     f"({self.stale_left} left for later passes)")
         if not self.changes:
             return f"{self.table_name}: the file index of all {files} is up to date; nothing committed"
         what = f"the file index of {len(self.changes)} of {files}"
@@ -158,9 +168,20 @@ class IndexRewriteJob:
     max_attempts: int = 3
     batch_rows: int = BATCH_ROWS
     progress: Progress | None = None
+    max_files: int | None = None  # a bounded pass over stale files only
+    memory: RegenerationMemory | None = None  # what earlier bounded passes handled
+    _chosen: list[str] = field(default_factory=list, init=False)
+    _left: int = field(default=0, init=False)
 
     def plan(self) -> IndexRewritePlan:
-        return plan_index_rewrite(self.table, self.partitions)
+        plan = plan_index_rewrite(self.table, self.partitions)
+        if self.max_files is None:
+            return plan
+        stale = IndexStaleness(self.table, self.memory).stale(plan.files)
+        self._chosen = choose(dict.fromkeys(stale, 1), self.memory, self.max_files)
+        unhandled = self.memory.unhandled(stale) if self.memory is not None else stale
+        self._left = len(unhandled) - len(self._chosen)
+        return dataclasses.replace(plan, files=tuple(stale[k] for k in self._chosen))
 
     def run(self) -> IndexRewriteSummary:
         """Runs as a recorded job (a dry run writes nothing): a run killed midway leaves
@@ -197,6 +218,10 @@ class IndexRewriteJob:
 
         summary.snapshot, _ = commit_with_replan(attempt, self.max_attempts)
         summary.duration_s = time.monotonic() - started
+        if self.max_files is not None and not self.dry_run:
+            if self.memory is not None:
+                self.memory.handled.update(self._chosen)
+            summary.stale_left = self._left
         return summary
 
     def _execute(self, plan: IndexRewritePlan, writing: Table) -> list[FileIndexChange]:

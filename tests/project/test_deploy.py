@@ -52,15 +52,17 @@ GAUGES = {
     "paimond_table_max_sorted_runs", "paimond_table_compaction_trigger",
     "paimond_table_stop_trigger", "paimond_table_compaction_debt_bytes", "paimond_table_snapshots",
     "paimond_table_manifest_files", "paimond_table_dv_cardinality",
-    "paimond_seconds_since_last_success", "paimond_up",
+    "paimond_seconds_since_last_success", "paimond_up", "paimond_table_small_files",
+    "paimond_table_health", "paimond_table_stale_index_files",
+    "paimond_table_buckets_missing_vectors", "paimond_table_level0_lag_seconds",
 }
 METRICS = COUNTERS | HISTOGRAMS | GAUGES
 SERIES = METRICS | {h + suffix for h in HISTOGRAMS for suffix in ("_bucket", "_sum", "_count")}
 METRIC_NAME = re.compile(r"paimond_[a-z0-9_]+")
 PORT = 9181
 CONTRACT_SECTIONS = ("warehouses", "tables", "jobs", "limits", "http", "log", "lease", "shutdown")
-JOBS = ("compact", "expire_partitions", "tags", "expire_consumers", "expire", "merge_manifests",
-        "remove_orphans")
+JOBS = ("rebuild_dv", "compact", "rewrite_index", "expire_partitions", "tags", "expire_consumers",
+        "expire", "merge_manifests", "remove_orphans")
 
 
 def metric_names(expr: str) -> set[str]:
