@@ -24,6 +24,7 @@ from paimond.maintenance.execution import LookupCacheSettings
 from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.maintenance.memory import MemoryBudget
+from paimond.maintenance.regeneration import RegenerationMemory
 from paimond.spark.executor import daemon_executor
 from paimond.table.catalog import Table
 
@@ -54,6 +55,7 @@ class TableWork:
     base_snapshot_id: int | None
     picker_states: MutableMapping[Any, Any]
     job_settings: JobsSettings | None = None  # the table's policy (table_policy); None: [jobs]
+    regeneration: RegenerationMemory | None = None  # rebuild_dv / rewrite_index passes' memory
 
 
 class Runner:
@@ -137,7 +139,7 @@ class Runner:
         context = JobContext(self.clock, executor=daemon_executor(self.settings.executor),
                              progress=self._abandon_if_cancelled,
                              lookup_cache=self._lookup_cache, picker_states=work.picker_states,
-                             memory_budget=self.memory)
+                             memory_budget=self.memory, regeneration=work.regeneration)
         job_id = uuid.uuid4().hex[:12]
         started = self.clock.monotonic_s()
         with structlog.contextvars.bound_contextvars(table=name, job=job, job_id=job_id,
