@@ -1,5 +1,5 @@
 """Admission for write-only writers: whether a table can take another commit now, or is at its
-stop trigger (``num-sorted-run.stop-trigger``) or over its compaction debt
+stop trigger (``num-sorted-run.stop-trigger``; primary-key tables) or over its compaction debt
 (``max_compaction_debt_mb`` of its policy).
 
 A Paimon writer that compacts stalls itself once a bucket has more sorted runs than the stop
@@ -46,17 +46,20 @@ class Figures:
     stop_trigger: int
     compaction_trigger: int
     compaction_debt_bytes: int
+    primary_key: bool = True  # append tables have no stop trigger (their writers never stall)
 
 
 def admit(table: str, snapshot_id: int | None, figures: Figures,
           max_debt_bytes: int | None) -> Admission:
     """The rule, from figures alone."""
-    if figures.max_sorted_runs >= figures.stop_trigger:
+    if figures.primary_key and figures.max_sorted_runs >= figures.stop_trigger:
         admitted, reason = False, (f"a bucket has {figures.max_sorted_runs} sorted runs, at "
                                    f"or past the stop trigger {figures.stop_trigger}")
     elif max_debt_bytes is not None and figures.compaction_debt_bytes > max_debt_bytes:
         admitted, reason = False, (f"compaction debt {figures.compaction_debt_bytes} bytes is "
                                    f"over {max_debt_bytes}")
+    elif not figures.primary_key:
+        admitted, reason = True, "an append table: no stop trigger; debt within its limit"
     else:
         admitted, reason = True, (f"at most {figures.max_sorted_runs} sorted runs per bucket "
                                   f"(stop trigger {figures.stop_trigger})")
@@ -92,7 +95,7 @@ class Admissions:
             gauges = figured.gauges
             figures = Figures(int(gauges["max_sorted_runs"]), int(gauges["stop_trigger"]),
                               int(gauges["compaction_trigger"]),
-                              int(gauges["compaction_debt_bytes"]))
+                              int(gauges["compaction_debt_bytes"]), bool(status.primary_keys))
             latest = status.latest_snapshot
             with self._lock:
                 self._figures[table.name] = (latest, figures)

@@ -180,3 +180,6 @@ def test_admission_rule(runs: int, debt: int, limit: int | None, admitted: bool,
     answer = admit("db.t", 9, Figures(runs, 3, 2, debt), limit)
     assert answer.admitted is admitted and why in answer.reason
     assert answer.to_json()["snapshot_id"] == 9
+    # an append table: its writers never stall, only the debt limit holds them back
+    append = admit("db.t", 9, Figures(runs, 3, 2, debt, primary_key=False), limit)
+    assert append.admitted is (limit is None or debt <= limit)
