@@ -151,6 +151,8 @@ def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
         elif rest == "executor":
             data["executor"] = value
             origins["executor"] = name
+        elif rest.startswith("policies_"):  # a list of tables: no variable can name one
+            raise ConfigError(name, "policies are set in the config file only ([[policies]])")
         elif rest.startswith("jobs_"):
             # the longest name that fits: jobs_expire_partitions_x is not expire's key
             job = max((j for j in JOB_NAMES if rest.startswith(f"jobs_{j}_")), key=len,

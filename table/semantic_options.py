@@ -105,9 +105,10 @@ def _aggregate_unknown(options: TableOptions) -> str | None:
     return next((f"{k}={f}" for k, f in functions.items() if f not in AGGREGATE_FUNCTIONS), None)
 
 
-def _producer(*values: str) -> Setting:
-    return lambda o: (f"changelog-producer={o.changelog_producer}"
-                      if o.changelog_producer in values else None)
+def _full_compaction_dv(options: TableOptions) -> str | None:
+    return ("changelog-producer=full-compaction with deletion-vectors.enabled=true"
+            if options.deletion_vectors_enabled and options.changelog_producer == "full-compaction"
+            else None)
 
 
 def _first_row_dv(options: TableOptions) -> str | None:
@@ -177,12 +178,17 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "compaction produces no changelog, as Paimon's does not"),
     SemanticOption("changelog-producer (any)", (EXPIRE,), "implemented",
                    "expire deletes a snapshot's changelog files with it"),
-    SemanticOption("changelog-producer (lookup, full-compaction)", (COMPACT,), "refused",
-                   "Paimon's compaction writes changelog files for these, paimond does not; "
-                   "compacting without them would break streaming readers",
-                   _pk(_producer("lookup", "full-compaction"))),
-    SemanticOption("changelog-producer.row-deduplicate, changelog-file.*", (COMPACT,), "not affecting",
-                   f"only with changelog producers paimond refuses; {_NOT_WRITTEN}"),
+    SemanticOption("changelog-producer (lookup, full-compaction)", (COMPACT,), "implemented",
+                   "lsm/changelog.py: changelog files from compactions of level-0 files "
+                   "(lookup: every merge engine, with deletion vectors too) or into the max "
+                   "level (full-compaction), in the COMPACT snapshot's changelog manifest list"),
+    SemanticOption("changelog-producer=full-compaction with deletion-vectors.enabled", (COMPACT,),
+                   "refused", "Java compacts such a table without maintaining its vectors; "
+                   "paimond does not reproduce that", _pk(_full_compaction_dv)),
+    SemanticOption("changelog-producer.row-deduplicate (and -ignore-fields), changelog-file.*",
+                   (COMPACT,), "implemented",
+                   "equal before/after values give no -U/+U; changelog files get "
+                   "changelog-file.prefix, .format, .compression, .stats-mode"),
     SemanticOption("changelog.num-retained.min/max, changelog.time-retained (above the "
                    "snapshot settings: decoupled changelog), consumer.changelog-only", (EXPIRE,),
                    "implemented", "expire keeps expired snapshots as long-lived changelogs, "

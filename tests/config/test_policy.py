@@ -96,3 +96,9 @@ def test_policies_must_be_a_list(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         _load(tmp_path, BASE + "[policies]\ntables = ['a.*']\n")
     assert raised.value.key == "policies"
+
+
+def test_policies_are_not_set_from_the_environment(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(None, env={"PAIMOND_WAREHOUSE": "/tmp/wh", "PAIMOND_POLICIES_PAUSED": "1"})
+    assert raised.value.key == "PAIMOND_POLICIES_PAUSED"
