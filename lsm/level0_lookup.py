@@ -40,10 +40,14 @@ Read = Callable[[DataFileMeta], Iterator[pa.RecordBatch]]
 class Level0Lookup:
     def __init__(self, key_columns: Sequence[str], key_types: Sequence[DataType],
                  key_schema: pa.Schema, dvs: BucketDeletionVectors | None,
-                 merges_superseded: bool) -> None:
+                 merges_superseded: bool, *, first_row: bool = False,
+                 level_column: str | None = None) -> None:
+        """``merges_superseded``: the rows found join the merge (their values are needed);
+        ``level_column``: they carry their file's level in it (changelog production)."""
         self.key_columns, self.key_types = list(key_columns), list(key_types)
         self.key_schema, self.dvs = key_schema, dvs
-        self.merges_superseded = merges_superseded
+        self.merges_superseded, self.first_row = merges_superseded, first_row
+        self.level_column = level_column
         self.tag_of: dict[str, int] = {}  # level-0 input -> its section's tag
         self.superseded_rows: dict[int, pa.Table] = {}  # tag -> rows to merge
         self.existing_keys: dict[int, pa.Table] = {}  # first-row: tag -> keys found above
@@ -63,20 +67,26 @@ class Level0Lookup:
                               for meta, tag in level0), self.key_columns)
         deleted = self.dvs.positions_of if self.dvs is not None else no_deletions
         found = find_superseded(above, wanted, self.key_columns, self.key_types, index, deleted)
-        if self.dvs is None:
+        if self.first_row:
             self._keep_existing_keys(wanted, found)
         else:
             self._supersede(self.dvs, found, read_all)
 
-    def _supersede(self, dvs: BucketDeletionVectors, found: Sequence[Superseded],
+    def _supersede(self, dvs: BucketDeletionVectors | None, found: Sequence[Superseded],
                    read_all: Read) -> None:
+        """Without vectors (a lookup changelog table), every version found above is taken;
+        the merge keeps the lowest level's."""
         rows: list[pa.Table] = []
         for superseded in found:
-            dvs.mark(superseded.meta.file_name, superseded.positions)
-            self.rows_superseded += len(superseded.positions)
+            if dvs is not None:
+                dvs.mark(superseded.meta.file_name, superseded.positions)
+                self.rows_superseded += len(superseded.positions)
             if self.merges_superseded:
                 taken = rows_at(read_all(superseded.meta), superseded.positions)
                 if taken is not None:
+                    if self.level_column is not None:
+                        taken = taken.append_column(self.level_column, pa.array(
+                            np.full(taken.num_rows, superseded.meta.level, np.int32)))
                     rows.append(taken.append_column(TAG_COLUMN, pa.array(superseded.tags)))
         if rows:
             table = pa.concat_tables(rows)

@@ -74,7 +74,8 @@ def plan_bucket(bucket: BucketSnapshot, table: TaskTable, compaction: Compaction
     if unit is None:
         return None, state
     # Readers of DV and first-row tables skip level 0: its keys are looked up above.
-    looks_up = dv or table.options.merge_engine == "first-row"
+    producer = table.options.changelog_producer
+    looks_up = dv or table.options.merge_engine == "first-row" or producer == "lookup"
     picked = {f.file_name for f in unit.files}
     lookup = tuple(entries[f.file_name] for f in levels.files_above(unit.output_level)
                    if f.file_name not in picked) if looks_up else ()
@@ -88,5 +89,6 @@ def plan_bucket(bucket: BucketSnapshot, table: TaskTable, compaction: Compaction
                                   dv_enabled=dv),
         trigger=unit.trigger.value, reason=unit.reason, file_rewrite=unit.file_rewrite,
         deletion_vectors=dv, dv_index=bucket.dv_index if dv else None, lookup_files=lookup,
-        record_expiry=record_expiry)
+        record_expiry=record_expiry,
+        changelog_producer=producer if producer in ("lookup", "full-compaction") else None)
     return task, state

@@ -35,6 +35,15 @@ from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.key_order import sort_key_function
 from paimond.format.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
+from paimond.lsm.changelog import (
+    FIRST_ROW,
+    FULL,
+    LEVEL_COLUMN,
+    LOOKUP,
+    ChangelogMode,
+    ChangelogReducer,
+    with_level,
+)
 from paimond.lsm.deletion_vectors import BucketDeletionVectors, filter_deleted
 from paimond.lsm.interval_partition import Section, partition_intervals
 from paimond.lsm.key_lookup import KeyIndex, ScanKeyIndex, without_keys
@@ -45,6 +54,7 @@ from paimond.lsm.merge_engines import make_reducer
 from paimond.lsm.pipeline import BackgroundWriter, Prefetch
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
+from paimond.table.changelog_options import ChangelogOptions, changelog_file_options
 from paimond.table.data_files import RollingDataFileWriter, file_format_for_level, read_data_file
 from paimond.table.kv_layout import (
     key_fields,
@@ -56,7 +66,7 @@ from paimond.table.kv_layout import (
 from paimond.table.merge_options import MergeConfig
 from paimond.table.storage import Storage
 
-FILE_SOURCE_COMPACT = 1
+FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
 # Rows per batch read from a file. Memory holds about two batches per run plus each file
 # reader's pages; 32768 keeps that small at no cost in CPU over larger batches.
 BATCH_ROWS = 32768
@@ -96,7 +106,14 @@ class _BucketRewrite:
         self.key_columns = [f.name for f in key_fields(self.schema)]
         self.sort_key = sort_key_function(self.schema.key_type.field_types)
         config = MergeConfig.of(self.schema)
-        self.reducer = make_reducer(config, self.schema.field_names, task.drop_deletes)
+        self.first_row = config.engine == "first-row"
+        self.changelog_mode, produce = self._changelog_mode(config)
+        self.reducer = make_reducer(config, self.schema.field_names,
+                                    task.drop_deletes and self.changelog_mode is None)
+        self.changelog: ChangelogReducer | None = None
+        if self.changelog_mode is not None:
+            self.changelog = self.reducer = ChangelogReducer(
+                self.reducer, self.changelog_mode, task.drop_deletes, produce)
         order = "descending" if config.sequence_descending else "ascending"
         self.user_sequence = [(name, order) for name in config.sequence_fields]
         thin = thin_mode(self.schema, self.options)
@@ -109,13 +126,34 @@ class _BucketRewrite:
         self.rows_expired = 0
         # Only deduplicate without a sequence field can ignore the superseded values.
         self.merges_superseded = not (config.engine == "deduplicate" and not config.sequence_fields)
-        self.first_row = config.engine == "first-row"
+        self.lookup_changelog = task.changelog_producer == LOOKUP
         self.lookup_cache = lookup_cache
-        self.level0 = Level0Lookup(self.key_columns, self.schema.key_type.field_types,
-                                   self._key_schema(), self.dvs, self.merges_superseded)
+        self.level0 = Level0Lookup(
+            self.key_columns, self.schema.key_type.field_types, self._key_schema(), self.dvs,
+            self.merges_superseded or self.lookup_changelog, first_row=self.first_row,
+            level_column=LEVEL_COLUMN if self.changelog_mode is not None else None)
+        self.changelog_writer: RollingDataFileWriter | None = None
+        self.changelog_added: list[ManifestEntry] = []
         self.rewritten_names: set[str] = set()
         self.index_added: tuple[IndexManifestEntry, ...] = ()
         self.index_paths: list[str] = []
+
+    def _changelog_mode(self, config: MergeConfig) -> tuple[ChangelogMode | None, bool]:
+        """(how merges are wrapped, whether they produce changelog): Java's
+        ``rewriteLookupChangelog`` (output above level 0, a level-0 input) and
+        ``FullChangelogMergeTreeCompactRewriter`` (output at the max level)."""
+        task = self.task
+        options = ChangelogOptions.of(self.options)
+        compared = options.compared_columns(self.schema)
+        if task.changelog_producer == FULL and task.output_level == task.max_level:
+            return ChangelogMode(FULL, task.max_level, compared), True
+        if task.changelog_producer != LOOKUP:
+            return None, False
+        produce = task.output_level > 0 and any(e.file.level == 0 for e in task.inputs)
+        if config.engine == "first-row":
+            return (ChangelogMode(FIRST_ROW, task.max_level), True) if produce else (None, False)
+        # lookup tables always merge as LookupMergeFunction (the lowest higher version only)
+        return ChangelogMode(LOOKUP, task.max_level, compared), produce
 
     # ------------------------------------------------------------- reading
 
@@ -155,7 +193,11 @@ class _BucketRewrite:
 
     def _run_batches(self, run: Sequence[DataFileMeta]) -> Iterator[pa.RecordBatch]:
         for meta in run:
-            yield from self._read_unexpired(meta)
+            if self.changelog_mode is None:
+                yield from self._read_unexpired(meta)
+            else:
+                for batch in self._read_unexpired(meta):
+                    yield with_level(batch, meta.level)
 
     def _counted(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -179,7 +221,8 @@ class _BucketRewrite:
             return
         sections = partition_intervals([e.file for e in self.task.inputs],
                                        self.schema.key_type.field_types)
-        if (self.dvs is not None or self.first_row) and self.task.output_level != 0:
+        if (self.dvs is not None or self.first_row or self.lookup_changelog) \
+                and self.task.output_level != 0:
             self._look_up_level0_keys(sections)
         candidate: list[Section] = []
         for section in sections:
@@ -229,11 +272,11 @@ class _BucketRewrite:
             return False
         if self.first_row:
             return True  # Java FirstRowMergeTreeCompactRewriter: level 0 always rewritten
-        if self.dvs is None:
+        if self.dvs is None and not self.lookup_changelog:
             return False
         if file_format_for_level(self.options, 0) != file_format_for_level(self.options, output):
             return True
-        if self.may_hold_deletes(meta):
+        if self.dvs is not None and self.may_hold_deletes(meta):
             return True
         return output != self.task.max_level and self.merges_superseded
 
@@ -250,19 +293,25 @@ class _BucketRewrite:
             self._rewrite_now([Section(((meta,),))])
             return
         if meta.level != output:
+            if self.changelog is not None and self.changelog.produce and (
+                    meta.level == 0 or self.changelog.mode.kind == FULL):
+                self._rewrite_now([Section(((meta,),))], write_data=False)  # changelog only
             entry = self.entries[meta.file_name]
             self.deleted.append(entry)
             self.added.append(dataclasses.replace(
                 entry, kind=FILE_KIND_ADD, file=dataclasses.replace(meta, level=output)))
             self.upgraded += 1
 
-    def _rewrite_now(self, sections: Sequence[Section]) -> None:
+    def _rewrite_now(self, sections: Sequence[Section], write_data: bool = True) -> None:
+        """Merge ``sections`` into new files at the output level; ``write_data=False``: only
+        the changelog of the merge is written (a level-0 file upgraded as it is)."""
         writer = RollingDataFileWriter(
             self.table.storage, self.directory, self.schema, self.options,
             level=self.task.output_level, key_value=True, file_source=FILE_SOURCE_COMPACT,
             now_millis=self.now_millis)
         self.writers.append(writer)
-        with BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
+        put = writer.write if write_data else _discard
+        with BackgroundWriter(put, _WRITE_QUEUE_BYTES) as background:
             for section in sections:
                 runs = [Prefetch(self._run_batches(run), _PREFETCH_BATCHES)
                         for run in section.runs]
@@ -277,11 +326,15 @@ class _BucketRewrite:
                                                     self.reducer, self.user_sequence):
                         if existing is not None:
                             merged = without_keys(merged, existing, self.key_columns)
-                        background.put(merged.select(self.output_columns))
-                        self.rows_written += merged.num_rows
+                        self._write_changelog(existing)
+                        if write_data:
+                            background.put(merged.select(self.output_columns))
+                            self.rows_written += merged.num_rows
                 finally:
                     for run in runs:
                         run.close()
+                if not write_data:
+                    continue
                 for meta in section.files:
                     self.deleted.append(self.entries[meta.file_name])
                     self.rewritten_names.add(meta.file_name)
@@ -289,6 +342,28 @@ class _BucketRewrite:
         for meta in writer.close():
             self.added.append(ManifestEntry(FILE_KIND_ADD, self.task.partition, self.task.bucket,
                                             self.task.total_buckets, meta))
+
+    def _write_changelog(self, existing: pa.Table | None) -> None:
+        """The changelog of the last merged table (first-row: keys found above left out)."""
+        found = self.changelog.take_changelog() if self.changelog is not None else None
+        if found is None:
+            return
+        if existing is not None:
+            found = without_keys(found, existing, self.key_columns)
+        if self.changelog_writer is None:
+            self.changelog_writer = RollingDataFileWriter(
+                self.table.storage, self.directory, self.schema,
+                changelog_file_options(self.options), level=self.task.output_level,
+                key_value=True, file_source=FILE_SOURCE_APPEND, now_millis=self.now_millis)
+        for batch in found.select(self.output_columns).to_batches():
+            self.changelog_writer.write(batch)
+
+    def finish_changelog(self) -> None:
+        if self.changelog_writer is not None:
+            self.changelog_added = [
+                ManifestEntry(FILE_KIND_ADD, self.task.partition, self.task.bucket,
+                              self.task.total_buckets, meta)
+                for meta in self.changelog_writer.close()]
 
     def finish_deletion_vectors(self) -> None:
         """Drop the vectors of rewritten files; write the bucket's map if it changed."""
@@ -304,6 +379,8 @@ class _BucketRewrite:
     def abort(self) -> None:
         for writer in self.writers:
             writer.abort()
+        if self.changelog_writer is not None:
+            self.changelog_writer.abort()
         for path in self.index_paths:
             self.table.storage.delete(path)
 
@@ -320,6 +397,7 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
     rewrite = _BucketRewrite(task, table, dvs, now_millis, batch_rows, lookup_cache)
     try:
         rewrite.run()
+        rewrite.finish_changelog()
         rewrite.finish_deletion_vectors()
     except BaseException:
         rewrite.abort()
@@ -332,10 +410,17 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
                          rows_expired=rewrite.rows_expired,
                          files_rewritten=rewrite.rewritten, files_upgraded=rewrite.upgraded,
                          duration_s=time.monotonic() - started,
-                         written_paths=written + tuple(rewrite.index_paths),
+                         written_paths=written + tuple(rewrite.index_paths) + tuple(
+                             storage.join(rewrite.directory, e.file.file_name)
+                             for e in rewrite.changelog_added),
+                         changelog=tuple(rewrite.changelog_added),
                          index_added=rewrite.index_added,
                          rows_superseded=rewrite.level0.rows_superseded,
                          cache_hits=stats.hits if stats else 0,
                          cache_misses=stats.misses if stats else 0,
                          cache_discarded=stats.discarded if stats else 0)
 
+
+
+def _discard(batch: pa.RecordBatch) -> None:
+    """Rows a changelog-only pass merges are not written."""

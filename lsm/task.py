@@ -69,6 +69,9 @@ class CompactTask:
     # A bucket-unaware append table's DV index files holding the inputs' vectors (several
     # per partition; the ones the task rewrites without the inputs' entries)
     dv_index_files: tuple[IndexManifestEntry, ...] = ()
+    # changelog-producer lookup / full-compaction: changelog files written beside the output
+    # (lsm.changelog); None: the table's compaction produces none
+    changelog_producer: str | None = None
 
     @property
     def table_name(self) -> str:
@@ -111,6 +114,7 @@ class CompactResult:
     cache_hits: int = 0  # key-lookup cache: files answered from the cache
     cache_misses: int = 0  # ... cached now (read from storage once)
     cache_discarded: int = 0  # ... cache files that failed validation (rebuilt)
+    changelog: tuple[ManifestEntry, ...] = ()  # changelog files written (ADD entries)
 
     @property
     def bytes_written(self) -> int:

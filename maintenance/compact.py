@@ -156,6 +156,7 @@ class CompactJob:
                 added=[e for r in results for e in r.added],
                 index_added=[e for r in results for e in r.index_added],
                 index_deleted=[e for r in results for e in r.index_deleted],
+                changelog=[e for r in results for e in r.changelog],
                 index_base={(r.task.partition, r.task.bucket, INDEX_TYPE_DELETION_VECTORS):
                             r.task.dv_index.index_file.file_name if r.task.dv_index else None
                             for r in results if r.index_added and not r.task.dv_index_files},

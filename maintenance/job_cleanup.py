@@ -59,7 +59,8 @@ def clean_dead_jobs(table: Table, now_ms: int, dead_after_ms: int = DEFAULT_DEAD
 
 def committed_names(changes: CommitChanges) -> set[str]:
     """The names of the files a commit made visible (with the data files' extra files)."""
-    names = {n for e in changes.added for n in (e.file.file_name, *e.file.extra_files)}
+    names = {n for e in (*changes.added, *changes.changelog)
+             for n in (e.file.file_name, *e.file.extra_files)}
     return names | {e.index_file.file_name for e in changes.index_added}
 
 

@@ -72,10 +72,13 @@ class CommitChanges:
     expected_snapshot_id: int | None = None
     # The new snapshot's ``properties`` (readers ignore them; paimond marks full compactions).
     properties: Mapping[str, str] | None = None
+    # Changelog files compaction produced (ADD entries): the snapshot's changelog manifest list
+    changelog: Sequence[ManifestEntry] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not (self.deleted or self.added or self.index_added or self.index_deleted)
+        return not (self.deleted or self.added or self.index_added or self.index_deleted
+                    or self.changelog)
 
 
 class CommitJournal(Protocol):
@@ -239,6 +242,11 @@ class Committer:
                 raise CommitConflictError(f"{self.table.name}: file {entry.file.file_name} "
                                           f"is already live in snapshot {latest.id}")
             live[entry.identifier] = entry
+        data_names = {e.file.file_name for e in live.values()}
+        for entry in changes.changelog:  # a changelog file is never a data file too
+            if entry.file.file_name in data_names:
+                raise CommitConflictError(f"{self.table.name}: changelog file "
+                                          f"{entry.file.file_name} is live as a data file")
         if changes.index_base:
             self._check_index_base(latest, changes.index_base)
         if not schema.primary_keys and changes.deleted:
@@ -336,6 +344,11 @@ class Committer:
         base_name, base_size = writer.write_manifest_list(base_metas)
         delta_name, delta_size = writer.write_manifest_list(delta_metas)
         crash_point("commit.manifest_list_written")
+        changelog_list: tuple[str | None, int | None] = (None, None)
+        if changes.changelog:  # Java: a changelog manifest list only when there is changelog
+            changelog_list = writer.write_manifest_list(
+                [writer.write_manifest([replace(e, kind=FILE_KIND_ADD)
+                                        for e in changes.changelog])])
         index_manifest = latest.index_manifest if latest else None
         if changes.index_added or changes.index_deleted:
             previous = read_index_manifest(table, latest) if latest else []
@@ -355,6 +368,10 @@ class Committer:
             commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind=self.commit_kind,
             time_millis=self.clock.wall_ms(), total_record_count=previous_total + delta_rows,
             delta_record_count=delta_rows,
+            changelog_manifest_list=changelog_list[0],
+            changelog_manifest_list_size=changelog_list[1],
+            changelog_record_count=(sum(e.file.row_count for e in changes.changelog)
+                                    if changes.changelog else None),
             watermark=latest.watermark if latest else None,
             statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
             next_row_id=(latest.next_row_id or 0) if latest else 0,

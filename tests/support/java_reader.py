@@ -133,10 +133,17 @@ class JavaReader:
 
     def read(self, table_path: str | os.PathLike[str], *, snapshot_id: int | None = None,
              tag: str | None = None, projection: Sequence[str] | None = None,
-             filters: Iterable[str] = ()) -> JavaRead:
+             filters: Iterable[str] = (), incremental: tuple[int, int] | None = None,
+             scan_mode: str | None = None) -> JavaRead:
+        """``incremental``: what snapshots (FROM, TO] added; ``scan_mode="changelog"``
+        reads their changelog files (row kinds in ``row_kinds``)."""
         args = [os.fspath(table_path)]
         if snapshot_id is not None:
             args += ["--snapshot", str(snapshot_id)]
+        if incremental is not None:
+            args += ["--incremental", f"{incremental[0]},{incremental[1]}"]
+        if scan_mode is not None:
+            args += ["--scan-mode", scan_mode]
         if tag is not None:
             args += ["--tag", tag]
         if projection is not None:

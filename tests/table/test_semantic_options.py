@@ -72,7 +72,8 @@ def test_an_unimplemented_function_refuses_compaction_only() -> None:
 @pytest.mark.parametrize(("raw", "setting"), [
     ({"pk-clustering-override": "TRUE", "clustering.columns": "v"}, "pk-clustering-override=true"),
     ({"sequence.snapshot-ordering": "true"}, "sequence.snapshot-ordering=true"),
-    ({"changelog-producer": "lookup"}, "changelog-producer=lookup"),
+    ({"changelog-producer": "full-compaction", "deletion-vectors.enabled": "true"},
+     "changelog-producer=full-compaction with deletion-vectors.enabled=true"),
     ({"merge-engine": "first-row", "deletion-vectors.enabled": "true"},
      "merge-engine=first-row with deletion-vectors.enabled=true"),
     ({"data-file.external-paths": "s3://b/x"}, "data-file.external-paths=s3://b/x"),

@@ -5,6 +5,10 @@
 //
 // A request is a list of arguments:
 //   <table path> [--snapshot ID] [--tag NAME] [--projection a,b,...] [--filter EXPR]...
+//                [--incremental FROM,TO [--scan-mode changelog|delta|auto]]
+// --incremental reads what snapshots FROM (exclusive) to TO added: with scan mode
+// `changelog`, the changelog files their changelog manifest lists name, row kinds kept
+// (the read keeps -U/-D rows whenever --incremental is given).
 // EXPR is `col=value`, `col!=value`, `col<value`, `col<=value`, `col>value`, `col>=value`,
 // `col=null` (IS NULL) or `col!=null` (IS NOT NULL); several filters are ANDed.
 //
@@ -117,6 +121,7 @@ public final class PaimonReader {
         Map<String, String> dynamic = new HashMap<>();
         List<String> projection = null;
         List<String> filters = new ArrayList<>();
+        boolean keepDelete = false;
         for (int i = 1; i < args.length; i++) {
             String flag = args[i];
             if (i + 1 >= args.length) {
@@ -129,6 +134,13 @@ public final class PaimonReader {
                     break;
                 case "--tag":
                     dynamic.put("scan.tag-name", value);
+                    break;
+                case "--incremental":
+                    dynamic.put("incremental-between", value);
+                    keepDelete = true;
+                    break;
+                case "--scan-mode":
+                    dynamic.put("incremental-between-scan-mode", value);
                     break;
                 case "--projection":
                     projection = value.isEmpty() ? new ArrayList<>()
@@ -183,7 +195,12 @@ public final class PaimonReader {
         int printedCount = printed.size();
         long rows = 0;
         long candidates = 0;
-        try (RecordReader<InternalRow> reader = builder.newRead().createReader(splits)) {
+        org.apache.paimon.table.source.TableRead tableRead = builder.newRead();
+        if (keepDelete) {
+            tableRead = ((org.apache.paimon.table.source.InnerTableRead) tableRead)
+                    .forceKeepDelete();
+        }
+        try (RecordReader<InternalRow> reader = tableRead.createReader(splits)) {
             RecordReader.RecordIterator<InternalRow> batch;
             while ((batch = reader.readBatch()) != null) {
                 InternalRow row;
