@@ -71,11 +71,12 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
-            str(body["table"])
-        except (ValueError, KeyError, TypeError):
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("table"), str):
             self._reply(400, {"error": 'expected JSON {"table": "db.table"}'})
             return None
-        return body if isinstance(body, dict) else None
+        return body
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         service = self.server.service

@@ -167,6 +167,9 @@ def test_pause_resume_and_admission_through_http_python_and_the_cli(
         assert _http(url, "/pause", {"table": "logs.a"}) == (
             200, {"table": "logs.a", "paused": service.policies.paused("logs.a")})
         assert _http(url, "/pause", {"table": "db.nope"})[0] == 404
+        assert _http(url, "/pause", {"tabel": "logs.a"})[0] == 400
+        assert _http(url, "/resume", {"table": 7})[0] == 400
+        assert _http(url, "/pause", {"table": "logs.b"}, token=None)[0] == 401
         assert "logs.a" not in _tables(service.tick()), "paused through the API: no job"
         code, refused = _http(url, "/trigger", {"table": "logs.a"})
         assert code == 409 and "paused through the API" in refused["error"]
