@@ -75,10 +75,12 @@ def plan_compaction(table: Table, *, full: bool = False,
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)
     full_reason = None
-    every = options.full_compaction_delta_commits
+    every, setting = options.full_compaction_delta_commits, "full-compaction.delta-commits"
+    if every is None and options.changelog_producer == "full-compaction":
+        # Java's streaming writers then compact fully at every commit (StoreSinkWrite)
+        every, setting = 1, "changelog-producer=full-compaction"
     if not full and every is not None and full_compaction_due(table, snapshot, every):
-        full, full_reason = True, f"{every} writer commits since the last one " \
-                                  "(full-compaction.delta-commits)"
+        full, full_reason = True, f"{every} writer commits since the last one ({setting})"
     compaction = options.compaction
     spec = TaskTable(table.name, table.path, table.location, schema, options)
     now_millis = int(moment.timestamp() * 1000)

@@ -231,3 +231,27 @@ def test_changelog_files_named_and_registered(tmp_path: Path) -> None:
     live = {f.entry.file.file_name for f in scan_snapshot(table, snapshot).files}
     assert entries[0].file.file_name not in live
     assert snapshot.changelog_record_count == 5
+
+
+def test_full_compaction_producer_compacts_fully_at_every_writer_commit(tmp_path: Path) -> None:
+    """Java's streaming writers of a full-compaction table compact fully at every commit
+    (``full-compaction.delta-commits`` unset: 1); a plain ``compact`` does so here, and the
+    changelog is the difference to the previous top level."""
+    warehouse = str(tmp_path)
+    writer = _Writer(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
+        "bucket": "1", "changelog-producer": "full-compaction"})
+    table = open_table(open_storage(warehouse), warehouse, "db.t")
+    writer.commit([{"k": 1, "v": "a", "n": 1, "rk": "+I"}])
+    first = CompactJob(table, clock=CLOCK, use_processes=False)
+    plan = first.plan()
+    assert plan.full and plan.full_reason == \
+        "1 writer commits since the last one (changelog-producer=full-compaction)"
+    assert first.run().snapshot is not None
+    assert CompactJob(table, clock=CLOCK, use_processes=False).plan().tasks == ()
+    writer.commit([{"k": 1, "v": "b", "n": 1, "rk": "+U"}, {"k": 2, "v": "c", "n": 2, "rk": "+I"}])
+    snapshot = CompactJob(table, clock=CLOCK, use_processes=False).run().snapshot
+    assert snapshot is not None
+    assert [(k, r["k"], r["v"]) for k, r in _pypaimon_changelog(writer.table, snapshot.id)] == [
+        ("-U", 1, "a"), ("+U", 1, "b"), ("+I", 2, "c")]
+    levels = {f.entry.file.level for f in scan_snapshot(table, snapshot).files}
+    assert levels == {5}
