@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 
 from paimond.errors import CodecError, MissingFileError, PaimondError
 from paimond.format.file_index import FileIndexBuilder, decode_file_index
-from paimond.format.index_manifest import IndexManifestEntry
+from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import DataFileMeta, ManifestEntry
 from paimond.table.catalog import Table
-from paimond.table.deletion_vectors import bucket_dv_entry, index_file_path
+from paimond.table.deletion_vectors import index_file_path
 from paimond.table.layout import FILE_INDEX_SUFFIX
 from paimond.table.options import TableOptions
 from paimond.table.scan import BucketFiles, SnapshotFiles, bucket_path
@@ -169,12 +169,13 @@ def vector_needs(table: Table, buckets: Iterable[BucketFiles],
             before[meta.schema_id] = not options.deletion_vectors_enabled
         return before[meta.schema_id]
 
-    entries = list(index_entries)
+    dv_files = {(e.partition, e.bucket): e for e in index_entries
+                if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS}
     out: dict[str, BucketNeed] = {}
     for bucket in buckets:
         upper = [f.meta for level, files in bucket.levels.items() if level > 0 for f in files]
         old = [m for m in upper if unvectored(m)]
-        entry = bucket_dv_entry(entries, bucket.partition, bucket.bucket)
+        entry = dv_files.get((bucket.partition, bucket.bucket))
         lost = entry is not None and not exists(index_file_path(table, entry.index_file))
         if entry is not None and lost:
             key = f"dv-lost/{_digest(bucket.partition, bucket.bucket, entry.index_file.file_name)}"
