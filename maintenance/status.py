@@ -7,6 +7,7 @@ data files exist). The daemon's prioritisation and ``paimond status`` both read 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -137,15 +138,18 @@ def refusals_by_job(options: TableOptions) -> dict[str, tuple[str, ...]]:
     return {job: reasons for job, reasons in found.items() if reasons}
 
 
-def table_status(table: Table, *, verify_files: bool = True, parallelism: int = 8) -> TableStatus:
-    """Describe one table; any PaimondError is reported in ``error`` instead of raised."""
+def table_status(table: Table, *, verify_files: bool = True, parallelism: int = 8,
+                 on_files: Callable[[SnapshotFiles], None] | None = None) -> TableStatus:
+    """Describe one table; any PaimondError is reported in ``error`` instead of raised.
+    ``on_files`` also gets the latest snapshot's files (the daemon's further figures)."""
     try:
-        return _table_status(table, verify_files, parallelism)
+        return _table_status(table, verify_files, parallelism, on_files)
     except PaimondError as error:
         return TableStatus(table.name, table.path, error=f"{type(error).__name__}: {error}")
 
 
-def _table_status(table: Table, verify_files: bool, parallelism: int) -> TableStatus:
+def _table_status(table: Table, verify_files: bool, parallelism: int,
+                  on_files: Callable[[SnapshotFiles], None] | None) -> TableStatus:
     from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH
     from paimond.table.duties import duties
     from paimond.table.scan import scan_snapshot, verify_data_files
@@ -172,6 +176,8 @@ def _table_status(table: Table, verify_files: bool, parallelism: int) -> TableSt
         return status
     table.schema(latest.schema_id)  # the snapshot's own schema must be readable too
     files = scan_snapshot(table, latest, parallelism=parallelism)
+    if on_files is not None:
+        on_files(files)
     if verify_files:
         verify_data_files(table, schema, files)
     base, delta = files.base_manifests, files.delta_manifests
