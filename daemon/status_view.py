@@ -10,8 +10,12 @@ from typing import Any
 
 from paimond.config.jobs import JOB_NAMES
 from paimond.config.policy import TablePolicy, window_text
-from paimond.daemon.evaluate import Schedule, Standing
+from paimond.daemon.evaluate import REGENERATING, Schedule, Standing
 from paimond.daemon.table_policy import Effective, JobRecord
+
+_NOTHING_LEFT = {
+    "rewrite_index": "not due: every live file's index is as the file-index options say",
+    "rebuild_dv": "not due: no bucket misses its deletion vectors"}
 
 
 def _why(job: str, schedule: Schedule, standing: Standing, now: float, paused: str | None,
@@ -28,6 +32,8 @@ def _why(job: str, schedule: Schedule, standing: Standing, now: float, paused: s
         return "backing off after a failure", standing.next_attempt_at
     if job in standing.refused:
         return "refused the table: due again once its schema or options change", None
+    if job in REGENERATING and not standing.unsettled.get(job):
+        return _NOTHING_LEFT[job], None
     if waiting is not None:
         return waiting, now
     last = standing.last_run.get(job)
