@@ -255,3 +255,37 @@ def test_full_compaction_producer_compacts_fully_at_every_writer_commit(tmp_path
         ("-U", 1, "a"), ("+U", 1, "b"), ("+I", 2, "c")]
     levels = {f.entry.file.level for f in scan_snapshot(table, snapshot).files}
     assert levels == {5}
+
+
+def test_orphan_removal_keeps_and_expiry_deletes_changelog_files(tmp_path: Path) -> None:
+    """A changelog file a snapshot names survives orphan removal (any window); expiring that
+    snapshot deletes it, and a rerun of orphan removal finds nothing more."""
+    from paimond.maintenance.expire import ExpireJob, ExpireSettings
+    from paimond.maintenance.orphans import OrphanJob
+
+    warehouse = str(tmp_path)
+    writer = _Writer(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
+        "bucket": "1", "changelog-producer": "lookup"})
+    table = open_table(open_storage(warehouse), warehouse, "db.t")
+    for round_ in range(3):
+        writer.commit([{"k": i, "v": str(round_), "n": i, "rk": "+I"} for i in range(4)])
+        assert CompactJob(table, clock=CLOCK, use_processes=False).run().snapshot is not None
+    bucket = tmp_path / "db.db" / "t" / "bucket-0"
+    changelog = sorted(p.name for p in bucket.glob("changelog-*"))
+    assert len(changelog) == 3
+    later = Clock(fixed_ms=4_000_000_000_000)  # every file is older than any window
+    OrphanJob(table, later, older_than_ms=later.wall_ms() - 1, force=True).run()
+    assert sorted(p.name for p in bucket.glob("changelog-*")) == changelog
+    ExpireJob(table, later, ExpireSettings(retain_min=1, retain_max=1, time_retained_ms=0,
+                                           produce_changelog=True)).run()
+    from paimond.table.scan import read_manifest, read_manifest_list
+    latest = table.snapshots.latest()
+    assert latest is not None and latest.changelog_manifest_list is not None
+    where = table.snapshots.path(latest.id)
+    kept = [e.file.file_name for m in read_manifest_list(table, latest.changelog_manifest_list,
+                                                         where)
+            for e in read_manifest(table, m, where)]
+    # the retained (last) snapshot keeps its changelog; the expired ones' are deleted
+    assert sorted(p.name for p in bucket.glob("changelog-*")) == kept and len(kept) == 1
+    assert not OrphanJob(table, later, older_than_ms=later.wall_ms() - 1, force=True).run() \
+        .removed.files
