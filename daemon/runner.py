@@ -90,11 +90,13 @@ class Runner:
                     if self._stopping():
                         break
                     in_job = True
+                    before = work.table.snapshots.latest_id() if job == "compact" else None
                     reports[job] = report = self._run_job(work, job)
                     in_job = False
                     finished_at[job] = self.clock.wall_ms() / 1000
                     if job == "compact" and report.outcome == "success":
-                        compacted = work.table.snapshots.latest_id()
+                        compacted = _compacted_through(before, work.table.snapshots.latest_id(),
+                                                       report)
                     leases.renew(name)
             finally:
                 leases.release(name)
@@ -157,6 +159,16 @@ class Runner:
                                                   _retries(report)))
             self.events.emit(JobFinished(name, job, job_id, duration, report))
         return report
+
+
+def _compacted_through(before: int | None, after: int | None, report: JobOutcome) -> int | None:
+    """The latest snapshot a compaction accounted for: the one after it, unless writers
+    committed while it ran (more than its own commit came): then the one it started from, so
+    the table is due again for what they wrote."""
+    own = 1 if report.written_bytes or report.read_rows else 0
+    if before is None or after is None or after - before <= own:
+        return after
+    return before
 
 
 def _retries(report: JobOutcome) -> int:

@@ -23,7 +23,7 @@ from typing import Any
 
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.config.settings import Settings
-from paimond.daemon import evaluate
+from paimond.daemon import evaluate, pace
 from paimond.daemon.admission import Admission, Admissions
 from paimond.daemon.discovery import check_warehouses, find_tables, unready_reason
 from paimond.daemon.events import Events, log_event
@@ -65,6 +65,9 @@ class TableState:
     triggered: Future[TableRun] | None = None  # a trigger that came while running: runs next
     picker_states: dict[Any, Any] = field(default_factory=dict)  # compaction's, across runs
     refused: dict[str, str] = field(default_factory=dict)  # job -> fingerprint it refused
+    gauged_snapshot_id: int | None = None  # the snapshot its gauges were last read at
+    near_trigger: bool = False  # watched between ticks (daemon.pace)
+    compaction_due: bool = False  # at its compaction trigger, by the latest gauges
 
     def standing(self) -> evaluate.Standing:
         return evaluate.Standing(self.last_snapshot_id, self.compacted_snapshot_id,
@@ -91,7 +94,10 @@ class Daemon:
         self._requests: queue.SimpleQueue[str] = queue.SimpleQueue()  # reentrant: signal-safe
         self._last_discovery = float("-inf")
         self.running_jobs = 0  # table runs executing now (queued work is not counted)
-        self.forced = False  # the last shutdown was cut short by a second stop request
+        self.forced = False
+        # serving (``run``): re-check a table right after its run, watch the ones near their
+        # trigger between ticks (daemon.pace); a one-shot pass does neither
+        self.keep_up = False  # the last shutdown was cut short by a second stop request
         self.events = Events(metrics.on_event, log_event)
         self.runner = Runner(settings, self.leases, self.events, clock,
                              stopping=self._stopping.is_set, cancelled=self._cancelled.is_set)
@@ -140,23 +146,34 @@ class Daemon:
     def _decide(self, state: TableState, standing: evaluate.Standing, now: float
                 ) -> tuple[str, ...]:
         """Storage reads (latest id, status) outside the lock; the decision applied under it."""
-        latest = state.table.snapshots.latest_id()
+        latest = state.table.watched_latest_id()  # idle: one read of LATEST
         # a table some job refused: its schema tells whether the refusal still holds
         current = fingerprint(state.table.latest_schema()) if standing.refused else None
         decision = evaluate.decide(standing, latest, now,
                                    self.policies.schedules(state.table.name), current)
-        health = (evaluate.health(table_status(state.table, verify_files=False, parallelism=4))
-                  if decision.new_snapshot else None)
+        self._refresh_gauges(state, latest)
         with self._lock:
             if decision.new_snapshot:
                 state.last_snapshot_id = latest
             if decision.cleared:
                 state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
+        return () if self.policies.paused(state.table.name) else decision.jobs
+
+    def _refresh_gauges(self, state: TableState, latest: int | None) -> None:
+        """Read the table's health figures again if it moved since they were read, idle or
+        running: the gauges follow what writers and jobs do."""
+        with self._lock:
+            if latest == state.gauged_snapshot_id:
+                return
+        health = evaluate.health(table_status(state.table, verify_files=False, parallelism=4))
+        with self._lock:
+            state.gauged_snapshot_id = latest
             if health is not None:
                 state.urgency = health.urgency
+                state.near_trigger = pace.near_trigger(health.gauges)
+                state.compaction_due = pace.compaction_due(health.gauges)
         if health is not None:
             self.metrics.set_table(state.table.name, **health.gauges)
-        return () if self.policies.paused(state.table.name) else decision.jobs
 
     def _failed(self, state: TableState, message: str) -> None:
         """Back off after a failure that was already logged where it happened."""
@@ -183,6 +200,38 @@ class Daemon:
             self.discover()
         with self._lock:
             idle = [(s, s.standing()) for s in self.tables.values() if not s.running]
+            busy = [s for s in self.tables.values() if s.running]
+        self._gauge_running(busy)
+        return self._submit_due(idle, now)
+
+    def watch(self) -> list[Future[TableRun]]:
+        """Between ticks: an idle table near its compaction trigger that moved gets its gauges
+        read again, and runs at once when at the trigger (daemon.pace)."""
+        if self._stopping.is_set():
+            return []
+        with self._lock:
+            near = [s for s in self.tables.values() if s.near_trigger and not s.running]
+        due = []
+        for state in near:
+            try:
+                self._refresh_gauges(state, state.table.watched_latest_id())
+            except PaimondError:
+                continue  # the next tick reports it
+            with self._lock:
+                if state.compaction_due:
+                    due.append((state, state.standing()))
+        return self._submit_due(due, self._wall_s())
+
+    def _gauge_running(self, states: list[TableState]) -> None:
+        for state in states:
+            try:
+                self._refresh_gauges(state, state.table.snapshots.latest_id())
+            except PaimondError as error:  # a running table's figures wait for its next check
+                log.warning("table_gauges_failed", table=state.table.name,
+                            error_kind=kind_of(error), error=f"{type(error).__name__}: {error}")
+
+    def _submit_due(self, idle: list[tuple[TableState, evaluate.Standing]], now: float
+                    ) -> list[Future[TableRun]]:
         candidates = []
         for state, standing in idle:
             try:
@@ -282,6 +331,7 @@ class Daemon:
             if run.compacted_snapshot_id is not None:
                 state.compacted_snapshot_id = run.compacted_snapshot_id
                 state.last_snapshot_id = None  # re-evaluate the gauges after our own commit
+                state.gauged_snapshot_id = None
             if run.error is None and run.finished_at:
                 state.failures, state.error = 0, None
         if run.error is not None:
@@ -306,6 +356,23 @@ class Daemon:
                 self._submit(state, self._enabled_jobs(state.table.name), follow)
             else:
                 follow.set_result(skipped(state.table.name, (), _STOPPING))
+        elif self.keep_up and run.error is None and run.finished_at:
+            self._recheck(state)
+
+    def _recheck(self, state: TableState) -> None:
+        """Right after a run: writers that committed meanwhile may have brought the table to
+        its compaction trigger again; then it runs again now rather than at the next tick."""
+        if self._stopping.is_set():
+            return
+        try:
+            self._refresh_gauges(state, state.table.snapshots.latest_id())
+        except PaimondError:
+            return  # the next tick reports it
+        with self._lock:
+            due = state.compaction_due and not state.running
+            standing = state.standing()
+        if due:
+            self._submit_due([(state, standing)], self._wall_s())
 
     def run_once(self) -> list[TableRun]:
         """One full pass over every table (every enabled job), then return. ConfigError for
@@ -390,7 +457,10 @@ class Daemon:
             on_serving(url)
         try:
             with stop_on_signals(self.stop):
-                scheduler = start_scheduler(self.tick, settings.check_interval_s, self.clock)
+                self.keep_up = True
+                scheduler = start_scheduler(self.tick, settings.check_interval_s, self.clock,
+                                            self.watch,
+                                            pace.watch_interval_s(settings.check_interval_s))
                 try:
                     while self._requests.get() != _STOP:
                         pass  # an "idle" left from an earlier shutdown: not a request

@@ -1,0 +1,133 @@
+"""Keeping up with a write-only writer (daemon.pace): a table is re-checked right after its run
+when writers committed meanwhile and it is at its compaction trigger again (it runs at once,
+without a tick); an idle table near its trigger is watched between ticks; the gauges of a
+running table follow the writer. The writer is pypaimon; the result is read back by it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from prometheus_client import CollectorRegistry
+from pypaimon import Schema
+from pypaimon_oracle import read_rows
+from pypaimon_tables import catalog_for
+
+from paimond.config.settings import JOB_NAMES, load_settings
+from paimond.daemon import pace
+from paimond.daemon.metrics import Metrics
+from paimond.daemon.service import Daemon
+from paimond.maintenance import jobs as registry_module
+from paimond.maintenance.jobs import CompactSettings, Job, JobReport
+from paimond.maintenance.status import table_status
+from paimond.table.catalog import open_table
+from paimond.table.storage import open_storage
+
+NAME = "db.t"
+TRIGGER = 3
+WAIT_S = 60
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+class Writer:
+    def __init__(self, warehouse: str) -> None:
+        catalog = catalog_for(warehouse)
+        catalog.create_database("db", True)
+        catalog.create_table(NAME, Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={
+            "bucket": "1", "write-only": "true",
+            "num-sorted-run.compaction-trigger": str(TRIGGER)}), False)
+        self.table = catalog.get_table(NAME)
+        self.next_id = 0
+
+    def commit(self) -> None:
+        ids = list(range(self.next_id, self.next_id + 10))
+        self.next_id += 5  # half the keys overlap the last commit's
+        builder = self.table.new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        write.write_arrow(pa.table({"id": ids, "v": [f"v{i}" for i in ids]}, schema=SCHEMA))
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
+
+
+def _daemon(path: str) -> tuple[Daemon, CollectorRegistry]:
+    settings = load_settings(None, env={"PAIMOND_WAREHOUSE": path, **{
+        f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in JOB_NAMES if job != "compact"}})
+    registry = CollectorRegistry()
+    daemon = Daemon(settings, Metrics(registry))
+    daemon.keep_up = True  # as `run` sets it
+    return daemon, registry
+
+
+def _gauge(registry: CollectorRegistry, name: str) -> float | None:
+    return registry.get_sample_value(f"paimond_table_{name}", {"table": NAME})
+
+
+def _max_sorted_runs(warehouse: str) -> int:
+    table = open_table(open_storage(warehouse), warehouse, NAME)
+    return max(b.sorted_runs for b in table_status(table, verify_files=False).buckets)
+
+
+def test_pace_rules() -> None:
+    assert pace.watch_interval_s(10) == 1.0 and pace.watch_interval_s(0.5) == 0.2
+    gauges = {"max_sorted_runs": 2, "compaction_trigger": 3}
+    assert pace.near_trigger(gauges) and not pace.compaction_due(gauges)
+    assert pace.compaction_due({**gauges, "max_sorted_runs": 3})
+    assert not pace.near_trigger({**gauges, "max_sorted_runs": 1})
+
+
+def test_a_table_runs_again_right_after_its_run_when_writers_brought_it_to_the_trigger(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    warehouse = str(tmp_path / "wh")
+    writer = Writer(warehouse)
+    writer.commit()
+    daemon, registry = _daemon(warehouse)
+    real = registry_module.JOBS["compact"].run
+    calls: list[int] = []
+    second = threading.Event()
+    gauges_during: list[float | None] = []
+
+    def compact_while_writing(table: Any, settings: Any, context: Any) -> JobReport:
+        calls.append(len(calls))
+        report = real(table, settings, context)
+        if len(calls) == 1:  # the writer goes on during the job: the table reaches its trigger
+            for _ in range(TRIGGER):
+                writer.commit()
+            daemon.tick()  # a tick while the table runs: its gauges follow the writer
+            gauges_during.append(_gauge(registry, "max_sorted_runs"))
+        else:
+            second.set()
+        return report
+
+    monkeypatch.setitem(registry_module.JOBS, "compact",  # type: ignore[arg-type]
+                        Job("compact", CompactSettings, compact_while_writing))
+    futures = daemon.tick()
+    assert len(futures) == 1 and futures[0].result(WAIT_S).error is None
+    assert gauges_during[0] is not None and gauges_during[0] >= TRIGGER
+    assert second.wait(WAIT_S), "re-checked and run again without a tick"
+    daemon.shutdown(WAIT_S)
+    assert calls == [0, 1]
+    assert _max_sorted_runs(warehouse) == 1  # the second run compacted what came meanwhile
+    rows = read_rows(warehouse, NAME)
+    assert sorted(rows.column("id").to_pylist()) == list(range(writer.next_id + 5))
+
+
+def test_the_watch_runs_an_idle_table_at_its_trigger_between_ticks(tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "wh")
+    writer = Writer(warehouse)
+    for _ in range(TRIGGER - 1):
+        writer.commit()
+    daemon, registry = _daemon(warehouse)
+    for future in daemon.tick():
+        assert future.result(WAIT_S).error is None
+    assert daemon.tables[NAME].near_trigger and not daemon.tables[NAME].compaction_due
+    assert daemon.watch() == [], "nothing moved: nothing to do"
+    writer.commit()
+    futures = daemon.watch()
+    assert len(futures) == 1 and futures[0].result(WAIT_S).error is None
+    daemon.shutdown(WAIT_S)
+    assert _max_sorted_runs(warehouse) == 1
+    assert len(read_rows(warehouse, NAME)) == writer.next_id + 5
