@@ -65,7 +65,7 @@ class Settings:
     exclude: tuple[str, ...] = ()
     jobs: JobsSettings = field(default_factory=JobsSettings)
     concurrency: int = 2
-    memory_budget_mb: int = 1024  # accepted and validated; not enforced yet (see README)
+    memory_budget_mb: int = 1024  # compaction tasks running at once, all tables (maintenance.memory)
     executor: str = "local"  # where the daemon's compaction tasks run: local, spark
     http_host: str = "127.0.0.1"
     http_port: int = 9181
