@@ -14,6 +14,7 @@ the daemon's lock; storage is never touched while holding it.
 
 from __future__ import annotations
 
+import datetime
 import queue
 import threading
 from collections.abc import Callable
@@ -420,7 +421,8 @@ class Daemon:
         table the daemon does not maintain. In memory: a restart forgets it."""
         if not self.known(table_name):
             return False
-        self.policies.pause(table_name, f"paused through the API at {self._wall_s():.0f}")
+        at = datetime.datetime.fromtimestamp(self._wall_s(), datetime.timezone.utc)
+        self.policies.pause(table_name, f"paused through the API at {at:%Y-%m-%d %H:%M:%S} UTC")
         log.info("table_paused", table=table_name)
         return True
 
