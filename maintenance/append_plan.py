@@ -38,6 +38,7 @@ from paimond.lsm.task import CompactTask, TaskTable
 from paimond.maintenance.compact_plan import CompactionPlan, expired_partitions
 from paimond.table.catalog import Table
 from paimond.table.deletion_vectors import bucket_dv_entry
+from paimond.table.external_paths import ExternalPaths
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import TableOptions
 from paimond.table.scan import bucket_path, scan_snapshot
@@ -234,6 +235,9 @@ def plan_append_compaction(table: Table, *, full: bool = False,
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)
     options = TableOptions.of(schema)
+    external = ExternalPaths.of(options)  # a bad setting fails here, before any write
+    for root in external.roots if external else ():
+        table.storage.exists(root)  # UnsupportedError: a file system the storage cannot reach
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)

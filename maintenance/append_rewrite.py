@@ -6,7 +6,8 @@ written, unchanged and in that order, into rolling level-0 files of the table's 
 ``target-file-size``, with ``file_source`` COMPACT, the current schema, statistics and file
 indexes; row sequence numbers count up from the first input's minimum sequence number (a
 ``row-tracking.enabled`` table's rows keep their ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` instead,
-written into the new files: :mod:`paimond.table.row_tracking`). A
+written into the new files: :mod:`paimond.table.row_tracking`), in the bucket directory or,
+with ``data-file.external-paths``, where :mod:`paimond.table.external_paths` puts each. A
 fixed bucket's deletion vectors lose the rewritten files' entries and the bucket's DV index
 file is written anew when that changed it; a bucket-unaware table's index files that held an
 input's vector are deleted, the vectors of their other data files written to one new index
@@ -35,6 +36,7 @@ from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file
 from paimond.table.deletion_vectors import read_deletion_vectors, write_deletion_vectors
+from paimond.table.external_paths import external_provider
 from paimond.table.kv_layout import ROW_ID
 from paimond.table.row_tracking import with_row_tracking
 from paimond.table.storage import Storage
@@ -86,7 +88,8 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
     writer = RollingDataFileWriter(
         storage, task.directory, task.table.schema, options, level=0, key_value=False,
         file_source=FILE_SOURCE_COMPACT, now_millis=now_millis,
-        sequence_start=task.inputs[0].file.min_sequence_number, row_tracking=row_tracking)
+        sequence_start=task.inputs[0].file.min_sequence_number, row_tracking=row_tracking,
+        external=external_provider(options, task.table_path, task.directory))
     rows_read = 0
     index_paths: list[str] = []
     index_added: tuple[IndexManifestEntry, ...] = ()
@@ -122,7 +125,8 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
         task=task, deleted=task.inputs, added=added, rows_read=rows_read,
         rows_written=sum(e.file.row_count for e in added), files_rewritten=len(task.inputs),
         duration_s=time.monotonic() - started,
-        written_paths=tuple(storage.join(task.directory, e.file.file_name) for e in added)
+        written_paths=tuple(e.file.external_path or storage.join(task.directory, e.file.file_name)
+                            for e in added)
         + tuple(index_paths),
         index_added=index_added, index_deleted=index_deleted)
 

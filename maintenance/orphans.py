@@ -5,7 +5,10 @@ Candidates are the files under ``manifest/``, ``index/``, ``statistics/`` and ev
 directory (reached through ``k=v`` directories to the partition depth), plus anything in a
 ``snapshot/`` or ``changelog/`` directory that is not a snapshot, changelog or hint file (a
 stale temp file), for the main branch and every branch; ``schema/``, ``tag/`` and
-``consumer/`` are never touched, nor external data paths. A candidate older than the window
+``consumer/`` are never touched. The bucket directories under each of
+``data-file.external-paths`` (whatever the strategy, as Java lists them; one the table's
+storage cannot reach is skipped) are candidates too: a table must not share its external
+paths with another. A candidate older than the window
 (file mtime before ``older_than``) is removed unless a snapshot, tag or long-lived changelog of
 any branch names it; matching is by file name, as in Java. Candidates are listed before the
 references are read, so a file committed meanwhile is either young or already referenced.
@@ -24,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from paimond.clock import Clock
-from paimond.errors import ConfigError, CorruptFileError
+from paimond.errors import ConfigError, CorruptFileError, UnsupportedError
 from paimond.faults import crash_point
 from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.references import (
@@ -39,6 +42,7 @@ from paimond.maintenance.references import (
     used_files,
 )
 from paimond.table.catalog import Table
+from paimond.table.external_paths import java_path
 from paimond.table.job_records import recorded_names
 from paimond.table.layout import (
     BRANCH_DIR,
@@ -56,6 +60,7 @@ from paimond.table.layout import (
     SNAPSHOT_PREFIX,
     STATISTICS_DIR,
 )
+from paimond.table.options import TableOptions
 from paimond.table.semantic_options import refuse
 from paimond.table.storage import FileStatus, Storage
 
@@ -138,13 +143,33 @@ def list_candidates(table: Table) -> list[Candidate]:
     data_root = (table.file_path(options.data_file_path_directory)
                  if options.data_file_path_directory else table.path)
     depth = len(table.latest_schema().partition_keys)
-    for directory in bucket_dirs(storage, data_root, depth):
-        out += [Candidate(bucket_file_kind(s.name), s, True) for s in _files(storage, directory)]
+    for root in (data_root, *external_roots(storage, options)):
+        for directory in bucket_dirs(storage, root, depth):
+            out += [Candidate(bucket_file_kind(s.name), s, True)
+                    for s in _files(storage, directory)]
     for root in _branch_dirs(table):
         for directory, prefix in ((SNAPSHOT_DIR, SNAPSHOT_PREFIX), (CHANGELOG_DIR, CHANGELOG_PREFIX)):
             out += [Candidate(OTHER, s, False) for s in _files(storage, storage.join(root, directory))
                     if not s.name.startswith(prefix) and s.name not in (EARLIEST_HINT, LATEST_HINT)]
     return out
+
+
+def external_roots(storage: Storage, options: TableOptions) -> list[str]:
+    """The external data roots this storage reaches (with ``data-file.path-directory``)."""
+    text = options.text("data-file.external-paths")
+    roots = []
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        root = java_path(part)
+        if options.data_file_path_directory:
+            root = f"{root}/{options.data_file_path_directory.strip('/')}"
+        try:
+            storage.exists(root)
+        except UnsupportedError:  # another file system: its files are left alone
+            continue
+        roots.append(root)
+    return roots
 
 
 def check_window(now_ms: int, older_than_ms: int, force: bool) -> None:

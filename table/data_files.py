@@ -11,6 +11,7 @@ index the ``file-index.*`` options ask for (:mod:`paimond.table.file_index_write
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, cast
@@ -24,6 +25,7 @@ from paimond.format.binary_row import EMPTY_MANIFEST_ROW, encode_manifest_row
 from paimond.format.manifest import EMPTY_STATS, DataFileMeta
 from paimond.format.schema import TableSchema
 from paimond.format.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
+from paimond.table.external_paths import ExternalPathProvider
 from paimond.table.file_formats import open_format_writer, read_format_batches
 from paimond.table.file_index_writer import DataFileIndexWriter, PlacedIndex
 from paimond.table.file_stats import (
@@ -329,15 +331,17 @@ class DataFileWriter:
 
 class RollingDataFileWriter:
     """Writes a bucket's rows into files of about ``target-file-size`` each, named
-    ``<data-file.prefix><uuid>-<n>.<format>`` in ``directory``; ``close`` returns their
-    metadata in write order, ``abort`` deletes what was written (index files included)."""
+    ``<data-file.prefix><uuid>-<n>.<format>`` in ``directory`` (or where ``external`` puts
+    each, recorded as its ``external_path``); ``close`` returns their metadata in write
+    order, ``abort`` deletes what was written (index files included)."""
 
     def __init__(self, storage: Storage, directory: str, schema: TableSchema,
                  options: TableOptions, *, level: int, key_value: bool, file_source: int,
                  now_millis: Callable[[], int], schema_id: int | None = None,
-                 sequence_start: int = 0, row_tracking: bool = False) -> None:
+                 sequence_start: int = 0, row_tracking: bool = False,
+                 external: ExternalPathProvider | None = None) -> None:
         self._storage, self._directory, self._schema, self._options = storage, directory, schema, options
-        self._row_tracking = row_tracking
+        self._row_tracking, self._external = row_tracking, external
         self._level, self._key_value, self._file_source = level, key_value, file_source
         self._now_millis, self._schema_id = now_millis, schema_id
         self._next_sequence = sequence_start
@@ -345,6 +349,7 @@ class RollingDataFileWriter:
         self._uuid, self._count = uuid.uuid4(), 0
         self._current: DataFileWriter | None = None
         self._written: list[DataFileMeta] = []
+        self._paths: list[str] = []  # of the files in _written
 
     def _file_name(self) -> str:
         file_format = file_format_for_level(self._options, self._level)
@@ -364,7 +369,9 @@ class RollingDataFileWriter:
         rows = max(1, self._target_bytes * batch.num_rows // (4 * max(batch.nbytes, 1)))
         for offset in range(0, batch.num_rows, rows):
             if self._current is None:
-                path = self._storage.join(self._directory, self._file_name())
+                name = self._file_name()
+                path = (self._external.next_path(name) if self._external is not None
+                        else self._storage.join(self._directory, name))
                 self._current = DataFileWriter(
                     self._storage, path, self._schema, self._options, level=self._level,
                     key_value=self._key_value, file_source=self._file_source,
@@ -379,7 +386,10 @@ class RollingDataFileWriter:
         if current is not None:
             meta = current.close()
             if meta is not None:
+                if self._external is not None:
+                    meta = dataclasses.replace(meta, external_path=current.path)
                 self._written.append(meta)
+                self._paths.append(current.path)
                 self._next_sequence += meta.row_count
 
     def close(self) -> list[DataFileMeta]:
@@ -391,7 +401,9 @@ class RollingDataFileWriter:
         current, self._current = self._current, None
         if current is not None:
             current.abort()
-        for meta in self._written:
+        for meta, path in zip(self._written, self._paths, strict=True):
+            directory = path.rpartition("/")[0]
             for name in (meta.file_name, *meta.extra_files):
-                self._storage.delete(self._storage.join(self._directory, name))
+                self._storage.delete(self._storage.join(directory, name))
         self._written.clear()
+        self._paths.clear()

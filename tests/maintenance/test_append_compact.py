@@ -526,8 +526,6 @@ def test_refusals(tmp_path: Path) -> None:
     for name, options, reason in [
         ("clustered", {"bucket": "-1", "clustering.columns": "id",
                        "clustering.incremental": "true"}, "clustering.incremental"),
-        ("external", {"bucket": "-1", "data-file.external-paths": "file:///tmp/x"},
-         "data-file.external-paths"),
     ]:
         writer = _Writer(catalog_for(warehouse), f"db.{name}", schema, options=options)
         writer.commit([{"id": 1}])

@@ -66,8 +66,13 @@ def _from_files(warehouse: str, snapshot_id: int) -> dict[int, tuple[int, int]]:
 
 
 def _two_files(table: Any) -> list[Any]:
+    """The first file (by name) of each of the two partitions."""
     files = [f.entry for f in scan_snapshot(table, table.snapshots.latest()).files]
-    return sorted(files, key=lambda e: e.file.file_name)[:2]
+    first = {}
+    for entry in sorted(files, key=lambda e: e.file.file_name, reverse=True):
+        first[entry.partition] = entry
+    assert len(first) == 2
+    return list(first.values())
 
 
 def _delete_rows(table: Any, positions: tuple[int, ...]) -> None:
