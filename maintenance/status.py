@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from paimond.errors import PaimondError
 from paimond.table.catalog import Table
-from paimond.table.layout import partition_text
+from paimond.table.layout import CONSUMER_DIR, TAG_DIR, partition_text
 from paimond.table.options import TableOptions
 
 if TYPE_CHECKING:  # scan, duties and refusals load with the first table described
@@ -156,9 +156,12 @@ def _table_status(table: Table, verify_files: bool, parallelism: int,
 
     schema = table.latest_schema()
     options = TableOptions.of(schema)
+    # One listing each of the table folder and of snapshot/ answers what hints and probes
+    # would otherwise ask the store one request at a time (bench/s3_requests.py).
+    folders = {s.name for s in table.storage.list_dir(table.path) if s.is_dir}
     snapshots = table.snapshots
     ids = snapshots.list_ids()
-    latest = snapshots.latest()
+    latest = snapshots.load(ids[-1]) if ids else None
     status = TableStatus(
         name=table.name, path=table.path, schema_id=schema.id,
         primary_keys=schema.primary_keys, partition_keys=schema.partition_keys,
@@ -167,8 +170,9 @@ def _table_status(table: Table, verify_files: bool, parallelism: int,
         file_format=options.file_format, deletion_vectors=options.deletion_vectors_enabled,
         compaction_trigger=options.num_sorted_run_compaction_trigger,
         stop_trigger=options.num_sorted_run_stop_trigger,
-        earliest_snapshot=snapshots.earliest_id(), latest_snapshot=latest.id if latest else None,
-        snapshot_count=len(ids), tags=tuple(table.tags()), consumers=table.consumers(),
+        earliest_snapshot=ids[0] if ids else None, latest_snapshot=latest.id if latest else None,
+        snapshot_count=len(ids), tags=tuple(table.tags()) if TAG_DIR in folders else (),
+        consumers=table.consumers() if CONSUMER_DIR in folders else {},
         write_only=options.write_only, refusals=refusals_by_job(options),
         duties=duties(options),
     )

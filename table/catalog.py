@@ -8,6 +8,7 @@ A warehouse holds ``<db>.db/<table>/`` directories; a directory is a table when 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from paimond.errors import CodecError, ConfigError, CorruptFileError, MissingFileError
@@ -29,6 +30,8 @@ from paimond.table.options import TableOptions
 from paimond.table.snapshots import Snapshots, parse_numbered_name
 from paimond.table.storage import Storage, StorageLocation
 
+WATCH_FULL_CHECK_EVERY = 30  # idle checks per full one: 5 minutes at a 10 s check interval
+
 
 @dataclass
 class Table:
@@ -38,6 +41,7 @@ class Table:
     path: str
     name: str
     _schemas: dict[int, TableSchema] = field(default_factory=dict, repr=False)
+    _watched: tuple[int | None, int] = field(default=(None, 0), repr=False, compare=False)
 
     @property
     def location(self) -> StorageLocation:
@@ -47,6 +51,17 @@ class Table:
     @property
     def snapshots(self) -> Snapshots:
         return Snapshots(self.storage, self.path)
+
+    def watched_latest_id(self) -> int | None:
+        """The latest snapshot id, for a watcher polling the table (the daemon's checks): one
+        read of ``LATEST`` while it names the id found the last time; the full check (Java's
+        hint verification) the first time, whenever the hint moved, and every
+        ``WATCH_FULL_CHECK_EVERY``-th call, so a hint a dead writer left behind is caught."""
+        known, calls = self._watched
+        latest = (self.snapshots.latest_id() if calls == 0
+                  else self.snapshots.latest_id_since(known))
+        self._watched = (latest, (calls + 1) % WATCH_FULL_CHECK_EVERY)
+        return latest
 
     def file_path(self, *parts: str) -> str:
         return self.storage.join(self.path, *parts)
@@ -142,11 +157,13 @@ def check_warehouse(storage: Storage) -> None:
         raise ConfigError("warehouse", f"{root} does not exist")
 
 
-def list_tables(storage: Storage, warehouse: str) -> list[Table]:
-    """Every table of the warehouse, sorted by name.
+def list_tables(storage: Storage, warehouse: str,
+                wants: Callable[[str], bool] | None = None) -> list[Table]:
+    """Every table of the warehouse (that ``wants`` its ``db.table`` name), sorted by name.
 
     A directory counts as a table when it has a ``schema/`` or ``snapshot/`` directory, so a
-    table whose schema files were lost is still listed (and reported unreadable).
+    table whose schema files were lost is still listed (and reported unreadable). A name
+    ``wants`` declines is not listed at all (one request saved per excluded table).
     """
     tables = []
     for database in storage.list_dir(warehouse):
@@ -154,7 +171,8 @@ def list_tables(storage: Storage, warehouse: str) -> list[Table]:
             continue
         db_name = database.name[: -len(DB_SUFFIX)]
         for candidate in storage.list_dir(database.path):
-            if not candidate.is_dir:
+            if not candidate.is_dir or (wants is not None
+                                        and not wants(f"{db_name}.{candidate.name}")):
                 continue
             children = {s.name for s in storage.list_dir(candidate.path) if s.is_dir}
             if children & {SCHEMA_DIR, SNAPSHOT_DIR}:

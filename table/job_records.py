@@ -280,6 +280,9 @@ class RecordingStorage:
     def exists(self, path: str) -> bool:
         return self._inner.exists(path)
 
+    def is_file(self, path: str) -> bool:
+        return self._inner.is_file(path)
+
     def size(self, path: str) -> int:
         return self._inner.size(path)
 

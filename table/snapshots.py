@@ -38,7 +38,7 @@ class Snapshots:
         return self.storage.join(self.directory, hint)
 
     def exists(self, snapshot_id: int) -> bool:
-        return self.storage.exists(self.path(snapshot_id))
+        return self.storage.is_file(self.path(snapshot_id))
 
     def list_ids(self) -> list[int]:
         """Ids of every snapshot file present, ascending."""
@@ -55,11 +55,24 @@ class Snapshots:
         return int(text) if text.isdigit() else None
 
     def latest_id(self) -> int | None:
-        hint = self.read_hint(LATEST_HINT)
+        return self._latest_id(self.read_hint(LATEST_HINT))
+
+    def _latest_id(self, hint: int | None) -> int | None:
         if hint is not None and hint > 0 and self.exists(hint) and not self.exists(hint + 1):
             return hint
         ids = self.list_ids()
         return ids[-1] if ids else None
+
+    def latest_id_since(self, known: int | None) -> int | None:
+        """``latest_id`` for a watcher that found ``known`` the last time: while ``LATEST``
+        still names it, that one read is the answer (ids only grow, and a writer updates the
+        hint after each snapshot it commits); else the full check. Only a writer that died
+        between its snapshot and the hint leaves this behind, until the next commit or the
+        watcher's next full check (``Table.watched_latest_id``)."""
+        hint = self.read_hint(LATEST_HINT)
+        if known is not None and hint == known:
+            return known
+        return self._latest_id(hint)
 
     def earliest_id(self) -> int | None:
         hint = self.read_hint(EARLIEST_HINT)

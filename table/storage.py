@@ -87,6 +87,7 @@ class Storage(Protocol):
     def write_bytes(self, path: str, data: bytes) -> None: ...
     def create_exclusive(self, path: str, data: bytes) -> bool: ...
     def exists(self, path: str) -> bool: ...
+    def is_file(self, path: str) -> bool: ...
     def size(self, path: str) -> int: ...
     def list_dir(self, path: str) -> list[FileStatus]: ...
     def delete(self, path: str) -> bool: ...
@@ -296,6 +297,22 @@ class FsspecStorage:
                 return True
             return bool(self._fs.exists(p))
 
+    def is_file(self, path: str) -> bool:
+        """A file (an object) is at ``path``. Unlike ``exists``, which must also find a
+        directory, on S3 this is one HEAD: s3fs's ``exists`` of a missing key lists too."""
+        p = self._path(path)
+        with self._errors(p):
+            if self._kind == "local":
+                return os.path.isfile(p)
+            if self._kind == "s3":
+                bucket, key, _ = self._fs.split_path(p)
+                try:
+                    self._fs.call_s3("head_object", Bucket=bucket, Key=key)
+                except FileNotFoundError:
+                    return False
+                return True
+            return bool(self._fs.isfile(p))
+
     def size(self, path: str) -> int:
         return self._status(path).size_bytes
 
@@ -306,8 +323,7 @@ class FsspecStorage:
         p = self._path(path)
         try:
             with self._errors(p):
-                refresh = {} if self._kind == "local" else {"refresh": True}
-                infos = self._fs.ls(p, detail=True, **refresh)
+                infos = self._list(p)
         except MissingFileError:
             return []
         children: dict[str, FileStatus] = {}
@@ -316,6 +332,17 @@ class FsspecStorage:
             if status.path != self._uri(p) and (known is None or status.is_dir > known.is_dir):
                 children[status.name] = status  # a ``dir/`` marker and its prefix: one dir
         return sorted(children.values(), key=lambda s: s.name)
+
+    def _list(self, p: str) -> list[dict[str, Any]]:
+        if self._kind == "local":
+            return cast(list[dict[str, Any]], self._fs.ls(p, detail=True))
+        if self._kind == "s3" and "/" in p:
+            # One LIST: s3fs's ls lists the parent as well when a folder is empty or missing
+            # (to find a file of that name), which list_dir answers with [] anyway.
+            from fsspec.asyn import sync
+
+            return cast(list[dict[str, Any]], sync(self._fs.loop, self._fs._lsdir, p, refresh=True))
+        return cast(list[dict[str, Any]], self._fs.ls(p, detail=True, refresh=True))
 
     def delete(self, path: str) -> bool:
         """False if no file was at ``path``. On object stores the answer comes from a HEAD just

@@ -1,0 +1,152 @@
+"""A loopback S3 endpoint that logs every request: moto's server behind a WSGI wrapper.
+
+Counts are what paimond asks of an object store (issue #22, goal 6): deterministic, unlike
+times, so tests may assert them. ``counting_endpoint`` starts one server on 127.0.0.1:0;
+``RequestLog.counting()`` collects the requests of one block of code, as ``(method, key,
+query)`` where ``key`` is the object key or prefix without the bucket. Used by
+tests/table/test_s3_requests.py and bench/s3_requests.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import urllib.parse
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+_KEY, _SECRET, _REGION = "paimond-test-key", "paimond-test-secret", "us-east-1"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    key: str  # the object key (or, for a LIST, the prefix asked for), bucket left out
+    query: str
+
+    @property
+    def kind(self) -> str:
+        """GET, PUT, HEAD, DELETE, LIST (GET of a bucket) or BATCH-DELETE (POST ?delete)."""
+        if self.method == "GET" and "list-type" in self.query or (
+                self.method == "GET" and not self.key):
+            return "LIST"
+        if self.method == "POST" and "delete" in self.query:
+            return "BATCH-DELETE"
+        return self.method
+
+
+@dataclass
+class RequestLog:
+    requests: list[Request] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    recording: bool = False
+
+    def note(self, environ: dict[str, Any]) -> None:
+        if not self.recording:
+            return
+        path = urllib.parse.unquote(environ.get("PATH_INFO", ""))
+        key = path.lstrip("/").partition("/")[2]  # path-style: /bucket/key
+        query = environ.get("QUERY_STRING", "")
+        prefix = urllib.parse.parse_qs(query).get("prefix")
+        request = Request(environ["REQUEST_METHOD"], prefix[0] if prefix and not key else key,
+                          query)
+        with self._lock:
+            self.requests.append(request)
+
+    @contextmanager
+    def counting(self) -> Iterator[list[Request]]:
+        """The requests sent inside the block (the list fills as they arrive)."""
+        with self._lock:
+            self.requests = []
+            self.recording = True
+        try:
+            yield self.requests
+        finally:
+            self.recording = False
+
+
+def kinds(requests: list[Request]) -> Counter[str]:
+    return Counter(r.kind for r in requests)
+
+
+@dataclass(frozen=True, slots=True)
+class CountingEndpoint:
+    endpoint_url: str
+    log: RequestLog
+    fs: Any
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        return {"endpoint_url": self.endpoint_url, "key": _KEY, "secret": _SECRET,
+                "region": _REGION}
+
+    def make_bucket(self, name: str) -> str:
+        self.fs.call_s3("create_bucket", Bucket=name)
+        return f"s3://{name}"
+
+    def upload(self, local_dir: str, uri: str) -> None:
+        """Copy a local directory tree (e.g. a pypaimon-written warehouse) under ``uri``."""
+        self.fs.put(local_dir.rstrip("/") + "/", uri.rstrip("/") + "/", recursive=True)
+
+
+@contextmanager
+def counting_endpoint() -> Iterator[CountingEndpoint]:
+    """Start moto's S3 server on 127.0.0.1 with a request log; AWS_* variables must already
+    name fake credentials (the caller's job: a fixture's monkeypatch, or a bench's env)."""
+    import logging
+
+    import s3fs
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    log = RequestLog()
+    app = DomainDispatcherApplication(create_backend_app)
+
+    def logged(environ: dict[str, Any], start_response: Any) -> Any:
+        log.note(environ)
+        return app(environ, start_response)
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = make_server("127.0.0.1", 0, logged, True, request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        url = f"http://{host}:{port}"
+        fs = s3fs.S3FileSystem(endpoint_url=url, key=_KEY, secret=_SECRET,
+                               client_kwargs={"region_name": _REGION}, skip_instance_cache=True)
+        yield CountingEndpoint(url, log, fs)
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+def write_pk_table(warehouse: str, commits: int, name: str = "db.t") -> None:
+    """A primary-key table (1 bucket, write-only) with ``commits`` pypaimon commits."""
+    import pyarrow as pa
+    from pypaimon import CatalogFactory, Schema
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog.create_database(name.split(".")[0], True)
+    catalog.create_table(name, Schema.from_pyarrow_schema(
+        schema, primary_keys=["id"], options={"bucket": "1", "write-only": "true"}), True)
+    table = catalog.get_table(name)
+    for i in range(commits):
+        builder = table.new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        write.write_arrow(pa.table({"id": [i, i + 1], "v": ["a", "b"]}, schema=schema))
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
+
+
+FAKE_AWS_ENV = {"AWS_ACCESS_KEY_ID": _KEY, "AWS_SECRET_ACCESS_KEY": _SECRET,
+                "AWS_DEFAULT_REGION": _REGION, "AWS_REGION": _REGION,
+                "AWS_EC2_METADATA_DISABLED": "true"}

@@ -1,0 +1,106 @@
+"""Requests paimond sends to S3 (issue #22, goal 6), counted on moto's server on loopback:
+an idle daemon check is one request, a table's status five besides its manifests, discovery
+lists no excluded table. Counts are deterministic; bench/s3_requests.py prints them all."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds, write_pk_table
+
+from paimond.maintenance.status import table_status
+from paimond.table.catalog import WATCH_FULL_CHECK_EVERY, Table, list_tables
+from paimond.table.storage import Storage, open_storage
+
+pytestmark = pytest.mark.s3
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[CountingEndpoint]:
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in FAKE_AWS_ENV.items():
+            mp.setenv(name, value)
+        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+            mp.delenv(name, raising=False)
+        try:
+            import moto.server  # noqa: F401
+        except ImportError as error:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"loopback S3 endpoint unavailable: {error}")
+            pytest.skip(f"loopback S3 endpoint unavailable: {error}")
+        with counting_endpoint() as started:
+            yield started
+
+
+@pytest.fixture(scope="module")
+def warehouse(endpoint: CountingEndpoint, tmp_path_factory: pytest.TempPathFactory) -> Storage:
+    local = tmp_path_factory.mktemp("requests") / "wh"
+    write_pk_table(str(local), 3, "db.t")
+    write_pk_table(str(local), 1, "db.skipped")
+    uri = endpoint.make_bucket("counted") + "/wh"
+    endpoint.upload(str(local), uri)
+    return open_storage(uri, endpoint.storage_options)
+
+
+def _table(storage: Storage) -> Table:
+    (table,) = list_tables(storage, storage.root, lambda name: name == "db.t")
+    return table
+
+
+def test_an_idle_check_is_one_read_of_latest(endpoint: CountingEndpoint,
+                                             warehouse: Storage) -> None:
+    table = _table(warehouse)
+    with endpoint.log.counting() as first:
+        assert table.watched_latest_id() == 3
+    # the full check: LATEST, then one HEAD each for snapshot-3 and the absent snapshot-4
+    assert [(r.kind, r.key.rsplit("/", 1)[-1]) for r in first] == [
+        ("GET", "LATEST"), ("HEAD", "snapshot-3"), ("HEAD", "snapshot-4")]
+    for _ in range(WATCH_FULL_CHECK_EVERY - 1):
+        with endpoint.log.counting() as idle:
+            assert table.watched_latest_id() == 3
+        assert [(r.kind, r.key.rsplit("/", 1)[-1]) for r in idle] == [("GET", "LATEST")]
+    with endpoint.log.counting() as again:  # the periodic full check
+        assert table.watched_latest_id() == 3
+    assert len(again) == 3
+
+
+def test_a_hint_left_behind_is_caught_by_the_next_full_check(endpoint: CountingEndpoint,
+                                                             warehouse: Storage) -> None:
+    table = _table(warehouse)
+    assert table.watched_latest_id() == 3
+    snapshot = table.snapshots.path(3)
+    copy = table.snapshots.path(4)
+    warehouse.write_bytes(copy, warehouse.read_bytes(snapshot))  # only its presence counts
+    try:  # a writer died after creating snapshot-4, before moving LATEST
+        seen = [table.watched_latest_id() for _ in range(WATCH_FULL_CHECK_EVERY)]
+        assert seen[:-1] == [3] * (WATCH_FULL_CHECK_EVERY - 1)
+        assert seen[-1] == 4
+        warehouse.write_bytes(table.snapshots.hint_path("LATEST"), b"4")
+        assert table.watched_latest_id() == 4  # the hint moved: the full check at once
+    finally:
+        warehouse.delete(copy)
+        warehouse.write_bytes(table.snapshots.hint_path("LATEST"), b"3")
+
+
+def test_status_reads_five_objects_besides_manifests(endpoint: CountingEndpoint,
+                                                     warehouse: Storage) -> None:
+    table = _table(warehouse)
+    with endpoint.log.counting() as requests:
+        status = table_status(table, verify_files=False)
+    assert status.error is None and status.latest_snapshot == 3 and status.earliest_snapshot == 1
+    metadata = [r for r in requests if "/manifest/" not in r.key]
+    # table folder, schema/ and snapshot/ listed once each; the schema and the snapshot read
+    assert kinds(metadata) == {"LIST": 3, "GET": 2}
+    assert len({r.key for r in requests if "/manifest/" in r.key}) == len(
+        [r for r in requests if "/manifest/" in r.key])  # each manifest read once
+
+
+def test_discovery_lists_no_excluded_table(endpoint: CountingEndpoint,
+                                           warehouse: Storage) -> None:
+    with endpoint.log.counting() as requests:
+        tables = list_tables(warehouse, warehouse.root, lambda name: name != "db.skipped")
+    assert [t.name for t in tables] == ["db.t"]
+    assert not [r for r in requests if "skipped" in r.key]
+    assert kinds(requests) == {"LIST": 3}  # warehouse, db.db/, db.db/t/
