@@ -92,8 +92,10 @@ class CompactTask:
     def describe(self) -> str:
         where = f"{self.partition_text or '-'} bucket {self.bucket}"
         levels = sorted({e.file.level for e in self.inputs})
+        changelog = f", changelog: {self.changelog_producer}" if self.changelog_producer else ""
         return (f"{where}: {len(self.inputs)} files ({self.input_bytes} bytes) from levels "
-                f"{levels} -> level {self.output_level} [{self.trigger}: {self.reason}]")
+                f"{levels} -> level {self.output_level} [{self.trigger}: {self.reason}"
+                f"{changelog}]")
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,6 +96,11 @@ class CompactionSummary:
             vectors = sum(len(r.index_added) for r in self.results)
             lines.append(f"  deletion vectors: {superseded} older rows marked deleted, "
                          f"{vectors} bucket index file(s) written")
+        changelog = [e for r in self.results for e in r.changelog]
+        if changelog:
+            lines.append(f"  changelog ({self.results[0].task.changelog_producer}): "
+                         f"{sum(e.file.row_count for e in changelog)} rows in "
+                         f"{len(changelog)} file(s)")
         if self.lookup_cache_used and any(r.task.lookup_files for r in self.results):
             hits = sum(r.cache_hits for r in self.results)
             misses = sum(r.cache_misses for r in self.results)

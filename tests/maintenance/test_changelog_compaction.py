@@ -226,7 +226,11 @@ def test_changelog_files_named_and_registered(tmp_path: Path) -> None:
         "changelog-file.format": "avro", "file.format": "parquet"})
     writer.commit([{"k": i, "v": "a", "n": i, "rk": "+I"} for i in range(5)])
     table = open_table(open_storage(warehouse), warehouse, "db.t")
-    snapshot = CompactJob(table, clock=CLOCK, use_processes=False).run().snapshot
+    job = CompactJob(table, clock=CLOCK, use_processes=False)
+    assert "changelog: lookup]" in job.plan().describe()  # the dry run says so
+    summary = job.run()
+    assert "changelog (lookup): 5 rows in 1 file(s)" in summary.describe()
+    snapshot = summary.snapshot
     assert snapshot is not None and snapshot.commit_kind == "COMPACT"
     from paimond.table.scan import read_manifest, read_manifest_list
     where = table.snapshots.path(snapshot.id)
