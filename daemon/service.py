@@ -67,7 +67,8 @@ class TableState:
     picker_states: dict[Any, Any] = field(default_factory=dict)  # compaction's, across runs
     refused: dict[str, str] = field(default_factory=dict)  # job -> fingerprint it refused
     gauged_snapshot_id: int | None = None  # the snapshot its gauges were last read at
-    near_trigger: bool = False  # watched between ticks (daemon.pace)
+    gauges: dict[str, float] = field(default_factory=dict)  # its health figures, as last read
+    active: bool = False  # moved at its last check: watched between ticks (daemon.pace)
     compaction_due: bool = False  # at its compaction trigger, by the latest gauges
 
     def standing(self) -> evaluate.Standing:
@@ -165,13 +166,14 @@ class Daemon:
         running: the gauges follow what writers and jobs do."""
         with self._lock:
             if latest == state.gauged_snapshot_id:
+                state.active = False
                 return
         health = evaluate.health(table_status(state.table, verify_files=False, parallelism=4))
         with self._lock:
-            state.gauged_snapshot_id = latest
+            state.gauged_snapshot_id, state.active = latest, True
             if health is not None:
                 state.urgency = health.urgency
-                state.near_trigger = pace.near_trigger(health.gauges)
+                state.gauges = dict(health.gauges)
                 state.compaction_due = pace.compaction_due(health.gauges)
         if health is not None:
             self.metrics.set_table(state.table.name, **health.gauges)
@@ -206,16 +208,21 @@ class Daemon:
         return self._submit_due(idle, now)
 
     def watch(self) -> list[Future[TableRun]]:
-        """Between ticks: an idle table near its compaction trigger that moved gets its gauges
-        read again, and runs at once when at the trigger (daemon.pace)."""
+        """Between ticks: an idle table that moved at its last check and may have reached its
+        compaction trigger since (daemon.pace) gets its gauges read again, and runs at once
+        when at the trigger. One read of LATEST per active table; idle tables cost nothing."""
         if self._stopping.is_set():
             return []
         with self._lock:
-            near = [s for s in self.tables.values() if s.near_trigger and not s.running]
+            active = [(s, s.gauged_snapshot_id, dict(s.gauges)) for s in self.tables.values()
+                      if s.active and not s.running]
         due = []
-        for state in near:
+        for state, gauged, gauges in active:
             try:
-                self._refresh_gauges(state, state.table.watched_latest_id())
+                latest = state.table.watched_latest_id()
+                if latest == gauged or not pace.may_be_due(gauges, (latest or 0) - (gauged or 0)):
+                    continue
+                self._refresh_gauges(state, latest)
             except PaimondError:
                 continue  # the next tick reports it
             with self._lock:

@@ -74,9 +74,9 @@ def _max_sorted_runs(warehouse: str) -> int:
 def test_pace_rules() -> None:
     assert pace.watch_interval_s(10) == 1.0 and pace.watch_interval_s(0.5) == 0.2
     gauges = {"max_sorted_runs": 2, "compaction_trigger": 3}
-    assert pace.near_trigger(gauges) and not pace.compaction_due(gauges)
-    assert pace.compaction_due({**gauges, "max_sorted_runs": 3})
-    assert not pace.near_trigger({**gauges, "max_sorted_runs": 1})
+    assert not pace.compaction_due(gauges) and pace.compaction_due({**gauges, "max_sorted_runs": 3})
+    assert pace.may_be_due(gauges, 1) and not pace.may_be_due(gauges, 0)
+    assert not pace.may_be_due({**gauges, "max_sorted_runs": 1}, 1)
 
 
 def test_a_table_runs_again_right_after_its_run_when_writers_brought_it_to_the_trigger(
@@ -123,7 +123,7 @@ def test_the_watch_runs_an_idle_table_at_its_trigger_between_ticks(tmp_path: Pat
     daemon, registry = _daemon(warehouse)
     for future in daemon.tick():
         assert future.result(WAIT_S).error is None
-    assert daemon.tables[NAME].near_trigger and not daemon.tables[NAME].compaction_due
+    assert daemon.tables[NAME].active and not daemon.tables[NAME].compaction_due
     assert daemon.watch() == [], "nothing moved: nothing to do"
     writer.commit()
     futures = daemon.watch()
