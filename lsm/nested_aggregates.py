@@ -1,4 +1,5 @@
-"""Aggregate functions over nested values, per key in Python: Java ``FieldNestedUpdateAgg``
+"""Aggregate functions over nested values and 64-bit bitmaps, per key in Python: Java
+``FieldRoaringBitmap64Agg`` (``rbm64``, format/roaring64.py), ``FieldNestedUpdateAgg``
 (``nested_update``: fields.<c>.nested-key, nested-key-null-strategy, nested-sequence-field,
 count-limit), ``FieldNestedPartialUpdateAgg`` (``nested_partial_update``) and
 ``FieldMergeMapWithKeyTimeAgg`` (``merge_map_with_keytime``: fields.<c>.ts-field), and the
@@ -18,11 +19,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from paimond.errors import UnsupportedError
+from paimond.errors import CodecError, UnsupportedError
+from paimond.format.roaring64 import union_bytes
 from paimond.lsm.row_merge import FieldAgg
 
 NESTED_FUNCTIONS = frozenset({"nested_update", "nested_partial_update",
-                              "merge_map_with_keytime"})
+                              "merge_map_with_keytime", "rbm64"})
 _INT_MAX = (1 << 31) - 1
 _STRATEGIES = ("merge", "ignore", "error")
 
@@ -185,6 +187,19 @@ class _MergeMapWithKeyTime(FieldAgg):
         return list(merged.items())
 
 
+class _Rbm64(FieldAgg):
+    """The union of two serialized ``Roaring64Bitmap``s, in Java's bytes (no retraction)."""
+
+    def agg(self, acc: Any, value: Any) -> Any:
+        if acc is None or value is None:
+            return value if acc is None else acc
+        try:
+            return union_bytes(acc, value)
+        except CodecError as error:
+            raise UnsupportedError(f"rbm64 (field {self.name}): a value is not a serialized "
+                                   f"Roaring64Bitmap ({error})") from error
+
+
 def _java_after(new: str, old: str) -> bool:
     """Java ``String.compareTo`` > 0: UTF-16 code units, unsigned, in order."""
     return new.encode("utf-16-be") > old.encode("utf-16-be")
@@ -196,6 +211,11 @@ def make_nested_agg(name: str, function: str, type_: pa.DataType,
     a setting Java's factory refuses raises UnsupportedError."""
     def get(suffix: str) -> str | None:
         return options.get(suffix, {}).get(name)
+
+    if function == "rbm64":
+        if not pa.types.is_binary(type_) and not pa.types.is_large_binary(type_):
+            raise UnsupportedError(f"rbm64 on {type_} (field {name}): Paimon takes VARBINARY")
+        return _Rbm64(name, function)
 
     if function == "merge_map_with_keytime":
         if not pa.types.is_map(type_) or not pa.types.is_struct(type_.item_type):

@@ -29,7 +29,7 @@ from paimond.table.merge_options import MergeConfig
 
 ROW_FUNCTIONS = frozenset({"listagg", "collect", "merge_map", "rbm32", "hll_sketch",
                            "theta_sketch", "nested_update", "nested_partial_update",
-                           "merge_map_with_keytime"})  # the last three: lsm/nested_aggregates.py
+                           "merge_map_with_keytime", "rbm64"})  # the last four: nested_aggregates
 _RETRACT_KINDS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
 
 

@@ -35,8 +35,8 @@ Handling = Literal["implemented", "refused", "not affecting"]
 AGGREGATE_FUNCTIONS = frozenset({
     "last_value", "last_non_null_value", "primary-key", "first_value", "first_non_null_value",
     "first_not_null_value", "sum", "product", "min", "max", "bool_and", "bool_or",
-    "listagg", "collect", "merge_map", "rbm32", "hll_sketch", "theta_sketch", "nested_update",
-    "nested_partial_update", "merge_map_with_keytime"})
+    "listagg", "collect", "merge_map", "rbm32", "rbm64", "hll_sketch", "theta_sketch",
+    "nested_update", "nested_partial_update", "merge_map_with_keytime"})
 
 Setting = Callable[[TableOptions], str | None]
 
@@ -152,7 +152,7 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "only", _pk(_engine_unknown)),
     SemanticOption("fields.<c>.aggregate-function, fields.default-aggregate-function", (COMPACT,),
                    "implemented", ", ".join(sorted(AGGREGATE_FUNCTIONS))),
-    SemanticOption("fields.<c>.aggregate-function (any other: rbm64, custom functions)", (COMPACT,),
+    SemanticOption("fields.<c>.aggregate-function (any other: custom functions)", (COMPACT,),
                    "refused", "paimond does not implement this aggregate function; compacting "
                    "would merge the column differently from Paimon", _pk(_aggregate_unknown)),
     SemanticOption("fields.<c>.ignore-retract", (COMPACT,), "implemented",

@@ -53,17 +53,17 @@ def test_a_plain_primary_key_table_is_refused_by_no_job() -> None:
 
 def test_an_unimplemented_function_refuses_compaction_only() -> None:
     options = _options({"merge-engine": "aggregation", "fields.total.aggregate-function": "sum",
-                        "fields.tags.aggregate-function": "rbm64",
+                        "fields.tags.aggregate-function": "my_udf",
                         "fields.names.aggregate-function": "listagg"})
-    assert _settings(options, "compact") == ["fields.tags.aggregate-function=rbm64"]
+    assert _settings(options, "compact") == ["fields.tags.aggregate-function=my_udf"]
     assert "aggregate function" in refusals(options, "compact")[0].reason
     for job in set(JOBS) - {"compact"}:
         assert refusals(options, job) == [], job
     # only the aggregation and partial-update (sequence groups) engines read them
-    assert refusals(_options({"fields.tags.aggregate-function": "rbm64"}), "compact") == []
+    assert refusals(_options({"fields.tags.aggregate-function": "my_udf"}), "compact") == []
     grouped = _options({"merge-engine": "partial-update", "fields.g.sequence-group": "tags",
-                        "fields.tags.aggregate-function": "rbm64"})
-    assert _settings(grouped, "compact") == ["fields.tags.aggregate-function=rbm64"]
+                        "fields.tags.aggregate-function": "my_udf"})
+    assert _settings(grouped, "compact") == ["fields.tags.aggregate-function=my_udf"]
     default = _options({"merge-engine": "aggregation",
                         "fields.default-aggregate-function": "com.example.MyAgg"})
     assert _settings(default, "compact") == ["fields.default-aggregate-function=com.example.MyAgg"]
@@ -128,9 +128,9 @@ def test_duties_of_write_only_writers_fall_to_paimond() -> None:
     refused = {d.name: d for d in duties(_options(
         {"record-level.expire-time": "1 d", "changelog-producer": "input",
          "changelog.time-retained": "2 d", "merge-engine": "aggregation",
-         "fields.v.aggregate-function": "rbm64"}))}
+         "fields.v.aggregate-function": "my_udf"}))}
     assert refused["record-level expiry"].performer == refused["compaction"].performer == "refused"
-    assert "fields.v.aggregate-function=rbm64" in refused["record-level expiry"].detail
+    assert "fields.v.aggregate-function=my_udf" in refused["record-level expiry"].detail
     assert refused["changelog expiry"].performer == refused["snapshot expiry"].performer == "paimond"
 
 
