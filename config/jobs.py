@@ -72,6 +72,9 @@ class ExpireConsumersJobSettings:
 class MergeManifestsJobSettings:
     enabled: bool = True
     interval_s: float = 600.0
+    # by manifest.merge-min-count and the full-compaction size, as a writer's commit merges:
+    # forcing would commit a COMPACT snapshot after nearly every writer commit
+    forced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +176,15 @@ def _scheduled(settings_type: type[Any]) -> Callable[[Mapping[str, Any], str], A
     return parse
 
 
+def _merge_manifests(section: Mapping[str, Any], key: str) -> MergeManifestsJobSettings:
+    default = MergeManifestsJobSettings()
+    return MergeManifestsJobSettings(
+        enabled=flag(section.get("enabled", default.enabled), f"{key}.enabled"),
+        interval_s=number(section.get("interval_s", default.interval_s), f"{key}.interval_s",
+                          float, 1),
+        forced=flag(section.get("forced", default.forced), f"{key}.forced"))
+
+
 def _remove_orphans(section: Mapping[str, Any], key: str) -> RemoveOrphansJobSettings:
     default = RemoveOrphansJobSettings()
     return RemoveOrphansJobSettings(
@@ -197,7 +209,7 @@ def _bounded(settings_type: type[Any]) -> Callable[[Mapping[str, Any], str], Any
 
 _PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "compact": _compact, "expire": _expire,
-    "merge_manifests": _scheduled(MergeManifestsJobSettings),
+    "merge_manifests": _merge_manifests,
     "remove_orphans": _remove_orphans,
     "expire_partitions": _scheduled(ExpirePartitionsJobSettings),
     "tags": _scheduled(TagsJobSettings),
@@ -208,7 +220,7 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
 JOB_KEYS = {
     "compact": {"enabled", "interval_s", "full", "parallelism"},
     "expire": {"enabled", "interval_s", "retain_min", "retain_max", "older_than", "max_deletes"},
-    "merge_manifests": {"enabled", "interval_s"},
+    "merge_manifests": {"enabled", "interval_s", "forced"},
     "remove_orphans": {"enabled", "interval_s", "older_than"},
     "expire_partitions": {"enabled", "interval_s"},
     "tags": {"enabled", "interval_s"},

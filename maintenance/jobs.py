@@ -114,6 +114,7 @@ class ExpirePartitionsSettings:
 @dataclass(frozen=True, slots=True)
 class ManifestMergeSettings:
     dry_run: bool = False
+    forced: bool = True  # merge whatever can be (Java compact_manifest); else by thresholds
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +198,8 @@ def _expire_partitions(table: Table, settings: ExpirePartitionsSettings, context
 
 def _merge_manifests(table: Table, settings: ManifestMergeSettings, context: JobContext
                      ) -> JobReport:
-    result = ManifestMergeJob(table, clock=context.clock, dry_run=settings.dry_run).run()
+    result = ManifestMergeJob(table, clock=context.clock, dry_run=settings.dry_run,
+                              forced=settings.forced).run()
     return JobReport(result, written_bytes=result.written.total_bytes)
 
 

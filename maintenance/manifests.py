@@ -3,7 +3,8 @@
 
 The latest snapshot's base and delta manifests are merged with Paimon's rules forced to merge
 whatever can be (``manifest.merge-min-count`` 1, full-compaction threshold 1 byte; the target
-file size stays), and the result is committed through the one commit path as a COMPACT
+file size stays), or, unforced (the daemon's default), by the table's own thresholds as a
+writer's commit merges them, and the result is committed through the one commit path as a COMPACT
 snapshot whose base is the merged list and whose delta is empty. Nothing is committed when
 merging would change nothing. The manifests replaced stay on storage for the older snapshots
 that name them, until expiration removes them. A dry run merges into memory only.
@@ -71,6 +72,7 @@ class ManifestMergeJob:
     table: Table
     clock: Clock
     dry_run: bool = False
+    forced: bool = True  # Java's compact_manifest; False: the table's own merge thresholds
 
     def run(self) -> ManifestMergeResult:
         """Runs as a recorded job: a run killed before its snapshot leaves manifests the next
@@ -88,7 +90,8 @@ class ManifestMergeJob:
 
     def _commit(self, journal: CommitJournal) -> ManifestMergeResult:
         table = self.table
-        committed = Committer(table, clock=self.clock, journal=journal).compact_manifests()
+        committed = Committer(table, clock=self.clock, journal=journal).compact_manifests(
+            forced=self.forced)
         if isinstance(committed, ManifestsUnchanged):
             latest = table.snapshots.latest()
             before = tuple(self._manifests(latest)) if latest else ()
@@ -118,7 +121,9 @@ class ManifestMergeJob:
         scratch = open_storage(f"memory://paimond-dry-run/{uuid.uuid4()}")
         writer = ManifestWriter(scratch, scratch.root, schema.partition_type.field_types,
                                 table.options().manifest_compression)
-        options = ManifestMergeOptions.of(table.options()).forced()
+        options = ManifestMergeOptions.of(table.options())
+        if self.forced:
+            options = options.forced()
         where = table.snapshots.path(latest.id)
         try:
             after = merge_manifests(

@@ -123,11 +123,13 @@ class Committer:
             raise ValueError("nothing to commit")
         return self._retry(lambda: self._try_once(changes))
 
-    def compact_manifests(self) -> Snapshot | ManifestsUnchanged:
-        """Rewrite the latest snapshot's manifests (Java ``compact_manifest``) as a COMPACT
-        snapshot with an empty delta; ``ManifestsUnchanged`` if merging changes nothing."""
+    def compact_manifests(self, *, forced: bool = True) -> Snapshot | ManifestsUnchanged:
+        """Rewrite the latest snapshot's manifests (Java ``compact_manifest``: ``forced``,
+        else by the table's own merge thresholds) as a COMPACT snapshot with an empty delta;
+        ``ManifestsUnchanged`` if merging changes nothing."""
         # mypy cannot solve T for a union; the attempt returns exactly this union or None.
-        return cast("Snapshot | ManifestsUnchanged", self._retry(self._try_compact_manifests_once))
+        return cast("Snapshot | ManifestsUnchanged",
+                    self._retry(lambda: self._try_compact_manifests_once(forced)))
 
     def _retry(self, attempt: Callable[[], T | None]) -> T:
         """Run ``attempt`` until it returns something other than None (a lost race)."""
@@ -167,7 +169,7 @@ class Committer:
             raise
         return self._publish(writer, snapshot)
 
-    def _try_compact_manifests_once(self) -> Snapshot | ManifestsUnchanged | None:
+    def _try_compact_manifests_once(self, forced: bool) -> Snapshot | ManifestsUnchanged | None:
         table = self.table
         latest = table.snapshots.latest()
         if latest is None:
@@ -176,7 +178,7 @@ class Committer:
         writer = self._writer(schema)
         try:
             before = self._latest_manifests(latest)
-            after = self._merged(writer, latest, schema, before, forced=True)
+            after = self._merged(writer, latest, schema, before, forced=forced)
             if {m.file_name for m in after} == {m.file_name for m in before}:
                 writer.remove_written()
                 return ManifestsUnchanged()

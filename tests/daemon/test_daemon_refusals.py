@@ -60,7 +60,10 @@ def _daemon(path: str, clock: Clock) -> tuple[Daemon, CollectorRegistry]:
         "PAIMOND_WAREHOUSE": path, "PAIMOND_DAEMON_BACKOFF_BASE_S": "60",
         "PAIMOND_DAEMON_QUARANTINE_AFTER": "1", "PAIMOND_LIMITS_CONCURRENCY": "1",
         "PAIMOND_JOBS_EXPIRE_RETAIN_MIN": "1", "PAIMOND_JOBS_EXPIRE_RETAIN_MAX": "1",
-        "PAIMOND_JOBS_EXPIRE_OLDER_THAN": "1 ms"})
+        "PAIMOND_JOBS_EXPIRE_OLDER_THAN": "1 ms",
+        # forced as the CLI merges (the daemon's default waits for the table's thresholds):
+        # this small table then moves by a COMPACT snapshot of the daemon's own
+        "PAIMOND_JOBS_MERGE_MANIFESTS_FORCED": "true"})
     registry = CollectorRegistry()
     return Daemon(settings, Metrics(registry, clock), clock=clock), registry
 
