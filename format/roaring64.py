@@ -66,17 +66,25 @@ class _Reader:
         self.at += size
         return out
 
-    def unpack(self, fmt: str) -> tuple[int, ...]:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
+    def unpack(self, layout: struct.Struct) -> tuple[int, ...]:
+        if self.at + layout.size > len(self.data):
+            raise CodecError(f"Roaring64Bitmap: the bytes end early at byte {self.at}")
+        out = layout.unpack_from(self.data, self.at)
+        self.at += layout.size
+        return out
+
+
+_HEADER, _LONG, _BYTE, _SHORT, _INT = (struct.Struct(f) for f in ("<bhb", "<q", "<b", "<H", "<i"))
+_PAIR, _TAIL = struct.Struct("<bi"), struct.Struct("<qii")
 
 
 def _read_node(reader: _Reader) -> _Node:
-    kind, count, prefix_length = reader.unpack("<bhb")
+    kind, count, prefix_length = reader.unpack(_HEADER)
     if not 0 <= kind <= _LEAF or not 0 <= prefix_length <= 6:
         raise CodecError(f"Roaring64Bitmap: node type {kind} / prefix {prefix_length}")
     node = _Node(kind, count, reader.take(prefix_length) if prefix_length > 0 else b"")
     if kind == _LEAF:
-        node.high, (node.index,) = reader.take(6), reader.unpack("<q")
+        node.high, (node.index,) = reader.take(6), reader.unpack(_LONG)
         return node
     if kind == _N4:
         node.keys = bytearray(reader.take(4)[::-1])
@@ -115,9 +123,9 @@ def _read_node(reader: _Reader) -> _Node:
 
 
 def _read_container(reader: _Reader) -> _Container:
-    kind, card = reader.unpack("<bi")
+    kind, card = reader.unpack(_PAIR)
     if kind == _RUN:
-        (runs,) = reader.unpack("<H")
+        (runs,) = reader.unpack(_SHORT)
         body = reader.take(4 * runs)
         pairs = np.frombuffer(body, "<u2").reshape(-1, 2).astype(np.int64)
         values = (np.concatenate([np.arange(s, s + n + 1) for s, n in pairs])
@@ -151,20 +159,20 @@ class Roaring64:
     def decode(cls, data: bytes) -> Roaring64:
         out = cls()
         reader = _Reader(data)
-        (tag,) = reader.unpack("<b")
+        (tag,) = reader.unpack(_BYTE)
         if tag == 0:
             return out
-        (out.key_count,) = reader.unpack("<q")
+        (out.key_count,) = reader.unpack(_LONG)
         out.root = _read_node(reader)
-        (levels,) = reader.unpack("<i")
+        (levels,) = reader.unpack(_INT)
         for _ in range(levels):
-            _, slots = reader.unpack("<bi")
+            _, slots = reader.unpack(_PAIR)
             array: list[_Container | None] = []
             for _ in range(slots):
-                (mark,) = reader.unpack("<b")
+                (mark,) = reader.unpack(_BYTE)
                 array.append(_read_container(reader) if mark else None)
             out.arrays.append(array)
-        out.size, out.first, out.second = reader.unpack("<qii")
+        out.size, out.first, out.second = reader.unpack(_TAIL)
         if reader.at != len(data):
             raise CodecError(f"Roaring64Bitmap: {len(data) - reader.at} bytes after the bitmap")
         out.by_key = {leaf.high: leaf.index for leaf in _leaves(out.root)}
@@ -394,8 +402,9 @@ def _write_node(node: _Node, out: bytearray) -> None:
 
 
 def _runs(values: np.ndarray) -> int:
-    if not len(values):
-        return 0
+    if len(values) < 32:  # numpy's overhead dwarfs small containers
+        listed = values.tolist()
+        return sum(1 for i, v in enumerate(listed) if i == 0 or v != listed[i - 1] + 1)
     return 1 + int(np.count_nonzero(np.diff(values.astype(np.int32)) != 1))
 
 
