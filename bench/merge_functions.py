@@ -7,7 +7,11 @@ does) and paimond compacts it fully, each in a fresh process:
   - deduplicate: the baseline (Arrow kernels);
   - sum: aggregation, ``amount`` summed, the rest last_non_null_value (Arrow kernels);
   - listagg: aggregation, ``tag`` joined with listagg (per key in Python, lsm/row_merge.py);
-  - sequence-group: partial-update, ``tag,amount`` guarded by ``seq`` (per key in Python).
+  - sequence-group: partial-update, ``tag,amount`` guarded by ``seq`` (per key in Python);
+  - nested_update: aggregation, ``items`` (ARRAY<ROW>, 0-2 rows) keyed by ``id`` (per key,
+    lsm/nested_aggregates.py);
+  - rbm64: aggregation, ``bm`` ORed as Java Roaring64Bitmaps (per key, format/roaring64.py;
+    bitmaps of 1-20 values drawn from a pool of 64).
 Prints seconds, input rows/s and peak RSS, and each time over deduplicate's.
 
     .venv/bin/python bench/merge_functions.py [--rows 2000000] [--commits 20]
@@ -23,12 +27,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 CONTENDERS = {
     "deduplicate": {},
     "sum": {"merge-engine": "aggregation", "fields.amount.aggregate-function": "sum"},
     "listagg": {"merge-engine": "aggregation", "fields.tag.aggregate-function": "listagg"},
     "sequence-group": {"merge-engine": "partial-update", "fields.seq.sequence-group": "tag,amount"},
+    "nested_update": {"merge-engine": "aggregation",
+                      "fields.items.aggregate-function": "nested_update",
+                      "fields.items.nested-key": "id"},
+    "rbm64": {"merge-engine": "aggregation", "fields.bm.aggregate-function": "rbm64"},
 }
 
 
@@ -37,8 +46,12 @@ def generate(warehouse: Path, rows: int, commits: int) -> None:
     import pyarrow as pa
     from pypaimon import CatalogFactory, Schema
 
+    from paimond.format.roaring64 import encode_values
+
+    item = pa.struct([("id", pa.int32()), ("v", pa.int32())])
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("tag", pa.string()),
-                        ("amount", pa.int64()), ("seq", pa.int64()), ("rk", pa.string())])
+                        ("amount", pa.int64()), ("seq", pa.int64()),
+                        ("items", pa.list_(item)), ("bm", pa.binary()), ("rk", pa.string())])
     catalog = CatalogFactory.create({"warehouse": str(warehouse)})
     catalog.create_database("bench", True)
     catalog.create_table("bench.t", Schema.from_pyarrow_schema(
@@ -46,12 +59,15 @@ def generate(warehouse: Path, rows: int, commits: int) -> None:
                                               "target-file-size": "512 mb"}), True)
     table = catalog.get_table("bench.t")
     rng = np.random.default_rng(7)
+    pool = pa.array([encode_values(rng.integers(0, 1 << 40, rng.integers(1, 21)).astype(
+        np.uint64)) for _ in range(64)], pa.binary())
     per_commit = rows // commits
     for _ in range(commits):
         ids = np.unique(rng.integers(0, max(1, rows // 4), per_commit))
         data = pa.table({
             "id": ids, "tag": pa.array([f"t{i % 97}" for i in ids.tolist()]),
             "amount": rng.integers(0, 1000, len(ids)), "seq": rng.integers(0, 50, len(ids)),
+            "items": _items(rng, len(ids), item), "bm": pool.take(rng.integers(0, 64, len(ids))),
             "rk": pa.array(["+I"] * len(ids)),
         }, schema=schema)
         builder = table.new_batch_write_builder()
@@ -60,6 +76,20 @@ def generate(warehouse: Path, rows: int, commits: int) -> None:
         commit.commit(write.prepare_commit())
         write.close()
         commit.close()
+
+
+def _items(rng: Any, count: int, item: Any) -> Any:
+    """``count`` nested tables of 0-2 rows, ids 0-3."""
+    import numpy as np
+    import pyarrow as pa
+
+    sizes = rng.integers(0, 3, count)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    total = int(offsets[-1])
+    rows = pa.StructArray.from_arrays([pa.array(rng.integers(0, 4, total), pa.int32()),
+                                       pa.array(rng.integers(0, 100, total), pa.int32())],
+                                      fields=list(item))
+    return pa.ListArray.from_arrays(pa.array(offsets), rows, type=pa.list_(item))
 
 
 def _switch(warehouse: Path, options: dict[str, str]) -> None:
