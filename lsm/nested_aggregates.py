@@ -23,8 +23,6 @@ from paimond.errors import CodecError, UnsupportedError
 from paimond.format.roaring64 import union_bytes
 from paimond.lsm.row_merge import FieldAgg
 
-NESTED_FUNCTIONS = frozenset({"nested_update", "nested_partial_update",
-                              "merge_map_with_keytime", "rbm64"})
 _INT_MAX = (1 << 31) - 1
 _STRATEGIES = ("merge", "ignore", "error")
 

@@ -242,3 +242,19 @@ def test_count_limit_caps_appended_rows_and_new_keys() -> None:
     assert merged["nu"] == rows(1, 2, 3)
     # key 1 is replaced by its later row, keys 3 and 4 are new ones past the limit
     assert merged["nk"] == rows(1, 2)
+
+
+@pytest.mark.parametrize(("column", "function", "extra"), [
+    ("np", "nested_partial_update", {"fields.np.nested-key": "id"}),
+    ("mm", "merge_map_with_keytime", {}),
+])
+def test_functions_without_retraction_refuse_one(column: str, function: str,
+                                                 extra: dict[str, str]) -> None:
+    """As Java's FieldAggregator.retract: unless fields.<c>.ignore-retract is set."""
+    options = {"merge-engine": "aggregation", f"fields.{column}.aggregate-function": function}
+    row = {"k": 1, "nu": None, "nk": None, "np": None, "mm": None}
+    versions = [row | {"_kind": INSERT}, row | {"_kind": UPDATE_BEFORE}]
+    with pytest.raises(UnsupportedError, match=f"{function}.*cannot retract"):
+        _merge(versions, _schema(options | extra), COLUMNS, TYPES)
+    ignoring = options | extra | {f"fields.{column}.ignore-retract": "true"}
+    assert len(_merge(versions, _schema(ignoring), COLUMNS, TYPES)) == 1
