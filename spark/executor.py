@@ -11,8 +11,9 @@ commits once; each bucket task is one Spark task that opens its own storage, run
 - Spark retries a failed task (``spark.task.maxFailures``; ``local[N,F]`` in local mode).
   The last attempt returns its error instead of raising, so a bucket that cannot succeed
   fails alone and the others still commit.
-- Storage credentials are not shipped to cluster executors: they read their own environment
-  (``AWS_*`` variables, instance roles). Local-mode executors get the options as they are.
+- Storage credentials are not shipped to cluster executors (``local-cluster`` included):
+  they read their own environment (``AWS_*`` variables set with ``spark.executorEnv.*``,
+  instance roles). Local-mode executors (``local[N]``) get the options as they are.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ class SparkExecutor:
             return [], []
         context = self.spark.sparkContext
         ship_package(self.spark)
-        if not (context.master or "").startswith("local"):
+        if not in_driver_process(context.master):
             tasks = [_without_credentials(task) for task in tasks]
         attempts = _task_attempts(self.spark)
         context.setJobDescription(f"paimond compact {tasks[0].table_name}: {len(tasks)} buckets")
@@ -142,6 +143,9 @@ class SparkExecutor:
                 functools.partial(_run_attempt, runner, attempts)).collect())
         except Exception as error:  # the Spark job itself failed: no bucket's result came back
             message = f"Spark job failed: {type(error).__name__}: {_first_line(error)}"
+            cause = _python_error(error)
+            if cause:
+                message += f" (a task raised {cause})"
             log.error("spark_job_failed", table=tasks[0].table_name, error=message)
             return [], [BucketFailure(task, message) for task in tasks]
         finally:
@@ -159,6 +163,13 @@ class SparkExecutor:
         return results, failures
 
 
+def in_driver_process(master: str | None) -> bool:
+    """Whether the executors run in the driver's own JVM and environment: ``local``,
+    ``local[N]``, ``local[N,F]`` (not ``local-cluster[...]``, whose executors are separate
+    processes, as on a cluster)."""
+    return master is not None and (master == "local" or master.startswith("local["))
+
+
 def _without_credentials(task: CompactTask) -> CompactTask:
     """Executors find credentials themselves (their environment, instance roles): none ship."""
     location = task.table.location.without_options(CREDENTIAL_OPTIONS)
@@ -168,6 +179,20 @@ def _without_credentials(task: CompactTask) -> CompactTask:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else ""
+
+
+def _python_error(error: BaseException) -> str:
+    """The last line of the first Python traceback in a failed Spark job's error, e.g.
+    ``ModuleNotFoundError: No module named 'pyarrow'`` (an executor missing a dependency)."""
+    text = str(error)
+    start = text.find("Traceback (most recent call last):")
+    if start < 0:
+        return ""
+    lines = [line for line in text[start:].splitlines()[1:] if line.strip()]
+    for line in lines:
+        if not line.startswith((" ", "\t")):
+            return line.strip()
+    return ""
 
 
 def _spark_running() -> bool:

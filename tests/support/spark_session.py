@@ -1,38 +1,95 @@
-"""The Spark session of the Spark tests: started once by the first test that asks for it,
-stopped at the end of the session. Local mode, ``local[2,3]``: two cores, and a failed task
-runs up to 3 times as on a cluster (plain ``local[2]`` never retries). Loopback only, no UI,
-Python workers on this interpreter. Skips when Spark cannot start here; fails under CI=true.
+"""The Spark session of the Spark tests: a real cluster's process boundaries on this machine.
+
+``local-cluster[2,1,1024]`` (PySpark's own test master) starts a standalone master, two workers
+and two executor JVMs, each with its own Python workers: tasks leave the driver's process.
+Started once by the first test that asks for it, stopped at the end of the session.
+
+As on a cluster, the executors share nothing with the driver but what the job ships:
+
+- their Python is a packed environment (``packed_env.py``: paimond's runtime dependencies and
+  the example's writer, pypaimon) that ``spark.archives`` unpacks next to each executor as
+  ``./environment``, not the driver's venv; paimond itself reaches them as a zip
+  (``SparkContext.addPyFile``, what ``--py-files`` does);
+- S3 credentials come from their environment, set with ``spark.executorEnv.*`` (never in a
+  task); the driver's own environment is set per test by ``s3_endpoint``.
+
+A failed task runs up to 3 times (``spark.task.maxFailures``). Loopback only, no UI. Skips
+when Spark cannot start here; fails under CI=true.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from packed_env import pack_environment
+from s3_endpoint import _KEY, _REGION, _SECRET
+
+MASTER = "local-cluster[2,1,1024]"
+ENVIRONMENT = "environment"  # the alias the archive unpacks as, in each executor's directory
+EXECUTOR_PYTHON = f"./{ENVIRONMENT}/bin/python"
+EXECUTOR_ENV = {  # what an instance role or a secret mounted as environment gives executors
+    "AWS_ACCESS_KEY_ID": _KEY,
+    "AWS_SECRET_ACCESS_KEY": _SECRET,
+    "AWS_DEFAULT_REGION": _REGION,
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+}
+EXTRA_DISTRIBUTIONS = ("pypaimon", "pandas")  # examples/spark_ingest.py writes in executors
+
+
+def cluster_builder(archive: str, app_name: str = "paimond-tests") -> Any:
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(MASTER).appName(app_name)
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.task.maxFailures", "3")
+               .config("spark.archives", f"{archive}#{ENVIRONMENT}")
+               # Test mode is what gives local-cluster's workers temporary directories, removed
+               # at stop (else executors unpack the archive under pyspark's own folder).
+               .config("spark.testing", "true")
+               .config("spark.test.home", _spark_home()))
+    for name, value in EXECUTOR_ENV.items():
+        builder = builder.config(f"spark.executorEnv.{name}", value)
+    return builder
+
+
+def _spark_home() -> str:
+    from pyspark.find_spark_home import _find_spark_home
+
+    return str(_find_spark_home())
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")}
     try:
-        from pyspark.sql import SparkSession
-
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else the first interface's
-        session = (SparkSession.builder.master("local[2,3]").appName("paimond-tests")
-                   .config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.bindAddress", "127.0.0.1")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.shuffle.partitions", "4")
-                   .getOrCreate())
+        archive = pack_environment(str(tmp_path_factory.mktemp("spark-env") / "env.zip"),
+                                   extra=EXTRA_DISTRIBUTIONS)
+        # The executors' Python, read once when the context starts (spark-submit's
+        # spark.pyspark.python); SPARK_LOCAL_IP, else Spark names the first interface's address.
+        os.environ["PYSPARK_PYTHON"] = EXECUTOR_PYTHON
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        session = cluster_builder(archive).getOrCreate()
     except Exception as error:  # no pyspark, no Java, no loopback: Spark is the missing service
         message = f"Spark cannot start locally: {type(error).__name__}: {error}"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     session.sparkContext.setLogLevel("ERROR")
+    assert session.sparkContext.pythonExec == EXECUTOR_PYTHON
     yield session
     session.stop()
