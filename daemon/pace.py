@@ -3,7 +3,8 @@ watches between check ticks, and when a table is looked at again right after its
 
 Java's writers compact inline and stop at ``num-sorted-run.stop-trigger``; a write-only writer
 does neither, so sorted runs pile up as fast as it commits. One check tick per table is then
-too slow. A table that moved at its last check is *active* and is watched every
+too slow. A table seen moving within the last :data:`ACTIVE_CHECKS` check intervals (or at
+its last check, or by its own run) is *active* and is watched every
 :func:`watch_interval_s` with one read of ``LATEST``: each snapshot since its gauges were read
 may have added a sorted run to a bucket, so once the busiest bucket's runs plus the new
 snapshots reach the compaction trigger its gauges are read again, and at the trigger it is
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+ACTIVE_CHECKS = 2
 _WATCHES_PER_TICK = 5
 _FASTEST_WATCH_S = 0.2
 _SLOWEST_WATCH_S = 1.0

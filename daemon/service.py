@@ -69,6 +69,7 @@ class TableState:
     gauged_snapshot_id: int | None = None  # the snapshot its gauges were last read at
     gauges: dict[str, float] = field(default_factory=dict)  # its health figures, as last read
     active: bool = False  # moved at its last check: watched between ticks (daemon.pace)
+    moved_at: float = float("-inf")  # wall seconds a check last saw it move (daemon.pace)
     compaction_due: bool = False  # at its compaction trigger, by the latest gauges
 
     def standing(self) -> evaluate.Standing:
@@ -156,7 +157,7 @@ class Daemon:
         self._refresh_gauges(state, latest)
         with self._lock:
             if decision.new_snapshot:
-                state.last_snapshot_id = latest
+                state.last_snapshot_id, state.moved_at = latest, now
             if decision.cleared:
                 state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
         return () if self.policies.paused(state.table.name) else decision.jobs
@@ -208,14 +209,15 @@ class Daemon:
         return self._submit_due(idle, now)
 
     def watch(self) -> list[Future[TableRun]]:
-        """Between ticks: an idle table that moved at its last check and may have reached its
+        """Between ticks: an idle table that moved lately (daemon.pace) and may have reached its
         compaction trigger since (daemon.pace) gets its gauges read again, and runs at once
         when at the trigger. One read of LATEST per active table; idle tables cost nothing."""
         if self._stopping.is_set():
             return []
+        since = self._wall_s() - pace.ACTIVE_CHECKS * self.settings.check_interval_s
         with self._lock:
             active = [(s, s.gauged_snapshot_id, dict(s.gauges)) for s in self.tables.values()
-                      if s.active and not s.running]
+                      if (s.active or s.moved_at >= since) and not s.running]
         due = []
         for state, gauged, gauges in active:
             try:
@@ -377,6 +379,7 @@ class Daemon:
         except PaimondError:
             return  # the next tick reports it
         with self._lock:
+            state.moved_at = self._wall_s()  # watched until the writers go quiet
             due = state.compaction_due and not state.running
             standing = state.standing()
         if due:
