@@ -95,6 +95,20 @@ class Health:
     urgency: float  # higher runs first: sorted runs toward the stop trigger, then debt
 
 
+# A streaming reader waiting this long for changelog makes a table as urgent as one at its
+# stop trigger (Java's streaming writers produce it at every checkpoint, about a minute).
+CHANGELOG_LATENCY_AT_STOP_S = 300.0
+
+
+def changelog_urgency(pending_local_ms: int | None, now_local_ms: int) -> float:
+    """What waiting changelog adds to a table's urgency: the age of its oldest file whose
+    changelog compaction has not produced yet (maintenance/health.py), in units of
+    :data:`CHANGELOG_LATENCY_AT_STOP_S`; 0 when none waits."""
+    if pending_local_ms is None:
+        return 0.0
+    return max(0.0, (now_local_ms - pending_local_ms) / 1000) / CHANGELOG_LATENCY_AT_STOP_S
+
+
 def health(status: TableStatus) -> Health | None:
     """The table's health figures, or None when its status could not be read."""
     if status.error is not None:

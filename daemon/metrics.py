@@ -23,6 +23,7 @@ class Metrics:
     clock: Clock = SYSTEM_CLOCK  # its monotonic reading times "seconds since last success"
     _last_success: dict[tuple[str, str], float] = field(default_factory=dict)
     _oldest_level0: dict[str, int | None] = field(default_factory=dict)  # local wall millis
+    _changelog_pending: dict[str, int | None] = field(default_factory=dict)  # local wall millis
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -84,6 +85,10 @@ class Metrics:
         self._lag = Gauge("paimond_table_level0_lag_seconds", "Seconds since the oldest "
                           "level-0 file not yet compacted was written (0: none)", ["table"],
                           registry=r)
+        self._changelog_latency = Gauge(
+            "paimond_table_changelog_latency_seconds", "Tables with changelog-producer lookup "
+            "or full-compaction: seconds since the oldest data file whose changelog compaction "
+            "has not produced yet was written (0: none)", ["table"], registry=r)
 
     def on_event(self, event: JobEvent) -> None:
         """The job events' subscriber."""
@@ -142,6 +147,18 @@ class Metrics:
     def _level0_lag_s(self, table: str) -> float:
         oldest = self._oldest_level0.get(table)
         return 0.0 if oldest is None else max(0.0, (self.clock.local_ms() - oldest) / 1000)
+
+    def set_changelog_pending(self, table: str, local_millis: int | None) -> None:
+        """The creation time of the oldest file still waiting for its changelog
+        (maintenance/health.py); the latency gauge ages with the clock between refreshes."""
+        if table not in self._changelog_pending:
+            self._changelog_latency.labels(table).set_function(
+                lambda: self._changelog_latency_s(table))
+        self._changelog_pending[table] = local_millis
+
+    def _changelog_latency_s(self, table: str) -> float:
+        pending = self._changelog_pending.get(table)
+        return 0.0 if pending is None else max(0.0, (self.clock.local_ms() - pending) / 1000)
 
     def set_quarantine(self, quarantined: set[str], known: set[str]) -> None:
         self.quarantined_tables.set(len(quarantined))

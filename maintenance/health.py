@@ -5,6 +5,10 @@ metadata only.
 - **Lag**: the creation time of the oldest level-0 file of a primary-key table, which no
   compaction has taken yet (its age is the lag; data files record local wall-clock millis).
   Append tables keep every file at level 0: they have no lag figure.
+- **Changelog latency** (``changelog-producer`` lookup or full-compaction): the creation
+  time of the oldest data file whose changes no changelog holds yet: level-0 files for
+  lookup, every file below the max level for full-compaction (their changelog comes with the
+  next full compaction). Its age is how long a streaming reader waits.
 - **Small files**: files under the compaction file size (``target-file-size`` times
   ``compaction.small-file-ratio``, Java ``compactionFileSize``), beyond one per bucket (a
   bucket's last file is small by nature).
@@ -34,6 +38,8 @@ class FileFigures:
     data_files: int
     small_files: int
     oldest_level0_millis: int | None  # local wall-clock millis; None: no level-0 file (or append)
+    # local wall-clock millis; None: no file waits for its changelog (or no such producer)
+    changelog_pending_millis: int | None = None
 
 
 def file_figures(schema: TableSchema, buckets: Iterable[BucketFiles]) -> FileFigures:
@@ -41,6 +47,8 @@ def file_figures(schema: TableSchema, buckets: Iterable[BucketFiles]) -> FileFig
     small_size = options.compaction_file_size_bytes
     files = small = 0
     oldest: int | None = None
+    producer = options.changelog_producer if schema.primary_keys else "none"
+    pending: list[int] = []
     for bucket in buckets:
         metas = [f.meta for f in bucket.files]
         files += len(metas)
@@ -50,7 +58,14 @@ def file_figures(schema: TableSchema, buckets: Iterable[BucketFiles]) -> FileFig
                      if f.meta.creation_time_millis is not None]
             if times:
                 oldest = min(times) if oldest is None else min(oldest, *times)
-    return FileFigures(files, small, oldest)
+        if producer == "lookup":
+            pending += [f.meta.creation_time_millis for f in bucket.levels.get(0, ())
+                        if f.meta.creation_time_millis is not None]
+        elif producer == "full-compaction":
+            top = max([options.num_levels - 1, *(m.level for m in metas)])
+            pending += [m.creation_time_millis for m in metas
+                        if m.level < top and m.creation_time_millis is not None]
+    return FileFigures(files, small, oldest, min(pending) if pending else None)
 
 
 @dataclass(frozen=True, slots=True)

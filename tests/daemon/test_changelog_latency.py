@@ -1,0 +1,81 @@
+"""Changelog latency of tables whose changelog compaction produces: the health figure (the
+oldest file still waiting for its changelog), the gauge that ages it with the clock, and what
+it adds to the table's urgency."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from prometheus_client import CollectorRegistry
+from pypaimon_tables import _Writer, catalog_for
+
+from paimond.clock import Clock
+from paimond.daemon.evaluate import CHANGELOG_LATENCY_AT_STOP_S, changelog_urgency
+from paimond.daemon.metrics import Metrics
+from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.health import file_figures
+from paimond.table.catalog import open_table
+from paimond.table.scan import scan_snapshot
+from paimond.table.storage import open_storage
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
+CLOCK = Clock(fixed_ms=1_700_000_000_000)
+
+
+def _pending(table: object) -> int | None:
+    latest = table.snapshots.latest()  # type: ignore[attr-defined]
+    schema = table.latest_schema()  # type: ignore[attr-defined]
+    return file_figures(schema, scan_snapshot(table, latest).buckets().values()) \
+        .changelog_pending_millis  # type: ignore[arg-type]
+
+
+def _table(root: Path, producer: str) -> tuple[_Writer, object]:
+    warehouse = str(root / producer)
+    writer = _Writer(catalog_for(warehouse), "db.t", SCHEMA, primary_keys=["k"],
+                     options={"bucket": "1", "changelog-producer": producer})
+    return writer, open_table(open_storage(warehouse), warehouse, "db.t")
+
+
+def _created(table: object) -> list[tuple[int, int]]:
+    latest = table.snapshots.latest()  # type: ignore[attr-defined]
+    return sorted((f.entry.file.level, f.entry.file.creation_time_millis)  # type: ignore[misc]
+                  for f in scan_snapshot(table, latest).files)  # type: ignore[arg-type]
+
+
+def test_lookup_waits_for_level0_and_full_compaction_for_the_top(tmp_path: Path) -> None:
+    writer, table = _table(tmp_path, "lookup")
+    writer.commit([{"k": 1, "v": "a"}])
+    writer.commit([{"k": 2, "v": "b"}])
+    assert _pending(table) == min(t for _, t in _created(table))  # the older level-0 file
+    CompactJob(table, clock=CLOCK, use_processes=False).run()  # type: ignore[arg-type]
+    assert _pending(table) is None  # all of level 0 went up with its changelog
+
+    writer, table = _table(tmp_path, "full-compaction")
+    writer.commit([{"k": 1, "v": "a"}])
+    CompactJob(table, clock=CLOCK, use_processes=False).run()  # type: ignore[arg-type]
+    assert _pending(table) is None  # everything at the top
+    writer.commit([{"k": 2, "v": "b"}])
+    created = _created(table)
+    assert _pending(table) == next(t for level, t in created if level == 0)
+
+    writer, table = _table(tmp_path, "none")
+    writer.commit([{"k": 1, "v": "a"}])
+    assert _pending(table) is None  # no changelog to wait for
+
+
+def test_latency_gauge_ages_and_urgency_grows() -> None:
+    clock = Clock(fixed_ms=1_000_000)
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, clock=clock)
+    metrics.set_changelog_pending("db.t", clock.local_ms() - 90_000)
+    value = registry.get_sample_value("paimond_table_changelog_latency_seconds",
+                                      {"table": "db.t"})
+    assert value == 90.0
+    metrics.set_changelog_pending("db.t", None)
+    assert registry.get_sample_value("paimond_table_changelog_latency_seconds",
+                                     {"table": "db.t"}) == 0.0
+    now = 10_000_000
+    assert changelog_urgency(None, now) == 0.0
+    assert changelog_urgency(now - int(CHANGELOG_LATENCY_AT_STOP_S * 1000), now) == 1.0
+    assert changelog_urgency(now - 30_000, now) < changelog_urgency(now - 60_000, now)
