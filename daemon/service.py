@@ -37,8 +37,8 @@ from paimond.daemon.scheduler import start_scheduler
 from paimond.daemon.signals import stop_on_signals
 from paimond.daemon.status_view import table_json
 from paimond.daemon.table_policy import Policies
+from paimond.daemon.table_watch import Watcher
 from paimond.errors import PaimondError, kind_of
-from paimond.maintenance.status import table_status
 from paimond.table.catalog import Table
 from paimond.table.job_records import set_replica
 from paimond.table.semantic_options import fingerprint
@@ -66,6 +66,7 @@ class TableState:
     triggered: Future[TableRun] | None = None  # a trigger that came while running: runs next
     picker_states: dict[Any, Any] = field(default_factory=dict)  # compaction's, across runs
     refused: dict[str, str] = field(default_factory=dict)  # job -> fingerprint it refused
+    watcher: Watcher = field(default_factory=Watcher)  # regeneration items, lag and health
     gauged_snapshot_id: int | None = None  # the snapshot its gauges were last read at
     gauges: dict[str, float] = field(default_factory=dict)  # its health figures, as last read
     active: bool = False  # moved at its last check: watched between ticks (daemon.pace)
@@ -75,7 +76,8 @@ class TableState:
     def standing(self) -> evaluate.Standing:
         return evaluate.Standing(self.last_snapshot_id, self.compacted_snapshot_id,
                                  dict(self.last_run), self.failures, self.next_attempt_at,
-                                 self.quarantined, dict(self.refused))
+                                 self.quarantined, dict(self.refused),
+                                 self.watcher.unsettled())
 
 
 class Daemon:
@@ -164,20 +166,28 @@ class Daemon:
 
     def _refresh_gauges(self, state: TableState, latest: int | None) -> None:
         """Read the table's health figures again if it moved since they were read, idle or
-        running: the gauges follow what writers and jobs do."""
+        running: the gauges follow what writers and jobs do. Its options changing (a new
+        schema) or a periodic recheck reads them too (table_watch: regeneration, lag)."""
+        now_ms, name = self.clock.wall_ms(), state.table.name
         with self._lock:
-            if latest == state.gauged_snapshot_id:
+            moved = latest != state.gauged_snapshot_id
+            if not moved:
                 state.active = False
-                return
-        health = evaluate.health(table_status(state.table, verify_files=False, parallelism=4))
+        if not moved and not state.watcher.due(state.table, now_ms):
+            self.metrics.set_table(name, **state.watcher.need_gauges())  # passes since
+            return
+        health = evaluate.health(state.watcher.read(state.table, now_ms))
         with self._lock:
-            state.gauged_snapshot_id, state.active = latest, True
+            state.gauged_snapshot_id = latest
+            state.active = moved
             if health is not None:
                 state.urgency = health.urgency
                 state.gauges = dict(health.gauges)
                 state.compaction_due = pace.compaction_due(health.gauges)
         if health is not None:
-            self.metrics.set_table(state.table.name, **health.gauges)
+            self.metrics.set_table(name, **health.gauges, **state.watcher.last.gauges)
+            self.metrics.set_level0_oldest(name, state.watcher.last.oldest_level0_millis)
+        self.metrics.set_table(name, **state.watcher.need_gauges())
 
     def _failed(self, state: TableState, message: str) -> None:
         """Back off after a failure that was already logged where it happened."""
@@ -318,7 +328,8 @@ class Daemon:
             self.policies.started(name, now)
             chosen = self.policies.for_run(name, _options_of(state.table), now)
             run = self.runner.run_table(TableWork(state.table, state.warehouse, jobs, base,
-                                                  pickers, chosen.jobs))
+                                                  pickers, chosen.jobs,
+                                                  regeneration=state.watcher.memory))
             self._record(state, run)
             self.policies.record(name, jobs, run.reports, run.error, self._wall_s(),
                                  chosen.jobs.compact.full)

@@ -196,8 +196,9 @@ class RebuildDvJob:
         taken = {(needs[k].partition, needs[k].bucket) for k in self._chosen}
         self._lost = {(needs[k].partition, needs[k].bucket) for k in self._chosen
                       if needs[k].lost}
+        self._chosen += [also for k in list(self._chosen) for also in needs[k].also]
         unhandled = self.memory.unhandled(needs) if self.memory is not None else needs
-        summary.needed_left = len(unhandled) - len(self._chosen)
+        summary.needed_left = len(unhandled) - len(taken)
         return [b for b in buckets if (b.partition, b.bucket) in taken]
 
     def _rebuild_bucket(self, bucket: BucketFiles, base: IndexManifestEntry | None,

@@ -151,6 +151,7 @@ class BucketNeed:
     bucket: int
     files: int  # level >= 1 files a rebuild reads
     lost: bool  # its DV index file is gone
+    also: tuple[str, ...] = ()  # keys its rebuild settles too (a lost bucket's layered key)
 
 
 def vector_needs(table: Table, buckets: Iterable[BucketFiles],
@@ -177,13 +178,15 @@ def vector_needs(table: Table, buckets: Iterable[BucketFiles],
         old = [m for m in upper if unvectored(m)]
         entry = dv_files.get((bucket.partition, bucket.bucket))
         lost = entry is not None and not exists(index_file_path(table, entry.index_file))
+        layered = f"dv/{_digest(bucket.partition, bucket.bucket, sorted(m.file_name for m in old))}"
         if entry is not None and lost:
             key = f"dv-lost/{_digest(bucket.partition, bucket.bucket, entry.index_file.file_name)}"
         elif len({m.level for m in old}) > 1 or any(m.delete_row_count != 0 for m in old):
-            key = f"dv/{_digest(bucket.partition, bucket.bucket, sorted(m.file_name for m in old))}"
+            key = layered
         else:
             continue
-        out[key] = BucketNeed(bucket.partition, bucket.bucket, len(upper), lost)
+        out[key] = BucketNeed(bucket.partition, bucket.bucket, len(upper), lost,
+                              (layered,) if lost else ())
     return out
 
 
@@ -233,5 +236,6 @@ def table_needs(table: Table, files: SnapshotFiles, memory: RegenerationMemory, 
     vectors = vector_needs(table, files.buckets().values(), files.index_entries,
                            exists_checked(table, memory, now_ms))
     needs = {"rewrite_index": frozenset(stale), "rebuild_dv": frozenset(vectors)}
-    memory.forget_except(needs["rewrite_index"] | needs["rebuild_dv"])
+    also = {k for need in vectors.values() for k in need.also}  # kept while their bucket is lost
+    memory.forget_except(needs["rewrite_index"] | needs["rebuild_dv"] | also)
     return needs

@@ -1,0 +1,95 @@
+"""What the daemon reads of a table besides its status, from the same scan: the items its
+regenerating jobs have (stale file indexes, buckets missing vectors) and the lag and health
+figures (``maintenance/health.py``). Read again at a new snapshot, a new schema (options
+changed: metadata only, one listing of schema/) and every :data:`RECHECK_MS` (a lost DV file
+changes neither)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from paimond.errors import PaimondError
+from paimond.maintenance.health import HealthInputs, file_figures, health_score
+from paimond.maintenance.regeneration import EXISTS_RECHECK_MS, RegenerationMemory, table_needs
+from paimond.maintenance.status import TableStatus, table_status
+from paimond.table.catalog import Table
+from paimond.table.options import TableOptions
+from paimond.table.scan import SnapshotFiles
+
+# the gauge of each regenerating job's unsettled items (daemon/metrics.py)
+NEED_GAUGES = {"rewrite_index": "stale_index_files", "rebuild_dv": "buckets_missing_vectors"}
+RECHECK_MS = EXISTS_RECHECK_MS
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    needs: Mapping[str, frozenset[str]] = field(default_factory=dict)  # job -> item keys
+    gauges: Mapping[str, float] = field(default_factory=dict)  # small_files, health
+    oldest_level0_millis: int | None = None  # local wall-clock millis
+
+
+def watch(table: Table, status: TableStatus, files: SnapshotFiles | None,
+          memory: RegenerationMemory, now_ms: int) -> Watch:
+    """The figures of ``files`` (the latest snapshot ``status`` describes; None: no
+    snapshot). A table whose metadata cannot be read has none (its status says why)."""
+    if status.error is not None or status.schema_id is None:
+        return Watch()
+    try:
+        schema = table.schema(status.schema_id)
+        options = TableOptions.of(schema)
+        needs = {} if files is None else table_needs(table, files, memory, now_ms)
+        figures = file_figures(schema, [] if files is None else files.buckets().values())
+        manifests = status.manifests
+        score = health_score(HealthInputs(
+            max_sorted_runs=max((b.sorted_runs for b in status.buckets), default=0)
+            if schema.primary_keys else 0,
+            stop_trigger=status.stop_trigger if schema.primary_keys else None,
+            data_files=figures.data_files, small_files=figures.small_files,
+            snapshots=status.snapshot_count, snapshot_limit=options.snapshot_num_retained_max,
+            manifest_files=(manifests.base_files + manifests.delta_files) if manifests else 0,
+            manifest_merge_min_count=options.manifest_merge_min_count))
+    except PaimondError:
+        return Watch()
+    return Watch(needs, {"small_files": figures.small_files, "health": score},
+                 figures.oldest_level0_millis)
+
+
+def unsettled(needs: Mapping[str, frozenset[str]], memory: RegenerationMemory
+              ) -> dict[str, int]:
+    """Per regenerating job, its items no pass handled yet."""
+    return {job: sum(1 for key in keys if key not in memory.handled)
+            for job, keys in needs.items()}
+
+
+@dataclass
+class Watcher:
+    """One table's, kept by the daemon: the regeneration memory its jobs' passes share, and
+    what the last reading found. Touched by one thread at a time (the table's check)."""
+
+    memory: RegenerationMemory = field(default_factory=RegenerationMemory)
+    last: Watch = field(default_factory=Watch)
+    schema_id: int | None = None
+    read_at_ms: int | None = None
+
+    def due(self, table: Table, now_ms: int) -> bool:
+        """Whether to read again although no snapshot came: options changed, or it is time."""
+        if self.read_at_ms is None or now_ms - self.read_at_ms >= RECHECK_MS:
+            return True
+        ids = table.schema_ids()
+        return bool(ids) and ids[-1] != self.schema_id
+
+    def read(self, table: Table, now_ms: int) -> TableStatus:
+        """The table's status, with this watch's figures read from the same scan."""
+        files: list[SnapshotFiles] = []
+        status = table_status(table, verify_files=False, parallelism=4, on_files=files.append)
+        self.last = watch(table, status, files[0] if files else None, self.memory, now_ms)
+        self.schema_id, self.read_at_ms = status.schema_id, now_ms
+        return status
+
+    def unsettled(self) -> dict[str, int]:
+        return unsettled(self.last.needs, self.memory)
+
+    def need_gauges(self) -> dict[str, float]:
+        counts = self.unsettled()
+        return {gauge: counts.get(job, 0) for job, gauge in NEED_GAUGES.items()}
