@@ -131,3 +131,31 @@ def test_the_watch_runs_an_idle_table_at_its_trigger_between_ticks(tmp_path: Pat
     daemon.shutdown(WAIT_S)
     assert _max_sorted_runs(warehouse) == 1
     assert len(read_rows(warehouse, NAME)) == writer.next_id + 5
+
+
+def test_every_tables_compaction_draws_on_the_one_memory_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    warehouse = str(tmp_path / "wh")
+    Writer(warehouse).commit()
+    settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse,
+                                        "PAIMOND_LIMITS_MEMORY_BUDGET_MB": "256"})
+    daemon = Daemon(settings, Metrics(CollectorRegistry()))
+    budgets: list[Any] = []
+
+    def recording(table: Any, settings: Any, context: Any) -> JobReport:
+        budgets.append(context.memory_budget)
+        return registry_module.JobReport(_Done())
+
+    monkeypatch.setitem(registry_module.JOBS, "compact",  # type: ignore[arg-type]
+                        Job("compact", CompactSettings, recording))
+    for _ in range(2):
+        future = daemon.trigger(NAME)
+        assert future is not None and future.result(WAIT_S).error is None
+    daemon.shutdown(WAIT_S)
+    assert len(budgets) == 2 and budgets[0] is budgets[1]
+    assert budgets[0].budget_bytes == 256 << 20
+
+
+class _Done:
+    def describe(self) -> str:
+        return "done"
