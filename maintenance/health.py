@@ -1,5 +1,5 @@
-"""A table's lag and health figure, as Amoro's optimizing metrics show them (Apache Amoro
-0.7, ``TableOptimizingMetrics`` and the table health score), from the latest snapshot's
+"""A table's lag and health figure, after the optimizing lag and table health score Apache
+Amoro shows for its tables (the weights here are paimond's own), from the latest snapshot's
 metadata only.
 
 - **Lag**: the creation time of the oldest level-0 file of a primary-key table, which no

@@ -51,6 +51,8 @@ class RegenerationMemory:
     handled: set[str] = field(default_factory=set)
     headers: dict[str, IndexHeader] = field(default_factory=dict)  # index file path -> head
     seen_ms: dict[str, int] = field(default_factory=dict)  # DV index file path -> when seen
+    # (file schema id, table schema id, file-index options) -> the head the options build
+    expected: dict[tuple[int, int, str], IndexHeader] = field(default_factory=dict)
 
     def unhandled(self, keys: Iterable[str]) -> list[str]:
         return sorted(k for k in keys if k not in self.handled)
@@ -78,7 +80,6 @@ class IndexStaleness:
         index_options = sorted((k, v) for k, v in self.schema.options.items()
                                if k.startswith("file-index."))
         self.fingerprint = _digest(index_options)
-        self._expected: dict[int, IndexHeader] = {}
 
     def stale(self, entries: Iterable[ManifestEntry]) -> dict[str, ManifestEntry]:
         """Item key -> entry, for every eligible entry whose index is stale."""
@@ -97,7 +98,8 @@ class IndexStaleness:
     def expected(self, schema_id: int) -> IndexHeader:
         """The head the rewrite would build for a file of ``schema_id``: the configured
         columns the file has (by field id, under the names it gives them) and their types."""
-        if schema_id not in self._expected:
+        key = (schema_id, self.schema.id, self.fingerprint)
+        if key not in self.memory.expected:
             file_schema = self.table.schema(schema_id)
             names = None
             if file_schema.id != self.schema.id:
@@ -106,8 +108,8 @@ class IndexStaleness:
             builder = FileIndexBuilder({f.name: f.type for f in file_schema.fields},
                                        self.options.file_index_columns, names)
             container = None if builder.empty else builder.finish()
-            self._expected[schema_id] = _head(container) if container else frozenset()
-        return self._expected[schema_id]
+            self.memory.expected[key] = _head(container) if container else frozenset()
+        return self.memory.expected[key]
 
     def _actual(self, entry: ManifestEntry) -> IndexHeader | None:
         """The file's head; None when it cannot be read (a lost or damaged index: stale)."""
