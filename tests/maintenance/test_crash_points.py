@@ -61,7 +61,7 @@ CRASHED_BY: dict[str, tuple[str, ...]] = {
                                  "expire_partitions", "compact_append_unaware",
                                  "compact_append_bucketed"),
     "commit.manifest_list_written": ("compact", "compact_dv", "rewrite_index", "rebuild_dv",
-                                     "expire_partitions"),
+                                     "expire_partitions", "compact_changelog"),
     "commit.index_manifest_written": ("compact_dv", "rebuild_dv"),
     "commit.snapshot_created": ("compact", "compact_dv", "merge_manifests", "rewrite_index",
                                 "rebuild_dv", "expire_partitions"),
@@ -70,7 +70,7 @@ CRASHED_BY: dict[str, tuple[str, ...]] = {
     "commit.manifests_compacted": ("merge_manifests",),
     "commit.compacted_manifest_list_written": ("merge_manifests",),
     "data_files.file_written": ("compact", "compact_dv", "compact_append_unaware",
-                                "compact_append_bucketed"),
+                                "compact_append_bucketed", "compact_changelog"),
     "file_index.file_written": ("compact", "rewrite_index"),
     "deletion_vectors.index_file_written": ("compact_dv", "rebuild_dv"),
     "orphans.file_deleted": ("remove_orphans",),
@@ -388,6 +388,10 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
     return {
         "compact": compact,
         "compact_dv": lambda: job("compact_dv", _dv, "compact", "--parallelism", "1"),
+        # data and changelog files (changelog-producer=lookup) written by one task
+        "compact_changelog": lambda: job(
+            "compact_changelog", lambda r: _deduplicate(r, {"changelog-producer": "lookup"}),
+            "compact", "--parallelism", "1"),
         "merge_manifests": lambda: job("merge_manifests", _deduplicate, "merge-manifests"),
         "remove_orphans": lambda: job("remove_orphans", _with_orphans, "remove-orphans",
                                       "--older-than", "1 s", "--force"),
@@ -410,7 +414,7 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
     }
 
 
-JOBS = ["compact", "compact_dv", "merge_manifests", "remove_orphans", "rewrite_index",
+JOBS = ["compact", "compact_dv", "compact_changelog", "merge_manifests", "remove_orphans", "rewrite_index",
         "rebuild_dv", "compact_append_unaware", "compact_append_bucketed", "expire_partitions",
         "tags", "expire_consumers", "conflict_compact",
         "conflict_rewrite_index", "conflict_rebuild_dv"]
