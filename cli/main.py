@@ -121,6 +121,10 @@ def _compact(args: argparse.Namespace) -> int:
             raise ConfigError("--lookup-cache-size", str(error)) from None
     settings = {"full": args.full, "partitions": table_partitions_of(table, args.partition),
                 "parallelism": args.parallelism or None, "dry_run": args.dry_run}
+    for strategy in ("order", "zorder", "hilbert"):
+        if columns := getattr(args, f"{strategy}_by"):
+            settings.update(order_strategy=strategy, order_by=tuple(
+                c.strip() for c in columns.split(",") if c.strip()))
     progress = _task_progress if sys.stderr.isatty() else None
     if args.dry_run:
         _run("compact", table, _job_context(SYSTEM_CLOCK), **settings)
@@ -346,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--full", action="store_true",
                          help="full compaction: every bucket to one sorted run at the max level")
     compact.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    order = compact.add_mutually_exclusive_group()
+    for strategy in ("order", "zorder", "hilbert"):
+        order.add_argument(f"--{strategy}-by", metavar="COL,COL",
+                           help=f"sort compaction of a bucket-unaware append table: rewrite "
+                                f"the partitions' rows in {strategy} order of these columns")
     compact.add_argument("--parallelism", type=int, default=0,
                          help="bucket tasks at once (default: CPU count)")
     compact.add_argument("--executor", choices=EXECUTORS, default="local",

@@ -54,9 +54,14 @@ _TIMESTAMPS = (TimestampType, LocalZonedTimestampType)
 _VAR = (CharType, VarCharType, BinaryType, VarBinaryType)
 
 
+def sortable(data_type: DataType) -> bool:
+    """Whether the z-order and Hilbert indexers take this column type."""
+    return isinstance(data_type, (*_INTEGRAL, *_FLOATING, *_TIMESTAMPS, *_VAR, BooleanType,
+                                  DecimalType))
+
+
 def _check(data_type: DataType) -> None:
-    if not isinstance(data_type, (*_INTEGRAL, *_FLOATING, *_TIMESTAMPS, *_VAR, BooleanType,
-                                  DecimalType)):
+    if not sortable(data_type):
         raise UnsupportedError(f"clustering by a {data_type} column")
 
 

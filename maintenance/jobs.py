@@ -28,6 +28,7 @@ from paimond.maintenance.partition_expire import PartitionExpireJob
 from paimond.maintenance.rebuild_dv import RebuildDvJob
 from paimond.maintenance.regeneration import RegenerationMemory
 from paimond.maintenance.rewrite_index import IndexRewriteJob
+from paimond.maintenance.sort_compact import SortCompactJob
 from paimond.maintenance.tags import (
     CreateTagSettings,
     DeleteTagSettings,
@@ -84,6 +85,9 @@ class CompactSettings:
     partitions: Mapping[str, str] | None = None
     dry_run: bool = False  # the plan is the result
     use_processes: bool = True  # the local pool: processes, else threads
+    # a sort compaction (Paimon's order_strategy / order_by): "order", "zorder", "hilbert"
+    order_strategy: str | None = None
+    order_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +149,8 @@ class RebuildDvSettings:
 
 
 def _compact(table: Table, settings: CompactSettings, context: JobContext) -> JobReport:
+    if settings.order_strategy is not None:
+        return _sort_compact(table, settings, context)
     job = CompactJob(table, clock=context.clock, full=settings.full,
                      partitions=settings.partitions, use_processes=settings.use_processes,
                      progress=context.progress, executor=context.executor,
@@ -162,6 +168,18 @@ def _compact(table: Table, settings: CompactSettings, context: JobContext) -> Jo
                      written_bytes=summary.bytes_out, read_rows=summary.rows_read,
                      written_rows=summary.rows_written, replans=max(0, summary.attempts - 1),
                      rows_superseded=sum(r.rows_superseded for r in results), lookup_cache=cache)
+
+
+def _sort_compact(table: Table, settings: CompactSettings, context: JobContext) -> JobReport:
+    assert settings.order_strategy is not None
+    job = SortCompactJob(table, settings.order_strategy, settings.order_by, clock=context.clock,
+                         partitions=settings.partitions)
+    if settings.dry_run:
+        return JobReport(job.plan())
+    summary = job.run()
+    return JobReport(summary, read_rows=sum(r.rows for r in summary.results),
+                     written_rows=sum(r.rows for r in summary.results),
+                     replans=max(0, summary.attempts - 1))
 
 
 def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> JobReport:
@@ -208,7 +226,8 @@ def _remove_orphans(table: Table, settings: OrphanSettings, context: JobContext)
     if settings.older_than_ms is not None:
         older_than = context.clock.wall_ms() - settings.older_than_ms
     job = OrphanJob(table, clock=context.clock, older_than_ms=older_than,
-                    dry_run=settings.dry_run, force=settings.force)
+                    dry_run=settings.dry_run, force=settings.force,
+                    executor=context.executor)
     return JobReport(job.run())
 
 
