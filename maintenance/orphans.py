@@ -18,6 +18,11 @@ Unlike Java, a referenced file that cannot be read aborts the job before anythin
 window under one hour is refused unless forced. ``.paimond/`` (paimond's job records) is never a
 candidate: dead jobs' records are cleaned first (``job_cleanup``), and the files a running job
 has recorded are spared whatever the window.
+
+With an executor that maps tasks (Spark), the bucket directories and the other candidate
+directories are listed in its tasks and the orphans deleted in its tasks, as Paimon's Spark
+orphan procedure lists in Spark tasks (``maintenance/distributed.py``); the driver still walks
+the partition directories, reads the references and decides what goes.
 """
 
 from __future__ import annotations
@@ -29,6 +34,12 @@ from dataclasses import dataclass
 from paimond.clock import Clock
 from paimond.errors import ConfigError, CorruptFileError, UnsupportedError
 from paimond.faults import crash_point
+from paimond.maintenance.distributed import (
+    TaskMapper,
+    delete_paths,
+    list_directories,
+    mapper_of,
+)
 from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.references import (
     INDEX,
@@ -132,25 +143,34 @@ def _branch_dirs(table: Table) -> list[str]:
     return roots
 
 
-def list_candidates(table: Table) -> list[Candidate]:
-    """Every file orphan removal may consider, whatever its age."""
+def list_candidates(table: Table, mapper: TaskMapper | None = None) -> list[Candidate]:
+    """Every file orphan removal may consider, whatever its age; the directories' files are
+    listed by ``mapper``'s tasks when there is one."""
     storage = table.storage
-    out = [Candidate(metadata_kind(s.name), s, True)
-           for s in _files(storage, table.file_path(MANIFEST_DIR))]
-    out += [Candidate(INDEX, s, True) for s in _files(storage, table.file_path(INDEX_DIR))]
-    out += [Candidate(STATISTICS, s, True) for s in _files(storage, table.file_path(STATISTICS_DIR))]
+    metadata = [(table.file_path(MANIFEST_DIR), None), (table.file_path(INDEX_DIR), INDEX),
+                (table.file_path(STATISTICS_DIR), STATISTICS)]
     options = table.options()
     data_root = (table.file_path(options.data_file_path_directory)
                  if options.data_file_path_directory else table.path)
     depth = len(table.latest_schema().partition_keys)
-    for root in (data_root, *external_roots(storage, options)):
-        for directory in bucket_dirs(storage, root, depth):
-            out += [Candidate(bucket_file_kind(s.name), s, True)
-                    for s in _files(storage, directory)]
-    for root in _branch_dirs(table):
-        for directory, prefix in ((SNAPSHOT_DIR, SNAPSHOT_PREFIX), (CHANGELOG_DIR, CHANGELOG_PREFIX)):
-            out += [Candidate(OTHER, s, False) for s in _files(storage, storage.join(root, directory))
-                    if not s.name.startswith(prefix) and s.name not in (EARLIEST_HINT, LATEST_HINT)]
+    buckets = [d for root in (data_root, *external_roots(storage, options))
+               for d in bucket_dirs(storage, root, depth)]
+    beside = [(storage.join(root, directory), prefix) for root in _branch_dirs(table)
+              for directory, prefix in ((SNAPSHOT_DIR, SNAPSHOT_PREFIX),
+                                        (CHANGELOG_DIR, CHANGELOG_PREFIX))]
+    directories = [d for d, _ in metadata] + buckets + [d for d, _ in beside]
+    if mapper is None:
+        listed = [list(_files(storage, d)) for d in directories]
+    else:
+        listed = list_directories(mapper, table.location, directories, "remove-orphans")
+    out: list[Candidate] = []
+    for (_, kind), files in zip(metadata, listed[:len(metadata)], strict=True):
+        out += [Candidate(kind or metadata_kind(s.name), s, True) for s in files]
+    for files in listed[len(metadata):len(metadata) + len(buckets)]:
+        out += [Candidate(bucket_file_kind(s.name), s, True) for s in files]
+    for (_, prefix), files in zip(beside, listed[len(metadata) + len(buckets):], strict=True):
+        out += [Candidate(OTHER, s, False) for s in files
+                if not s.name.startswith(prefix) and s.name not in (EARLIEST_HINT, LATEST_HINT)]
     return out
 
 
@@ -189,13 +209,15 @@ class OrphanJob:
     older_than_ms: int | None = None  # absolute (epoch millis); default now - 1 day
     dry_run: bool = False
     force: bool = False
+    executor: object = None  # one that maps tasks (Spark) lists and deletes in its tasks
 
     def run(self) -> OrphanResult:
         refuse(self.table.latest_schema(), "remove_orphans", self.table.path)
         now = self.clock.wall_ms()
         older_than = now - DEFAULT_WINDOW_MS if self.older_than_ms is None else self.older_than_ms
         check_window(now, older_than, self.force)
-        candidates = list_candidates(self.table)
+        mapper = mapper_of(self.executor)
+        candidates = list_candidates(self.table, mapper)
         old = [c for c in candidates
                if c.status.mtime_s is not None and c.status.mtime_s * 1000 < older_than]
         if not self.dry_run:
@@ -206,7 +228,15 @@ class OrphanJob:
         orphans = [c for c in old if not c.by_name or c.status.name not in used]
         removed = FileTally()
         emptied: set[str] = set()
+        if mapper is not None and not self.dry_run:
+            deleted = delete_paths(mapper, self.table.location,
+                                   [c.status.path for c in orphans], "remove-orphans")
+            orphans = [c for c in orphans if c.status.path in deleted]
         for candidate in orphans:
+            if mapper is not None and not self.dry_run:  # deleted in the tasks
+                removed.add(candidate.kind, candidate.status.size_bytes)
+                emptied.add(candidate.status.path.rsplit("/", 1)[0])
+                continue
             if self.dry_run or self.table.storage.delete(candidate.status.path):
                 crash_point("orphans.file_deleted")
                 removed.add(candidate.kind, candidate.status.size_bytes)

@@ -1,4 +1,6 @@
-"""Where compaction's bucket tasks run: the local pool (``CompactJob``'s own) or Spark.
+"""Where compaction's bucket tasks run: the local pool (``CompactJob``'s own) or Spark; and,
+with Spark, orphan removal's listing and deleting (``map_tasks``, see
+``paimond.maintenance.distributed``).
 
 With Spark, as with Java's Spark ``CompactProcedure`` (apache/paimon 5dacde516b,
 ``paimon-spark-common/.../spark/procedure/CompactProcedure.java``), the driver plans and
@@ -28,9 +30,9 @@ import sys
 import tempfile
 import threading
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from structlog import get_logger
 
@@ -38,7 +40,7 @@ import paimond
 from paimond.errors import ConfigError, CorruptFileError
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.execution import BucketFailure, Progress, TaskExecutor, TaskRunner
-from paimond.table.storage import CREDENTIAL_OPTIONS
+from paimond.table.storage import CREDENTIAL_OPTIONS, StorageLocation
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 EXECUTORS = ("local", "spark")
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
 _shipped: dict[str, str] = {}  # Spark application id -> zip path added to it
 _ship_lock = threading.Lock()
 
@@ -162,12 +166,45 @@ class SparkExecutor:
                 progress(done, len(tasks), task)
         return results, failures
 
+    def map_tasks(self, function: Callable[[_Item], _Result], items: Sequence[_Item],
+                  description: str) -> list[_Result]:
+        """``function`` on each item, one Spark task per item (``maintenance.distributed``'s
+        file tasks); a task Spark cannot finish within its retries raises here."""
+        if not items:
+            return []
+        context = self.spark.sparkContext
+        ship_package(self.spark)
+        if not in_driver_process(context.master):
+            items = [_item_without_credentials(item) for item in items]
+        context.setJobDescription(description)
+        try:
+            rdd = context.parallelize(list(enumerate(items)), len(items))
+            outcomes = dict(rdd.mapPartitions(
+                functools.partial(_map_partition, function)).collect())
+        finally:
+            context.setJobDescription(None)  # type: ignore[arg-type]
+        return [outcomes[index] for index in range(len(items))]
+
 
 def in_driver_process(master: str | None) -> bool:
     """Whether the executors run in the driver's own JVM and environment: ``local``,
     ``local[N]``, ``local[N,F]`` (not ``local-cluster[...]``, whose executors are separate
     processes, as on a cluster)."""
     return master is not None and (master == "local" or master.startswith("local["))
+
+
+def _item_without_credentials(item: _Item) -> _Item:
+    """A file task (``maintenance.distributed``): its storage location without credentials."""
+    location = getattr(item, "location", None)
+    if isinstance(location, StorageLocation):
+        return dataclasses.replace(item, location=location.without_options(CREDENTIAL_OPTIONS))  # type: ignore[type-var]
+    return item
+
+
+def _map_partition(function: Callable[[_Item], _Result], items: Iterator[tuple[int, _Item]]
+                   ) -> Iterator[tuple[int, _Result]]:
+    for index, item in items:
+        yield index, function(item)
 
 
 def _without_credentials(task: CompactTask) -> CompactTask:

@@ -1,0 +1,83 @@
+"""File work spread over an executor's tasks: orphan removal's listing and deleting.
+
+As Paimon's Spark orphan procedure (apache/paimon 5dacde516b,
+``paimon-spark-common/.../spark/orphan/SparkOrphanFilesClean.scala``) lists the bucket
+directories in Spark tasks, a job whose cost grows with the number of files hands the
+listing of many directories and the deletion of many files to the executor's ``map_tasks``
+(``paimond.spark.executor.SparkExecutor``), when it has one. The driver still plans and decides
+(what is a candidate, what is referenced, what goes); a task is plain data: where the storage
+is and which directories or paths, nothing else. Without such an executor the work runs here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from paimond.table.storage import FileStatus, StorageLocation
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+DIRECTORIES_PER_TASK = 64
+PATHS_PER_TASK = 2_000
+
+
+class TaskMapper(Protocol):
+    """Runs ``function`` on each item as a task elsewhere, results in the items' order. A
+    task that fails for good fails the whole call (nothing is committed on that account)."""
+
+    def map_tasks(self, function: Callable[[T], R], items: Sequence[T], description: str
+                  ) -> list[R]: ...
+
+
+def mapper_of(executor: object) -> TaskMapper | None:
+    """The executor as a ``TaskMapper`` when it can map tasks (Spark), else None."""
+    return executor if callable(getattr(executor, "map_tasks", None)) else None  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class ListFiles:
+    location: StorageLocation
+    directories: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteFiles:
+    location: StorageLocation
+    paths: tuple[str, ...]
+
+
+def list_files(task: ListFiles) -> list[list[FileStatus]]:
+    """A task: the files (not directories) in each directory, in the task's order."""
+    storage = task.location.open()
+    return [[s for s in storage.list_dir(d) if not s.is_dir] for d in task.directories]
+
+
+def delete_files(task: DeleteFiles) -> list[str]:
+    """A task: delete each path; the ones that were there."""
+    storage = task.location.open()
+    return [path for path in task.paths if storage.delete(path)]
+
+
+def _chunks(items: Sequence[T], size: int) -> list[tuple[T, ...]]:
+    return [tuple(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def list_directories(mapper: TaskMapper, location: StorageLocation, directories: Sequence[str],
+                     what: str) -> list[list[FileStatus]]:
+    """The files of each directory, listed by the mapper's tasks."""
+    tasks = [ListFiles(location, chunk) for chunk in _chunks(directories, DIRECTORIES_PER_TASK)]
+    listed = mapper.map_tasks(list_files, tasks, f"paimond {what}: list {len(directories)} "
+                              "directories") if tasks else []
+    return [files for per_task in listed for files in per_task]
+
+
+def delete_paths(mapper: TaskMapper, location: StorageLocation, paths: Sequence[str],
+                 what: str) -> set[str]:
+    """Delete ``paths`` in the mapper's tasks; the ones that were there."""
+    tasks = [DeleteFiles(location, chunk) for chunk in _chunks(paths, PATHS_PER_TASK)]
+    deleted = mapper.map_tasks(delete_files, tasks, f"paimond {what}: delete {len(paths)} "
+                               "files") if tasks else []
+    return {path for per_task in deleted for path in per_task}

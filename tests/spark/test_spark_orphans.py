@@ -1,0 +1,81 @@
+"""Orphan removal with the Spark executor (``local-cluster``): the directories are listed and the
+orphans deleted in Spark tasks, and the outcome equals the single-process job's on a copy of
+the same table: the same files removed and tallied, every referenced file kept."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pypaimon_oracle import read_rows
+from pypaimon_tables import build_pk_deduplicate
+
+from paimond.clock import Clock
+from paimond.maintenance.distributed import DeleteFiles
+from paimond.maintenance.orphans import OrphanJob
+from paimond.spark.executor import SparkExecutor, _item_without_credentials
+from paimond.table.catalog import open_table
+from paimond.table.storage import StorageLocation, open_storage
+
+NOW = datetime.datetime(2026, 11, 22, 12, tzinfo=datetime.timezone.utc)
+CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))
+OLD = (NOW - datetime.timedelta(days=2)).timestamp()
+
+
+def _plant(table_root: Path) -> list[str]:
+    """Unreferenced files where orphan removal looks: every bucket directory, manifest/,
+    index/ and a temp file beside the snapshots; everything aged past the window."""
+    planted = []
+    for bucket in sorted(table_root.rglob("bucket-*")):
+        for i in range(3):
+            planted.append(bucket / f"data-orphan-{i}.parquet")
+    planted += [table_root / "manifest" / "manifest-orphan-0", table_root / "index" / "index-x",
+                table_root / "snapshot" / ".snapshot-9.tmp"]
+    for path in planted:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"orphan " + path.name.encode())
+    for path in table_root.rglob("*"):
+        os.utime(path, (OLD, OLD))
+    return sorted(str(p.relative_to(table_root)) for p in planted)
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_orphan_removal_lists_and_deletes_in_spark_tasks_like_the_local_job(
+        spark: Any, tmp_path: Path) -> None:
+    spec = build_pk_deduplicate(str(tmp_path / "local"))
+    shutil.copytree(tmp_path / "local", tmp_path / "cluster")
+    results, trees = [], []
+    tracker = spark.sparkContext.statusTracker()
+    for name, executor in (("local", None), ("cluster", SparkExecutor(spark))):
+        warehouse = str(tmp_path / name)
+        table = open_table(open_storage(warehouse), warehouse, spec.name)
+        root = Path(table.path.removeprefix("file://"))
+        planted = _plant(root)
+        content = read_rows(warehouse, spec.name)
+        jobs_before = len(tracker.getJobIdsForGroup())
+
+        result = OrphanJob(table, clock=CLOCK, executor=executor).run()
+
+        spark_jobs = len(tracker.getJobIdsForGroup()) - jobs_before
+        assert spark_jobs == (2 if executor else 0)  # one listing, one deleting
+        assert result.removed.total_files == len(planted), result.describe()
+        assert not set(planted) & set(_tree(root))
+        assert read_rows(warehouse, spec.name).equals(content)
+        results.append(result.removed)
+        trees.append(_tree(root))
+    assert results[0] == results[1]
+    assert trees[0] == trees[1]
+
+
+def test_file_tasks_reach_cluster_executors_without_credentials() -> None:
+    location = StorageLocation("s3://b/wh", {"endpoint_url": "http://127.0.0.1:1", "key": "k",
+                                             "secret": "s"})
+    task = _item_without_credentials(DeleteFiles(location, ("s3://b/wh/x",)))
+    assert dict(task.location.options) == {"endpoint_url": "http://127.0.0.1:1"}
+    assert task.paths == ("s3://b/wh/x",)
