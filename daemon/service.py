@@ -180,13 +180,15 @@ class Daemon:
         with self._lock:
             state.gauged_snapshot_id = latest
             state.active = moved
-            if health is not None:
-                state.urgency = health.urgency
+            if health is not None:  # a streaming reader waiting for changelog adds to it
+                state.urgency = health.urgency + evaluate.changelog_urgency(
+                    state.watcher.last.changelog_pending_millis, self.clock.local_ms())
                 state.gauges = dict(health.gauges)
                 state.compaction_due = pace.compaction_due(health.gauges)
         if health is not None:
             self.metrics.set_table(name, **health.gauges, **state.watcher.last.gauges)
             self.metrics.set_level0_oldest(name, state.watcher.last.oldest_level0_millis)
+            self.metrics.set_changelog_pending(name, state.watcher.last.changelog_pending_millis)
         self.metrics.set_table(name, **state.watcher.need_gauges())
 
     def _failed(self, state: TableState, message: str) -> None:

@@ -27,6 +27,7 @@ class Watch:
     needs: Mapping[str, frozenset[str]] = field(default_factory=dict)  # job -> item keys
     gauges: Mapping[str, float] = field(default_factory=dict)  # small_files, health
     oldest_level0_millis: int | None = None  # local wall-clock millis
+    changelog_pending_millis: int | None = None  # ... of the oldest file awaiting changelog
 
 
 def watch(table: Table, status: TableStatus, files: SnapshotFiles | None,
@@ -52,7 +53,7 @@ def watch(table: Table, status: TableStatus, files: SnapshotFiles | None,
     except PaimondError:
         return Watch()
     return Watch(needs, {"small_files": figures.small_files, "health": score},
-                 figures.oldest_level0_millis)
+                 figures.oldest_level0_millis, figures.changelog_pending_millis)
 
 
 def unsettled(needs: Mapping[str, frozenset[str]], memory: RegenerationMemory

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from prometheus_client import CollectorRegistry
 from pypaimon_tables import _Writer, catalog_for
 
@@ -79,3 +80,40 @@ def test_latency_gauge_ages_and_urgency_grows() -> None:
     assert changelog_urgency(None, now) == 0.0
     assert changelog_urgency(now - int(CHANGELOG_LATENCY_AT_STOP_S * 1000), now) == 1.0
     assert changelog_urgency(now - 30_000, now) < changelog_urgency(now - 60_000, now)
+
+
+def test_the_daemon_gauges_it_and_ranks_the_waiting_table_first(tmp_path: Path) -> None:
+    """Two tables with the same files, one with changelog-producer=lookup: ten minutes after
+    the writes the daemon's gauge shows the wait and that table is the more urgent."""
+    import datetime
+    import time
+
+    from paimond.config.settings import load_settings
+    from paimond.daemon.service import Daemon
+
+    warehouse = str(tmp_path)
+    for name, producer in (("db.cl", "lookup"), ("db.plain", "none")):
+        writer = _Writer(catalog_for(warehouse), name, SCHEMA, primary_keys=["k"],
+                         options={"bucket": "1", "changelog-producer": producer})
+        writer.commit([{"k": 1, "v": "a"}])
+    written_local_ms = Clock().local_ms()
+    later = Clock(fixed_ms=int(time.time() * 1000) + 600_000)
+    settings = load_settings(None, env={
+        "PAIMOND_WAREHOUSE": warehouse, "PAIMOND_JOBS_COMPACT_ENABLED": "false",
+        "PAIMOND_JOBS_EXPIRE_ENABLED": "false",
+        "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false"})
+    registry = CollectorRegistry()
+    daemon = Daemon(settings, Metrics(registry, later), clock=later)
+    for future in daemon.tick():
+        future.result(60)
+    latency = registry.get_sample_value("paimond_table_changelog_latency_seconds",
+                                        {"table": "db.cl"})
+    expected_s = (later.local_ms() - written_local_ms) / 1000
+    assert latency is not None and expected_s - 60 <= latency <= expected_s + 60
+    assert latency > 500 and datetime.timedelta(seconds=latency) < datetime.timedelta(hours=1)
+    assert registry.get_sample_value("paimond_table_changelog_latency_seconds",
+                                     {"table": "db.plain"}) == 0.0
+    states = daemon.tables
+    assert states["db.cl"].urgency - states["db.plain"].urgency == pytest.approx(
+        changelog_urgency(later.local_ms() - int(latency * 1000), later.local_ms()), rel=0.01)
+    assert states["db.cl"].urgency > states["db.plain"].urgency + 1.5
