@@ -1,17 +1,26 @@
-"""Benchmark: full compaction of one multi-bucket table by the local pool and by Spark.
+"""Benchmark: full compaction of one multi-bucket table by a single process, the local pool and
+Spark on local-cluster (separate executor JVMs); then orphan removal of many files by the
+single-process job and by Spark tasks.
 
 pypaimon writes two deduplicate tables: "work" (--rows rows over --buckets buckets in
 --commits commits of overlapping keys) and "tiny" (the same buckets, a few rows each, so a
 task does almost nothing and what is left is overhead). Each is fully compacted from a fresh
 copy by:
+  - single: one process (CompactJob with parallelism 1, in threads);
   - local: CompactJob's process pool, --cores workers;
-  - spark: the Spark executor on one local[--cores] session (started once, timed apart),
+  - spark: the Spark executor on one --master session (default local-cluster[2,1,1024]: two
+    executor JVMs of one core, Python workers on this venv; started once, timed apart),
     first run (cold: Python workers start, the package zip is shipped) then warm runs.
 Prints wall seconds, the sum of the tasks' own durations, and the overhead per task: the extra
 core-seconds a Spark task costs over the local pool, (spark - local) * cores / tasks; and, to
 tell Spark's share from paimond's, what a job of as many no-op Python tasks takes.
 
-    .venv/bin/python bench/compact_spark.py [--rows 1000000] [--buckets 16] [--cores 2]
+Orphans (--orphan-files N, 0 to skip): a small table whose bucket directories also hold N
+unreferenced empty files (made with os.open, aged past the window), made twice; orphan removal
+by one process, then with the Spark executor (listing and deleting in Spark tasks).
+
+    .venv/bin/python bench/compact_spark.py [--rows 1000000] [--buckets 32] [--cores 2]
+        [--master local-cluster[2,1,1024]] [--orphan-files 200000]
 """
 
 from __future__ import annotations
@@ -55,7 +64,8 @@ def generate(warehouse: Path, rows: int, buckets: int, commits: int) -> None:
         commit.close()
 
 
-def compact(source: Path, scratch: Path, cores: int, executor: Any) -> dict[str, float]:
+def compact(source: Path, scratch: Path, cores: int, executor: Any, *, processes: bool = True
+            ) -> dict[str, float]:
     from paimond.clock import Clock
     from paimond.maintenance.compact import CompactJob
     from paimond.table.catalog import open_table
@@ -65,7 +75,7 @@ def compact(source: Path, scratch: Path, cores: int, executor: Any) -> dict[str,
     shutil.copytree(source, scratch)
     warehouse = str(scratch)
     table = open_table(open_storage(warehouse), warehouse, "bench.t")
-    job = CompactJob(table, full=True, parallelism=cores, use_processes=True,
+    job = CompactJob(table, full=True, parallelism=cores, use_processes=processes,
                      clock=Clock(fixed_ms=int(NOW.timestamp() * 1000)), executor=executor)
     started = time.perf_counter()
     summary = job.run()
@@ -73,6 +83,54 @@ def compact(source: Path, scratch: Path, cores: int, executor: Any) -> dict[str,
     assert not summary.failures and summary.snapshot is not None, summary.describe()
     return {"wall_s": wall, "tasks": len(summary.results), "rows": summary.rows_read,
             "task_s": sum(r.duration_s for r in summary.results)}
+
+
+def plant_orphans(warehouse: Path, files: int) -> int:
+    """``files`` empty unreferenced data files spread over the table's bucket directories,
+    everything aged two days; returns how many."""
+    table_root = warehouse / "bench.db" / "t"
+    buckets = sorted(p for p in table_root.glob("bucket-*") if p.is_dir())
+    for i in range(files):
+        os.close(os.open(buckets[i % len(buckets)] / f"data-orphan-{i}.parquet",
+                         os.O_CREAT | os.O_WRONLY, 0o644))
+    old = NOW.timestamp() - 2 * 86_400
+    for path in table_root.rglob("*"):
+        os.utime(path, (old, old))
+    return files
+
+
+def remove_orphans(warehouse: Path, executor: Any) -> dict[str, float]:
+    from paimond.clock import Clock
+    from paimond.maintenance.orphans import OrphanJob
+    from paimond.table.catalog import open_table
+    from paimond.table.storage import open_storage
+
+    table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.t")
+    started = time.perf_counter()
+    result = OrphanJob(table, clock=Clock(fixed_ms=int(NOW.timestamp() * 1000)),
+                       executor=executor).run()
+    return {"wall_s": time.perf_counter() - started, "removed": result.removed.total_files,
+            "examined": result.examined_files}
+
+
+def cluster_session(master: str, cores: int) -> Any:
+    """A Spark session on ``master`` (local-cluster: executors are separate JVMs, their Python
+    this venv's; its workers' directories are temporary, removed at stop)."""
+    if not master.startswith("local-cluster"):
+        from paimond.spark.executor import spark_session
+
+        return spark_session(master, "paimond-bench")
+    from pyspark.find_spark_home import _find_spark_home
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return (SparkSession.builder.master(master).appName("paimond-bench")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+            .config("spark.testing", "true").config("spark.test.home", str(_find_spark_home()))
+            .getOrCreate())
 
 
 def _noop_job_s(spark: Any, tasks: int) -> float:
@@ -94,13 +152,15 @@ def _row(name: str, m: dict[str, float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--buckets", type=int, default=16)
+    parser.add_argument("--buckets", type=int, default=32)
     parser.add_argument("--commits", type=int, default=8)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--warm-runs", type=int, default=3)
+    parser.add_argument("--master", default="local-cluster[2,1,1024]")
+    parser.add_argument("--orphan-files", type=int, default=200_000)
     args = parser.parse_args()
 
-    from paimond.spark.executor import SparkExecutor, spark_session
+    from paimond.spark.executor import SparkExecutor
 
     root = Path(tempfile.mkdtemp(prefix="paimond-bench-spark-"))
     try:
@@ -111,19 +171,21 @@ def main() -> None:
             print(f"{name}: {rows:,} rows in {args.buckets} buckets, {commits} commits "
                   f"(written by pypaimon in {time.perf_counter() - started:.1f} s)")
         started = time.perf_counter()
-        spark = spark_session(f"local[{args.cores}]", "paimond-bench")
+        spark = cluster_session(args.master, args.cores)
         spark.sparkContext.setLogLevel("ERROR")
-        print(f"Spark {spark.version} session local[{args.cores}] started in "
+        print(f"Spark {spark.version} session {args.master} started in "
               f"{time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs, "
               f"load average {os.getloadavg()[0]:.1f}\n")
         executor = SparkExecutor(spark)
         for name in tables:
+            single = compact(root / name, root / "scratch", 1, None, processes=False)
             local = compact(root / name, root / "scratch", args.cores, None)
             cold = compact(root / name, root / "scratch", args.cores, executor)
             warm = [compact(root / name, root / "scratch", args.cores, executor)
                     for _ in range(args.warm_runs)]
             median = {k: statistics.median(w[k] for w in warm) for k in warm[0]}
             print(f"{name}:")
+            print(_row("single", single))
             print(_row("local pool", local))
             print(_row("spark cold", cold))
             print(_row("spark warm", median) + f"   (median of {args.warm_runs})")
@@ -133,7 +195,23 @@ def main() -> None:
             noop = _noop_job_s(spark, int(median["tasks"]))
             print(f"  (a no-op Python job of {median['tasks']:.0f} Spark tasks: {noop:.2f} s, "
                   f"{noop * args.cores / median['tasks'] * 1000:.0f} ms of a core per task)")
+            print(f"  spark warm vs single process: {single['wall_s'] / median['wall_s']:.2f}x, "
+                  f"vs local pool: {local['wall_s'] / median['wall_s']:.2f}x")
             print()
+        if args.orphan_files:
+            runs = {}
+            for label, with_executor in (("single", None), ("spark", executor)):
+                warehouse = root / f"orphans-{label}"
+                generate(warehouse, args.buckets * 100, args.buckets, 2)
+                started = time.perf_counter()
+                plant_orphans(warehouse, args.orphan_files)
+                made = time.perf_counter() - started
+                runs[label] = remove_orphans(warehouse, with_executor)
+                print(f"orphans, {label}: {runs[label]['removed']:,.0f} of "
+                      f"{runs[label]['examined']:,.0f} files removed in "
+                      f"{runs[label]['wall_s']:.2f} s (files made in {made:.1f} s)")
+            print(f"orphan removal, spark vs single process: "
+                  f"{runs['single']['wall_s'] / runs['spark']['wall_s']:.2f}x")
         spark.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
