@@ -50,6 +50,7 @@ class RegenerationMemory:
 
     handled: set[str] = field(default_factory=set)
     headers: dict[str, IndexHeader] = field(default_factory=dict)  # index file path -> head
+    heads: dict[bytes, IndexHeader] = field(default_factory=dict)  # a container's head bytes
     seen_ms: dict[str, int] = field(default_factory=dict)  # DV index file path -> when seen
     # (file schema id, table schema id, file-index options) -> the head the options build
     expected: dict[tuple[int, int, str], IndexHeader] = field(default_factory=dict)
@@ -117,12 +118,23 @@ class IndexStaleness:
         head: set[tuple[str, str]] = set()
         try:
             if meta.embedded_index is not None:
-                head |= _head(meta.embedded_index)
+                head |= self._embedded_head(meta.embedded_index)
             for name in (n for n in meta.extra_files if n.endswith(FILE_INDEX_SUFFIX)):
                 head |= self._file_head(entry, meta, name)
         except (CodecError, MissingFileError):
             return None
         return frozenset(head)
+
+    def _embedded_head(self, container: bytes) -> IndexHeader:
+        """Decoded once per distinct head: many files share one (same columns and types)."""
+        head_bytes = container[:_head_length(container)]
+        cached = self.memory.heads.get(head_bytes)
+        if cached is None:
+            cached = _head(container)
+            if len(self.memory.heads) >= _MAX_CACHED_HEADERS:
+                self.memory.heads.clear()
+            self.memory.heads[head_bytes] = cached
+        return cached
 
     def _file_head(self, entry: ManifestEntry, meta: DataFileMeta, name: str) -> IndexHeader:
         storage = self.table.storage
@@ -136,6 +148,11 @@ class IndexStaleness:
                 self.memory.headers.clear()
             self.memory.headers[path] = cached
         return cached
+
+
+def _head_length(container: bytes) -> int:
+    """The container's head length field (``FileIndexFormat``: after magic and version)."""
+    return int.from_bytes(container[12:16], "big", signed=True) if len(container) >= 16 else 0
 
 
 def _head(container: bytes) -> IndexHeader:
