@@ -28,6 +28,7 @@ from test_rebuild_dv import _layered
 
 from paimond.clock import Clock
 from paimond.config.settings import load_settings
+from paimond.daemon.evaluate import Schedule, Standing, decide
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
@@ -226,3 +227,28 @@ def test_a_lost_vector_file_is_rebuilt_by_the_daemon(tmp_path: Path) -> None:
     assert _finished(registry, "rebuild_dv", live.name) == passes + 1
     assert _gauge(registry, "buckets_missing_vectors", live.name) == 0
     assert read_rows(live.warehouse, live.name).equals(live.expected())
+
+
+def test_regenerating_jobs_are_due_only_with_unsettled_items() -> None:
+    schedules = {"rebuild_dv": Schedule(True, 10), "compact": Schedule(True, 60),
+                 "rewrite_index": Schedule(True, 10)}
+    ran = {job: 1000.0 for job in schedules}
+    quiet = Standing(last_snapshot_id=5, compacted_snapshot_id=5, last_run=ran)
+    assert decide(quiet, 5, 1100.0, schedules).jobs == ("compact",)
+    work = dataclasses.replace(quiet, unsettled={"rebuild_dv": 0, "rewrite_index": 3})
+    assert decide(work, 5, 1005.0, schedules).jobs == ()  # within interval_s
+    assert decide(work, 5, 1010.0, schedules).jobs == ("rewrite_index",)
+    fresh = Standing(unsettled={"rebuild_dv": 2})
+    assert decide(fresh, 1, 0.0, schedules).jobs == ("rebuild_dv", "compact")
+
+
+def test_the_lag_gauge_ages_with_the_clock_between_readings() -> None:
+    clock = SteppingClock()
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, clock)
+    metrics.set_level0_oldest("db.t", clock.local_ms() - 30_000)
+    assert _gauge(registry, "level0_lag_seconds", "db.t") == 30
+    clock.now_ms[0] += 60_000
+    assert _gauge(registry, "level0_lag_seconds", "db.t") == 90
+    metrics.set_level0_oldest("db.t", None)  # compacted: no level-0 file left
+    assert _gauge(registry, "level0_lag_seconds", "db.t") == 0
