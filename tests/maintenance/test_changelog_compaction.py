@@ -303,3 +303,37 @@ def test_orphan_removal_keeps_and_expiry_deletes_changelog_files(tmp_path: Path)
     assert sorted(p.name for p in bucket.glob("changelog-*")) == kept and len(kept) == 1
     assert not OrphanJob(table, later, older_than_ms=later.wall_ms() - 1, force=True).run() \
         .removed.files
+
+
+def test_decoupled_changelog_keeps_compaction_changelog_then_expires_it(tmp_path: Path) -> None:
+    """changelog.num-retained above the snapshot retention: expired COMPACT snapshots live on
+    as long-lived changelogs with their changelog files; expiring those deletes the files."""
+    import dataclasses
+
+    from paimond.maintenance.expire import ExpireJob, ExpireSettings
+
+    warehouse = str(tmp_path)
+    writer = _Writer(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
+        "bucket": "1", "changelog-producer": "lookup", "changelog.num-retained.min": "10"})
+    table = open_table(open_storage(warehouse), warehouse, "db.t")
+    for round_ in range(3):
+        writer.commit([{"k": i, "v": str(round_), "n": i, "rk": "+I"} for i in range(4)])
+        assert CompactJob(table, clock=CLOCK, use_processes=False).run().snapshot is not None
+    bucket = tmp_path / "db.db" / "t" / "bucket-0"
+    files = sorted(p.name for p in bucket.glob("changelog-*"))
+    assert len(files) == 3
+    later = Clock(fixed_ms=4_000_000_000_000)
+    settings = dataclasses.replace(ExpireSettings.of(table.options()), retain_min=1,
+                                   retain_max=1, time_retained_ms=0, max_deletes=1000,
+                                   changelog_retain_max=100)
+    ExpireJob(table, later, settings).run()
+    assert table.snapshots.list_ids() == [6]
+    assert len(list((tmp_path / "db.db" / "t" / "changelog").glob("changelog-*"))) == 5
+    assert sorted(p.name for p in bucket.glob("changelog-*")) == files  # all still named
+    ExpireJob(table, later, dataclasses.replace(settings, changelog_retain_min=1,
+                                                changelog_retain_max=2,
+                                                changelog_time_retained_ms=0)).run()
+    from paimond.maintenance.references import referencing_snapshots, used_files
+    left = sorted(p.name for p in bucket.glob("changelog-*"))
+    assert 1 <= len(left) < 3  # the expired changelogs' files went, the kept ones' stay
+    assert set(left) == set(files) & used_files(table, referencing_snapshots(table)).data
