@@ -1,8 +1,8 @@
 """What the daemon reads of a table besides its status, from the same scan: the items its
 regenerating jobs have (stale file indexes, buckets missing vectors) and the lag and health
 figures (``maintenance/health.py``). Read again at a new snapshot, a new schema (options
-changed: metadata only, one listing of schema/) and every :data:`RECHECK_MS` (a lost DV file
-changes neither)."""
+changed: metadata only, one listing of schema/ at most every minute) and every
+:data:`RECHECK_MS` (a lost DV file changes neither)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from paimond.table.scan import SnapshotFiles
 # the gauge of each regenerating job's unsettled items (daemon/metrics.py)
 NEED_GAUGES = {"rewrite_index": "stale_index_files", "rebuild_dv": "buckets_missing_vectors"}
 RECHECK_MS = EXISTS_RECHECK_MS
+SCHEMA_CHECK_MS = 60_000  # a table's schema/ is listed at most this often (idle cost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +73,16 @@ class Watcher:
     last: Watch = field(default_factory=Watch)
     schema_id: int | None = None
     read_at_ms: int | None = None
+    schema_checked_ms: int | None = None
 
     def due(self, table: Table, now_ms: int) -> bool:
-        """Whether to read again although no snapshot came: options changed, or it is time."""
+        """Whether to read again although no snapshot came: options changed (looked for at
+        most every :data:`SCHEMA_CHECK_MS`), or it is time."""
         if self.read_at_ms is None or now_ms - self.read_at_ms >= RECHECK_MS:
             return True
+        if self.schema_checked_ms is not None and now_ms - self.schema_checked_ms < SCHEMA_CHECK_MS:
+            return False
+        self.schema_checked_ms = now_ms
         ids = table.schema_ids()
         return bool(ids) and ids[-1] != self.schema_id
 
@@ -86,6 +92,7 @@ class Watcher:
         status = table_status(table, verify_files=False, parallelism=4, on_files=files.append)
         self.last = watch(table, status, files[0] if files else None, self.memory, now_ms)
         self.schema_id, self.read_at_ms = status.schema_id, now_ms
+        self.schema_checked_ms = now_ms
         return status
 
     def unsettled(self) -> dict[str, int]:
