@@ -19,7 +19,7 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -291,6 +291,10 @@ class RecordingStorage:
 
     def delete(self, path: str) -> bool:
         return self._inner.delete(path)
+
+    def delete_many(self, paths: Sequence[str],
+                    on_deleted: Callable[[str], object] | None = None) -> None:
+        self._inner.delete_many(paths, on_deleted)
 
     def delete_dir_if_empty(self, path: str) -> bool:
         return self._inner.delete_dir_if_empty(path)

@@ -187,6 +187,11 @@ class _Recording:
         self.log.append(("delete", path))
         return bool(self._inner.delete(path))
 
+    def delete_many(self, paths: Any, on_deleted: Any = None) -> None:
+        for path in paths:
+            self.log.append(("delete", path))
+            self._inner.delete_many([path], on_deleted)
+
     def write_bytes(self, path: str, data: bytes) -> None:
         self.log.append(("write", path))
         self._inner.write_bytes(path, data)

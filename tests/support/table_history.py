@@ -80,6 +80,12 @@ class CrashAfterDeletes:
                 raise CrashAfterDeletes.Crash(path)
         return done
 
+    def delete_many(self, paths: Any, on_deleted: Any = None) -> None:
+        """One by one, so the crash comes right after the ``limit``-th file that was there."""
+        for path in paths:
+            if self.delete(path) and on_deleted is not None:
+                on_deleted(path)
+
 
 def references(table: Table, snapshot: Snapshot) -> tuple[set[str], set[str]]:
     """(metadata file names, data file paths) that ``snapshot`` needs: its manifest lists,

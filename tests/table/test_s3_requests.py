@@ -104,3 +104,20 @@ def test_discovery_lists_no_excluded_table(endpoint: CountingEndpoint,
     assert [t.name for t in tables] == ["db.t"]
     assert not [r for r in requests if "skipped" in r.key]
     assert kinds(requests) == {"LIST": 3}  # warehouse, db.db/, db.db/t/
+
+
+def test_deletes_go_in_batches_without_asking_first(endpoint: CountingEndpoint, warehouse: Storage,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from paimond.table import storage as storage_module
+
+    assert storage_module._DELETE_BATCH == 1000  # S3's limit per DeleteObjects
+    monkeypatch.setattr(storage_module, "_DELETE_BATCH", 3)  # 7 keys: 3 requests
+    paths = [warehouse.join("scratch", f"f{i}") for i in range(6)]
+    endpoint.fs.pipe({p.replace("s3://", ""): b"x" for p in paths})
+    absent = warehouse.join("scratch", "absent")
+    seen: list[str] = []
+    with endpoint.log.counting() as requests:
+        warehouse.delete_many([*paths, absent], seen.append)
+    assert kinds(requests) == {"BATCH-DELETE": 3}  # no HEAD before, no error for the absent
+    assert seen == [*paths, absent]
+    assert warehouse.list_dir(warehouse.join("scratch")) == []
