@@ -197,6 +197,12 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    (COMPACT,), "implemented",
                    "equal before/after values give no -U/+U; changelog files get "
                    "changelog-file.prefix, .format, .compression, .stats-mode"),
+    SemanticOption("lookup-compact, lookup-compact.max-interval, changelog-producer.lookup-wait",
+                   (COMPACT,), "implemented",
+                   "tables that look level-0 keys up (lookup changelog, deletion vectors, "
+                   "first-row) push level 0 up at every compaction (radical) or within the "
+                   "interval (gentle); lookup-wait is a writer's wait for it, the daemon counts "
+                   "changelog latency instead"),
     SemanticOption("changelog.num-retained.min/max, changelog.time-retained (above the "
                    "snapshot settings: decoupled changelog), consumer.changelog-only", (EXPIRE,),
                    "implemented", "expire keeps expired snapshots as long-lived changelogs, "
