@@ -26,6 +26,7 @@ from pypaimon_tables import _Model, _Writer, catalog_for
 
 from paimond.clock import Clock
 from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.execution import LookupCacheSettings
 from paimond.table.catalog import open_table
 from paimond.table.scan import scan_snapshot
 from paimond.table.storage import open_storage
@@ -47,6 +48,7 @@ class Case:
     full: bool = False  # compact fully each time (full-compaction producer)
     keys: int = 24
     buckets: int = 1
+    cache: bool = False  # look level-0 keys up through the key-lookup cache
 
 
 _KV = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string()),
@@ -64,6 +66,8 @@ def _counts(rng: random.Random) -> Row:
 
 CASES = [
     Case("dedup", {"changelog-producer": "lookup"}, _KV, _small, retract=True),
+    Case("dedup_cached", {"changelog-producer": "lookup"}, _KV, _small, retract=True,
+         cache=True),
     Case("dedup_row_dedupe", {"changelog-producer": "lookup",
                               "changelog-producer.row-deduplicate": "true",
                               "changelog-producer.row-deduplicate-ignore-fields": "rk"},
@@ -80,7 +84,7 @@ CASES = [
     Case("partial_update_dv_two_buckets", {"changelog-producer": "lookup",
                                            "merge-engine": "partial-update",
                                            "deletion-vectors.enabled": "true"},
-         _KV, _small, buckets=2),
+         _KV, _small, buckets=2, cache=True),
     Case("full_compaction", {"changelog-producer": "full-compaction"}, _KV, _small,
          retract=True, full=True),
     Case("full_compaction_row_dedupe", {"changelog-producer": "full-compaction",
@@ -177,17 +181,20 @@ def test_changelog_matches_model_and_readers(case: Case, tmp_path: Path,
     before: dict[Any, Row] = {}
     touched: set[Any] = set()
     replayed: dict[Any, Row] = {}
-    compactions = looked_up = 0
+    compactions = looked_up = cached = 0
     for commit in range(7):
         rows, keys = _changes(rng, model, rng.randint(4, 16), case)
         writer.commit(rows)
         touched |= keys
         if commit % 3 == 1:
             continue  # level 0 piles up: one compaction covers two commits
-        summary = CompactJob(table, full=case.full, clock=CLOCK, use_processes=False).run()
+        cache = LookupCacheSettings(str(tmp_path / "cache")) if case.cache else None
+        summary = CompactJob(table, full=case.full, clock=CLOCK, use_processes=False,
+                             lookup_cache=cache).run()
         assert summary.snapshot is not None
         snapshot = summary.snapshot
         looked_up += sum(len(r.task.lookup_files) for r in summary.results)
+        cached += sum(r.cache_hits + r.cache_misses for r in summary.results)
         after = {k: dict(r) for k, r in model.state.items()}
         expected = _expected(case, before, after, touched)
         got = _pypaimon_changelog(writer.table, snapshot.id)
@@ -219,6 +226,7 @@ def test_changelog_matches_model_and_readers(case: Case, tmp_path: Path,
     state = pa.Table.from_pylist(list(model.state.values()), schema=writer.read_schema)
     assert sorted(rows) == sorted(canonical_rows(state))
     assert case.full or looked_up  # level-0 keys were looked up in files above the output
+    assert bool(cached) == case.cache
 
 
 def test_changelog_files_named_and_registered(tmp_path: Path) -> None:
