@@ -52,8 +52,8 @@ def _time(millis: int | None) -> str:
 
 
 def _runs(bucket: BucketStatus, status: TableStatus) -> str:
-    if not status.primary_keys:
-        return "-"  # append tables have no LSM sorted runs
+    if not status.primary_keys:  # append tables have no LSM sorted runs: their small files
+        return str(bucket.small_files)
     text = f"{bucket.sorted_runs}/{status.compaction_trigger}"
     if status.stop_trigger is not None and bucket.sorted_runs >= status.stop_trigger:
         return text + " STOP"
@@ -120,11 +120,15 @@ def render_text(status: TableStatus) -> str:
     if status.primary_keys:
         lines.append(f"  sorted runs against compaction trigger {status.compaction_trigger}, "
                      f"stop trigger {status.stop_trigger}:")
-    rows = [["partition", "bucket", "runs", "files", "size", "dv files", "levels"]]
+    rows = [["partition", "bucket", "runs" if status.primary_keys else "small files", "files",
+             "size", "dv files", "levels"]]
     for bucket in status.buckets:
+        dv_files = str(bucket.files_with_dv)
+        if bucket.dv_deleted_rows:
+            dv_files += f" ({bucket.deleted_ratio:.1%} rows deleted)"
         rows.append([bucket.partition or "-", str(bucket.bucket), _runs(bucket, status),
-                     str(bucket.files), format_bytes(bucket.size_bytes),
-                     str(bucket.files_with_dv), _levels(bucket)])
+                     str(bucket.files), format_bytes(bucket.size_bytes), dv_files,
+                     _levels(bucket)])
     if len(rows) == 1:
         rows.append(["(no live files)", "", "", "", "", "", ""])
     lines.extend(_table(rows))

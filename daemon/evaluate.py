@@ -109,6 +109,21 @@ def changelog_urgency(pending_local_ms: int | None, now_local_ms: int) -> float:
     return max(0.0, (now_local_ms - pending_local_ms) / 1000) / CHANGELOG_LATENCY_AT_STOP_S
 
 
+# An append table's partition (bucket) with this many small files, or this share of its rows
+# deleted by vectors, is as urgent as a primary-key bucket at its stop trigger.
+APPEND_SMALL_FILES_AT_STOP = 50
+APPEND_DELETED_RATIO_AT_STOP = 0.5
+
+
+def append_urgency(status: TableStatus) -> float:
+    """An append table's urgency: its worst partition's small files (Java's coordinator
+    compacts those) plus its worst bucket's share of deleted rows (files past
+    ``compaction.delete-ratio-threshold`` are rewritten)."""
+    small = max((b.small_files for b in status.buckets), default=0)
+    deleted = max((b.deleted_ratio for b in status.buckets), default=0.0)
+    return small / APPEND_SMALL_FILES_AT_STOP + deleted / APPEND_DELETED_RATIO_AT_STOP
+
+
 def health(status: TableStatus) -> Health | None:
     """The table's health figures, or None when its status could not be read."""
     if status.error is not None:
@@ -123,5 +138,9 @@ def health(status: TableStatus) -> Health | None:
         "level0_files": level0, "max_sorted_runs": runs, "compaction_trigger": trigger,
         "stop_trigger": stop, "compaction_debt_bytes": debt, "snapshots": status.snapshot_count,
         "manifest_files": (manifests.base_files + manifests.delta_files) if manifests else 0,
-        "dv_cardinality": sum(b.dv_deleted_rows for b in status.buckets)}
+        "dv_cardinality": sum(b.dv_deleted_rows for b in status.buckets),
+        "deleted_row_ratio": (sum(b.dv_deleted_rows for b in status.buckets)
+                              / max(1, sum(b.rows for b in status.buckets)))}
+    if not status.primary_keys:  # append: every file is a level-0 run; small files matter
+        return Health(gauges, append_urgency(status))
     return Health(gauges, runs / stop + debt / 1e12)

@@ -69,6 +69,7 @@ class Metrics:
             "snapshots": "Snapshots retained",
             "manifest_files": "Manifest files of the latest snapshot",
             "dv_cardinality": "Rows deleted by deletion vectors",
+            "deleted_row_ratio": "Rows deleted by deletion vectors among the live files' rows",
             "small_files": "Data files under the compaction file size, beyond one per bucket",
             "health": "Health figure, 100 (healthy) to 0: sorted runs vs stop trigger, small "
                       "files, snapshots, manifests (maintenance/health.py)",

@@ -38,10 +38,20 @@ class BucketStatus:
     sorted_runs: int
     files_with_dv: int
     dv_deleted_rows: int
+    small_files: int = 0  # under the compaction file size (append compaction's candidates)
 
     @property
     def files(self) -> int:
         return sum(level.files for level in self.levels)
+
+    @property
+    def rows(self) -> int:
+        return sum(level.rows for level in self.levels)
+
+    @property
+    def deleted_ratio(self) -> float:
+        """Rows deleted by vectors among the bucket's rows."""
+        return self.dv_deleted_rows / self.rows if self.rows else 0.0
 
     @property
     def size_bytes(self) -> int:
@@ -93,6 +103,7 @@ class TableStatus:
         for bucket, source in zip(out["buckets"], self.buckets, strict=True):
             bucket["files"] = source.files
             bucket["size_bytes"] = source.size_bytes
+            bucket["deleted_ratio"] = round(source.deleted_ratio, 6)
             bucket["needs_compaction"] = (bool(self.primary_keys)
                                           and self.compaction_trigger is not None
                                           and source.sorted_runs > self.compaction_trigger)
@@ -100,19 +111,20 @@ class TableStatus:
 
 
 def _bucket_status(schema: TableSchema, bucket: BucketFiles,
-                   dv_cardinality: dict[str, int]) -> BucketStatus:
+                   dv_cardinality: dict[str, int], small_size_bytes: int) -> BucketStatus:
     levels = []
-    files_with_dv = deleted = 0
+    files_with_dv = deleted = small = 0
     for level in sorted(bucket.levels):
         files = bucket.levels[level]
         levels.append(LevelStatus(level, len(files), sum(f.meta.file_size for f in files),
                                   sum(f.meta.row_count for f in files)))
         for live in files:
+            small += live.meta.file_size < small_size_bytes
             if live.meta.file_name in dv_cardinality:
                 files_with_dv += 1
                 deleted += dv_cardinality[live.meta.file_name]
     return BucketStatus(partition_text(schema, bucket.partition), bucket.bucket,
-                        tuple(levels), bucket.sorted_run_count(), files_with_dv, deleted)
+                        tuple(levels), bucket.sorted_run_count(), files_with_dv, deleted, small)
 
 
 def _dv_cardinality_by_bucket(files: SnapshotFiles) -> dict[tuple[bytes, int], dict[str, int]]:
@@ -191,7 +203,7 @@ def _table_status(table: Table, verify_files: bool, parallelism: int,
                 if e.index_file.index_type in (INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH)),
     )
     dvs = _dv_cardinality_by_bucket(files)
-    buckets = tuple(_bucket_status(schema, b, dvs.get(key, {}))
+    buckets = tuple(_bucket_status(schema, b, dvs.get(key, {}), options.compaction_file_size_bytes)
                     for key, b in files.buckets().items())
     return replace(status, manifests=manifests, buckets=buckets,
                     latest_commit_kind=latest.commit_kind, latest_time_millis=latest.time_millis,

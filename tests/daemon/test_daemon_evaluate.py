@@ -60,7 +60,8 @@ def _bucket(bucket: int, runs: int, level0: int, size: int, dv_rows: int = 0) ->
 
 
 def test_health_figures_and_urgency() -> None:
-    status = TableStatus("db.t", "/wh/db.db/t", compaction_trigger=5, stop_trigger=10,
+    status = TableStatus("db.t", "/wh/db.db/t", primary_keys=("k",), compaction_trigger=5,
+                         stop_trigger=10,
                          snapshot_count=7, buckets=(_bucket(0, 8, 7, 1000, dv_rows=3),
                                                     _bucket(1, 2, 1, 500)),
                          manifests=ManifestStatus(2, 0, 3, 0, Counter()))
@@ -68,9 +69,11 @@ def test_health_figures_and_urgency() -> None:
     assert figures is not None
     assert figures.gauges == {"level0_files": 8, "max_sorted_runs": 8, "compaction_trigger": 5,
                               "stop_trigger": 10, "compaction_debt_bytes": 1000, "snapshots": 7,
-                              "manifest_files": 5, "dv_cardinality": 3}
+                              "manifest_files": 5, "dv_cardinality": 3,
+                              "deleted_row_ratio": 3 / 40}
     assert figures.urgency == 8 / 10 + 1000 / 1e12
-    calmer = health(TableStatus("db.u", "/wh/db.db/u", compaction_trigger=5, stop_trigger=10,
+    calmer = health(TableStatus("db.u", "/wh/db.db/u", primary_keys=("k",), compaction_trigger=5,
+                                stop_trigger=10,
                                 buckets=(_bucket(0, 3, 2, 10**9),)))
     assert calmer is not None and calmer.urgency < figures.urgency
     assert calmer.gauges["compaction_debt_bytes"] == 0 and calmer.gauges["manifest_files"] == 0
@@ -80,3 +83,26 @@ def test_an_unreadable_status_has_no_health() -> None:
     assert health(TableStatus("db.t", "/wh", error="CorruptFileError: x")) is None
     empty = health(TableStatus("db.t", "/wh"))
     assert empty is not None and empty.urgency == 0 and empty.gauges["max_sorted_runs"] == 0
+
+
+def test_append_urgency_counts_small_files_and_deleted_rows() -> None:
+    """Append tables: a partition's small files and a bucket's deleted share, not its runs
+    (every append file is a level-0 run), make the urgency."""
+    def append(small: int, files: int, rows: int, deleted: int = 0) -> BucketStatus:
+        return BucketStatus("p=1", 0, (LevelStatus(0, files, 10, rows),), files, 0, deleted,
+                            small)
+
+    def urgency(*buckets: BucketStatus, primary_keys: tuple[str, ...] = ()) -> float:
+        figures = health(TableStatus("db.a", "/wh", primary_keys=primary_keys, stop_trigger=10,
+                                     buckets=buckets))
+        assert figures is not None
+        return figures.urgency
+
+    assert urgency(append(0, 400, 10**6)) == 0  # many large files: nothing to compact
+    assert urgency(append(50, 60, 100), append(3, 3, 100)) == 1.0 == urgency(
+        _bucket(0, 10, 10, 0), primary_keys=("k",))  # as a primary-key bucket at its stop
+    assert urgency(append(0, 5, 100, deleted=50)) == 1.0
+    assert urgency(append(10, 12, 100, deleted=10)) == 10 / 50 + 0.1 / 0.5
+    figures = health(TableStatus("db.a", "/wh", buckets=(append(1, 2, 300, deleted=30),
+                                                         append(0, 1, 100))))
+    assert figures is not None and figures.gauges["deleted_row_ratio"] == 30 / 400

@@ -55,7 +55,7 @@ GAUGES = {
     "paimond_seconds_since_last_success", "paimond_up", "paimond_table_small_files",
     "paimond_table_health", "paimond_table_stale_index_files",
     "paimond_table_buckets_missing_vectors", "paimond_table_level0_lag_seconds",
-    "paimond_table_changelog_latency_seconds",
+    "paimond_table_changelog_latency_seconds", "paimond_table_deleted_row_ratio",
 }
 METRICS = COUNTERS | HISTOGRAMS | GAUGES
 SERIES = METRICS | {h + suffix for h in HISTOGRAMS for suffix in ("_bucket", "_sum", "_count")}
