@@ -35,9 +35,12 @@ def _count(endpoint: CountingEndpoint, action: Callable[[], Any]) -> list[Reques
     return list(requests)
 
 
-def _line(name: str, requests: list[Request], goal: str) -> None:
-    detail = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds(requests).items()))
-    print(f"{name:<44} {len(requests):>5}  goal {goal:<14} ({detail})")
+def _line(name: str, requests: list[Request], goal: str, per: int = 1) -> None:
+    detail = ", ".join(f"{kind} {n / per:.3g}" for kind, n in sorted(kinds(requests).items()))
+    outside = [r for r in requests if "/manifest/" not in r.key]
+    manifests = f"; {len(outside) / per:.3g} besides manifests" if len(outside) < len(requests) \
+        else ""
+    print(f"{name:<48} {len(requests) / per:>6.3g}  goal {goal:<8} ({detail}{manifests})")
 
 
 def main() -> None:
@@ -49,7 +52,7 @@ def main() -> None:
     from paimond.clock import SYSTEM_CLOCK
     from paimond.maintenance.jobs import JOBS, JobContext
     from paimond.maintenance.status import table_status
-    from paimond.table.catalog import list_tables, open_table
+    from paimond.table.catalog import WATCH_FULL_CHECK_EVERY, list_tables, open_table
     from paimond.table.storage import open_storage
 
     with tempfile.TemporaryDirectory(prefix="paimond-s3req-") as scratch, \
@@ -68,21 +71,37 @@ def main() -> None:
             spec.run(open_table(storage, storage.root, "db.t"), spec.settings(**settings),
                      JobContext(SYSTEM_CLOCK))
 
-        results["idle check: latest snapshot id"] = _count(
+        results["latest snapshot id (Java's hint check)"] = _count(
             endpoint, lambda: table.snapshots.latest_id())
+        watched = list_tables(storage, storage.root)[0]
+        checks = WATCH_FULL_CHECK_EVERY
+        results[f"idle daemon check, per check ({checks} checks)"] = _count(
+            endpoint, lambda: [watched.watched_latest_id() for _ in range(checks)])
         results["discovery (list tables)"] = _count(
             endpoint, lambda: list_tables(storage, storage.root))
-        results["status (--no-verify)"] = _count(
-            endpoint, lambda: table_status(open_table(storage, storage.root, "db.t"),
-                                           verify_files=False))
+        listed = list_tables(storage, storage.root)[0]  # as `paimond status WAREHOUSE` does
+        results["status of a listed table (--no-verify)"] = _count(
+            endpoint, lambda: table_status(listed, verify_files=False))
         results["merge-manifests"] = _count(endpoint, lambda: run("merge_manifests"))
         results["expire-snapshots (retain 5)"] = _count(
             endpoint, lambda: run("expire", retain_max=5, retain_min=1))
-        goals = {"idle check: latest snapshot id": "1", "status (--no-verify)": "<= 5",
+        from paimond.daemon.lease import Leases
+
+        leases = Leases(storage, storage.root, "bench", 600.0, lambda: 1000.0)
+        runs = 20
+        results[f"lease: {runs} table runs (3 jobs each), per run"] = _count(
+            endpoint, lambda: [(leases.acquire("db.t"), leases.renew("db.t"), leases.renew("db.t"),
+                                leases.renew("db.t"), leases.release("db.t"))
+                               for _ in range(runs)])
+        goals = {"latest snapshot id (Java's hint check)": "-",
+                 f"idle daemon check, per check ({checks} checks)": "1",
+                 "status of a listed table (--no-verify)": "<= 5",
                  "discovery (list tables)": "-", "merge-manifests": "-",
-                 "expire-snapshots (retain 5)": "batched"}
+                 "expire-snapshots (retain 5)": "batched",
+                 f"lease: {runs} table runs (3 jobs each), per run": "<= 3"}
         for name, requests in results.items():
-            _line(name, requests, goals[name])
+            per = runs if name.startswith("lease") else checks if name.startswith("idle") else 1
+            _line(name, requests, goals[name], per)
             if args.verbose:
                 for r in requests:
                     print(f"    {r.kind:<12} {r.key} {r.query}")

@@ -74,6 +74,7 @@ def test_an_earlier_incarnation_with_our_pid_or_on_another_host(tmp_path: Path) 
         path.write_text(json.dumps(raw | {"incarnation": "killed", "host": host,
                                           "pid": raw["pid"] if pid is None else pid}))
         restarted = Leases(storage, storage.root, "paimond-0", TTL_S, lambda: now[0])
+        now[0] += TTL_S / 2 + 1  # a renewal reads the lease again once half its TTL is gone
         assert not holder.renew("db.t")
         assert not Leases(storage, storage.root, "paimond-1", TTL_S, lambda: now[0]).acquire("db.t")
         assert restarted.acquire("db.t")

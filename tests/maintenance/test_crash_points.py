@@ -436,16 +436,19 @@ from paimond.daemon.lease import Leases
 from paimond.table.storage import open_storage
 
 warehouse = sys.argv[1]
-for epoch_clock in (0.0, 1.0, 2.0):
-    leases = Leases(open_storage(warehouse), warehouse, "a", 60.0, lambda: epoch_clock)
-    assert leases.acquire("db.t") and leases.renew("db.t")
+for cycle in range(6):  # enough epochs for one batched cleanup of the old ones
+    now = [cycle * 10.0]
+    leases = Leases(open_storage(warehouse), warehouse, "a", 60.0, lambda: now[0])
+    assert leases.acquire("db.t")
+    now[0] += 31  # past half the TTL: the renewal writes the next epoch
+    assert leases.renew("db.t")
     leases.release("db.t")
 """
 
 
 @pytest.mark.crash_campaign
 def test_a_crash_while_taking_a_lease_leaves_it_to_be_taken(tmp_path: Path) -> None:
-    """Acquire, renew, release (three times: old epochs get deleted): killed at any step,
+    """Acquire, renew, release (six times: old epochs get deleted): killed at any step,
     the lease still reads, its owner takes it again, and another owner once it expired."""
     job = Job("lease", "db.t", tmp_path / "unused", driver=LEASE_DRIVER)
     trace = tmp_path / "trace.txt"
