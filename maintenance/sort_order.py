@@ -12,18 +12,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimond.errors import UnsupportedError
 from paimond.format.sort_keys import hilbert_key, sortable, zorder_key
 from paimond.format.types import (
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
     DataField,
     DataType,
     DateType,
+    DoubleType,
+    FloatType,
+    IntType,
     LocalZonedTimestampType,
+    SmallIntType,
     TimestampType,
     TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
 )
 
 STRATEGIES = ("order", "zorder", "hilbert")
@@ -70,6 +82,11 @@ def sort_indices(table: pa.Table, fields: Sequence[DataField], strategy: str,
     if strategy == "order":
         return pc.sort_indices(table, sort_keys=[(c, "ascending") for c in columns],
                                null_placement="at_start")
+    if strategy == "zorder":
+        words = zorder_words(table, fields, columns, var_type_size)
+        if words is not None:  # np.lexsort: stable, its last key the most significant
+            order = np.lexsort([words[:, i] for i in reversed(range(words.shape[1]))])
+            return pa.array(order, pa.uint64())
     by_name = {f.name: f for f in fields}
     types = [by_name[c].type for c in columns]
     values = [_python_values(table.column(c), t) for c, t in zip(columns, types, strict=True)]
@@ -82,3 +99,61 @@ def sort_indices(table: pa.Table, fields: Sequence[DataField], strategy: str,
             return hilbert_key(row, types)
     keys = pa.array([key(row) for row in zip(*values, strict=True)], pa.binary())
     return pc.sort_indices(pa.table({"key": keys}), sort_keys=[("key", "ascending")])
+
+
+_SIGN = np.uint64(1 << 63)
+_FIXED = (TinyIntType, SmallIntType, IntType, BigIntType, DateType, TimeType, TimestampType,
+          LocalZonedTimestampType, FloatType, DoubleType, BooleanType)
+
+
+def _ordered_words(array: pa.ChunkedArray, data_type: DataType) -> np.ndarray:
+    """A fixed-width column's z-order bytes (``zorder_column_bytes``) as big-endian uint64
+    words, vectorized; nulls are zero."""
+    valid = np.asarray(pc.is_valid(array).to_numpy(zero_copy_only=False), dtype=bool)
+    if isinstance(data_type, BooleanType):
+        flags = np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), dtype=bool)
+        words = np.where(flags, np.uint64(0x81 << 56), np.uint64(0))
+    elif isinstance(data_type, (FloatType, DoubleType)):
+        values = pc.fill_null(pc.cast(array, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+        bits = np.asarray(values, dtype=np.float64).view(np.int64)
+        words = (bits ^ ((bits >> 31) | np.int64(-(1 << 63)))).view(np.uint64)
+    else:
+        values = np.array([0 if v is None else v for v in _python_values(array, data_type)],
+                          dtype=np.int64) if isinstance(
+            data_type, (DateType, TimeType, TimestampType, LocalZonedTimestampType)) else np.asarray(
+            pc.fill_null(pc.cast(array, pa.int64()), 0).to_numpy(zero_copy_only=False),
+            dtype=np.int64)
+        words = values.view(np.uint64) ^ _SIGN
+    return np.where(valid, words, np.uint64(0))
+
+
+def _var_words(array: pa.ChunkedArray) -> np.ndarray:
+    """A character or binary column's first 8 bytes, zero-filled, as big-endian words."""
+    raw = b"".join(b"\x00" * 8 if v is None else
+                   (v.encode() if isinstance(v, str) else bytes(v))[:8].ljust(8, b"\x00")
+                   for v in array.to_pylist())
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+
+
+def zorder_words(table: pa.Table, fields: Sequence[DataField], columns: Sequence[str],
+                 var_type_size: int = 8) -> np.ndarray | None:
+    """Every row's z-order key as rows of big-endian uint64 words (Java's bytes), vectorized
+    when each column contributes 8 bytes; None otherwise (decimals, other var sizes)."""
+    by_name = {f.name: f for f in fields}
+    words = []
+    for name in columns:
+        data_type = by_name[name].type
+        if isinstance(data_type, _FIXED):
+            words.append(_ordered_words(table.column(name), data_type))
+        elif isinstance(data_type, (CharType, VarCharType, BinaryType, VarBinaryType)) \
+                and var_type_size == 8:
+            words.append(_var_words(table.column(name)))
+        else:
+            return None
+    count = len(words)
+    out = np.zeros((table.num_rows, count), dtype=np.uint64)
+    one = np.uint64(1)
+    for bit in range(64 * count):  # bit of the key, from the most significant
+        source = (words[bit % count] >> np.uint64(63 - bit // count)) & one
+        out[:, bit // 64] |= source << np.uint64(63 - bit % 64)
+    return out
