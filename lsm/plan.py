@@ -75,7 +75,8 @@ def plan_bucket(bucket: BucketSnapshot, table: TaskTable, compaction: Compaction
         return None, state
     # Readers of DV and first-row tables skip level 0: its keys are looked up above.
     producer = table.options.changelog_producer
-    looks_up = dv or table.options.merge_engine == "first-row" or producer == "lookup"
+    # first-row, lookup changelog, deletion vectors, force-lookup (Java needLookup)
+    looks_up = compaction.needs_lookup
     picked = {f.file_name for f in unit.files}
     lookup = tuple(entries[f.file_name] for f in levels.files_above(unit.output_level)
                    if f.file_name not in picked) if looks_up else ()

@@ -126,11 +126,12 @@ class _BucketRewrite:
         self.rows_expired = 0
         # Only deduplicate without a sequence field can ignore the superseded values.
         self.merges_superseded = not (config.engine == "deduplicate" and not config.sequence_fields)
-        self.lookup_changelog = task.changelog_producer == LOOKUP
+        # Java LookupMergeFunction: level-0 keys merged with their lowest higher version
+        self.lookup_merge = self.changelog_mode is not None and self.changelog_mode.kind == LOOKUP
         self.lookup_cache = lookup_cache
         self.level0 = Level0Lookup(
             self.key_columns, self.schema.key_type.field_types, self._key_schema(), self.dvs,
-            self.merges_superseded or self.lookup_changelog, first_row=self.first_row,
+            self.merges_superseded or self.lookup_merge, first_row=self.first_row,
             level_column=LEVEL_COLUMN if self.changelog_mode is not None else None)
         self.changelog_writer: RollingDataFileWriter | None = None
         self.changelog_added: list[ManifestEntry] = []
@@ -148,6 +149,8 @@ class _BucketRewrite:
         if task.changelog_producer == FULL and task.output_level == task.max_level:
             return ChangelogMode(FULL, task.max_level, compared), True
         if task.changelog_producer != LOOKUP:
+            if options.force_lookup and config.engine != "first-row":  # merged alike, no changelog
+                return ChangelogMode(LOOKUP, task.max_level), False
             return None, False
         produce = task.output_level > 0 and any(e.file.level == 0 for e in task.inputs)
         if config.engine == "first-row":
@@ -221,7 +224,7 @@ class _BucketRewrite:
             return
         sections = partition_intervals([e.file for e in self.task.inputs],
                                        self.schema.key_type.field_types)
-        if (self.dvs is not None or self.first_row or self.lookup_changelog) \
+        if (self.dvs is not None or self.first_row or self.lookup_merge) \
                 and self.task.output_level != 0:
             self._look_up_level0_keys(sections)
         candidate: list[Section] = []
@@ -272,7 +275,7 @@ class _BucketRewrite:
             return False
         if self.first_row:
             return True  # Java FirstRowMergeTreeCompactRewriter: level 0 always rewritten
-        if self.dvs is None and not self.lookup_changelog:
+        if self.dvs is None and not self.lookup_merge:
             return False
         if file_format_for_level(self.options, 0) != file_format_for_level(self.options, output):
             return True

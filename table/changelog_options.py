@@ -23,6 +23,7 @@ class ChangelogOptions:
     producer: str | None  # lookup, full-compaction, or None (compaction writes none)
     row_deduplicate: bool
     ignore_fields: tuple[str, ...]
+    force_lookup: bool = False  # force-lookup: merged as lookup tables are, without changelog
 
     @classmethod
     def of(cls, options: TableOptions) -> ChangelogOptions:
@@ -31,7 +32,8 @@ class ChangelogOptions:
         return cls(producer if producer in PRODUCERS else None,
                    (options.raw.get("changelog-producer.row-deduplicate") or "false")
                    .strip().lower() == "true",
-                   tuple(ignore.split(",")) if ignore else ())
+                   tuple(ignore.split(",")) if ignore else (),
+                   (options.raw.get("force-lookup") or "false").strip().lower() == "true")
 
     def compared_columns(self, schema: TableSchema) -> tuple[str, ...] | None:
         """The value columns row-deduplicate compares (None: it is off). Java splits the

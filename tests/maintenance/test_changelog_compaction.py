@@ -345,3 +345,41 @@ def test_decoupled_changelog_keeps_compaction_changelog_then_expires_it(tmp_path
     left = sorted(p.name for p in bucket.glob("changelog-*"))
     assert 1 <= len(left) < 3  # the expired changelogs' files went, the kept ones' stay
     assert set(left) == set(files) & used_files(table, referencing_snapshots(table)).data
+
+
+def test_force_lookup_merges_as_a_lookup_table(tmp_path: Path) -> None:
+    """``force-lookup=true`` (no changelog, no vectors): Java reads such a table as its
+    ``LookupMergeFunction`` merges, each key from the lowest level holding it, so compaction
+    must merge level-0 versions with that version (a sum would else lose the older total).
+    The table is read here as Java would: files listed from the manifests, decoded with
+    pyarrow, each key's row taken from its lowest level."""
+    import pyarrow.parquet as pq
+
+    warehouse = str(tmp_path)
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("n", pa.int64())])
+    writer = _Writer(catalog_for(warehouse), "db.t", schema, primary_keys=["k"], options={
+        "bucket": "1", "merge-engine": "aggregation", "fields.n.aggregate-function": "sum",
+        "force-lookup": "true", "file.format": "parquet"})
+    table = open_table(open_storage(warehouse), warehouse, "db.t")
+    rng = random.Random(7)
+    totals: dict[int, int] = {}
+    for _ in range(5):
+        rows = [{"k": rng.randrange(12), "n": rng.randint(1, 9)} for _ in range(10)]
+        for row in rows:
+            totals[row["k"]] = totals.get(row["k"], 0) + row["n"]
+        writer.commit(rows)
+        summary = CompactJob(table, clock=CLOCK, use_processes=False).run()
+        assert summary.snapshot is not None
+        assert not summary.results[0].changelog  # no changelog producer
+    latest = table.snapshots.latest()
+    assert latest is not None
+    files = scan_snapshot(table, latest).files
+    assert len({f.entry.file.level for f in files}) > 1  # stale versions in deeper levels
+    lowest: dict[int, tuple[int, int]] = {}
+    for f in files:
+        path = tmp_path / "db.db" / "t" / "bucket-0" / f.entry.file.file_name
+        for row in pq.read_table(path).to_pylist():
+            level = f.entry.file.level
+            if row["k"] not in lowest or level < lowest[row["k"]][0]:
+                lowest[row["k"]] = (level, row["n"])
+    assert {k: n for k, (_, n) in lowest.items()} == totals
