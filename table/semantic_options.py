@@ -203,6 +203,9 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "first-row) push level 0 up at every compaction (radical) or within the "
                    "interval (gentle); lookup-wait is a writer's wait for it, the daemon counts "
                    "changelog latency instead"),
+    SemanticOption("force-lookup", (COMPACT,), "implemented",
+                   "level-0 keys merged with their lowest higher version (Java "
+                   "LookupMergeFunction, as readers merge such a table), no changelog"),
     SemanticOption("changelog.num-retained.min/max, changelog.time-retained (above the "
                    "snapshot settings: decoupled changelog), consumer.changelog-only", (EXPIRE,),
                    "implemented", "expire keeps expired snapshots as long-lived changelogs, "
