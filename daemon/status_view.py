@@ -82,4 +82,6 @@ def table_json(standing: Standing, *, running: bool, error: str | None, urgency:
             "backoff_until": standing.next_attempt_at or None,
             "last_snapshot_id": standing.last_snapshot_id, "urgency": round(urgency, 6),
             "last_run": dict(standing.last_run), "jobs": jobs,
+            # items no rebuild_dv / rewrite_index pass handled yet (buckets, files)
+            "regeneration_left": {job: standing.unsettled.get(job, 0) for job in REGENERATING},
             "policy": policy_json(policy, chosen, paused)}

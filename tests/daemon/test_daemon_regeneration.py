@@ -137,6 +137,9 @@ def test_daemon_builds_vectors_then_rewrites_indexes(tmp_path: Path,
     assert not multiset_diff(rows, canonical_rows(expected))
     _tick(daemon, clock)
     assert _finished(registry, "rebuild_dv", name) == buckets  # not due again
+    shown: Any = daemon.status()[name]
+    assert shown["regeneration_left"] == {"rebuild_dv": 0, "rewrite_index": 0}
+    assert shown["jobs"]["rebuild_dv"]["why"] == "not due: no bucket misses its deletion vectors"
 
     # A bloom filter on v: the files of levels >= 1 are re-indexed, three a pass, found from
     # metadata; then another index while a writer keeps committing (its level-0 files are
