@@ -5,13 +5,14 @@ key that names the state it was found in; a bounded pass handles some items and 
 caller remembers their keys (:class:`RegenerationMemory`), so the next pass takes the next
 items and an item a pass could not change is not taken again until its state changes.
 
-Stale index: the columns and index types in a file's index container (embedded in the
-manifest entry, or the head of its ``.index`` file, read once per name: index files are never
-overwritten) against those the options configure for the file's own schema, as the rewrite
-would build them. Level-0 files of primary-key tables are left to compaction, which writes the
-configured indexes; data-evolution files (some columns only) are never re-indexed. A change of
-an index's own settings (``items``, ``fpp``...) with the same columns and types is not seen
-here: run ``paimond rewrite-index`` for it.
+Stale index: the columns and index types (and bloom-filter sizes) in a file's index container
+(embedded in the manifest entry, or the head of its ``.index`` file, read once per name: index
+files are never overwritten) against those the options configure for the file's own schema,
+as the rewrite would build them. Level-0 files of primary-key tables are left to compaction, which writes the
+configured indexes; data-evolution files (some columns only) are never re-indexed. A bloom
+filter's ``items`` and ``fpp`` are seen through its size (fixed by them, whatever the rows);
+other settings of an index on the same column and type (bitmap ``version`` and
+``index-block-size``, range-bitmap ``chunk-size``) are not: run ``paimond rewrite-index``.
 
 Missing vectors: with ``deletion-vectors.enabled`` on a primary-key table, readers take every
 level >= 1 file as is, minus its vector. Files compaction writes under deletion vectors come
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 
 from paimond.errors import CodecError, MissingFileError, PaimondError
 from paimond.format.file_index import FileIndexBuilder, decode_file_index
+from paimond.format.file_index.bloom import BLOOM_FILTER
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import DataFileMeta, ManifestEntry
 from paimond.table.catalog import Table
@@ -37,7 +39,8 @@ from paimond.table.layout import FILE_INDEX_SUFFIX
 from paimond.table.options import TableOptions
 from paimond.table.scan import BucketFiles, SnapshotFiles, bucket_path
 
-IndexHeader = frozenset[tuple[str, str]]  # (column as the file names it, index type)
+# (column as the file names it, index type, a bloom filter's size: items and fpp fix it)
+IndexHeader = frozenset[tuple[str, str, int | None]]
 _MAX_CACHED_HEADERS = 100_000
 EXISTS_RECHECK_MS = 600_000  # a DV index file seen is looked for again after this long
 
@@ -115,7 +118,7 @@ class IndexStaleness:
     def _actual(self, entry: ManifestEntry) -> IndexHeader | None:
         """The file's head; None when it cannot be read (a lost or damaged index: stale)."""
         meta = entry.file
-        head: set[tuple[str, str]] = set()
+        head: set[tuple[str, str, int | None]] = set()
         try:
             if meta.embedded_index is not None:
                 head |= self._embedded_head(meta.embedded_index)
@@ -156,9 +159,10 @@ def _head_length(container: bytes) -> int:
 
 
 def _head(container: bytes) -> IndexHeader:
-    return frozenset((column, index_type)
+    return frozenset((column, index_type, len(payload) if index_type == BLOOM_FILTER
+                      and payload is not None else None)
                      for column, types in decode_file_index(container).items()
-                     for index_type in types)
+                     for index_type, payload in types.items())
 
 
 # ---- deletion vectors -----------------------------------------------------------------------

@@ -93,7 +93,11 @@ def test_bounded_index_passes_converge_and_then_rest(pristine: tuple[Path, str],
     # Nothing stale: a pass reads and commits nothing.
     rest = IndexRewriteJob(table, clock=CLOCK, max_files=3, memory=memory).run()
     assert rest.snapshot is None and rest.plan is not None and not rest.plan.files
-    # Another index type: every file is stale again, under new keys.
+    # A bloom filter's items decide its size: every file is stale again, under new keys.
+    _set(warehouse, table, {"file-index.bloom-filter.id.items": "2000"})
+    resized = IndexStaleness(table, memory).stale(_live_entries(table))
+    assert len(resized) == files and not set(resized) & memory.handled
+    # Another index type: the same.
     _set(warehouse, table, {"file-index.bitmap.columns": "note"})
     stale = IndexStaleness(table, memory).stale(_live_entries(table))
     assert len(stale) == files and not set(stale) & memory.handled
