@@ -25,21 +25,27 @@ of change, in key order (``-U`` before ``+U``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.row_kind import RowKind
 from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
+from paimond.lsm.task import CompactTask
+from paimond.table.changelog_options import ChangelogOptions, changelog_file_options
+from paimond.table.data_files import RollingDataFileWriter
+from paimond.table.storage import Storage
 
 LEVEL_COLUMN = "_PAIMOND_LEVEL"
 _ROW_COLUMN = "_PAIMOND_ROW"
 _NONE = -1
 
 LOOKUP, FIRST_ROW, FULL = "lookup", "first-row", "full-compaction"
+FILE_SOURCE_APPEND = 0  # Java writes changelog files as FileSource.APPEND
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +56,57 @@ class ChangelogMode:
     kind: str  # LOOKUP, FIRST_ROW or FULL
     max_level: int
     compared: tuple[str, ...] | None = None
+
+
+def changelog_mode_of(task: CompactTask, engine: str) -> tuple[ChangelogMode | None, bool]:
+    """(how the task's merges are wrapped, whether they produce changelog): Java's
+    ``rewriteLookupChangelog`` (output above level 0, a level-0 input) and
+    ``FullChangelogMergeTreeCompactRewriter`` (output at the max level). Lookup tables (and
+    ``force-lookup`` ones, without changelog) always merge as ``LookupMergeFunction``."""
+    options = ChangelogOptions.of(task.table.options)
+    compared = options.compared_columns(task.table.schema)
+    if task.changelog_producer == FULL and task.output_level == task.max_level:
+        return ChangelogMode(FULL, task.max_level, compared), True
+    if task.changelog_producer != LOOKUP:
+        if options.force_lookup and engine != "first-row":
+            return ChangelogMode(LOOKUP, task.max_level), False
+        return None, False
+    produce = task.output_level > 0 and any(e.file.level == 0 for e in task.inputs)
+    if engine == "first-row":
+        return (ChangelogMode(FIRST_ROW, task.max_level), True) if produce else (None, False)
+    return ChangelogMode(LOOKUP, task.max_level, compared), produce
+
+
+class ChangelogFiles:
+    """The task's changelog files, opened at the first changelog row (the output level,
+    ``changelog-file.*`` options, in key order as merged)."""
+
+    def __init__(self, storage: Storage, task: CompactTask, now_millis: Callable[[], int],
+                 columns: Sequence[str]) -> None:
+        self.storage, self.task, self.now_millis = storage, task, now_millis
+        self.columns = list(columns)
+        self.writer: RollingDataFileWriter | None = None
+        self.added: list[ManifestEntry] = []
+
+    def write(self, changelog: pa.Table) -> None:
+        if self.writer is None:
+            table = self.task.table
+            self.writer = RollingDataFileWriter(
+                self.storage, self.task.directory, table.schema,
+                changelog_file_options(table.options), level=self.task.output_level,
+                key_value=True, file_source=FILE_SOURCE_APPEND, now_millis=self.now_millis)
+        for batch in changelog.select(self.columns).to_batches():
+            self.writer.write(batch)
+
+    def finish(self) -> None:
+        if self.writer is not None:
+            task = self.task
+            self.added = [ManifestEntry(FILE_KIND_ADD, task.partition, task.bucket,
+                                        task.total_buckets, meta) for meta in self.writer.close()]
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.abort()
 
 
 def with_level(batch: pa.RecordBatch, level: int) -> pa.RecordBatch:

@@ -16,6 +16,12 @@ without a sequence field) those rows join the merge as one more run, so the resu
 them. Rewritten files lose their vectors, upgraded ones keep them; a changed map is written as
 one new DV index file for the bucket.
 
+Tables whose compaction produces changelog (``changelog-producer`` lookup / full-compaction)
+and ``force-lookup`` tables merge through ``lsm.changelog``'s reducer, every row carrying its
+file's level: their level-0 keys are looked up above the output with or without vectors (the
+rows found join the merge), and a level-0 file moved up without a rewrite is merged once more
+for its changelog only. Changelog files are written beside the output.
+
 Reading, merging and writing overlap: every run is decoded on a thread of its own, one batch
 ahead of the merge, which runs on the task's thread and hands merged tables to a writer
 thread through a short queue. Arrow releases the GIL while it decodes, sorts, takes and
@@ -36,12 +42,12 @@ from paimond.format.key_order import sort_key_function
 from paimond.format.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
 from paimond.lsm.changelog import (
-    FIRST_ROW,
     FULL,
     LEVEL_COLUMN,
     LOOKUP,
-    ChangelogMode,
+    ChangelogFiles,
     ChangelogReducer,
+    changelog_mode_of,
     with_level,
 )
 from paimond.lsm.deletion_vectors import BucketDeletionVectors, filter_deleted
@@ -54,7 +60,6 @@ from paimond.lsm.merge_engines import make_reducer
 from paimond.lsm.pipeline import BackgroundWriter, Prefetch
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
-from paimond.table.changelog_options import ChangelogOptions, changelog_file_options
 from paimond.table.data_files import RollingDataFileWriter, file_format_for_level, read_data_file
 from paimond.table.kv_layout import (
     key_fields,
@@ -66,7 +71,7 @@ from paimond.table.kv_layout import (
 from paimond.table.merge_options import MergeConfig
 from paimond.table.storage import Storage
 
-FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
+FILE_SOURCE_COMPACT = 1
 # Rows per batch read from a file. Memory holds about two batches per run plus each file
 # reader's pages; 32768 keeps that small at no cost in CPU over larger batches.
 BATCH_ROWS = 32768
@@ -107,7 +112,7 @@ class _BucketRewrite:
         self.sort_key = sort_key_function(self.schema.key_type.field_types)
         config = MergeConfig.of(self.schema)
         self.first_row = config.engine == "first-row"
-        self.changelog_mode, produce = self._changelog_mode(config)
+        self.changelog_mode, produce = changelog_mode_of(task, config.engine)
         self.reducer = make_reducer(config, self.schema.field_names,
                                     task.drop_deletes and self.changelog_mode is None)
         self.changelog: ChangelogReducer | None = None
@@ -118,6 +123,8 @@ class _BucketRewrite:
         self.user_sequence = [(name, order) for name in config.sequence_fields]
         thin = thin_mode(self.schema, self.options)
         self.output_columns = physical_row_type(self.schema, key_value=True, thin=thin).field_names
+        self.changelog_files = ChangelogFiles(table.storage, task, now_millis,
+                                              self.output_columns)
         self.entries = {e.file.file_name: e for e in task.inputs}
         self.deleted: list[ManifestEntry] = []
         self.added: list[ManifestEntry] = []
@@ -133,30 +140,9 @@ class _BucketRewrite:
             self.key_columns, self.schema.key_type.field_types, self._key_schema(), self.dvs,
             self.merges_superseded or self.lookup_merge, first_row=self.first_row,
             level_column=LEVEL_COLUMN if self.changelog_mode is not None else None)
-        self.changelog_writer: RollingDataFileWriter | None = None
-        self.changelog_added: list[ManifestEntry] = []
         self.rewritten_names: set[str] = set()
         self.index_added: tuple[IndexManifestEntry, ...] = ()
         self.index_paths: list[str] = []
-
-    def _changelog_mode(self, config: MergeConfig) -> tuple[ChangelogMode | None, bool]:
-        """(how merges are wrapped, whether they produce changelog): Java's
-        ``rewriteLookupChangelog`` (output above level 0, a level-0 input) and
-        ``FullChangelogMergeTreeCompactRewriter`` (output at the max level)."""
-        task = self.task
-        options = ChangelogOptions.of(self.options)
-        compared = options.compared_columns(self.schema)
-        if task.changelog_producer == FULL and task.output_level == task.max_level:
-            return ChangelogMode(FULL, task.max_level, compared), True
-        if task.changelog_producer != LOOKUP:
-            if options.force_lookup and config.engine != "first-row":  # merged alike, no changelog
-                return ChangelogMode(LOOKUP, task.max_level), False
-            return None, False
-        produce = task.output_level > 0 and any(e.file.level == 0 for e in task.inputs)
-        if config.engine == "first-row":
-            return (ChangelogMode(FIRST_ROW, task.max_level), True) if produce else (None, False)
-        # lookup tables always merge as LookupMergeFunction (the lowest higher version only)
-        return ChangelogMode(LOOKUP, task.max_level, compared), produce
 
     # ------------------------------------------------------------- reading
 
@@ -353,20 +339,7 @@ class _BucketRewrite:
             return
         if existing is not None:
             found = without_keys(found, existing, self.key_columns)
-        if self.changelog_writer is None:
-            self.changelog_writer = RollingDataFileWriter(
-                self.table.storage, self.directory, self.schema,
-                changelog_file_options(self.options), level=self.task.output_level,
-                key_value=True, file_source=FILE_SOURCE_APPEND, now_millis=self.now_millis)
-        for batch in found.select(self.output_columns).to_batches():
-            self.changelog_writer.write(batch)
-
-    def finish_changelog(self) -> None:
-        if self.changelog_writer is not None:
-            self.changelog_added = [
-                ManifestEntry(FILE_KIND_ADD, self.task.partition, self.task.bucket,
-                              self.task.total_buckets, meta)
-                for meta in self.changelog_writer.close()]
+        self.changelog_files.write(found)
 
     def finish_deletion_vectors(self) -> None:
         """Drop the vectors of rewritten files; write the bucket's map if it changed."""
@@ -382,8 +355,7 @@ class _BucketRewrite:
     def abort(self) -> None:
         for writer in self.writers:
             writer.abort()
-        if self.changelog_writer is not None:
-            self.changelog_writer.abort()
+        self.changelog_files.abort()
         for path in self.index_paths:
             self.table.storage.delete(path)
 
@@ -400,7 +372,7 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
     rewrite = _BucketRewrite(task, table, dvs, now_millis, batch_rows, lookup_cache)
     try:
         rewrite.run()
-        rewrite.finish_changelog()
+        rewrite.changelog_files.finish()
         rewrite.finish_deletion_vectors()
     except BaseException:
         rewrite.abort()
@@ -415,14 +387,13 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
                          duration_s=time.monotonic() - started,
                          written_paths=written + tuple(rewrite.index_paths) + tuple(
                              storage.join(rewrite.directory, e.file.file_name)
-                             for e in rewrite.changelog_added),
-                         changelog=tuple(rewrite.changelog_added),
+                             for e in rewrite.changelog_files.added),
+                         changelog=tuple(rewrite.changelog_files.added),
                          index_added=rewrite.index_added,
                          rows_superseded=rewrite.level0.rows_superseded,
                          cache_hits=stats.hits if stats else 0,
                          cache_misses=stats.misses if stats else 0,
                          cache_discarded=stats.discarded if stats else 0)
-
 
 
 def _discard(batch: pa.RecordBatch) -> None:
