@@ -178,13 +178,14 @@ class Committer:
         writer = self._writer(schema)
         try:
             before = self._latest_manifests(latest)
-            after = self._merged(writer, latest, schema, before, forced=forced)
+            read = _once_each(self.table, self.table.snapshots.path(latest.id))
+            after = self._merged(writer, latest, schema, before, forced=forced, read=read)
             if {m.file_name for m in after} == {m.file_name for m in before}:
                 writer.remove_written()
                 return ManifestsUnchanged()
             crash_point("commit.manifests_compacted")
             if self.check_conflicts:
-                self._check_same_live_files(latest, after)
+                self._check_same_live_files(latest, before, after, read)
             snapshot = self._manifest_compaction_snapshot(writer, latest, after)
         except BaseException:
             writer.remove_written()
@@ -294,22 +295,28 @@ class Committer:
                 + read_manifest_list(self.table, latest.delta_manifest_list, where))
 
     def _merged(self, writer: ManifestWriter, latest: Snapshot, schema: TableSchema,
-                metas: list[ManifestFileMeta], *, forced: bool) -> list[ManifestFileMeta]:
+                metas: list[ManifestFileMeta], *, forced: bool,
+                read: Callable[[ManifestFileMeta], list[ManifestEntry]] | None = None
+                ) -> list[ManifestFileMeta]:
         options = ManifestMergeOptions.of(self.table.options())
         if forced:
             options = options.forced()
         where = self.table.snapshots.path(latest.id)
         return merge_manifests(
-            metas, options, lambda meta: read_manifest(self.table, meta, where),
+            metas, options, read or (lambda meta: read_manifest(self.table, meta, where)),
             lambda entries: write_rolling(writer, entries, options.target_file_size_bytes),
             schema.partition_type.field_types)
 
-    def _check_same_live_files(self, latest: Snapshot, metas: list[ManifestFileMeta]) -> None:
-        """Merged manifests must describe exactly the live files of ``latest``."""
-        before = {f.entry.identifier for f in scan_snapshot(self.table, latest).files}
+    def _check_same_live_files(self, latest: Snapshot, previous: list[ManifestFileMeta],
+                               metas: list[ManifestFileMeta],
+                               read: Callable[[ManifestFileMeta], list[ManifestEntry]]) -> None:
+        """Merged manifests must describe exactly the live files of ``latest`` (its
+        ``previous`` manifests). Each manifest is read once for the merge and this check;
+        the new ones are read back from storage."""
         where = self.table.snapshots.path(latest.id)
-        after = {f.entry.identifier for f in merge_entries(
-            ((e, m.file_name) for m in metas for e in read_manifest(self.table, m, where)), where)}
+        before, after = ({f.entry.identifier for f in merge_entries(
+            ((e, m.file_name) for m in group for e in read(m)), where)}
+            for group in (previous, metas))
         if before != after:
             raise AssertionError(f"{self.table.name}: merged manifests describe "
                                  f"{len(after)} live files, snapshot {latest.id} has {len(before)}")
@@ -443,3 +450,14 @@ def _check_levels_do_not_overlap(table_name: str, schema: TableSchema,
                 raise CommitConflictError(
                     f"{table_name}: LSM conflict in bucket {bucket} level {level}: "
                     f"{a.file.file_name} overlaps {b.file.file_name}")
+
+
+def _once_each(table: Table, where: str) -> Callable[[ManifestFileMeta], list[ManifestEntry]]:
+    """A manifest reader that reads each manifest (immutable, uniquely named) at most once."""
+    read: dict[str, list[ManifestEntry]] = {}
+
+    def once(meta: ManifestFileMeta) -> list[ManifestEntry]:
+        if meta.file_name not in read:
+            read[meta.file_name] = read_manifest(table, meta, where)
+        return read[meta.file_name]
+    return once
