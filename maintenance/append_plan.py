@@ -31,6 +31,7 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from paimond.errors import UnsupportedError
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import ManifestEntry
 from paimond.format.snapshot import Snapshot
@@ -235,6 +236,10 @@ def plan_append_compaction(table: Table, *, full: bool = False,
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)
     options = TableOptions.of(schema)
+    if options.flag("clustering.incremental"):
+        raise UnsupportedError("clustering.incremental: the compact job clusters this table "
+                               "(maintenance/cluster_plan.py), it does not concatenate",
+                               table.path)
     external = ExternalPaths.of(options)  # a bad setting fails here, before any write
     for root in external.roots if external else ():
         table.storage.exists(root)  # UnsupportedError: a file system the storage cannot reach

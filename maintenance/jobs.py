@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from paimond.clock import Clock
 from paimond.lsm.picker import PickerState
+from paimond.maintenance.cluster_plan import incremental_clustering, plan_incremental_clustering
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.consumers import ConsumerExpireJob
 from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
@@ -151,6 +153,8 @@ class RebuildDvSettings:
 def _compact(table: Table, settings: CompactSettings, context: JobContext) -> JobReport:
     if settings.order_strategy is not None:
         return _sort_compact(table, settings, context)
+    if not table.latest_schema().primary_keys and incremental_clustering(table.options()):
+        return _sort_compact(table, settings, context, clustering=True)
     job = CompactJob(table, clock=context.clock, full=settings.full,
                      partitions=settings.partitions, use_processes=settings.use_processes,
                      progress=context.progress, executor=context.executor,
@@ -170,10 +174,13 @@ def _compact(table: Table, settings: CompactSettings, context: JobContext) -> Jo
                      rows_superseded=sum(r.rows_superseded for r in results), lookup_cache=cache)
 
 
-def _sort_compact(table: Table, settings: CompactSettings, context: JobContext) -> JobReport:
-    assert settings.order_strategy is not None
-    job = SortCompactJob(table, settings.order_strategy, settings.order_by, clock=context.clock,
-                         partitions=settings.partitions)
+def _sort_compact(table: Table, settings: CompactSettings, context: JobContext, *,
+                  clustering: bool = False) -> JobReport:
+    """A sort compaction, or Paimon's incremental clustering of a table that asks for it."""
+    planner = (functools.partial(plan_incremental_clustering, table, full=settings.full,
+                                 partitions=settings.partitions) if clustering else None)
+    job = SortCompactJob(table, settings.order_strategy or "", settings.order_by,
+                         clock=context.clock, partitions=settings.partitions, planner=planner)
     if settings.dry_run:
         return JobReport(job.plan())
     summary = job.run()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -55,6 +55,7 @@ class SortTask:
     directory: str
     inputs: tuple[ManifestEntry, ...]
     dv_index_files: tuple[IndexManifestEntry, ...]
+    output_level: int = 0  # incremental clustering upgrades its outputs (Java upgrade())
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +151,7 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
     writer = RollingDataFileWriter(
         table.storage, task.directory, schema, options, level=0, key_value=False,
         file_source=FILE_SOURCE_COMPACT, now_millis=clock.wall_ms,
-        sequence_start=min(e.file.min_sequence_number for e in task.inputs),
+        sequence_start=task.inputs[0].file.min_sequence_number,
         external=external_provider(options, table.path, task.directory))
     index_paths: list[str] = []
     try:
@@ -163,6 +164,8 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
         inputs = {e.file.file_name for e in task.inputs}
         added_index, deleted_index = [], []
         for entry in task.dv_index_files:
+            if not inputs & held[entry.index_file.file_name].keys():
+                continue  # holds no input's vector: stays as it is
             remaining = {n: v for n, v in held[entry.index_file.file_name].items()
                          if n not in inputs}
             if remaining:
@@ -178,7 +181,9 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
             table.storage.delete(path)
         raise
     result.added = tuple(ManifestEntry(FILE_KIND_ADD, task.partition, task.bucket,
-                                       task.total_buckets, meta) for meta in written)
+                                       task.total_buckets,
+                                       dataclasses.replace(meta, level=task.output_level))
+                         for meta in written)
     result.index_added, result.index_deleted = tuple(added_index), tuple(deleted_index)
     result.written_paths = tuple(
         e.file.external_path or table.storage.join(task.directory, e.file.file_name)
@@ -217,14 +222,20 @@ class SortSummary:
 
 @dataclass
 class SortCompactJob:
+    """``planner``: another plan of sort tasks (incremental clustering) instead of the
+    whole partitions'."""
+
     table: Table
     strategy: str
     columns: tuple[str, ...]
     clock: Clock
     partitions: Mapping[str, str] | None = None
     max_attempts: int = 3
+    planner: Callable[[], SortPlan] | None = None
 
     def plan(self) -> SortPlan:
+        if self.planner is not None:
+            return self.planner()
         return plan_sort_compaction(self.table, self.strategy, self.columns,
                                     partitions=self.partitions)
 

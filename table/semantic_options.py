@@ -120,10 +120,6 @@ def _append(options: TableOptions) -> str | None:
     return None if options.has_primary_key else "no primary key (append table)"
 
 
-def _append_only(setting: Setting) -> Setting:
-    return lambda o: None if o.has_primary_key else setting(o)
-
-
 def _external(options: TableOptions) -> str | None:
     strategy = options.text("data-file.external-paths.strategy") or "none"
     if not options.text("data-file.external-paths") or strategy.lower() == "none":
@@ -227,12 +223,15 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "data files are sorted by clustering.columns, not the primary key; "
                    "compacting in key order would undo the clustering",
                    _pk(_true("pk-clustering-override"))),
-    SemanticOption("clustering.incremental (append tables)", (COMPACT,), "refused",
-                   "Paimon's compaction of such a table clusters (sorts) the files by "
-                   "clustering.columns; paimond only concatenates",
-                   _append_only(_true("clustering.incremental"))),
-    SemanticOption("clustering.* (columns, strategy, ...)", (COMPACT,), "not affecting",
-                   "used with pk-clustering-override or clustering.incremental, both refused"),
+    SemanticOption("clustering.incremental, clustering.columns, clustering.strategy (append "
+                   "tables)", (COMPACT,), "implemented",
+                   "maintenance/cluster_plan.py (Java IncrementalClusterManager): universal "
+                   "picks per partition, rewritten in order/z-order/Hilbert order at the "
+                   "output level"),
+    SemanticOption("clustering.* (other)", (COMPACT,), "not affecting",
+                   "clustering.incremental.mode: paimond sorts a task globally either way; "
+                   "optimize-write: writers; history-partition: refused by the plan when "
+                   "partitions are named"),
     # files and layout
     SemanticOption("file.format, file.format.per.level (parquet, orc, avro, row)", (COMPACT, INDEX),
                    "implemented", "with file.compression*, metadata.stats-*, data-file.prefix, "
