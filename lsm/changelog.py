@@ -38,6 +38,7 @@ from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
 from paimond.lsm.task import CompactTask
 from paimond.table.changelog_options import ChangelogOptions, changelog_file_options
 from paimond.table.data_files import RollingDataFileWriter
+from paimond.table.external_paths import external_provider
 from paimond.table.storage import Storage
 
 LEVEL_COLUMN = "_PAIMOND_LEVEL"
@@ -94,7 +95,9 @@ class ChangelogFiles:
             self.writer = RollingDataFileWriter(
                 self.storage, self.task.directory, table.schema,
                 changelog_file_options(table.options), level=self.task.output_level,
-                key_value=True, file_source=FILE_SOURCE_APPEND, now_millis=self.now_millis)
+                key_value=True, file_source=FILE_SOURCE_APPEND, now_millis=self.now_millis,
+                external=external_provider(table.options, self.task.table_path,
+                                           self.task.directory))
         for batch in changelog.select(self.columns).to_batches():
             self.writer.write(batch)
 

@@ -61,6 +61,7 @@ from paimond.lsm.pipeline import BackgroundWriter, Prefetch
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files import RollingDataFileWriter, file_format_for_level, read_data_file
+from paimond.table.external_paths import external_provider
 from paimond.table.kv_layout import (
     key_fields,
     physical_arrow_schema,
@@ -297,7 +298,8 @@ class _BucketRewrite:
         writer = RollingDataFileWriter(
             self.table.storage, self.directory, self.schema, self.options,
             level=self.task.output_level, key_value=True, file_source=FILE_SOURCE_COMPACT,
-            now_millis=self.now_millis)
+            now_millis=self.now_millis,
+            external=external_provider(self.options, self.task.table_path, self.directory))
         self.writers.append(writer)
         put = writer.write if write_data else _discard
         with BackgroundWriter(put, _WRITE_QUEUE_BYTES) as background:
@@ -378,7 +380,8 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
         rewrite.abort()
         raise
     stats = lookup_cache.stats if lookup_cache is not None else None
-    written = tuple(storage.join(rewrite.directory, e.file.file_name) for e in rewrite.added
+    written = tuple(e.file.external_path or storage.join(rewrite.directory, e.file.file_name)
+                    for e in rewrite.added
                     if e.file.file_name not in {d.file.file_name for d in rewrite.deleted})
     return CompactResult(task=task, deleted=tuple(rewrite.deleted), added=tuple(rewrite.added),
                          rows_read=rewrite.rows_read, rows_written=rewrite.rows_written,
@@ -386,7 +389,8 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
                          files_rewritten=rewrite.rewritten, files_upgraded=rewrite.upgraded,
                          duration_s=time.monotonic() - started,
                          written_paths=written + tuple(rewrite.index_paths) + tuple(
-                             storage.join(rewrite.directory, e.file.file_name)
+                             e.file.external_path
+                             or storage.join(rewrite.directory, e.file.file_name)
                              for e in rewrite.changelog_files.added),
                          changelog=tuple(rewrite.changelog_files.added),
                          index_added=rewrite.index_added,

@@ -22,6 +22,7 @@ from paimond.lsm.record_expire import record_expiry_of
 from paimond.lsm.task import CompactTask, TaskTable
 from paimond.table.catalog import Table
 from paimond.table.deletion_vectors import bucket_dv_entry
+from paimond.table.external_paths import ExternalPaths
 from paimond.table.layout import partition_matches, partition_text, partition_value_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
 from paimond.table.scan import bucket_path, scan_snapshot
@@ -71,6 +72,9 @@ def plan_compaction(table: Table, *, full: bool = False,
         return plan_append_compaction(table, full=full, partitions=partitions, moment=moment,
                                       snapshot=snapshot)
     options = TableOptions.of(schema)
+    external = ExternalPaths.of(options)  # a bad setting fails here, before any write
+    for root in external.roots if external else ():
+        table.storage.exists(root)  # UnsupportedError: a file system the storage cannot reach
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)

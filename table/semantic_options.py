@@ -120,14 +120,6 @@ def _append(options: TableOptions) -> str | None:
     return None if options.has_primary_key else "no primary key (append table)"
 
 
-def _external(options: TableOptions) -> str | None:
-    strategy = options.text("data-file.external-paths.strategy") or "none"
-    if not options.text("data-file.external-paths") or strategy.lower() == "none":
-        return None
-    return (f"data-file.external-paths={options.raw['data-file.external-paths']} with "
-            f"data-file.external-paths.strategy={strategy}")
-
-
 def _file_format(options: TableOptions) -> str | None:
     formats = {options.file_format, *options.file_format_per_level.values()}
     return next((f"file.format={f}" for f in sorted(formats) if f not in FORMATS), None)
@@ -238,14 +230,10 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "data-file.path-directory, data-file.thin-mode, target-file-size"),
     SemanticOption("file.format (any other)", (COMPACT,), "refused",
                    f"paimond writes {', '.join(FORMATS)} data files only", _file_format),
-    SemanticOption("data-file.external-paths (and .strategy, .specific-fs, .weights), "
-                   "append tables", (COMPACT, ORPHANS), "implemented",
-                   "table/external_paths.py (Java ExternalPathProvider): new data files go to "
-                   "the external paths; orphan removal scans them"),
-    SemanticOption("data-file.external-paths with a strategy, primary-key tables", (COMPACT,),
-                   "refused", "Paimon writes new data files to the external paths; paimond's "
-                   "primary-key compaction would write them under the table path",
-                   _pk(_external)),
+    SemanticOption("data-file.external-paths (and .strategy, .specific-fs, .weights)",
+                   (COMPACT, ORPHANS), "implemented",
+                   "table/external_paths.py (Java ExternalPathProvider): new data and changelog "
+                   "files go to the external paths; orphan removal scans them"),
     SemanticOption("index-file-in-data-file-dir", (COMPACT, DV, ORPHANS), "refused",
                    "index files live in the bucket directories; paimond writes and finds them "
                    "under index/", _true("index-file-in-data-file-dir")),

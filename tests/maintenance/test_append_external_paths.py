@@ -1,9 +1,10 @@
-"""External data paths (``data-file.external-paths``) on append tables: pypaimon writes its
-files there, paimond's compaction writes its outputs there as Java's ``ExternalPathProvider``
-does (apache/paimon 5dacde516b), readers find them through ``externalPath``, and orphan
-removal scans the external bucket directories. The providers against pypaimon's own. (The
-Java reader of these tests, Paimon 1.0, predates external paths: it looks for pypaimon's
-own external files under the table too, so it is no oracle here.)"""
+"""External data paths (``data-file.external-paths``): pypaimon writes its files there,
+paimond's compaction (append and primary-key tables) writes its outputs there as Java's
+``ExternalPathProvider`` does (apache/paimon 5dacde516b), readers find them through
+``externalPath``, and orphan removal scans the external bucket directories. The providers
+against pypaimon's own. (The Java reader of these tests, Paimon 1.0, predates external
+paths: it looks for pypaimon's own external files under the table too, so it is no oracle
+here.)"""
 
 from __future__ import annotations
 
@@ -152,3 +153,31 @@ def test_orphan_removal_scans_the_external_paths(tmp_path: Path) -> None:
     remaining = {Path(d) / n for r in roots for d, _, names in os.walk(r) for n in names}
     parquet = {p for p in remaining if p.suffix == ".parquet"}
     assert live <= parquet and len(parquet) == 12 + compacted.files_out
+
+
+def test_primary_key_compaction_writes_data_and_changelog_externally(tmp_path: Path) -> None:
+    """A primary-key table (changelog-producer lookup): the merged files and the changelog
+    files compaction writes go to the external roots too, as Java's path factory puts
+    them; the table reads the same rows."""
+    warehouse = str(tmp_path / "wh")
+    roots = [str(tmp_path / "e1"), str(tmp_path / "e2")]
+    schema = pa.schema([_not_null("k", pa.int64()), ("v", pa.string())])
+    writer = _Writer(catalog_for(warehouse), "db.pk_external", schema, primary_keys=("k",),
+                     options={"bucket": "2", "changelog-producer": "lookup",
+                              "data-file.external-paths": ",".join(f"file://{r}" for r in roots),
+                              "data-file.external-paths.strategy": "round-robin"})
+    rng = random.Random(4)
+    for _ in range(6):
+        writer.commit([{"k": rng.randrange(50), "v": f"v{rng.randrange(9)}"} for _ in range(40)])
+    expected = read_rows(warehouse, "db.pk_external")
+    table = open_table(open_storage(warehouse), warehouse, "db.pk_external")
+    summary = CompactJob(table, clock=CLOCK, full=True, use_processes=False).run()
+    assert summary.snapshot is not None and summary.results
+    added = [e for r in summary.results for e in r.added if e.file.level > 0]
+    changelog = [e for r in summary.results for e in r.changelog]
+    assert added and changelog
+    for entry in (*added, *changelog):
+        path = entry.file.external_path
+        assert path is not None and any(path.startswith(f"file:{r}/bucket-") for r in roots)
+        assert Path(path.removeprefix("file:")).is_file()
+    assert read_rows(warehouse, "db.pk_external").equals(expected)

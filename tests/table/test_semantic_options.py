@@ -76,8 +76,6 @@ def test_an_unimplemented_function_refuses_compaction_only() -> None:
      "changelog-producer=full-compaction with deletion-vectors.enabled=true"),
     ({"merge-engine": "first-row", "deletion-vectors.enabled": "true"},
      "merge-engine=first-row with deletion-vectors.enabled=true"),
-    ({"data-file.external-paths": "s3://b/x", "data-file.external-paths.strategy": "round-robin"},
-     "data-file.external-paths=s3://b/x with data-file.external-paths.strategy=round-robin"),
     ({"merge-engine": "dedup"}, "merge-engine=dedup"),
     ({"file.format": "lance"}, "file.format=lance"),
 ])
