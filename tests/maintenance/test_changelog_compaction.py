@@ -49,6 +49,7 @@ class Case:
     keys: int = 24
     buckets: int = 1
     cache: bool = False  # look level-0 keys up through the key-lookup cache
+    model: type[_Model] | None = None  # None: _Model (first-row: _FirstRowModel)
 
 
 _KV = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string()),
@@ -60,8 +61,39 @@ def _small(rng: random.Random) -> Row:
     return {"v": rng.choice(["a", "b", None]), "n": rng.choice([1, 2, None])}
 
 
+_KVT = pa.schema([*_KV, pa.field("ts", pa.int64())])
+
+
+def _timed(rng: random.Random) -> Row:
+    return _small(rng) | {"ts": rng.randrange(40)}
+
+
 def _counts(rng: random.Random) -> Row:
     return {"v": rng.choice(["x", "y"]), "n": rng.randint(1, 5)}
+
+
+class _SequencedModel(_Model):
+    """Deduplicate with ``sequence.field=ts``: the greatest ts wins (the later on a tie),
+    retractions included; once compaction drops a winning retraction (deletion vectors
+    drop them at every level), a later record of the key wins whatever its ts."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.newest: dict[Any, Row] = {}
+
+    def apply(self, row: Row) -> None:
+        key = (row["k"],)
+        old = self.newest.get(key)
+        if old is not None and row["ts"] < old["ts"]:
+            return
+        self.newest[key] = dict(row)
+        if row["rk"] in ("-U", "-D"):
+            self.state.pop(key, None)
+        else:
+            self.state[key] = dict(row)
+
+    def compacted(self) -> None:
+        self.newest = {k: r for k, r in self.newest.items() if k in self.state}
 
 
 CASES = [
@@ -85,6 +117,9 @@ CASES = [
                                            "merge-engine": "partial-update",
                                            "deletion-vectors.enabled": "true"},
          _KV, _small, buckets=2, cache=True),
+    Case("dedup_sequence_field_dv", {"changelog-producer": "lookup", "sequence.field": "ts",
+                                     "deletion-vectors.enabled": "true"},
+         _KVT, _timed, retract=True, model=_SequencedModel),
     Case("full_compaction", {"changelog-producer": "full-compaction"}, _KV, _small,
          retract=True, full=True),
     Case("full_compaction_row_dedupe", {"changelog-producer": "full-compaction",
@@ -172,8 +207,8 @@ def test_changelog_matches_model_and_readers(case: Case, tmp_path: Path,
     writer = _Writer(catalog_for(warehouse), "db.t", case.schema, primary_keys=["k"],
                      options=options)
     engine = options.get("merge-engine", "deduplicate")
-    model = (_FirstRowModel if engine == "first-row" else _Model)(engine, ["k"],
-                                                                  case.aggregates)
+    model_type = case.model or (_FirstRowModel if engine == "first-row" else _Model)
+    model = model_type(engine, ["k"], case.aggregates)
     if engine == "first-row":
         model.engine = "first-row"
     table = open_table(open_storage(warehouse), warehouse, "db.t")
@@ -214,10 +249,12 @@ def test_changelog_matches_model_and_readers(case: Case, tmp_path: Path,
             assert snapshot.changelog_manifest_list is None
             assert snapshot.changelog_record_count is None
         _apply(replayed, got)
+        if isinstance(model, _SequencedModel):
+            model.compacted()
         before, touched = after, set()
         compactions += 1
     # the changelog replayed is the table (but for the fields row-deduplicate ignores)
-    columns = case.compared or tuple(_KV.names)
+    columns = case.compared or tuple(case.schema.names)
     assert {k: [r[c] for c in columns] for k, r in replayed.items()} == {
         k: [r[c] for c in columns] for k, r in model.state.items()}
     assert compactions == 5
