@@ -57,17 +57,17 @@ class _Container:
 
 class _Reader:
     def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
+        self.data, self.at, self.end = data, 0, len(data)
 
     def take(self, size: int) -> bytes:
-        if self.at + size > len(self.data):
+        if self.at + size > self.end:
             raise CodecError(f"Roaring64Bitmap: the bytes end early at byte {self.at}")
         out = self.data[self.at:self.at + size]
         self.at += size
         return out
 
     def unpack(self, layout: struct.Struct) -> tuple[int, ...]:
-        if self.at + layout.size > len(self.data):
+        if self.at + layout.size > self.end:
             raise CodecError(f"Roaring64Bitmap: the bytes end early at byte {self.at}")
         out = layout.unpack_from(self.data, self.at)
         self.at += layout.size
@@ -234,7 +234,8 @@ class Roaring64:
         self.key_count += 1
 
     def encode(self) -> bytes:
-        """``runOptimize()`` then ``serialize()``."""
+        """``runOptimize()`` then ``serialize()``; afterwards this bitmap is what decoding
+        the bytes gives."""
         if self.root is None:
             return b"\x00"
         out = bytearray(b"\x01")
@@ -243,11 +244,11 @@ class Roaring64:
         out += struct.pack("<i", len(self.arrays))
         for array in self.arrays:
             out += struct.pack("<bi", -2, len(array))
-            for box in array:
+            for slot, box in enumerate(array):
                 if box is None:
                     out += b"\x00"
                     continue
-                box = _run_optimized(box)
+                box = array[slot] = _run_optimized(box)  # in place, as Java's runOptimize
                 out += struct.pack("<bbi", 1, box.kind, box.card) + _payload(box)
         out += struct.pack("<qii", self.size, self.first, self.second)
         return bytes(out)

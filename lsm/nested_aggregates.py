@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from paimond.errors import CodecError, UnsupportedError
-from paimond.format.roaring64 import union_bytes
+from paimond.format.roaring64 import Roaring64
 from paimond.lsm.row_merge import FieldAgg
 
 _INT_MAX = (1 << 31) - 1
@@ -186,16 +186,30 @@ class _MergeMapWithKeyTime(FieldAgg):
 
 
 class _Rbm64(FieldAgg):
-    """The union of two serialized ``Roaring64Bitmap``s, in Java's bytes (no retraction)."""
+    """The union of two serialized ``Roaring64Bitmap``s, in Java's bytes (no retraction).
+    The bitmap behind the bytes it last returned is kept: the next union of a key starts
+    from it instead of decoding them again (it equals their decoding)."""
+
+    def __init__(self, name: str, function: str) -> None:
+        super().__init__(name, function)
+        self.last: tuple[bytes, Roaring64] | None = None
 
     def agg(self, acc: Any, value: Any) -> Any:
         if acc is None or value is None:
             return value if acc is None else acc
         try:
-            return union_bytes(acc, value)
+            bitmap = (self.last[1] if self.last is not None and self.last[0] is acc
+                      else Roaring64.decode(acc))
+            bitmap.union(Roaring64.decode(value))
+            out = bitmap.encode()
         except CodecError as error:
             raise UnsupportedError(f"rbm64 (field {self.name}): a value is not a serialized "
                                    f"Roaring64Bitmap ({error})") from error
+        self.last = (out, bitmap)
+        return out
+
+    def reset(self) -> None:
+        self.last = None
 
 
 def _java_after(new: str, old: str) -> bool:
