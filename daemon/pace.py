@@ -9,7 +9,10 @@ its last check, or by its own run) is *active* and is watched every
 may have added a sorted run to a bucket, so once the busiest bucket's runs plus the new
 snapshots reach the compaction trigger its gauges are read again, and at the trigger it is
 *due* at once. So is a table whose own run just ended with writers' snapshots arrived
-meanwhile. Pure: the figures come from ``evaluate.health``'s gauges.
+meanwhile. Compaction never queues behind a wave of other duties (every table's expiry comes
+due in the same tick): at most ``limits.concurrency`` runs with jobs besides compaction are
+submitted at once, and a table over that gets its compaction alone, its other jobs at a later
+check (:func:`paced_jobs`). Pure: the figures come from ``evaluate.health``'s gauges.
 """
 
 from __future__ import annotations
@@ -37,3 +40,11 @@ def may_be_due(gauges: Mapping[str, float], snapshots_since: int) -> bool:
 def compaction_due(gauges: Mapping[str, float]) -> bool:
     """At or past the compaction trigger in some bucket: the picker has work now."""
     return gauges.get("max_sorted_runs", 0) >= gauges.get("compaction_trigger", 1)
+
+
+def paced_jobs(jobs: tuple[str, ...], duty_runs: int, concurrency: int) -> tuple[str, ...]:
+    """The jobs to submit now: all of them while fewer than ``concurrency`` submitted runs
+    carry jobs besides compaction (``duty_runs``), else compaction alone (if due)."""
+    if duty_runs < concurrency or all(job == "compact" for job in jobs):
+        return jobs
+    return ("compact",) if "compact" in jobs else ()

@@ -71,6 +71,7 @@ class TableState:
     gauges: dict[str, float] = field(default_factory=dict)  # its health figures, as last read
     active: bool = False  # moved at its last check: watched between ticks (daemon.pace)
     moved_at: float = float("-inf")  # wall seconds a check last saw it move (daemon.pace)
+    duties: bool = False  # its submitted run has jobs besides compaction (daemon.pace)
     compaction_due: bool = False  # at its compaction trigger, by the latest gauges
 
     def standing(self) -> evaluate.Standing:
@@ -276,7 +277,10 @@ class Daemon:
             if state.table.name not in admitted:
                 continue
             with self._lock:
-                if state.running or not self._current(state):
+                if self.keep_up:  # a wave of due duties never queues compaction behind it
+                    duty_runs = sum(1 for s in self.tables.values() if s.running and s.duties)
+                    jobs = pace.paced_jobs(jobs, duty_runs, self.settings.concurrency)
+                if not jobs or state.running or not self._current(state):
                     continue
                 state.running = True
             futures.append(self._submit(state, jobs))
@@ -311,6 +315,8 @@ class Daemon:
         """Queue a run of a table already marked running. ``answer`` always resolves, with a
         skipped run if the pool cancels the work at shutdown."""
         answer = Future() if answer is None else answer
+        with self._lock:
+            state.duties = any(job != "compact" for job in jobs)
         try:
             work = self._pool.submit(self._run, state, jobs)
         except RuntimeError:  # the pool is shut down

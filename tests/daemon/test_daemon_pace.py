@@ -77,6 +77,11 @@ def test_pace_rules() -> None:
     assert not pace.compaction_due(gauges) and pace.compaction_due({**gauges, "max_sorted_runs": 3})
     assert pace.may_be_due(gauges, 1) and not pace.may_be_due(gauges, 0)
     assert not pace.may_be_due({**gauges, "max_sorted_runs": 1}, 1)
+    jobs = ("compact", "expire")
+    assert pace.paced_jobs(jobs, 1, 2) == jobs
+    assert pace.paced_jobs(jobs, 2, 2) == ("compact",), "duties wait, compaction goes"
+    assert pace.paced_jobs(("expire",), 2, 2) == ()
+    assert pace.paced_jobs(("compact",), 5, 2) == ("compact",)
 
 
 def test_a_table_runs_again_right_after_its_run_when_writers_brought_it_to_the_trigger(
