@@ -170,8 +170,9 @@ def main() -> None:
     print(f"retained snapshots per table: max {sampler.max_snapshots}, at the end "
           f"{sampler.last_snapshots} (bound: retention {RETAINED_S} s + one expire interval "
           f"{EXPIRE_INTERVAL_S:.0f} s at {created:.2f} snapshots/s per table = {bound:.0f})")
-    print(f"daemon RSS MB: first {rss[0]:.0f}, last {rss[-1]:.0f}, max {max(rss):.0f}; "
-          f"CPU {100 * cpu / wall:.0f}% of one core")
+    quarter, half = rss[len(rss) // 4], rss[len(rss) // 2]
+    print(f"daemon RSS MB: first {rss[0]:.0f}, at 1/4 {quarter:.0f}, at 1/2 {half:.0f}, last "
+          f"{rss[-1]:.0f}, max {max(rss):.0f}; CPU {100 * cpu / wall:.0f}% of one core")
 
 
 if __name__ == "__main__":
