@@ -1,4 +1,5 @@
-"""File work spread over an executor's tasks: orphan removal's listing and deleting.
+"""Work spread over an executor's tasks: orphan removal's listing and deleting, and
+``rewrite-index`` per bucket.
 
 As Paimon's Spark orphan procedure (apache/paimon 5dacde516b,
 ``paimon-spark-common/.../spark/orphan/SparkOrphanFilesClean.scala``) lists the bucket
@@ -6,15 +7,21 @@ directories in Spark tasks, a job whose cost grows with the number of files hand
 listing of many directories and the deletion of many files to the executor's ``map_tasks``
 (``paimond.spark.executor.SparkExecutor``), when it has one. The driver still plans and decides
 (what is a candidate, what is referenced, what goes); a task is plain data: where the storage
-is and which directories or paths, nothing else. Without such an executor the work runs here.
+is and which directories or paths (or, for rewrite-index, one bucket's files and the job's
+journal, so every file a task writes is noted before it is written). Without such an executor
+the work runs here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from paimond.format.manifest import ManifestEntry
+from paimond.table.catalog import Table
+from paimond.table.file_index_rebuild import FileIndexChange, FileIndexRebuild, FileKey
+from paimond.table.job_records import JobJournal
 from paimond.table.storage import FileStatus, StorageLocation
 
 T = TypeVar("T")
@@ -81,3 +88,41 @@ def delete_paths(mapper: TaskMapper, location: StorageLocation, paths: Sequence[
     deleted = mapper.map_tasks(delete_files, tasks, f"paimond {what}: delete {len(paths)} "
                                "files") if tasks else []
     return {path for per_task in deleted for path in per_task}
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRewriteTask:
+    """rewrite-index of one bucket's files: the table as the job writes it (its storage
+    location, noting through the job's journal) and what the file rebuild needs."""
+
+    location: StorageLocation
+    table_path: str
+    table_name: str
+    journal: JobJournal | None
+    retired: Mapping[FileKey, tuple[ManifestEntry, ...]]
+    entries: tuple[ManifestEntry, ...]
+    batch_rows: int
+
+
+def rewrite_bucket_indexes(task: IndexRewriteTask) -> list[FileIndexChange | None]:
+    """A task: each file of the bucket re-indexed (None where its index stays)."""
+    storage = task.location.open()
+    if task.journal is not None:
+        storage = task.journal.recording(storage)
+    rebuild = FileIndexRebuild(Table(storage, task.table_path, task.table_name), task.retired,
+                               dry_run=False, batch_rows=task.batch_rows)
+    return [rebuild(entry) for entry in task.entries]
+
+
+def index_rewrite_tasks(table: Table, journal: JobJournal | None,
+                        retired: Mapping[FileKey, tuple[ManifestEntry, ...]],
+                        files: Sequence[ManifestEntry], batch_rows: int
+                        ) -> list[IndexRewriteTask]:
+    """One task per bucket, holding the bucket's files and their retired entries."""
+    by_bucket: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+    for entry in files:
+        by_bucket.setdefault((entry.partition, entry.bucket), []).append(entry)
+    return [IndexRewriteTask(table.location, table.path, table.name, journal,
+                             {k: v for k, v in retired.items() if k[:2] == bucket},
+                             tuple(entries), batch_rows)
+            for bucket, entries in by_bucket.items()]

@@ -243,7 +243,7 @@ def _rewrite_index(table: Table, settings: RewriteIndexSettings, context: JobCon
     job = IndexRewriteJob(table, clock=context.clock, partitions=settings.partitions,
                           dry_run=settings.dry_run, parallelism=settings.parallelism,
                           progress=context.progress, max_files=settings.max_files,
-                          memory=context.regeneration)
+                          memory=context.regeneration, executor=context.executor)
     return JobReport(job.run())
 
 

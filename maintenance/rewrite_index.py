@@ -43,6 +43,12 @@ from paimond.faults import crash_point
 from paimond.format.manifest import FILE_KIND_DELETE, DataFileMeta, ManifestEntry
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
+from paimond.maintenance.distributed import (
+    TaskMapper,
+    index_rewrite_tasks,
+    mapper_of,
+    rewrite_bucket_indexes,
+)
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.maintenance.references import read_manifests
 from paimond.maintenance.regeneration import IndexStaleness, RegenerationMemory, choose
@@ -50,6 +56,7 @@ from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, CommitJournal, Committer
 from paimond.table.file_index_rebuild import FileIndexChange, FileIndexRebuild, FileKey
+from paimond.table.job_records import JobJournal
 from paimond.table.layout import FILE_INDEX_SUFFIX, partition_matches, partition_text
 from paimond.table.scan import merge_entries, read_manifest_list
 from paimond.table.semantic_options import refuse
@@ -170,7 +177,9 @@ class IndexRewriteJob:
     progress: Progress | None = None
     max_files: int | None = None  # a bounded pass over stale files only
     memory: RegenerationMemory | None = None  # what earlier bounded passes handled
+    executor: object = None  # one that maps tasks (Spark) re-indexes one bucket per task
     _chosen: list[str] = field(default_factory=list, init=False)
+    _journal: JobJournal | None = field(default=None, init=False)
     _left: int = field(default=0, init=False)
 
     def plan(self) -> IndexRewritePlan:
@@ -190,6 +199,7 @@ class IndexRewriteJob:
         if self.dry_run:
             return self._run(self.table, set(), None)
         with recorded_job(self.table, "rewrite-index", self.clock) as recorded:
+            self._journal = recorded.journal
             return self._run(recorded.table, recorded.kept, recorded)
 
     def _run(self, writing: Table, kept: set[str], journal: CommitJournal | None) -> IndexRewriteSummary:
@@ -230,6 +240,9 @@ class IndexRewriteJob:
         files = plan.files
         if not files:
             return []
+        mapper = mapper_of(self.executor)
+        if mapper is not None and not self.dry_run:
+            return self._execute_in_tasks(mapper, plan)
         rebuild = FileIndexRebuild(writing, plan.retired, dry_run=self.dry_run,
                                    batch_rows=self.batch_rows)
         pool = ThreadPoolExecutor(max_workers=max(1, min(self.parallelism, len(files))))
@@ -251,6 +264,19 @@ class IndexRewriteJob:
             raise
         finally:
             pool.shutdown(wait=True)
+        return changes
+
+    def _execute_in_tasks(self, mapper: TaskMapper, plan: IndexRewritePlan
+                          ) -> list[FileIndexChange]:
+        """One task per bucket on the executor. A failed task fails the attempt: what the
+        others wrote is noted in the job's record, deleted when the job ends."""
+        tasks = index_rewrite_tasks(self.table, self._journal, plan.retired, plan.files,
+                                    self.batch_rows)
+        results = mapper.map_tasks(rewrite_bucket_indexes, tasks,
+                                   f"paimond rewrite-index {self.table.name}: {len(tasks)} buckets")
+        changes = [c for per_task in results for c in per_task if c is not None]
+        if self.progress is not None:
+            self.progress(len(plan.files), len(plan.files), plan.files[-1].file.file_name)
         return changes
 
     def _delete_written(self, changes: Sequence[FileIndexChange]) -> None:

@@ -1,6 +1,7 @@
-"""Orphan removal with the Spark executor (``local-cluster``): the directories are listed and the
-orphans deleted in Spark tasks, and the outcome equals the single-process job's on a copy of
-the same table: the same files removed and tallied, every referenced file kept."""
+"""Orphan removal and rewrite-index with the Spark executor (``local-cluster``): the directories
+are listed and the orphans deleted in Spark tasks, each bucket re-indexed in one Spark task, and
+the outcome equals the single-process job's on a copy of the same table: the same files removed
+and tallied, every referenced file kept; the same indexes, placed alike, nothing stray."""
 
 from __future__ import annotations
 
@@ -10,14 +11,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from file_index_checks import index_files, placed_index
+from pypaimon.schema.schema_change import SchemaChange
 from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate
+from pypaimon_tables import build_pk_deduplicate, catalog_for
+from table_garbage import unreferenced_files
 
 from paimond.clock import Clock
 from paimond.maintenance.distributed import DeleteFiles
 from paimond.maintenance.orphans import OrphanJob
+from paimond.maintenance.rewrite_index import IndexRewriteJob
 from paimond.spark.executor import SparkExecutor, _item_without_credentials
 from paimond.table.catalog import open_table
+from paimond.table.scan import scan_snapshot
 from paimond.table.storage import StorageLocation, open_storage
 
 NOW = datetime.datetime(2026, 11, 22, 12, tzinfo=datetime.timezone.utc)
@@ -79,3 +85,47 @@ def test_file_tasks_reach_cluster_executors_without_credentials() -> None:
     task = _item_without_credentials(DeleteFiles(location, ("s3://b/wh/x",)))
     assert dict(task.location.options) == {"endpoint_url": "http://127.0.0.1:1"}
     assert task.paths == ("s3://b/wh/x",)
+
+
+def _indexes(warehouse: str, name: str) -> list[tuple[str, int, str, Any]]:
+    """Each live file: name, level, where its index is (embedded / file / none), container."""
+    table = open_table(open_storage(warehouse), warehouse, name)
+    latest = table.snapshots.latest()
+    assert latest is not None
+    out = []
+    for live in scan_snapshot(table, latest).files:
+        container = placed_index(table, live)
+        where = ("file" if index_files(live.meta) else
+                 "embedded" if live.meta.embedded_index is not None else "none")
+        out.append((live.meta.file_name, live.meta.level, where,
+                    None if container is None else sorted(container)))
+    return sorted(out)
+
+
+def test_rewrite_index_runs_one_spark_task_per_bucket_like_the_local_job(
+        spark: Any, tmp_path: Path) -> None:
+    """Bloom filters above the in-manifest threshold (index files, written by the tasks
+    through the job's journal) and bitmaps embedded: the same result as the local job."""
+    spec = build_pk_deduplicate(str(tmp_path / "local"))
+    catalog_for(str(tmp_path / "local")).alter_table(spec.name, [
+        SchemaChange.set_option("file-index.bloom-filter.columns", "id"),
+        SchemaChange.set_option("file-index.bloom-filter.id.items", "2000"),
+        SchemaChange.set_option("file-index.bitmap.columns", "v")], False)
+    shutil.copytree(tmp_path / "local", tmp_path / "cluster")
+    tracker = spark.sparkContext.statusTracker()
+    outcomes = []
+    for name, executor in (("local", None), ("cluster", SparkExecutor(spark))):
+        warehouse = str(tmp_path / name)
+        table = open_table(open_storage(warehouse), warehouse, spec.name)
+        content = read_rows(warehouse, spec.name)
+        jobs_before = len(tracker.getJobIdsForGroup())
+
+        summary = IndexRewriteJob(table, clock=CLOCK, executor=executor).run()
+
+        assert len(tracker.getJobIdsForGroup()) - jobs_before == (1 if executor else 0)
+        assert summary.snapshot is not None and summary.changes
+        assert read_rows(warehouse, spec.name).equals(content)
+        assert unreferenced_files(warehouse, spec.name) == []  # no task left a stray file
+        outcomes.append((len(summary.changes), _indexes(warehouse, spec.name)))
+    assert outcomes[0] == outcomes[1]
+    assert any(where == "file" for _, _, where, _ in outcomes[1][1])
