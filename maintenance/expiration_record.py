@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from paimond.errors import CorruptFileError, MissingFileError
 from paimond.faults import crash_point
 from paimond.format.snapshot import encode_snapshot
+from paimond.maintenance.distributed import TaskMapper, delete_paths
 from paimond.maintenance.references import (
     FileTally,
     SnapshotSource,
@@ -149,6 +150,20 @@ def delete_all_counted(storage: Storage, deletions: Sequence[Deletion], tally: F
     storage.delete_many(present, on_deleted)
 
 
+def delete_all_in_tasks(mapper: TaskMapper, table: Table, deletions: Sequence[Deletion],
+                        tally: FileTally) -> None:
+    """:func:`delete_all_counted` with the deleting done in ``mapper``'s tasks (Spark),
+    counted alike; all of ``deletions`` are gone when it returns."""
+    present = []
+    for deletion in deletions:
+        size = file_size(table.storage, deletion)
+        if size is None:
+            continue
+        present.append(deletion.path)
+        tally.add(deletion.kind, size)
+    delete_paths(mapper, table.location, present, f"expire {table.name}")
+
+
 def remove_empty_dirs(storage: Storage, bucket_dirs: Iterable[tuple[str, int]]) -> None:
     """Bucket directories left empty, then their partition directories, deepest first."""
     level = {d for d, _ in bucket_dirs if storage.delete_dir_if_empty(d)}
@@ -202,8 +217,9 @@ def keep_as_changelog(table: Table, snapshot_path: str) -> None:
 
 
 def finish(table: Table, work: ExpireWork, record: str, tally: FileTally, *,
-           clean_empty_directories: bool) -> None:
-    """Steps 1-6 of the module doc, each safe to repeat."""
+           clean_empty_directories: bool, mapper: TaskMapper | None = None) -> None:
+    """Steps 1-6 of the module doc, each safe to repeat; with a ``mapper`` (Spark) the data
+    and metadata files are deleted in its tasks."""
     storage = table.storage
     if work.write_earliest:
         _advance_earliest(table, work.end_id)
@@ -214,21 +230,28 @@ def finish(table: Table, work: ExpireWork, record: str, tally: FileTally, *,
         delete_all_counted(storage, [deletion], tally,
                            lambda _: crash_point("expire.snapshot_file_deleted"))
     protected = protected_since(table, work)
-    delete_all_counted(storage, [d for d in work.data_files
-                                 if d.path.rsplit("/", 1)[-1] not in protected],
-                       tally, lambda _: crash_point("expire.data_file_deleted"))
+    data_files = [d for d in work.data_files if d.path.rsplit("/", 1)[-1] not in protected]
+    if mapper is not None:
+        delete_all_in_tasks(mapper, table, data_files, tally)
+    else:
+        delete_all_counted(storage, data_files, tally,
+                           lambda _: crash_point("expire.data_file_deleted"))
     if clean_empty_directories:
         remove_empty_dirs(storage, work.bucket_dirs)
         crash_point("expire.directories_removed")
-    delete_all_counted(storage, [d for d in work.metadata
-                                 if d.path.rsplit("/", 1)[-1] not in protected],
-                       tally, lambda _: crash_point("expire.metadata_file_deleted"))
+    metadata = [d for d in work.metadata if d.path.rsplit("/", 1)[-1] not in protected]
+    if mapper is not None:
+        delete_all_in_tasks(mapper, table, metadata, tally)
+    else:
+        delete_all_counted(storage, metadata, tally,
+                           lambda _: crash_point("expire.metadata_file_deleted"))
     storage.delete(record)
     crash_point("expire.record_removed")
 
 
 def execute_expiration(table: Table, work: ExpireWork, *, dry_run: bool,
-                       clean_empty_directories: bool = False) -> FileTally:
+                       clean_empty_directories: bool = False,
+                       mapper: TaskMapper | None = None) -> FileTally:
     """Record ``work``, then delete it in order (or, with ``dry_run``, only count what is
     still there); returns what went."""
     tally = FileTally()
@@ -247,11 +270,13 @@ def execute_expiration(table: Table, work: ExpireWork, *, dry_run: bool,
                                 f"{uuid.uuid4().hex}{RECORD_SUFFIX}")
     table.storage.write_bytes(record, encode_record(table, work))
     crash_point("expire.recorded")
-    finish(table, work, record, tally, clean_empty_directories=clean_empty_directories)
+    finish(table, work, record, tally, clean_empty_directories=clean_empty_directories,
+           mapper=mapper)
     return tally
 
 
-def finish_interrupted(table: Table, *, clean_empty_directories: bool) -> tuple[int, FileTally]:
+def finish_interrupted(table: Table, *, clean_empty_directories: bool,
+                       mapper: TaskMapper | None = None) -> tuple[int, FileTally]:
     """Finish every expiration a killed run recorded; returns how many, and what went. An
     unreadable record raises before anything of it is deleted."""
     tally = FileTally()
@@ -266,5 +291,5 @@ def finish_interrupted(table: Table, *, clean_empty_directories: bool) -> tuple[
         except MissingFileError:
             continue  # finished meanwhile by its own run
         finish(table, decode_record(table, record, data), record, tally,
-               clean_empty_directories=clean_empty_directories)
+               clean_empty_directories=clean_empty_directories, mapper=mapper)
     return len(records), tally

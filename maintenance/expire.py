@@ -53,6 +53,7 @@ from paimond.maintenance.changelog_expire import (
     plan_changelog_expiration,
     read_changelog_history,
 )
+from paimond.maintenance.distributed import mapper_of
 from paimond.maintenance.expiration_record import (
     execute_expiration,
     finish_interrupted,
@@ -278,6 +279,7 @@ class ExpireJob:
     clock: Clock  # read once per plan: snapshots older than now - time_retained expire
     settings: ExpireSettings | None = None
     dry_run: bool = False
+    executor: object = None  # one that maps tasks (Spark) deletes data and metadata in tasks
 
     def resolved_settings(self) -> ExpireSettings:
         return self.settings or ExpireSettings.of(self.table.options())
@@ -294,8 +296,9 @@ class ExpireJob:
         refuse(self.table.latest_schema(), "expire", self.table.path)
         settings = self.resolved_settings()
         clean = settings.clean_empty_directories
+        mapper = mapper_of(self.executor)
         finished = (0, FileTally()) if self.dry_run else finish_interrupted(
-            self.table, clean_empty_directories=clean)
+            self.table, clean_empty_directories=clean, mapper=mapper)
         finished_changelogs = (0, FileTally()) if self.dry_run else finish_interrupted_changelogs(
             self.table, clean_empty_directories=clean)
         plan = self.plan()
@@ -310,7 +313,7 @@ class ExpireJob:
                                    decoupled=settings.changelog_decoupled,
                                    produce_changelog=settings.produce_changelog)
             deleted = execute_expiration(self.table, work, dry_run=self.dry_run,
-                                         clean_empty_directories=clean)
+                                         clean_empty_directories=clean, mapper=mapper)
             result = ExpireResult(plan, work, deleted, self.dry_run, *finished)
         if settings.changelog_decoupled:
             result.changelog = self._expire_changelogs(settings, finished_changelogs)

@@ -201,7 +201,8 @@ def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> Job
         retain_min=options.retain_min if settings.retain_min is None else settings.retain_min,
         retain_max=options.retain_max if settings.retain_max is None else settings.retain_max,
         max_deletes=options.max_deletes if settings.max_deletes is None else settings.max_deletes)
-    job = ExpireJob(table, clock=context.clock, settings=options, dry_run=settings.dry_run)
+    job = ExpireJob(table, clock=context.clock, settings=options, dry_run=settings.dry_run,
+                    executor=context.executor)
     # further bounded rounds while snapshot.expire.limit cut the last one (expire_rounds)
     return JobReport(expire_in_rounds(job, context.progress))
 

@@ -1,12 +1,15 @@
-"""Orphan removal and rewrite-index with the Spark executor (``local-cluster``): the directories
-are listed and the orphans deleted in Spark tasks, each bucket re-indexed in one Spark task, and
+"""Orphan removal, snapshot expiry and rewrite-index with the Spark executor (``local-cluster``):
+the directories are listed and the orphans deleted in Spark tasks, expired files deleted in
+Spark tasks, each bucket re-indexed in one Spark task, and
 the outcome equals the single-process job's on a copy of the same table: the same files removed
 and tallied, every referenced file kept; the same indexes, placed alike, nothing stray."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,9 @@ from pypaimon_tables import build_pk_deduplicate, catalog_for
 from table_garbage import unreferenced_files
 
 from paimond.clock import Clock
+from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.distributed import DeleteFiles
+from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.orphans import OrphanJob
 from paimond.maintenance.rewrite_index import IndexRewriteJob
 from paimond.spark.executor import SparkExecutor, _item_without_credentials
@@ -28,6 +33,7 @@ from paimond.table.storage import StorageLocation, open_storage
 
 NOW = datetime.datetime(2026, 11, 22, 12, tzinfo=datetime.timezone.utc)
 CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 OLD = (NOW - datetime.timedelta(days=2)).timestamp()
 
 
@@ -129,3 +135,34 @@ def test_rewrite_index_runs_one_spark_task_per_bucket_like_the_local_job(
         outcomes.append((len(summary.changes), _indexes(warehouse, spec.name)))
     assert outcomes[0] == outcomes[1]
     assert any(where == "file" for _, _, where, _ in outcomes[1][1])
+
+
+def test_snapshot_expiry_deletes_in_spark_tasks_like_the_local_job(spark: Any,
+                                                                   tmp_path: Path) -> None:
+    """A full compaction leaves the level-0 files to the old snapshots; expiring all but the
+    latest deletes them and the old metadata, in Spark tasks, exactly as the local job."""
+    spec = build_pk_deduplicate(str(tmp_path / "local"))
+    shutil.copytree(tmp_path / "local", tmp_path / "cluster")
+    tracker = spark.sparkContext.statusTracker()
+    tallies, trees = [], []
+    for name, executor in (("local", None), ("cluster", SparkExecutor(spark))):
+        warehouse = str(tmp_path / name)
+        table = open_table(open_storage(warehouse), warehouse, spec.name)
+        CompactJob(table, full=True, use_processes=False, clock=CLOCK).run()
+        content = read_rows(warehouse, spec.name)
+        settings = dataclasses.replace(ExpireSettings.of(table.options()), retain_min=1,
+                                       retain_max=1, time_retained_ms=0)
+        jobs_before, latest = len(tracker.getJobIdsForGroup()), table.snapshots.latest_id()
+
+        result = ExpireJob(table, clock=CLOCK, settings=settings, executor=executor).run()
+
+        assert len(tracker.getJobIdsForGroup()) - jobs_before == (2 if executor else 0)
+        assert result.deleted.total_files > 0 and table.snapshots.list_ids() == [latest]
+        assert read_rows(warehouse, spec.name).equals(content)
+        assert unreferenced_files(warehouse, spec.name) == []
+        tallies.append(result.deleted)
+        # the compactions named their files apart: compare the layouts with names' UUIDs out
+        trees.append(sorted(re.sub(UUID, "*", p)
+                            for p in _tree(Path(table.path.removeprefix("file://")))))
+    assert tallies[0] == tallies[1]
+    assert trees[0] == trees[1]
