@@ -11,8 +11,10 @@ Paimon's own Spark integration runs maintenance as procedures from the same sess
 
 Compaction plans on the driver, runs one Spark task per bucket on the session's executors
 (paimond's code is shipped with the job; executors need its dependencies and, for S3, their
-own credentials) and commits one COMPACT snapshot from the driver; then the other jobs run
-on the driver. ``examples/spark_ingest.py`` is a whole ingestion job ending with this call.
+own credentials) and commits one COMPACT snapshot from the driver. The other jobs plan and
+commit on the driver too; expiry's deletions, orphan removal's listing and deleting and
+rewrite-index's buckets run as Spark tasks (``paimond.maintenance.distributed``).
+``examples/spark_ingest.py`` is a whole ingestion pipeline calling this after each batch.
 
 Two other ways to maintain after an ingestion commits:
 
