@@ -3,7 +3,7 @@ settings' include/exclude patterns select."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from paimond.daemon.logging import get_logger
 from paimond.errors import PaimondError, StorageUnavailableError, kind_of
@@ -13,14 +13,15 @@ from paimond.table.storage import Storage
 log = get_logger(__name__)
 
 
-def find_tables(storages: Sequence[Storage], wants: Callable[[str], bool]
-                ) -> dict[str, tuple[Table, int]]:
+def find_tables(storages: Sequence[Storage], wants: Callable[[str], bool],
+                known: Collection[str] = ()) -> dict[str, tuple[Table, int]]:
     """``db.table`` -> (table, index of its warehouse). A warehouse that cannot be listed is
-    logged and skipped: its tables are simply not found this time."""
+    logged and skipped: its tables are simply not found this time. A ``known`` table whose
+    directory is still there is not listed again."""
     found: dict[str, tuple[Table, int]] = {}
     for index, storage in enumerate(storages):
         try:
-            for table in list_tables(storage, storage.root, wants):
+            for table in list_tables(storage, storage.root, wants, known):
                 found[table.name] = (table, index)
         except PaimondError as error:
             log.warning("discovery_failed", warehouse=storage.root, error_kind=kind_of(error),

@@ -118,7 +118,9 @@ class Daemon:
     # ---------------------------------------------------------------- discovery
 
     def discover(self) -> None:
-        found = find_tables(self.storages, self.settings.wants)
+        with self._lock:
+            known = set(self.tables)  # found before: their directories are not listed again
+        found = find_tables(self.storages, self.settings.wants, known)
         with self._lock:
             for name, (table, index) in found.items():
                 self.tables.setdefault(name, TableState(table, index))

@@ -8,7 +8,7 @@ A warehouse holds ``<db>.db/<table>/`` directories; a directory is a table when 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from paimond.errors import CodecError, ConfigError, CorruptFileError, MissingFileError
@@ -158,12 +158,14 @@ def check_warehouse(storage: Storage) -> None:
 
 
 def list_tables(storage: Storage, warehouse: str,
-                wants: Callable[[str], bool] | None = None) -> list[Table]:
+                wants: Callable[[str], bool] | None = None,
+                known: Collection[str] = ()) -> list[Table]:
     """Every table of the warehouse (that ``wants`` its ``db.table`` name), sorted by name.
 
     A directory counts as a table when it has a ``schema/`` or ``snapshot/`` directory, so a
     table whose schema files were lost is still listed (and reported unreadable). A name
-    ``wants`` declines is not listed at all (one request saved per excluded table).
+    ``wants`` declines is not listed at all, nor is a ``known`` table (one seen to be a table
+    before: a watcher's) whose directory is still there: one request saved per table.
     """
     tables = []
     for database in storage.list_dir(warehouse):
@@ -173,6 +175,9 @@ def list_tables(storage: Storage, warehouse: str,
         for candidate in storage.list_dir(database.path):
             if not candidate.is_dir or (wants is not None
                                         and not wants(f"{db_name}.{candidate.name}")):
+                continue
+            if f"{db_name}.{candidate.name}" in known:
+                tables.append(Table(storage, candidate.path, f"{db_name}.{candidate.name}"))
                 continue
             children = {s.name for s in storage.list_dir(candidate.path) if s.is_dir}
             if children & {SCHEMA_DIR, SNAPSHOT_DIR}:

@@ -104,6 +104,11 @@ def test_discovery_lists_no_excluded_table(endpoint: CountingEndpoint,
     assert [t.name for t in tables] == ["db.t"]
     assert not [r for r in requests if "skipped" in r.key]
     assert kinds(requests) == {"LIST": 3}  # warehouse, db.db/, db.db/t/
+    with endpoint.log.counting() as again:  # a watcher's next pass: db.t is known
+        tables = list_tables(warehouse, warehouse.root, lambda name: name != "db.skipped",
+                             known={"db.t"})
+    assert [t.name for t in tables] == ["db.t"]
+    assert kinds(again) == {"LIST": 2}  # warehouse, db.db/
 
 
 def test_deletes_go_in_batches_without_asking_first(endpoint: CountingEndpoint, warehouse: Storage,
