@@ -79,6 +79,8 @@ def main() -> None:
             endpoint, lambda: [watched.watched_latest_id() for _ in range(checks)])
         results["discovery (list tables)"] = _count(
             endpoint, lambda: list_tables(storage, storage.root))
+        results["discovery, next pass (table known)"] = _count(
+            endpoint, lambda: list_tables(storage, storage.root, known={"db.t"}))
         listed = list_tables(storage, storage.root)[0]  # as `paimond status WAREHOUSE` does
         results["status of a listed table (--no-verify)"] = _count(
             endpoint, lambda: table_status(listed, verify_files=False))
@@ -96,7 +98,8 @@ def main() -> None:
         goals = {"latest snapshot id (Java's hint check)": "-",
                  f"idle daemon check, per check ({checks} checks)": "1",
                  "status of a listed table (--no-verify)": "<= 5",
-                 "discovery (list tables)": "-", "merge-manifests": "-",
+                 "discovery (list tables)": "-", "discovery, next pass (table known)": "-",
+                 "merge-manifests": "-",
                  "expire-snapshots (retain 5)": "batched",
                  f"lease: {runs} table runs (3 jobs each), per run": "<= 3"}
         for name, requests in results.items():
