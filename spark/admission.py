@@ -65,9 +65,10 @@ class DaemonUnreachableError(PaimondError):
 class AdmissionTimeoutError(PaimondError):
     """The table was still held back when the wait ran out."""
 
-    def __init__(self, last: TableAdmission, timeout_s: float) -> None:
-        self.last = last
-        super().__init__(f"{last.table} still not admitted after {timeout_s:g} s: {last.reason}")
+    def __init__(self, table: str, reason: str, timeout_s: float,
+                 last: TableAdmission | None = None) -> None:
+        self.table, self.reason, self.timeout_s, self.last = table, reason, timeout_s, last
+        super().__init__(f"{table} still not admitted after {timeout_s} s: {reason}")
 
 
 def _ask(url: str, table: str, token: str, timeout_s: float) -> dict[str, Any]:
@@ -109,5 +110,5 @@ def admission(url: str, table: str, *, token: str | None = None, wait: bool = Fa
         if answer.admitted or not wait:
             return answer
         if waited + poll_s > timeout_s:
-            raise AdmissionTimeoutError(answer, timeout_s)
+            raise AdmissionTimeoutError(answer.table, answer.reason, timeout_s, answer)
         sleep(poll_s)
