@@ -21,16 +21,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from paimond.errors import UnsupportedError
-from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.manifest import ManifestEntry
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.levels import SortedRun
 from paimond.lsm.picker import CompactUnit, PickerState, Trigger, pick_universal
-from paimond.maintenance.sort_compact import SortPlan, SortTask
+from paimond.maintenance.sort_compact import SortPlan, SortTask, dv_index_files, live_by_bucket
 from paimond.maintenance.sort_order import check_sort_columns
 from paimond.table.catalog import Table
 from paimond.table.compaction_options import CompactionOptions
-from paimond.table.layout import partition_matches, partition_text
+from paimond.table.layout import partition_text
 from paimond.table.options import TableOptions
 from paimond.table.scan import bucket_path, scan_snapshot
 from paimond.table.semantic_options import refuse
@@ -100,16 +99,9 @@ def plan_incremental_clustering(table: Table, *, full: bool = False,
         size_ratio=options.compaction.size_ratio)
     num_levels = options.compaction.num_levels
     scanned = scan_snapshot(table, snapshot)
-    by_partition: dict[tuple[bytes, int, int], list[ManifestEntry]] = {}
-    for live in scanned.files:
-        entry = live.entry
-        if partitions and not partition_matches(partition_text(schema, entry.partition),
-                                                partitions):
-            continue
-        by_partition.setdefault((entry.partition, entry.bucket, entry.total_buckets),
-                                []).append(entry)
     tasks = []
-    for (partition, bucket, total_buckets), entries in by_partition.items():
+    for (partition, bucket, total_buckets), entries in live_by_bucket(
+            scanned, schema, partitions).items():
         runs = partition_runs(entries)
         top = runs[-1].files[0] if runs else None
         same_keys = top is not None and clustering_of(
@@ -118,10 +110,9 @@ def plan_incremental_clustering(table: Table, *, full: bool = False,
         if unit is None or not unit.files:
             continue
         by_name = {e.file.file_name: e for e in entries}
-        index_files = tuple(e for e in scanned.index_entries if e.partition == partition
-                            and e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS)
         tasks.append(SortTask(partition, partition_text(schema, partition), bucket,
                               total_buckets, bucket_path(table, schema, partition, bucket),
-                              tuple(by_name[f.file_name] for f in unit.files), index_files,
+                              tuple(by_name[f.file_name] for f in unit.files),
+                              dv_index_files(scanned, partition),
                               unit.output_level))
     return SortPlan(table.name, snapshot.id, strategy, columns, tuple(tasks))

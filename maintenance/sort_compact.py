@@ -28,6 +28,7 @@ from paimond.errors import UnsupportedError
 from paimond.format.deletion_vector import DeletionVector
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
+from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
@@ -40,7 +41,7 @@ from paimond.table.deletion_vectors import read_deletion_vectors, write_deletion
 from paimond.table.external_paths import ExternalPaths, external_provider
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import TableOptions
-from paimond.table.scan import bucket_path, scan_snapshot
+from paimond.table.scan import SnapshotFiles, bucket_path, scan_snapshot
 from paimond.table.semantic_options import refuse
 
 
@@ -98,22 +99,35 @@ def plan_sort_compaction(table: Table, strategy: str, columns: Sequence[str], *,
     if snapshot is None:
         return SortPlan(table.name, None, strategy, tuple(columns), ())
     scanned = scan_snapshot(table, snapshot)
-    by_partition: dict[tuple[bytes, int, int], list[ManifestEntry]] = {}
+    tasks = []
+    for (partition, bucket, total_buckets), entries in live_by_bucket(
+            scanned, schema, partitions).items():
+        tasks.append(SortTask(partition, partition_text(schema, partition), bucket,
+                              total_buckets, bucket_path(table, schema, partition, bucket),
+                              tuple(entries), dv_index_files(scanned, partition)))
+    return SortPlan(table.name, snapshot.id, strategy, tuple(columns), tuple(tasks))
+
+
+def live_by_bucket(scanned: SnapshotFiles, schema: TableSchema,
+                   partitions: Mapping[str, str] | None
+                   ) -> dict[tuple[bytes, int, int], list[ManifestEntry]]:
+    """The live files of the matching partitions by (partition, bucket, total buckets)."""
+    grouped: dict[tuple[bytes, int, int], list[ManifestEntry]] = {}
     for live in scanned.files:
         entry = live.entry
         if partitions and not partition_matches(partition_text(schema, entry.partition),
                                                 partitions):
             continue
-        by_partition.setdefault((entry.partition, entry.bucket, entry.total_buckets),
-                                []).append(entry)
-    tasks = []
-    for (partition, bucket, total_buckets), entries in by_partition.items():
-        index_files = tuple(e for e in scanned.index_entries if e.partition == partition
-                            and e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS)
-        tasks.append(SortTask(partition, partition_text(schema, partition), bucket,
-                              total_buckets, bucket_path(table, schema, partition, bucket),
-                              tuple(entries), index_files))
-    return SortPlan(table.name, snapshot.id, strategy, tuple(columns), tuple(tasks))
+        grouped.setdefault((entry.partition, entry.bucket, entry.total_buckets),
+                           []).append(entry)
+    return grouped
+
+
+def dv_index_files(scanned: SnapshotFiles, partition: bytes
+                   ) -> tuple[IndexManifestEntry, ...]:
+    """The partition's deletion-vector index files."""
+    return tuple(e for e in scanned.index_entries if e.partition == partition
+                 and e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS)
 
 
 @dataclass
