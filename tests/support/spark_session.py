@@ -41,7 +41,9 @@ EXECUTOR_ENV = {  # what an instance role or a secret mounted as environment giv
 EXTRA_DISTRIBUTIONS = ("pypaimon", "pandas")  # examples/spark_ingest.py writes in executors
 
 
-def cluster_builder(archive: str, app_name: str = "paimond-tests") -> Any:
+def cluster_builder(archive: str, scratch: str, app_name: str = "paimond-tests") -> Any:
+    """``scratch``: the driver JVM's temporary directory, where local-cluster's workers and
+    executors live (unpacked archives included); pytest removes it with its other runs."""
     from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master(MASTER).appName(app_name)
@@ -55,7 +57,8 @@ def cluster_builder(archive: str, app_name: str = "paimond-tests") -> Any:
                # Test mode is what gives local-cluster's workers temporary directories, removed
                # at stop (else executors unpack the archive under pyspark's own folder).
                .config("spark.testing", "true")
-               .config("spark.test.home", _spark_home()))
+               .config("spark.test.home", _spark_home())
+               .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={scratch}"))
     for name, value in EXECUTOR_ENV.items():
         builder = builder.config(f"spark.executorEnv.{name}", value)
     return builder
@@ -77,7 +80,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         # spark.pyspark.python); SPARK_LOCAL_IP, else Spark names the first interface's address.
         os.environ["PYSPARK_PYTHON"] = EXECUTOR_PYTHON
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        session = cluster_builder(archive).getOrCreate()
+        scratch = str(tmp_path_factory.mktemp("spark-tmp"))
+        session = cluster_builder(archive, scratch).getOrCreate()
     except Exception as error:  # no pyspark, no Java, no loopback: Spark is the missing service
         message = f"Spark cannot start locally: {type(error).__name__}: {error}"
         if os.environ.get("CI"):
