@@ -252,7 +252,8 @@ def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) 
     job = RebuildDvJob(table, clock=context.clock, dry_run=settings.dry_run,
                        discard_existing=settings.discard_existing,
                        partitions=settings.partitions, progress=context.progress,
-                       max_files=settings.max_files, memory=context.regeneration)
+                       max_files=settings.max_files, memory=context.regeneration,
+                       executor=context.executor)
     return JobReport(job.run())
 
 

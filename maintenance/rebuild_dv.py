@@ -27,59 +27,33 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from paimond.clock import Clock
-from paimond.errors import CorruptFileError, MissingFileError, UnsupportedError
+from paimond.errors import UnsupportedError
 from paimond.faults import crash_point
-from paimond.format.deletion_vector import DeletionVector
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_DELETE
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
-from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, vector_of
-from paimond.lsm.merge import VALUE_KIND_COLUMN
+from paimond.maintenance.distributed import TaskMapper, mapper_of
+from paimond.maintenance.dv_bucket import (
+    BucketRebuild,
+    DvRebuildTask,
+    rebuild_bucket,
+    rebuild_dv_bucket,
+)
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.maintenance.regeneration import RegenerationMemory, choose, vector_needs
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, CommitJournal, Committer
-from paimond.table.data_files import read_data_file
-from paimond.table.deletion_vectors import (
-    bucket_dv_entry,
-    read_deletion_vectors,
-    write_deletion_vectors,
-)
-from paimond.table.kv_layout import key_fields, retract_mask
+from paimond.table.deletion_vectors import bucket_dv_entry, write_deletion_vectors
+from paimond.table.job_records import JobJournal
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import TableOptions
-from paimond.table.scan import BucketFiles, LiveFile, data_file_path, scan_snapshot
+from paimond.table.scan import BucketFiles, LiveFile, scan_snapshot
 from paimond.table.semantic_options import refuse
 
-_LEVEL, _FILE, _POS = "__level", "__file", "__pos"
 Progress = Callable[[int, int, str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class BucketRebuild:
-    partition_text: str
-    partition: bytes
-    bucket: int
-    base: IndexManifestEntry | None
-    vectors: dict[str, DeletionVector]
-    rows_before: int  # deleted rows the old vectors held (of live files)
-    rows_after: int
-    dropped_positions: int  # positions past a file's end or of files no longer live
-    changed: bool
-
-    def describe(self) -> str:
-        where = f"{self.partition_text or '-'} bucket {self.bucket}"
-        dropped = f", {self.dropped_positions} stale positions dropped" \
-            if self.dropped_positions else ""
-        return (f"{where}: deleted rows {self.rows_before} -> {self.rows_after} in "
-                f"{len(self.vectors)} files{dropped}")
 
 
 @dataclass
@@ -126,8 +100,13 @@ class RebuildDvJob:
     progress: Progress | None = None
     max_files: int | None = None  # a bounded pass over buckets needing vectors only
     memory: RegenerationMemory | None = None  # what earlier bounded passes handled
+    executor: object = None  # one that maps tasks (Spark) rebuilds one bucket per task
     _chosen: list[str] = field(default_factory=list, init=False)
     _lost: set[tuple[bytes, int]] = field(default_factory=set, init=False)
+    _journal: JobJournal | None = field(default=None, init=False)
+    # the DV file each task wrote, by (partition, bucket), for the commit
+    _written: dict[tuple[bytes, int], tuple[IndexManifestEntry, str]] = field(
+        default_factory=dict, init=False)
 
     def run(self) -> RebuildSummary:
         """Runs as a recorded job (a dry run writes nothing): a run killed midway leaves
@@ -140,6 +119,7 @@ class RebuildDvJob:
         if self.dry_run:
             return self._run(self.table, set(), None)
         with recorded_job(self.table, "rebuild-dv", self.clock) as recorded:
+            self._journal = recorded.journal
             return self._run(recorded.table, recorded.kept, recorded)
 
     def _run(self, writing: Table, kept: set[str], journal: CommitJournal | None) -> RebuildSummary:
@@ -180,12 +160,41 @@ class RebuildDvJob:
                    or partition_matches(partition_text(schema, b.partition), self.partitions)]
         if self.max_files is not None:
             buckets = self._bounded(buckets, scanned.index_entries, summary)
-        for done, bucket in enumerate(buckets, start=1):
-            base = bucket_dv_entry(scanned.index_entries, bucket.partition, bucket.bucket)
-            summary.buckets.append(self._rebuild_bucket(bucket, base, schema, options))
+        bases = [bucket_dv_entry(scanned.index_entries, b.partition, b.bucket) for b in buckets]
+        self._written = {}
+        mapper = mapper_of(self.executor)
+        if mapper is not None and not self.dry_run and buckets:
+            summary.buckets = self._rebuild_in_tasks(mapper, schema, buckets, bases)
+            return summary
+        for done, (bucket, base) in enumerate(zip(buckets, bases, strict=True), start=1):
+            summary.buckets.append(rebuild_bucket(
+                table, schema, bucket.partition, bucket.bucket, _leveled(bucket), base,
+                discard_existing=self.discard_existing,
+                lost=(bucket.partition, bucket.bucket) in self._lost))
             if self.progress is not None:
                 self.progress(done, len(buckets), summary.buckets[-1].describe())
         return summary
+
+    def _rebuild_in_tasks(self, mapper: TaskMapper, schema: TableSchema,
+                          buckets: list[BucketFiles], bases: list[IndexManifestEntry | None]
+                          ) -> list[BucketRebuild]:
+        """One task per bucket on the executor, each writing its bucket's new DV file through
+        the job's journal. A failed task fails the run: what the others wrote is noted in the
+        job's record, deleted when the job ends."""
+        table = self.table
+        tasks = [DvRebuildTask(table.location, table.path, table.name, self._journal, schema,
+                               b.partition, b.bucket, tuple(_leveled(b)), base,
+                               self.discard_existing, (b.partition, b.bucket) in self._lost)
+                 for b, base in zip(buckets, bases, strict=True)]
+        outcomes = mapper.map_tasks(rebuild_dv_bucket, tasks,
+                                    f"paimond rebuild-dv {table.name}: {len(tasks)} buckets")
+        for outcome in outcomes:
+            if outcome.written is not None:
+                self._written[(outcome.rebuild.partition, outcome.rebuild.bucket)] = \
+                    outcome.written
+        if self.progress is not None:
+            self.progress(len(outcomes), len(outcomes), outcomes[-1].rebuild.describe())
+        return [outcome.rebuild for outcome in outcomes]
 
     def _bounded(self, buckets: list[BucketFiles], index_entries: list[IndexManifestEntry],
                  summary: RebuildSummary) -> list[BucketFiles]:
@@ -201,45 +210,6 @@ class RebuildDvJob:
         summary.needed_left = len(unhandled) - len(taken)
         return [b for b in buckets if (b.partition, b.bucket) in taken]
 
-    def _rebuild_bucket(self, bucket: BucketFiles, base: IndexManifestEntry | None,
-                        schema: TableSchema, options: TableOptions) -> BucketRebuild:
-        table = self.table
-        files = [f for level in sorted(bucket.levels) if level > 0 for f in bucket.levels[level]]
-        old: dict[str, DeletionVector] = {}
-        unreadable = False
-        if base is not None:
-            try:
-                old = read_deletion_vectors(table, base)
-            except (MissingFileError, CorruptFileError) as error:
-                lost = (isinstance(error, MissingFileError)
-                        and (bucket.partition, bucket.bucket) in self._lost)
-                if not (self.discard_existing or lost):
-                    raise
-                unreadable = True  # lost or corrupt: replaced whatever the result
-        rows = {f.meta.file_name: f.meta.row_count for f in files}
-        kept: dict[str, DeletionVector] = {}
-        dropped = sum(len(v) for name, v in old.items() if name not in rows)
-        before = 0
-        for name, vector in old.items():
-            if name in rows:
-                before += len(vector)
-                positions = deleted_positions(vector)  # in the table's layout, whatever the file's
-                inside = vector_of(positions[positions < rows[name]],
-                                   bitmap64=options.deletion_vectors_bitmap64)
-                dropped += len(vector) - len(inside)
-                kept[name] = inside
-        vectors = BucketDeletionVectors({} if self.discard_existing else kept,
-                                        bitmap64=options.deletion_vectors_bitmap64, base=base)
-        for meta_name, positions in _superseded(table, schema, files).items():
-            vectors.mark(meta_name, positions)
-        result = {n: v for n, v in vectors.vectors().items() if v}
-        changed = unreadable or set(old) != set(result) or any(
-            not np.array_equal(deleted_positions(old[n]), deleted_positions(result[n]))
-            for n in result)
-        return BucketRebuild(partition_text(schema, bucket.partition), bucket.partition,
-                             bucket.bucket, base, result, before,
-                             sum(len(v) for v in result.values()), dropped, changed)
-
     def _commit(self, summary: RebuildSummary, writing: Table, kept: set[str],
                 journal: CommitJournal | None) -> Snapshot:
         table = self.table
@@ -254,7 +224,8 @@ class RebuildDvJob:
                     deleted.append(IndexManifestEntry(FILE_KIND_DELETE, bucket.partition,
                                                       bucket.bucket, bucket.base.index_file))
                     continue
-                entry, path = write_deletion_vectors(
+                done = self._written.get((bucket.partition, bucket.bucket))
+                entry, path = done if done is not None else write_deletion_vectors(
                     writing, bucket.vectors, bucket.partition, bucket.bucket,
                     bitmap64=table.options().deletion_vectors_bitmap64)
                 added.append(entry)
@@ -270,35 +241,6 @@ class RebuildDvJob:
             raise
 
 
-def _superseded(table: Table, schema: TableSchema, files: list[LiveFile]
-                ) -> dict[str, np.ndarray]:
-    """Per file name, the positions of rows that are not the newest live row of their key."""
-    key_columns = [f.name for f in key_fields(schema)]
-    parts = []
-    for number, live in enumerate(files):
-        path = data_file_path(table, schema, live)
-        batches = list(read_data_file(
-            table.storage, path, file_format=path.rsplit(".", 1)[-1],
-            file_schema=table.schema(live.meta.schema_id), read_schema=schema, key_value=True,
-            projection=[*key_columns, VALUE_KIND_COLUMN]))
-        if not batches:
-            continue
-        keys = pa.Table.from_batches(batches)
-        count = keys.num_rows
-        parts.append(keys.append_column(_LEVEL, pa.array(np.full(count, live.meta.level,
-                                                                 dtype=np.int32)))
-                     .append_column(_FILE, pa.array(np.full(count, number, dtype=np.int32)))
-                     .append_column(_POS, pa.array(np.arange(count, dtype=np.int64))))
-    if not parts:
-        return {}
-    rows = pa.concat_tables(parts)
-    newest = rows.group_by(key_columns, use_threads=False).aggregate([(_LEVEL, "min")])
-    joined = rows.join(newest, keys=key_columns, join_type="inner")
-    older = pc.greater(joined.column(_LEVEL), joined.column(f"{_LEVEL}_min"))
-    deleted = joined.filter(pc.or_(older, retract_mask(joined.column(VALUE_KIND_COLUMN))))
-    out: dict[str, np.ndarray] = {}
-    file_numbers = np.asarray(deleted.column(_FILE).to_numpy())
-    positions = np.asarray(deleted.column(_POS).to_numpy())
-    for number in np.unique(file_numbers):
-        out[files[int(number)].meta.file_name] = np.sort(positions[file_numbers == number])
-    return out
+def _leveled(bucket: BucketFiles) -> list[LiveFile]:
+    """The bucket's level >= 1 files, lowest level first."""
+    return [f for level in sorted(bucket.levels) if level > 0 for f in bucket.levels[level]]

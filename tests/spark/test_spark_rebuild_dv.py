@@ -1,0 +1,59 @@
+"""rebuild-dv with the Spark executor (``local-cluster``): each bucket's vectors computed and
+its DV file written in one Spark task, committed once by the driver; the outcome equals the
+single-process job's on a copy of the same table (the same vectors of the same files, one DV
+file per bucket), the table reads right, and nothing is left behind."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pypaimon_oracle import read_rows
+from table_garbage import unreferenced_files
+from test_rebuild_dv import CLOCK, _enable_vectors, _layered
+
+from paimond.lsm.deletion_vectors import deleted_positions
+from paimond.maintenance.rebuild_dv import RebuildDvJob
+from paimond.spark.executor import SparkExecutor
+from paimond.table.catalog import open_table
+from paimond.table.deletion_vectors import read_deletion_vectors
+from paimond.table.scan import scan_snapshot
+from paimond.table.storage import open_storage
+
+
+def _vectors(warehouse: str, name: str) -> list[tuple[bytes, int, list[tuple[str, list[int]]]]]:
+    """Per (partition, bucket) DV file of the latest snapshot: each data file's positions."""
+    table = open_table(open_storage(warehouse), warehouse, name)
+    latest = table.snapshots.latest()
+    assert latest is not None
+    out = []
+    for entry in scan_snapshot(table, latest).index_entries:
+        vectors = read_deletion_vectors(table, entry)
+        out.append((entry.partition, entry.bucket,
+                    sorted((file, deleted_positions(v).tolist()) for file, v in vectors.items())))
+    return sorted(out)
+
+
+def test_rebuild_dv_runs_one_spark_task_per_bucket_like_the_local_job(
+        spark: Any, tmp_path: Path) -> None:
+    live = _layered(tmp_path)
+    _enable_vectors(live)
+    name = live.name
+    shutil.copytree(live.warehouse, tmp_path / "cluster")
+    tracker = spark.sparkContext.statusTracker()
+    outcomes = []
+    for warehouse, executor in ((live.warehouse, None),
+                                (str(tmp_path / "cluster"), SparkExecutor(spark))):
+        table = open_table(open_storage(warehouse), warehouse, name)
+        jobs_before = len(tracker.getJobIdsForGroup())
+
+        summary = RebuildDvJob(table, clock=CLOCK, executor=executor).run()
+
+        assert len(tracker.getJobIdsForGroup()) - jobs_before == (1 if executor else 0)
+        assert summary.snapshot is not None and len(summary.changed) > 1, summary.describe()
+        assert read_rows(warehouse, name).equals(live.expected())
+        assert unreferenced_files(warehouse, name) == []  # no task left a stray file
+        outcomes.append(([b.describe() for b in summary.buckets], _vectors(warehouse, name)))
+    assert outcomes[0] == outcomes[1]
+    assert sum(len(files) for _, _, files in outcomes[1][1]) > 0
