@@ -13,7 +13,8 @@ Compaction plans on the driver, runs one Spark task per bucket on the session's 
 (paimond's code is shipped with the job; executors need its dependencies and, for S3, their
 own credentials) and commits one COMPACT snapshot from the driver. The other jobs plan and
 commit on the driver too; expiry's deletions, orphan removal's listing and deleting and
-rewrite-index's buckets run as Spark tasks (``paimond.maintenance.distributed``).
+rewrite-index's and rebuild-dv's buckets run as Spark tasks (``paimond.maintenance.distributed``,
+``paimond.maintenance.dv_bucket``).
 ``examples/spark_ingest.py`` is a whole ingestion pipeline calling this after each batch.
 
 Two other ways to maintain after an ingestion commits:
