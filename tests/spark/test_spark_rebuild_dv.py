@@ -1,14 +1,18 @@
 """rebuild-dv with the Spark executor (``local-cluster``): each bucket's vectors computed and
 its DV file written in one Spark task, committed once by the driver; the outcome equals the
 single-process job's on a copy of the same table (the same vectors of the same files, one DV
-file per bucket), the table reads right, and nothing is left behind."""
+file per bucket), the table reads right, and nothing is left behind; a run that fails after
+its tasks wrote their DV files deletes them (the job's record noted them first)."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pypaimon_oracle import read_rows
 from table_garbage import unreferenced_files
 from test_rebuild_dv import CLOCK, _enable_vectors, _layered
@@ -18,6 +22,7 @@ from paimond.maintenance.rebuild_dv import RebuildDvJob
 from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import open_table
 from paimond.table.deletion_vectors import read_deletion_vectors
+from paimond.table.layout import INDEX_DIR
 from paimond.table.scan import scan_snapshot
 from paimond.table.storage import open_storage
 
@@ -57,3 +62,40 @@ def test_rebuild_dv_runs_one_spark_task_per_bucket_like_the_local_job(
         outcomes.append(([b.describe() for b in summary.buckets], _vectors(warehouse, name)))
     assert outcomes[0] == outcomes[1]
     assert sum(len(files) for _, _, files in outcomes[1][1]) > 0
+
+
+@dataclass
+class FailingAfterTasks:
+    """Runs the tasks (they write their DV files), then fails as a lost task would."""
+
+    inner: SparkExecutor
+    written: tuple[str, ...] = ()
+
+    def map_tasks(self, function: Callable[[Any], Any], items: Sequence[Any],
+                  description: str) -> list[Any]:
+        outcomes = self.inner.map_tasks(function, items, description)
+        self.written = tuple(o.written[1] for o in outcomes if o.written is not None)
+        assert all(Path(p.removeprefix("file://")).is_file() for p in self.written)
+        raise RuntimeError("a task failed for good")
+
+
+def test_a_failed_spark_rebuild_leaves_no_dv_file_behind(spark: Any, tmp_path: Path) -> None:
+    """The tasks' DV files were noted in the job's record before they were written: the job
+    deletes them when it fails, and the table is as it was."""
+    live = _layered(tmp_path)
+    _enable_vectors(live)
+    table = live.table
+    before = table.snapshots.latest_id()
+    index_dir = Path(table.file_path(INDEX_DIR, "x").removeprefix("file://")).parent
+    existing = sorted(index_dir.iterdir()) if index_dir.exists() else []
+
+    failing = FailingAfterTasks(SparkExecutor(spark))
+
+    with pytest.raises(RuntimeError, match="failed for good"):
+        RebuildDvJob(table, clock=CLOCK, executor=failing).run()
+
+    assert len(failing.written) > 1  # the tasks wrote DV files, and the job deleted them
+
+    assert table.snapshots.latest_id() == before
+    assert (sorted(index_dir.iterdir()) if index_dir.exists() else []) == existing
+    assert unreferenced_files(live.warehouse, live.name) == []
