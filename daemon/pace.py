@@ -12,7 +12,11 @@ snapshots reach the compaction trigger its gauges are read again, and at the tri
 meanwhile. Compaction never queues behind a wave of other duties (every table's expiry comes
 due in the same tick): at most ``limits.concurrency`` runs with jobs besides compaction are
 submitted at once, and a table over that gets its compaction alone, its other jobs at a later
-check (:func:`paced_jobs`). Pure: the figures come from ``evaluate.health``'s gauges.
+check (:func:`paced_jobs`). Nor does it wait behind its own table's slower jobs: a run that
+compacts compacts again between its later jobs, and between an expiry's bounded rounds, once
+writers committed :data:`COMPACT_AGAIN_AFTER` snapshots since (:func:`compact_again`; the
+same stream under the same lease, so still one writer of maintenance commits). Pure: the
+figures come from ``evaluate.health``'s gauges.
 """
 
 from __future__ import annotations
@@ -48,3 +52,17 @@ def paced_jobs(jobs: tuple[str, ...], duty_runs: int, concurrency: int) -> tuple
     if duty_runs < concurrency or all(job == "compact" for job in jobs):
         return jobs
     return ("compact",) if "compact" in jobs else ()
+
+
+# writers' snapshots since a run's last compaction that make it compact again between its
+# other jobs (and between an expiry's rounds): each may have added a sorted run per bucket
+COMPACT_AGAIN_AFTER = 2
+
+
+def compact_again(compacted_at: int | None, latest: int | None) -> bool:
+    """Within one table's run (one stream under its lease): whether to compact again before
+    the next job or expire round. ``compacted_at``: the latest snapshot when the run's last
+    compaction ended (None: the run has no compaction, or it failed: never again)."""
+    if compacted_at is None or latest is None:
+        return False
+    return latest - compacted_at >= COMPACT_AGAIN_AFTER

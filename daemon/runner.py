@@ -15,6 +15,7 @@ import structlog
 
 from paimond.clock import Clock
 from paimond.config.settings import JobsSettings, Settings
+from paimond.daemon import pace
 from paimond.daemon.events import CommitConflicted, Events, JobFailed, JobFinished, JobStarted
 from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
@@ -77,9 +78,8 @@ class Runner:
         """Never raises: a failure ends the run and is carried in ``TableRun.error``."""
         name = work.table.name
         leases = self.leases[work.warehouse]
-        reports: dict[str, JobOutcome] = {}
-        finished_at: dict[str, float] = {}
-        compacted: int | None = None
+        stream = _Stream(self, work)
+        reports, finished_at = stream.reports, stream.finished_at
         in_job = False
         try:
             if not leases.acquire(name):
@@ -89,14 +89,16 @@ class Runner:
                 for job in work.jobs:
                     if self._stopping():
                         break
+                    if job != "compact":  # writers went on during the jobs before it
+                        stream.compact_if_due()
                     in_job = True
                     before = work.table.snapshots.latest_id() if job == "compact" else None
-                    reports[job] = report = self._run_job(work, job)
+                    reports[job] = report = self._run_job(
+                        work, job, stream.compact_if_due if job == "expire" else None)
                     in_job = False
                     finished_at[job] = self.clock.wall_ms() / 1000
-                    if job == "compact" and report.outcome == "success":
-                        compacted = _compacted_through(before, work.table.snapshots.latest_id(),
-                                                       report)
+                    if job == "compact":
+                        stream.compacted_by(report, before)
                     leases.renew(name)
             finally:
                 leases.release(name)
@@ -105,8 +107,10 @@ class Runner:
             if not in_job:
                 log.error("table_run_failed", table=name, error_kind=kind_of(error),
                           error=message)
-            return TableRun(name, reports, message, kind_of(error), finished_at, compacted)
-        return TableRun(name, reports, finished_at=finished_at, compacted_snapshot_id=compacted)
+            return TableRun(name, reports, message, kind_of(error), finished_at,
+                            stream.compacted)
+        return TableRun(name, reports, finished_at=finished_at,
+                        compacted_snapshot_id=stream.compacted)
 
     def _sweep_once(self, work: TableWork) -> None:
         """The first time this process holds a table's lease: delete what killed jobs left
@@ -131,7 +135,10 @@ class Runner:
         if self._cancelled():
             raise JobCancelledError()
 
-    def _run_job(self, work: TableWork, job: str) -> JobOutcome:
+    def _run_job(self, work: TableWork, job: str,
+                 between_rounds: Callable[[], None] | None = None) -> JobOutcome:
+        """``between_rounds``: called where the job reports progress (an expiry, between its
+        bounded rounds), after the cancellation check."""
         name = work.table.name
         spec = JOBS[job]
         # the daemon's typed section (enabled, interval_s and the job's own keys); bucket
@@ -139,7 +146,8 @@ class Runner:
         section = (work.job_settings or self.settings.jobs).by_name(job)
         settings = spec.settings(**dataclasses.asdict(section), use_processes=False)
         context = JobContext(self.clock, executor=daemon_executor(self.settings.executor),
-                             progress=self._abandon_if_cancelled,
+                             progress=self._abandon_if_cancelled if between_rounds is None
+                             else _then(self._abandon_if_cancelled, between_rounds),
                              lookup_cache=self._lookup_cache, picker_states=work.picker_states,
                              memory_budget=self.memory, regeneration=work.regeneration)
         job_id = uuid.uuid4().hex[:12]
@@ -159,6 +167,51 @@ class Runner:
                                                   _retries(report)))
             self.events.emit(JobFinished(name, job, job_id, duration, report))
         return report
+
+
+def _then(first: Callable[..., None], second: Callable[[], None]) -> Callable[..., None]:
+    def progress(*args: object) -> None:
+        first(*args)
+        second()
+    return progress
+
+
+class _Stream:
+    """One run's jobs on a table, in order: what they reported, and compaction again between
+    them once writers went on (``pace.compact_again``), in the same stream under the lease."""
+
+    def __init__(self, runner: Runner, work: TableWork) -> None:
+        self.runner, self.work = runner, work
+        self.reports: dict[str, JobOutcome] = {}
+        self.finished_at: dict[str, float] = {}
+        self.compacted: int | None = None  # the latest id a successful compaction covered
+        self.compacted_at: int | None = None  # latest id when the last compaction ended
+
+    def compacted_by(self, report: JobOutcome, before: int | None) -> None:
+        """A compaction of the run ended: its outcome decides whether it runs again."""
+        after = self.work.table.snapshots.latest_id()
+        if report.outcome == "success":
+            self.compacted = _compacted_through(before, after, report)
+            self.compacted_at = after
+        else:  # conflicted or skipped: not again in this run (the next run retries)
+            self.compacted_at = None
+
+    def compact_if_due(self) -> None:
+        """Compact now if writers committed enough since the run's last compaction. Never
+        raises: a failed compaction (its event emitted) is left to the next run."""
+        if self.compacted_at is None or self.runner._stopping():
+            return
+        table = self.work.table
+        try:
+            before = table.snapshots.latest_id()
+            if not pace.compact_again(self.compacted_at, before):
+                return
+            self.reports["compact"] = report = self.runner._run_job(self.work, "compact")
+            self.finished_at["compact"] = self.runner.clock.wall_ms() / 1000
+            self.compacted_by(report, before)
+            self.runner.leases[self.work.warehouse].renew(table.name)
+        except Exception:  # noqa: BLE001 - the job's failure was its event
+            self.compacted_at = None
 
 
 def _compacted_through(before: int | None, after: int | None, report: JobOutcome) -> int | None:
