@@ -9,12 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from prometheus_client import CollectorRegistry
-from pypaimon import Schema
 from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
+from write_only_writer import Writer
 
 from paimond.config.settings import load_settings
 from paimond.daemon import pace
@@ -30,33 +28,11 @@ from paimond.table.storage import open_storage
 NAME = "db.t"
 TRIGGER = 3
 ROUNDS = 3
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 
 
 class _Said:
     def describe(self) -> str:
         return "expired in rounds"
-
-
-class Writer:
-    def __init__(self, warehouse: str) -> None:
-        catalog = catalog_for(warehouse)
-        catalog.create_database("db", True)
-        catalog.create_table(NAME, Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={
-            "bucket": "1", "write-only": "true",
-            "num-sorted-run.compaction-trigger": str(TRIGGER)}), False)
-        self.table = catalog.get_table(NAME)
-        self.next_id = 0
-
-    def commit(self) -> None:
-        ids = list(range(self.next_id, self.next_id + 10))
-        self.next_id += 5  # half the keys overlap the last commit's
-        builder = self.table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.table({"id": ids, "v": [f"v{i}" for i in ids]}, schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
 
 
 def _sorted_runs(table: Table) -> int:
@@ -69,7 +45,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_at: int | None = 
     table to its trigger during each. Returns the run, the latest snapshot id at each
     compaction's start, the sorted runs at each round's end, the writer and the table."""
     warehouse = str(tmp_path / "wh")
-    writer = Writer(warehouse)
+    writer = Writer(warehouse, NAME, TRIGGER)
     writer.commit()
     table = open_table(open_storage(warehouse), warehouse, NAME)
     daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse}),

@@ -9,12 +9,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from prometheus_client import CollectorRegistry
-from pypaimon import Schema
 from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
+from write_only_writer import Writer
 
 from paimond.config.settings import JOB_NAMES, load_settings
 from paimond.daemon import pace
@@ -29,28 +27,6 @@ from paimond.table.storage import open_storage
 NAME = "db.t"
 TRIGGER = 3
 WAIT_S = 60
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-
-
-class Writer:
-    def __init__(self, warehouse: str) -> None:
-        catalog = catalog_for(warehouse)
-        catalog.create_database("db", True)
-        catalog.create_table(NAME, Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={
-            "bucket": "1", "write-only": "true",
-            "num-sorted-run.compaction-trigger": str(TRIGGER)}), False)
-        self.table = catalog.get_table(NAME)
-        self.next_id = 0
-
-    def commit(self) -> None:
-        ids = list(range(self.next_id, self.next_id + 10))
-        self.next_id += 5  # half the keys overlap the last commit's
-        builder = self.table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.table({"id": ids, "v": [f"v{i}" for i in ids]}, schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
 
 
 def _daemon(path: str) -> tuple[Daemon, CollectorRegistry]:
@@ -87,7 +63,7 @@ def test_pace_rules() -> None:
 def test_a_table_runs_again_right_after_its_run_when_writers_brought_it_to_the_trigger(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     warehouse = str(tmp_path / "wh")
-    writer = Writer(warehouse)
+    writer = Writer(warehouse, NAME, TRIGGER)
     writer.commit()
     daemon, registry = _daemon(warehouse)
     real = registry_module.JOBS["compact"].run
@@ -122,7 +98,7 @@ def test_a_table_runs_again_right_after_its_run_when_writers_brought_it_to_the_t
 
 def test_the_watch_runs_an_idle_table_at_its_trigger_between_ticks(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
-    writer = Writer(warehouse)
+    writer = Writer(warehouse, NAME, TRIGGER)
     for _ in range(TRIGGER - 1):
         writer.commit()
     daemon, registry = _daemon(warehouse)
@@ -141,7 +117,7 @@ def test_the_watch_runs_an_idle_table_at_its_trigger_between_ticks(tmp_path: Pat
 def test_every_tables_compaction_draws_on_the_one_memory_budget(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     warehouse = str(tmp_path / "wh")
-    Writer(warehouse).commit()
+    Writer(warehouse, NAME, TRIGGER).commit()
     settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse,
                                         "PAIMOND_LIMITS_MEMORY_BUDGET_MB": "256"})
     daemon = Daemon(settings, Metrics(CollectorRegistry()))
