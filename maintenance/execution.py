@@ -10,7 +10,14 @@ import collections
 import dataclasses
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    BrokenExecutor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -102,7 +109,13 @@ def run_in_local_pool(tasks: Sequence[CompactTask], runner: TaskRunner, parallel
     with pool_type(max_workers=workers) as pool:
         while pending or running:
             while pending and len(running) < workers:
-                submitted = _admit(pool, pending[0], runner, budget, wait_for_room=not running)
+                try:
+                    submitted = _admit(pool, pending[0], runner, budget, wait_for_room=not running)
+                except BrokenExecutor as error:  # a worker died: the buckets left fail, named
+                    failures.extend(BucketFailure(task, f"{type(error).__name__}: {error}")
+                                    for task in pending)
+                    pending.clear()
+                    break
                 if submitted is None:
                     break
                 running.append((pending.popleft(), submitted))

@@ -228,10 +228,15 @@ def delete_files(storage: Storage, paths: Iterable[str], keep: Collection[str]) 
 
 
 def delete_record(storage: Storage, record_dir: str) -> None:
-    """Markers first, ``job.json`` last: a half-deleted record still reads as a record."""
+    """Markers first, ``job.json`` last: a half-deleted record still reads as a record. The
+    temp files a process killed while writing a marker or ``job.json`` left (a worker a broken
+    pool terminated) go too: the directory is the job's alone."""
     for status in storage.list_dir(storage.join(record_dir, FILES_DIR)):
         storage.delete(status.path)
     storage.delete_dir_if_empty(storage.join(record_dir, FILES_DIR))
+    for status in storage.list_dir(record_dir):
+        if not status.is_dir and status.name != JOB_FILE:
+            storage.delete(status.path)
     storage.delete(storage.join(record_dir, JOB_FILE))
     storage.delete_dir_if_empty(record_dir)
     _STARTED.discard(record_dir)

@@ -177,3 +177,21 @@ def test_a_marker_that_climbs_out_of_the_table_is_ignored(copy: tuple[str, Table
         table.file_path("bucket-0", "data-x-0.parquet")]
     clean_dead_jobs(table, SYSTEM_CLOCK.wall_ms())
     assert victim.read_bytes() == b"keep me"
+
+
+def test_a_record_with_half_written_temp_files_is_removed_whole(copy: tuple[str, Table]) -> None:
+    """A worker terminated while writing ``job.json`` or a marker (a broken process pool kills
+    the others) leaves their temp files in the record: the cleanup removes the record whole."""
+    _, table = copy
+    journal = start_job(table, "compact", started_ms=SYSTEM_CLOCK.wall_ms())
+    path = table.file_path("bucket-0", "data-killed-0.parquet")
+    journal.note(table.storage, path)
+    table.storage.write_bytes(path, b"half")
+    record_dir = Path(journal.directory)
+    (record_dir / ".job.json.0123456789abcdef.tmp").write_bytes(b"{\"job_id\"")
+    (record_dir / "files" / ".0123456789abcdef01234567.feed.tmp").write_bytes(b"bucket")
+    journal.end()
+    result = clean_dead_jobs(table, SYSTEM_CLOCK.wall_ms())
+    assert (result.records_removed, result.files_deleted) == (1, 1)
+    assert not record_dir.exists() and read_records(table) == []
+    assert _unreferenced(table) == set()

@@ -1,0 +1,27 @@
+"""The local worker pool: a worker process that dies breaks the pool; every bucket still ends
+as a result or a named failure, including those not yet submitted."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, cast
+
+from paimond.maintenance.execution import run_in_local_pool
+
+
+def _dies_on_zero(task: int) -> int:
+    if task == 0:
+        os._exit(3)
+    time.sleep(0.5)  # the others outlast the death being seen
+    return task
+
+
+def test_a_dead_worker_fails_every_bucket_it_left_unfinished() -> None:
+    tasks = list(range(8))
+    results, failures = run_in_local_pool(cast(Any, tasks), cast(Any, _dies_on_zero), 2,
+                                          use_processes=True, progress=None)
+    failed = [cast(int, f.task) for f in failures]
+    assert sorted(cast(list[int], results) + failed) == tasks
+    assert 0 in failed and len(failed) > 1  # the pool broke with tasks still to submit
+    assert all("BrokenProcessPool" in f.error for f in failures)
