@@ -6,7 +6,10 @@ live there (and, for primary-key tables, that levels >= 1 stay non-overlapping),
 delta manifest (DELETE entries first, copied verbatim from the live ADD entries, then ADDs),
 a base list of the latest base + delta manifests (merged as Java's ``ManifestFileMerger``
 does at every commit), the index manifest if index files changed, and creates
-``snapshot-<latest+1>`` exclusively. Losing the race retries with backoff; a conflict raises
+``snapshot-<latest+1>`` exclusively. The live files of the latest snapshot come from the
+job's own scan (``CommitChanges.base``) or this committer's last attempt or commit, plus the
+delta manifests of the snapshots committed since (``paimond.table.commit_reads``, as Java's
+retries do), not from a scan of every manifest. Losing the race retries with backoff; a conflict raises
 :class:`CommitConflictError` so the job re-plans. A snapshot is never overwritten and a
 concurrent writer's commit is never lost: it becomes part of our base.
 
@@ -36,16 +39,16 @@ from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, encode_snapshot
 from paimond.table.catalog import Table
+from paimond.table.commit_reads import AttemptReads, LiveSet
 from paimond.table.layout import LATEST_HINT
 from paimond.table.manifest_files import ManifestWriter
 from paimond.table.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
 from paimond.table.options import TableOptions
 from paimond.table.scan import (
+    SnapshotFiles,
     merge_entries,
-    read_index_manifest,
     read_manifest,
     read_manifest_list,
-    scan_snapshot,
 )
 
 WRITER_VERSION = f"paimond-{__version__}"
@@ -74,6 +77,9 @@ class CommitChanges:
     properties: Mapping[str, str] | None = None
     # Changelog files compaction produced (ADD entries): the snapshot's changelog manifest list
     changelog: Sequence[ManifestEntry] = ()
+    # The scan the changes were planned from, if the job still holds it: the conflict check
+    # starts from its live files and reads only the snapshots committed since.
+    base: SnapshotFiles | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -116,6 +122,10 @@ class Committer:
     rng: random.Random = field(default_factory=random.Random)
     merge_manifests: bool = True  # Java merges the base manifests at every commit
     journal: CommitJournal | None = None  # a recorded job's: notes what each attempt writes
+    # The newest live-file set this committer read or committed (never changed once made)
+    _known: LiveSet | None = field(default=None, init=False, repr=False)
+    # How each attempt's check found the live files (tests and the bench read it)
+    reads_log: list[str] = field(default_factory=list, init=False, repr=False)
 
     def commit(self, changes: CommitChanges) -> Snapshot:
         """Commit ``changes`` as the next snapshot; returns it."""
@@ -145,7 +155,7 @@ class Committer:
     def _writer(self, schema: TableSchema) -> ManifestWriter:
         return ManifestWriter(self.table.storage, self.table.path,
                               schema.partition_type.field_types,
-                              self.table.options().manifest_compression,
+                              TableOptions.of(schema).manifest_compression,
                               before_write=self.journal.note if self.journal else None)
 
     def _try_once(self, changes: CommitChanges) -> Snapshot | None:
@@ -159,15 +169,21 @@ class Committer:
             raise CommitConflictError(f"{table.name}: the changes were computed from snapshot "
                                       f"{expected}, the latest is now "
                                       f"{latest.id if latest else None}")
+        reads = AttemptReads(table)
+        live = None
         if self.check_conflicts and latest is not None:
-            self._check_conflicts(latest, schema, changes)
+            live = self._check_conflicts(latest, schema, changes, reads)
         writer = self._writer(schema)
         try:
-            snapshot = self._write_snapshot(writer, latest, schema, changes)
+            snapshot = self._write_snapshot(writer, latest, schema, changes, reads)
         except BaseException:
             writer.remove_written()  # nothing was published: these files are ours alone
             raise
-        return self._publish(writer, snapshot)
+        published = self._publish(writer, snapshot)
+        if published is not None and live is not None:
+            self._known = LiveSet(published, live, reads.base_written, reads.delta_written,
+                                  len(reads.base_written or ()) + len(reads.delta_written or ()))
+        return published
 
     def _try_compact_manifests_once(self, forced: bool) -> Snapshot | ManifestsUnchanged | None:
         table = self.table
@@ -231,9 +247,15 @@ class Committer:
         except PaimondError:
             pass  # hints are advisory; readers fall back to listing
 
-    def _check_conflicts(self, latest: Snapshot, schema: TableSchema,
-                         changes: CommitChanges) -> None:
-        live = {f.entry.identifier: f.entry for f in scan_snapshot(self.table, latest).files}
+    def _check_conflicts(self, latest: Snapshot, schema: TableSchema, changes: CommitChanges,
+                         reads: AttemptReads) -> dict[tuple[object, ...], ManifestEntry]:
+        """Raise CommitConflictError unless ``changes`` apply to ``latest``; returns the live
+        files once they are applied (the new snapshot's)."""
+        base = LiveSet.of_scan(changes.base) if changes.base is not None else None
+        current = reads.live_at(latest, (self._known, base))
+        self.reads_log.extend(reads.read_log)
+        self._known = current  # a lost race's retry starts from here
+        live = dict(current.entries)
         for entry in changes.deleted:
             if entry.identifier not in live:
                 raise CommitConflictError(
@@ -251,24 +273,25 @@ class Committer:
                 raise CommitConflictError(f"{self.table.name}: changelog file "
                                           f"{entry.file.file_name} is live as a data file")
         if changes.index_base:
-            self._check_index_base(latest, changes.index_base)
+            self._check_index_base(latest, changes.index_base, reads)
         if not schema.primary_keys and changes.deleted:
-            self._check_no_vector_of_deleted_files(latest, schema, changes)
+            self._check_no_vector_of_deleted_files(latest, schema, changes, reads)
         if schema.primary_keys:
             touched = {(e.partition, e.bucket) for e in (*changes.added, *changes.deleted)}
             _check_levels_do_not_overlap(self.table.name, schema,
                                          [e for e in live.values()
                                           if (e.partition, e.bucket) in touched])
+        return live
 
     def _check_no_vector_of_deleted_files(self, latest: Snapshot, schema: TableSchema,
-                                          changes: CommitChanges) -> None:
+                                          changes: CommitChanges, reads: AttemptReads) -> None:
         """An append table: once committed, no deletion vector may name a data file this
         commit deletes; one that does was added meanwhile (a concurrent delete), and the
         rewrite computed without it would bring the deleted rows back."""
         removed = ({e.file.file_name for e in changes.deleted}
                    - {e.file.file_name for e in changes.added})
         unaware = TableOptions.of(schema).bucket_mode(schema) == "BUCKET_UNAWARE"
-        combined = combine_index_entries(read_index_manifest(self.table, latest),
+        combined = combine_index_entries(reads.index_entries(latest),
                                          changes.index_deleted, changes.index_added,
                                          by_file_name=unaware)
         for entry in combined:
@@ -280,9 +303,10 @@ class Committer:
                         f"{entry.index_file.file_name})")
 
     def _check_index_base(self, latest: Snapshot,
-                          base: Mapping[tuple[bytes, int, str], str | None]) -> None:
+                          base: Mapping[tuple[bytes, int, str], str | None],
+                          reads: AttemptReads) -> None:
         current = {(e.partition, e.bucket, e.index_file.index_type): e.index_file.file_name
-                   for e in read_index_manifest(self.table, latest)}
+                   for e in reads.index_entries(latest)}
         for key, expected in base.items():
             if current.get(key) != expected:
                 raise CommitConflictError(
@@ -298,7 +322,7 @@ class Committer:
                 metas: list[ManifestFileMeta], *, forced: bool,
                 read: Callable[[ManifestFileMeta], list[ManifestEntry]] | None = None
                 ) -> list[ManifestFileMeta]:
-        options = ManifestMergeOptions.of(self.table.options())
+        options = ManifestMergeOptions.of(TableOptions.of(schema))
         if forced:
             options = options.forced()
         where = self.table.snapshots.path(latest.id)
@@ -339,16 +363,22 @@ class Committer:
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
 
     def _write_snapshot(self, writer: ManifestWriter, latest: Snapshot | None,
-                        schema: TableSchema, changes: CommitChanges) -> Snapshot:
+                        schema: TableSchema, changes: CommitChanges,
+                        reads: AttemptReads | None = None) -> Snapshot:
         table = self.table
+        reads = reads or AttemptReads(table)
         delta_entries = [replace(e, kind=FILE_KIND_DELETE) for e in changes.deleted]
         delta_entries += [replace(e, kind=FILE_KIND_ADD) for e in changes.added]
-        base_metas = []
+        base_metas: list[ManifestFileMeta] = []
         if latest is not None:
-            base_metas = self._latest_manifests(latest)
+            base, delta = reads.snapshot_manifests(latest)
+            base_metas = base + delta
             if self.merge_manifests:
-                base_metas = self._merged(writer, latest, schema, base_metas, forced=False)
+                base_metas = self._merged(
+                    writer, latest, schema, base_metas, forced=False,
+                    read=reads.reader(self.table.snapshots.path(latest.id)))
         delta_metas = [writer.write_manifest(delta_entries)] if delta_entries else []
+        reads.base_written, reads.delta_written = base_metas, delta_metas
         crash_point("commit.manifests_written")
         base_name, base_size = writer.write_manifest_list(base_metas)
         delta_name, delta_size = writer.write_manifest_list(delta_metas)
@@ -360,7 +390,7 @@ class Committer:
                                         for e in changes.changelog])])
         index_manifest = latest.index_manifest if latest else None
         if changes.index_added or changes.index_deleted:
-            previous = read_index_manifest(table, latest) if latest else []
+            previous = reads.index_entries(latest) if latest else []
             unaware = TableOptions.of(schema).bucket_mode(schema) == "BUCKET_UNAWARE"
             combined = combine_index_entries(previous, changes.index_deleted, changes.index_added,
                                              by_file_name=unaware)
