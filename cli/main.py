@@ -141,6 +141,10 @@ def _compact(args: argparse.Namespace) -> int:
     if args.dry_run:
         _run("compact", table, _job_context(SYSTEM_CLOCK), **settings)
         return EXIT_OK
+    if args.executor == "local" and args.whole_process:  # the tasks run here: no pandas
+        from paimond.maintenance.arrow_runtime import skip_pandas
+
+        skip_pandas()
     with _open_executor(args) as executor:
         context = _job_context(SYSTEM_CLOCK, executor=executor, progress=progress, lookup_cache=cache)
         report = _run("compact", table, context, **settings)
@@ -395,6 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.whole_process = argv is None  # the paimond command itself, not a caller's main(argv)
     try:
         return int(args.run(args))
     except ConfigError as error:  # usage and configuration: exit 2 everywhere

@@ -31,6 +31,8 @@ from paimond.maintenance.execution import (
     Progress,
     TaskExecutor,
     TaskRunner,
+    in_plan_order,
+    largest_first,
     run_in_local_pool,
 )
 from paimond.maintenance.job_cleanup import RecordedJob, committed_names, recorded_job
@@ -197,8 +199,9 @@ class CompactJob:
         runner = TaskRunner(self.batch_rows, self.clock, self.lookup_cache, journal)
         if self.executor is not None:
             return self.executor.execute(tasks, runner, self.progress)
-        return run_in_local_pool(tasks, runner, self.parallelism, self.use_processes,
-                                 self.progress, self.memory)
+        results, failures = run_in_local_pool(largest_first(tasks), runner, self.parallelism,
+                                              self.use_processes, self.progress, self.memory)
+        return in_plan_order(results, tasks), failures
 
 def _delete_written(storage: Storage, results: Sequence[CompactResult]) -> None:
     """New files of an attempt that will never be committed, with their index files."""
