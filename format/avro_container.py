@@ -9,13 +9,14 @@ raw ``long`` of millis.
 
 from __future__ import annotations
 
+import bisect
 import bz2
 import functools
 import io
 import json
 import lzma
 import zlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import fastavro
@@ -212,6 +213,22 @@ def read_records(data: bytes) -> list[dict[str, Any]]:
     """Every record of an Avro object container file, as dicts keyed by writer field names.
 
     Raises CodecError for anything that is not a well-formed container."""
+    return [record for _, record in _read_blocks(data, None)]
+
+
+def read_records_at(data: bytes, positions: Collection[int]) -> dict[int, dict[str, Any]]:
+    """The records at these positions (0 is the file's first record), decoding only the
+    blocks that hold one; a position past the last record is absent from the answer.
+
+    Raises CodecError as :func:`read_records`, for the blocks it reads."""
+    wanted = set(positions)
+    return {at: record for at, record in _read_blocks(data, sorted(wanted)) if at in wanted}
+
+
+def _read_blocks(data: bytes, positions: Sequence[int] | None
+                 ) -> list[tuple[int, dict[str, Any]]]:
+    """(position, record) of every record of the blocks holding one of the sorted
+    ``positions`` (every block: None)."""
     view = memoryview(data)
     meta, sync, pos = _read_header(view)
     codec = meta.get("avro.codec", b"null").decode("utf-8", "replace")
@@ -219,10 +236,18 @@ def read_records(data: bytes) -> list[dict[str, Any]]:
     if schema_json is None:
         raise CodecError("Avro header has no avro.schema")
     plain = [_header({"avro.schema": _plain_schema(schema_json), "avro.codec": b"null"}, sync)]
+    starts: list[int] = []
+    first = 0
     try:
         for count, block in _blocks(view, pos, sync):
+            first, start = first + count, first
+            if positions is not None:
+                at = bisect.bisect_left(positions, start)
+                if at == len(positions) or positions[at] >= first:
+                    continue
             raw = _decompress(codec, bytes(block))
             plain += [_zigzag(count), _zigzag(len(raw)), raw, sync]
+            starts += range(start, first)
         values = list(fastavro.reader(io.BytesIO(b"".join(plain))))
     except CodecError:
         raise
@@ -231,7 +256,9 @@ def read_records(data: bytes) -> list[dict[str, Any]]:
     records = [v for v in values if isinstance(v, dict)]
     if len(records) != len(values):
         raise CodecError("Avro file holds values that are not records")
-    return records
+    if len(records) != len(starts):
+        raise CodecError(f"Avro blocks announce {len(starts)} records and hold {len(records)}")
+    return list(zip(starts, records, strict=True))
 
 
 def write_records(schema: Schema, records: Iterable[dict[str, Any]], *,

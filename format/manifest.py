@@ -147,6 +147,11 @@ def _entry_from_record(r: Record) -> ManifestEntry:
                          r["_BUCKET"], r["_TOTAL_BUCKETS"], _file_from_record(r["_FILE"]))
 
 
+def entry_from_record(r: Record) -> ManifestEntry:
+    """One decoded Avro record as a manifest entry (for decoders that skip records)."""
+    return _entry_from_record(r)
+
+
 def _file_to_record(f: DataFileMeta) -> Record:
     return {
         "_FILE_NAME": f.file_name,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from paimond.errors import MissingFileError
@@ -20,12 +20,13 @@ from paimond.lsm.picker import PickerState
 from paimond.lsm.plan import BucketSnapshot, plan_bucket
 from paimond.lsm.record_expire import record_expiry_of
 from paimond.lsm.task import CompactTask, TaskTable
+from paimond.table.bucket_scan import LiveIndex, scan_live_index
 from paimond.table.catalog import Table
 from paimond.table.deletion_vectors import bucket_dv_entry
 from paimond.table.external_paths import ExternalPaths
 from paimond.table.layout import partition_matches, partition_text, partition_value_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
-from paimond.table.scan import bucket_path, scan_snapshot
+from paimond.table.scan import BucketFiles, bucket_path, scan_snapshot
 from paimond.table.semantic_options import refuse
 
 # A snapshot property paimond writes on the snapshot of a full compaction (readers ignore it).
@@ -94,10 +95,18 @@ def plan_compaction(table: Table, *, full: bool = False,
             table.schema(i) for i in table.schema_ids() if i != schema.id))
     previous = picker_states or {}
     tasks, skipped, seen, states = [], [], 0, {}
-    scanned = scan_snapshot(table, snapshot)
+    live: LiveIndex | None = None
+    if record_expiry is None:  # statistics-free files, whole entries read back for tasks
+        live = scan_live_index(table, snapshot)
+        buckets: Iterable[BucketFiles] = live.buckets()
+        index_entries = live.index_entries
+    else:  # the picker reads every file's value statistics
+        scanned = scan_snapshot(table, snapshot)
+        buckets, index_entries = scanned.buckets().values(), scanned.index_entries
     dv = options.deletion_vectors_enabled
     expired = expired_partitions(schema, options, moment)
-    for (partition, bucket), files in scanned.buckets().items():
+    for files in buckets:
+        partition, bucket = files.partition, files.bucket
         text = partition_text(schema, partition)
         if partitions and not partition_matches(text, partitions):
             continue
@@ -109,7 +118,7 @@ def plan_compaction(table: Table, *, full: bool = False,
         if bucket == BUCKET_POSTPONE:
             skipped.append(f"{text} bucket-postpone (only Paimon's postpone compactor may move it)")
             continue
-        dv_index = bucket_dv_entry(scanned.index_entries, partition, bucket) if dv else None
+        dv_index = bucket_dv_entry(index_entries, partition, bucket) if dv else None
         snapshot_bucket = BucketSnapshot(
             snapshot.id, partition, text, bucket, files.total_buckets,
             bucket_path(table, schema, partition, bucket),
@@ -120,7 +129,10 @@ def plan_compaction(table: Table, *, full: bool = False,
                                                         state, full=full,
                                                         record_expiry=record_expiry)
         if task is not None:
-            tasks.append(_with_file_schemas(table, task))
+            tasks.append(task)
+    if live is not None:
+        tasks = _with_full_entries(table, live, tasks)
+    tasks = [_with_file_schemas(table, task) for task in tasks]
     return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped), states,
                           full, full_reason)
 
@@ -170,6 +182,15 @@ def expired_partitions(schema: TableSchema, options: TableOptions, moment: datet
             return False
 
     return expired
+
+
+def _with_full_entries(table: Table, live: LiveIndex, tasks: list[CompactTask]
+                       ) -> list[CompactTask]:
+    """The tasks with the whole manifest entries of their files (planned without stats)."""
+    full = live.full_entries(table, (e for t in tasks for e in (*t.inputs, *t.lookup_files)))
+    return [dataclasses.replace(t, inputs=tuple(full[e.identifier] for e in t.inputs),
+                                lookup_files=tuple(full[e.identifier] for e in t.lookup_files))
+            for t in tasks]
 
 
 def _with_file_schemas(table: Table, task: CompactTask) -> CompactTask:

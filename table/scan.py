@@ -9,7 +9,7 @@ files in force. Manifests are read in parallel (S3 latency dominates), merged in
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -24,6 +24,7 @@ from paimond.format.manifest import (
     decode_manifest,
 )
 from paimond.format.manifest_list import ManifestFileMeta, decode_manifest_list
+from paimond.format.manifest_slim import SlimEntry, decode_manifest_added, decode_manifest_slim
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.table.catalog import Table
@@ -93,6 +94,10 @@ class SnapshotFiles:
 
 def _read(storage: Storage, path: str, decode: Callable[[bytes], T], referenced_by: str,
           expected_size: int | None = None) -> T:
+    return _decode(path, decode, _fetch(storage, path, referenced_by, expected_size))
+
+
+def _fetch(storage: Storage, path: str, referenced_by: str, expected_size: int | None) -> bytes:
     try:
         data = storage.read_bytes(path)
     except MissingFileError:
@@ -102,6 +107,10 @@ def _read(storage: Storage, path: str, decode: Callable[[bytes], T], referenced_
         # the referencing metadata recorded is what catches it.
         raise CorruptFileError(path, f"has {len(data)} bytes, {referenced_by} records "
                                      f"{expected_size}")
+    return data
+
+
+def _decode(path: str, decode: Callable[[bytes], T], data: bytes) -> T:
     try:
         return decode(data)
     except CodecError as error:
@@ -124,6 +133,26 @@ def read_manifest_list(table: Table, name: str, referenced_by: str,
 def read_manifest(table: Table, meta: ManifestFileMeta, referenced_by: str) -> list[ManifestEntry]:
     return _read(table.storage, table.file_path(MANIFEST_DIR, meta.file_name), decode_manifest,
                  referenced_by, meta.file_size)
+
+
+def fetch_manifest(table: Table, meta: ManifestFileMeta, referenced_by: str) -> bytes:
+    """A manifest's bytes, checked against the size its list records (no decoding: threads
+    fetch, one consumer decodes, so a few fetched manifests are held at a time)."""
+    return _fetch(table.storage, table.file_path(MANIFEST_DIR, meta.file_name), referenced_by,
+                  meta.file_size)
+
+
+def decode_fetched_slim(table: Table, meta: ManifestFileMeta, data: bytes) -> list[SlimEntry]:
+    """``fetch_manifest``'s bytes decoded for planning only (``format.manifest_slim``)."""
+    return _decode(table.file_path(MANIFEST_DIR, meta.file_name), decode_manifest_slim, data)
+
+
+def decode_fetched_added(table: Table, meta: ManifestFileMeta, data: bytes,
+                         wanted: Mapping[int, tuple[object, ...]]) -> list[ManifestEntry]:
+    """``fetch_manifest``'s bytes: only the ADD entries at these positions (with these
+    identifiers), whole."""
+    return _decode(table.file_path(MANIFEST_DIR, meta.file_name),
+                   lambda raw: decode_manifest_added(raw, wanted), data)
 
 
 def read_index_manifest(table: Table, snapshot: Snapshot) -> list[IndexManifestEntry]:

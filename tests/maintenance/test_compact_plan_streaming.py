@@ -1,0 +1,177 @@
+"""Planning from the streamed, statistics-free live-file index (table.bucket_scan) plans
+exactly what planning from every whole live entry (table.scan.scan_snapshot) plans."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paimond.errors import CorruptFileError
+from paimond.format.binary_row import encode_manifest_row
+from paimond.format.manifest import (
+    FILE_KIND_ADD,
+    FILE_KIND_DELETE,
+    DataFileMeta,
+    ManifestEntry,
+    SimpleStats,
+)
+from paimond.format.schema import decode_schema
+from paimond.format.snapshot import Snapshot, encode_snapshot
+from paimond.lsm.picker import PickerState
+from paimond.lsm.plan import BucketSnapshot, plan_bucket
+from paimond.lsm.task import CompactTask, TaskTable
+from paimond.maintenance import compact_plan
+from paimond.maintenance.compact_plan import plan_compaction
+from paimond.table.catalog import Table, open_table
+from paimond.table.deletion_vectors import bucket_dv_entry
+from paimond.table.layout import partition_text
+from paimond.table.manifest_files import ManifestWriter
+from paimond.table.options import TableOptions
+from paimond.table.scan import bucket_path, scan_snapshot
+from paimond.table.storage import open_storage
+
+NOON = datetime.datetime(2026, 11, 22, 12, 0)
+
+
+def eager_plan(table: Table, *, full: bool) -> tuple[list[CompactTask], dict[Any, PickerState]]:
+    """Every bucket of the latest snapshot planned from whole entries (the planner before)."""
+    schema = table.latest_schema()
+    options = TableOptions.of(schema)
+    spec = TaskTable(table.name, table.path, table.location, schema, options)
+    snapshot = table.snapshots.latest()
+    assert snapshot is not None
+    scanned = scan_snapshot(table, snapshot)
+    tasks, states = [], {}
+    for (partition, bucket), files in scanned.buckets().items():
+        dv_index = (bucket_dv_entry(scanned.index_entries, partition, bucket)
+                    if options.deletion_vectors_enabled else None)
+        whole = BucketSnapshot(snapshot.id, partition, partition_text(schema, partition), bucket,
+                               files.total_buckets, bucket_path(table, schema, partition, bucket),
+                               tuple(f.entry for f in files.files), dv_index)
+        state = PickerState(local_hour=NOON.hour, now_millis=int(NOON.timestamp() * 1000))
+        task, states[(partition, bucket)] = plan_bucket(whole, spec, options.compaction, state,
+                                                        full=full)
+        if task is not None:
+            tasks.append(compact_plan._with_file_schemas(table, task))
+    return tasks, states
+
+
+def assert_plans_as_before(table: Table) -> int:
+    """Both plans, normal and full, are equal; returns how many tasks they hold."""
+    planned = 0
+    for full in (False, True):
+        plan = plan_compaction(table, full=full, moment=NOON)
+        tasks, states = eager_plan(table, full=full)
+        assert list(plan.tasks) == tasks
+        assert dict(plan.picker_states) == states
+        assert plan.buckets_seen == len(states) and plan.skipped == ()
+        planned += len(tasks)
+    return planned
+
+
+@pytest.mark.parametrize("name", ["db.pk_deduplicate", "db.pk_partial_update",
+                                  "db.pk_aggregation", "db.pk_first_row",
+                                  "db.pk_deletion_vectors"])
+def test_pypaimon_tables_plan_as_before(oracle_warehouse: tuple[str, list[Any]],
+                                        name: str) -> None:
+    warehouse, _ = oracle_warehouse
+    table = open_table(open_storage(warehouse), warehouse, name)
+    assert assert_plans_as_before(table) > 0
+
+
+SCHEMA = {"version": 3, "id": 0,
+          "fields": [{"id": 0, "name": "dt", "type": "STRING NOT NULL"},
+                     {"id": 1, "name": "k", "type": "BIGINT NOT NULL"},
+                     {"id": 2, "name": "v", "type": "STRING"}],
+          "highestFieldId": 2, "partitionKeys": ["dt"], "primaryKeys": ["dt", "k"],
+          "options": {"bucket": "2"}, "timeMillis": 0}
+
+
+def _file(rng: random.Random, n: int, level: int, min_key: int) -> DataFileMeta:
+    key = encode_manifest_row([min_key], decode_schema(json.dumps(SCHEMA).encode())
+                              .key_type.field_types)
+    stats = SimpleStats(key, key, (0,))
+    return DataFileMeta(
+        f"data-{n}.parquet", rng.randint(1, 64) << 20, 100, key, key, stats, stats, n * 10,
+        n * 10 + 9, 0, level, (f"data-{n}.parquet.index",) if n % 7 == 0 else (),
+        None if n % 5 == 0 else 1_700_000_000_000 + rng.randrange(10**6), 0, None,
+        1 if level else 0, None, "s3://elsewhere/x" if n % 11 == 0 else None, None, None, None)
+
+
+def write_synthetic(root: Path, options: dict[str, str], seed: int) -> Table:
+    """A table of 4 partitions x 2 buckets over several base manifests, then a delta that
+    deletes files (one never added), upgrades one and re-adds a deleted one; min-key ties, extra
+    files, external paths and missing creation times mixed in."""
+    table_dir = root / "db.db" / "t"
+    for sub in ("schema", "snapshot", "manifest"):
+        (table_dir / sub).mkdir(parents=True)
+    schema_json = json.dumps({**SCHEMA, "options": {**SCHEMA["options"], **options}}).encode()
+    (table_dir / "schema" / "schema-0").write_bytes(schema_json)
+    schema = decode_schema(schema_json)
+    rng = random.Random(seed)
+    writer = ManifestWriter(open_storage(str(root)), str(table_dir),
+                            schema.partition_type.field_types)
+    added, n = [], 0
+    for p in range(4):
+        partition = encode_manifest_row([f"2024-01-0{p + 1}"], schema.partition_type.field_types)
+        for bucket in (0, 1):
+            layout = [(0, 0)] * rng.randint(1, 7) + [(3, k) for k in (5, 5, 9)] + [
+                (5, k) for k in range(0, 40, 4)]
+            for level, key in layout:
+                n += 1
+                added.append(ManifestEntry(FILE_KIND_ADD, partition, bucket, 2,
+                                           _file(rng, n, level, key)))
+    base = [writer.write_manifest(added[i:i + 13]) for i in range(0, len(added), 13)]
+    gone = rng.sample(added, 12)
+    never = dataclasses.replace(added[0], file=dataclasses.replace(added[0].file, file_name="x"))
+    delta_entries = [dataclasses.replace(e, kind=FILE_KIND_DELETE) for e in (*gone, never)]
+    moved = next(e for e in added if e.file.level == 3 and e not in gone)
+    delta_entries += [dataclasses.replace(moved, kind=FILE_KIND_DELETE),
+                      dataclasses.replace(moved, file=dataclasses.replace(moved.file, level=4)),
+                      gone[0]]  # deleted above, added again: now last in first-seen order
+    delta = [writer.write_manifest(delta_entries[:7]), writer.write_manifest(delta_entries[7:])]
+    base_list, base_size = writer.write_manifest_list(base)
+    delta_list, delta_size = writer.write_manifest_list(delta)
+    snapshot = Snapshot(1, 0, base_list, delta_list, "test", 1, "COMPACT", 1_700_000_000_000,
+                        base_manifest_list_size=base_size, delta_manifest_list_size=delta_size)
+    (table_dir / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(snapshot))
+    (table_dir / "snapshot" / "LATEST").write_text("1")
+    return open_table(open_storage(str(root)), str(root), "db.t")
+
+
+@pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"},
+                                     {"num-sorted-run.compaction-trigger": "3",
+                                      "compaction.size-ratio": "20"}])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_synthetic_tables_plan_as_before(tmp_path: Path, options: dict[str, str],
+                                         seed: int) -> None:
+    table = write_synthetic(tmp_path, options, seed)
+    assert assert_plans_as_before(table) > 0
+    if options:  # lookup tables plan the files above the output level too
+        lookups = [t for t in plan_compaction(table, moment=NOON).tasks if t.lookup_files]
+        assert lookups or "deletion-vectors.enabled" not in options
+
+
+def test_a_file_added_twice_is_refused_as_before(tmp_path: Path) -> None:
+    table = write_synthetic(tmp_path, {}, 3)
+    snapshot = table.snapshots.latest()
+    assert snapshot is not None
+    files = scan_snapshot(table, snapshot).files
+    writer = ManifestWriter(table.storage, table.path, table.latest_schema()
+                            .partition_type.field_types)
+    twice = writer.write_manifest([files[3].entry])
+    lists = writer.write_manifest_list([twice])
+    changed = dataclasses.replace(snapshot, delta_manifest_list=lists[0],
+                                  delta_manifest_list_size=lists[1])
+    (Path(table.path) / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(changed))
+    with pytest.raises(CorruptFileError) as before:
+        scan_snapshot(table, changed)
+    with pytest.raises(CorruptFileError) as now:
+        plan_compaction(table, moment=NOON)
+    assert str(now.value) == str(before.value) and "added twice" in str(now.value)
