@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from paimond.errors import UnsupportedError
 from paimond.format.row_kind import RowKind
-from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
+from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, arrow_of, is_add
 from paimond.lsm.row_merge import ROW_FUNCTIONS, merge_rows, pc_coalesce
 from paimond.table.merge_options import MergeConfig
 
@@ -98,7 +98,7 @@ def _deduplicate(piece: SortedSlice, config: MergeConfig, drop_deletes: bool) ->
 
 
 def _adds_at(piece: SortedSlice, positions: np.ndarray) -> np.ndarray:
-    kinds = piece.rows.column(VALUE_KIND_COLUMN).take(pa.array(piece.order[positions]))
+    kinds = piece.rows.column(VALUE_KIND_COLUMN).take(arrow_of(piece.order[positions]))
     return np.asarray(is_add(kinds).to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -112,12 +112,12 @@ def _first_row(piece: SortedSlice, config: MergeConfig) -> pa.Table:
 def _fill(piece: SortedSlice, column: str, mask: np.ndarray | None, last: bool) -> pa.Array:
     """Per group, ``column`` at the last (first) row in ``mask``; null where there is none."""
     groups, positions = _group_pick(piece, mask, last)
-    return _by_group(piece, groups, piece.column(column).take(pa.array(positions)))
+    return _by_group(piece, groups, piece.column(column).take(arrow_of(positions)))
 
 
 def _with_inserts(base: pa.Table) -> pa.Table:
     return base.set_column(base.schema.get_field_index(VALUE_KIND_COLUMN), VALUE_KIND_COLUMN,
-                           pa.array(np.full(base.num_rows, RowKind.INSERT, np.int8)))
+                           arrow_of(np.full(base.num_rows, RowKind.INSERT, np.int8)))
 
 
 def _partial_update(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[str]
@@ -136,7 +136,7 @@ def _keep_lone_kinds(piece: SortedSlice, base: pa.Table) -> pa.Table:
     lone = _lone(piece)
     if not lone.any():
         return base
-    original = piece.column(VALUE_KIND_COLUMN).take(pa.array(piece.last_rows()))
+    original = piece.column(VALUE_KIND_COLUMN).take(arrow_of(piece.last_rows()))
     index = base.schema.get_field_index(VALUE_KIND_COLUMN)
     return base.set_column(index, VALUE_KIND_COLUMN, pc_coalesce(
         base.column(VALUE_KIND_COLUMN).combine_chunks(), original, lone))
@@ -185,11 +185,11 @@ def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[
             if rows_mask is not None:
                 mask = rows_mask if mask is None else mask & rows_mask
             groups, positions = _group_pick(piece, mask, last=function not in _FIRST)
-            values = piece.column(column).take(pa.array(positions))
+            values = piece.column(column).take(arrow_of(positions))
             if has_retract and rows_mask is None and function in ("last_value",
                                                                   "last_non_null_value"):
                 # Java retract: last_value -> NULL; last_non_null_value -> NULL for a non-null
-                values = pc.if_else(pa.array(retract[positions]),
+                values = pc.if_else(arrow_of(retract[positions]),
                                     pa.nulls(len(values), values.type), values)
             merged = _by_group(piece, groups, values)
         base = base.set_column(base.schema.get_field_index(column), column, merged)
@@ -225,22 +225,22 @@ def _listagg(piece: SortedSlice, column: str, delimiter: str, mask: np.ndarray |
                                         dtype=bool)
     if mask is not None:
         keep &= mask
-    data = pa.table({"g": pa.array(piece.group_ids), "v": values}).filter(pa.array(keep))
+    data = pa.table({"g": arrow_of(piece.group_ids), "v": values}).filter(arrow_of(keep))
     grouped = data.group_by("g", use_threads=False).aggregate([("v", "list")])
     groups = np.asarray(grouped.column("g").combine_chunks().to_numpy())
     joined = pc.binary_join(grouped.column(1).combine_chunks(), delimiter)
     merged = _by_group(piece, groups, joined.cast(values.type))
     # a lone version keeps its value, blank or not (Java passes it through unmerged)
-    return pc_coalesce(merged, values.take(pa.array(piece.last_rows())), _lone(piece))
+    return pc_coalesce(merged, values.take(arrow_of(piece.last_rows())), _lone(piece))
 
 
 def _arrow_aggregate(piece: SortedSlice, column: pa.Array, function: str,
                      mask: np.ndarray | None, negate: np.ndarray | None) -> pa.Array:
     if negate is not None:  # sum: a retraction subtracts its value
-        column = pc.if_else(pa.array(negate), pc.negate_checked(column), column)
-    data = pa.table({"g": pa.array(piece.group_ids), "v": column})
+        column = pc.if_else(arrow_of(negate), pc.negate_checked(column), column)
+    data = pa.table({"g": arrow_of(piece.group_ids), "v": column})
     if mask is not None:
-        data = data.filter(pa.array(mask))
+        data = data.filter(arrow_of(mask))
     grouped = data.group_by("g", use_threads=False).aggregate([("v", _ARROW[function])])
     groups = np.asarray(grouped.column("g").combine_chunks().to_numpy())
     out = _by_group(piece, groups, grouped.column(1).combine_chunks())
