@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
+from paimond.maintenance.base_lists import ManifestListCache
 from paimond.maintenance.changelog_expire import (
     ChangelogExpireResult,
     ChangelogSettings,
@@ -280,6 +281,8 @@ class ExpireJob:
     settings: ExpireSettings | None = None
     dry_run: bool = False
     executor: object = None  # one that maps tasks (Spark) deletes data and metadata in tasks
+    # decoded manifest lists a run's rounds share (a round's end is the next one's begin)
+    lists: ManifestListCache = field(default_factory=ManifestListCache, repr=False)
 
     def resolved_settings(self) -> ExpireSettings:
         return self.settings or ExpireSettings.of(self.table.options())
@@ -311,7 +314,8 @@ class ExpireJob:
             assert plan.earliest_id is not None and plan.end_id is not None  # plan.expires
             work = collect_expired(self.table, plan.earliest_id, plan.end_id,
                                    decoupled=settings.changelog_decoupled,
-                                   produce_changelog=settings.produce_changelog)
+                                   produce_changelog=settings.produce_changelog,
+                                   lists=self.lists)
             deleted = execute_expiration(self.table, work, dry_run=self.dry_run,
                                          clean_empty_directories=clean, mapper=mapper)
             result = ExpireResult(plan, work, deleted, self.dry_run, *finished)

@@ -5,14 +5,14 @@ in an order that survives a crash.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from paimond.errors import MissingFileError
 from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
-from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
+from paimond.maintenance.base_lists import ManifestListCache, base_lists_to_read
 from paimond.maintenance.references import (
     CHANGELOG,
     DATA,
@@ -99,8 +99,9 @@ def _load_range(table: Table, first: int, last: int) -> list[Snapshot]:
     return loaded
 
 
-def retired_in_delta(table: Table, snapshot: Snapshot, paths: DataPaths
-                      ) -> tuple[dict[str, ManifestEntry], set[str]] | None:
+def retired_in_delta(table: Table, snapshot: Snapshot, paths: DataPaths,
+                     lists: ManifestListCache | None = None
+                     ) -> tuple[dict[str, ManifestEntry], set[str]] | None:
     """Data files a DELETE entry in the delta retires, by path; an ADD of the same path
     after it (an upgrade) keeps the file. Second, the extra files such a kept file no longer
     lists (an index rewrite replaced its index file). None if the delta is gone (an earlier
@@ -109,7 +110,9 @@ def retired_in_delta(table: Table, snapshot: Snapshot, paths: DataPaths
     retired: dict[str, ManifestEntry] = {}
     extras: dict[str, str] = {}  # extra file path -> its data file path
     try:
-        for meta in read_manifest_list(table, snapshot.delta_manifest_list, where):
+        delta = (lists.read(table, snapshot.delta_manifest_list, where) if lists is not None
+                 else read_manifest_list(table, snapshot.delta_manifest_list, where))
+        for meta in delta:
             for entry in read_manifest(table, meta, where):
                 data = paths.data(entry)
                 names = [paths.extra(entry, name) for name in entry.file.extra_files]
@@ -144,7 +147,8 @@ def _appended(entry: ManifestEntry) -> bool:
 
 def _data_deletions(table: Table, loaded: list[Snapshot], begin: int, tags: list[Snapshot],
                     tag_paths: dict[int, str], branch_data: set[str], paths: DataPaths,
-                    keep_appended: bool = False) -> tuple[list[Deletion], set[str], int]:
+                    keep_appended: bool = False, lists: ManifestListCache | None = None
+                    ) -> tuple[list[Deletion], set[str], int]:
     deletions: dict[str, Deletion] = {}
     bucket_dirs: set[str] = set()
     protected = 0
@@ -153,7 +157,7 @@ def _data_deletions(table: Table, loaded: list[Snapshot], begin: int, tags: list
     for snapshot in loaded:
         if snapshot.id == begin:
             continue
-        found = retired_in_delta(table, snapshot, paths)
+        found = retired_in_delta(table, snapshot, paths, lists)
         if found is None:
             continue
         retired, replaced_here = found
@@ -219,38 +223,52 @@ def changelog_deletions(table: Table, expiring: Iterable[Snapshot], paths: DataP
     return list(deletions.values())
 
 
-def _manifest_list_or_empty(table: Table, name: str, where: str) -> list[ManifestFileMeta]:
+def _manifest_list_or_empty(table: Table, name: str, where: str, lists: ManifestListCache | None,
+                            names_only: bool) -> list[tuple[str, int]]:
+    """(name, size) of each manifest the list names."""
     try:
-        return read_manifest_list(table, name, where)
+        if lists is None:
+            return [(m.file_name, m.file_size) for m in read_manifest_list(table, name, where)]
+        if names_only:
+            return lists.names(table, name, where)
+        return [(m.file_name, m.file_size) for m in lists.read(table, name, where)]
     except MissingFileError:
         return []  # deleted by an interrupted run, after the manifests it named
 
 
 def metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str], *,
-                        data_lists: bool = True, changelog_list: bool = True) -> list[Deletion]:
+                       data_lists: bool = True, changelog_list: bool = True,
+                       read_base: bool = True, lists: ManifestListCache | None = None
+                       ) -> list[Deletion]:
     """Java ``planManifestsCleaner(snapshot, skip, deleteDataManifestLists, deleteChangelog)``:
     each manifest before its list, index files before their index manifest; ``skip`` grows
-    with every name planned, so each file is named once."""
+    with every name planned, so each file is named once. ``read_base`` False: the base list
+    goes but its manifests are not read (``base_lists``: other lists of the run name them).
+    An index manifest already in ``skip`` is not read again: its index files were planned
+    with it, or are kept with it."""
     where = table.snapshots.path(snapshot.id)
     out = []
-    lists: list[tuple[str | None, int | None]] = []
+    named: list[tuple[str | None, int | None]] = []
     if data_lists:
-        lists += [(snapshot.base_manifest_list, snapshot.base_manifest_list_size),
+        named += [(snapshot.base_manifest_list, snapshot.base_manifest_list_size),
                   (snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)]
     if changelog_list:
-        lists.append((snapshot.changelog_manifest_list, snapshot.changelog_manifest_list_size))
-    for name, size in lists:
+        named.append((snapshot.changelog_manifest_list, snapshot.changelog_manifest_list_size))
+    for name, size in named:
         if not name:
             continue
-        for meta in _manifest_list_or_empty(table, name, where):
-            if meta.file_name not in skip:
-                skip.add(meta.file_name)
-                out.append(Deletion(MANIFEST, table.file_path(MANIFEST_DIR, meta.file_name),
-                                    meta.file_size))
+        base = name == snapshot.base_manifest_list and data_lists
+        manifests = [] if base and not read_base else _manifest_list_or_empty(
+            table, name, where, lists, names_only=base)
+        for manifest, manifest_size in manifests:
+            if manifest not in skip:
+                skip.add(manifest)
+                out.append(Deletion(MANIFEST, table.file_path(MANIFEST_DIR, manifest),
+                                    manifest_size))
         if name not in skip:
             skip.add(name)
             out.append(Deletion(MANIFEST_LIST, table.file_path(MANIFEST_DIR, name), size))
-    if snapshot.index_manifest:
+    if snapshot.index_manifest and snapshot.index_manifest not in skip:
         try:
             entries = read_index_manifest(table, snapshot)
         except MissingFileError:
@@ -283,12 +301,15 @@ def skipping_tags(tags: list[Snapshot], begin: int, end: int) -> list[Snapshot]:
 
 
 def collect_expired(table: Table, earliest_id: int, end_id: int, *, decoupled: bool = False,
-                    produce_changelog: bool = False) -> ExpireWork:
+                    produce_changelog: bool = False,
+                    lists: ManifestListCache | None = None) -> ExpireWork:
     """Read what expiring [earliest, end) deletes; nothing is deleted here. ``decoupled``
     (Java ``changelogDecoupled``): changelog files stay, each expired snapshot is kept as a
     long-lived changelog, and what it needs stays for changelog expiry: without a changelog
     producer (``produce_changelog`` False) the APPEND data files and the base and delta
-    manifest lists, with one the changelog manifest list."""
+    manifest lists, with one the changelog manifest list. Base manifest lists are read as
+    ``base_lists`` says; ``lists`` (shared by a run's rounds) keeps the end snapshot's."""
+    lists = ManifestListCache() if lists is None else lists
     loaded = _load_range(table, earliest_id, end_id)
     if not loaded:
         return ExpireWork(None, end_id)
@@ -304,7 +325,7 @@ def collect_expired(table: Table, earliest_id: int, end_id: int, *, decoupled: b
     paths = DataPaths(table, schema)
     data, bucket_dirs, protected = _data_deletions(
         table, loaded, begin, tags, tag_paths, branches.data, paths,
-        keep_appended=decoupled and not produce_changelog)
+        keep_appended=decoupled and not produce_changelog, lists=lists)
     expiring = [s for s in loaded if s.id != end_id]
     if not decoupled:
         data += changelog_deletions(table, expiring, paths)
@@ -315,11 +336,37 @@ def collect_expired(table: Table, earliest_id: int, end_id: int, *, decoupled: b
     skip = set(branches.metadata)
     for tag in skipping_tags(tags, begin, end_id):
         skip |= read_snapshot_metadata(table, tag, tag_paths[tag.id], changelog=False).names()
-    skip |= read_snapshot_metadata(table, loaded[-1], table.snapshots.path(end_id),
-                                   changelog=False).names()
+    end = loaded[-1]
+    skip |= _data_manifest_names(table, end, lists)
+    data_lists = not decoupled or produce_changelog
+    reads = base_lists_to_read(table, loaded, end_id, _delta_entries(table, lists)
+                               ) if data_lists else set()
     metadata = [d for s in expiring for d in metadata_deletions(
-        table, s, skip, data_lists=not decoupled or produce_changelog, changelog_list=not decoupled)]
+        table, s, skip, data_lists=data_lists, changelog_list=not decoupled,
+        read_base=s.id in reads, lists=lists)]
+    lists.retain([end.base_manifest_list])  # the next round's first base list
     snapshot_files = [Deletion(SNAPSHOT, table.snapshots.path(s.id), None) for s in expiring]
     return ExpireWork(begin, end_id, tuple(data), dirs, tuple(metadata), tuple(snapshot_files),
                       write_earliest=True, protected_data_files=protected, tags=held_tags,
                       branches=branch_names, write_changelogs=decoupled)
+
+
+def _data_manifest_names(table: Table, snapshot: Snapshot, lists: ManifestListCache) -> set[str]:
+    """``read_snapshot_metadata(...).names()`` without the changelog list, its lists cached."""
+    where = table.snapshots.path(snapshot.id)
+    names = {snapshot.base_manifest_list, snapshot.delta_manifest_list}
+    names |= {name for name, _ in lists.names(table, snapshot.base_manifest_list, where)}
+    names |= {m.file_name for m in lists.read(table, snapshot.delta_manifest_list, where)}
+    index_entries = read_index_manifest(table, snapshot) if snapshot.index_manifest else []
+    names |= {e.index_file.file_name for e in index_entries}
+    return names | {n for n in (snapshot.index_manifest, snapshot.statistics) if n}
+
+
+def _delta_entries(table: Table, lists: ManifestListCache) -> Callable[[Snapshot], int | None]:
+    def count(snapshot: Snapshot) -> int | None:
+        try:
+            return len(lists.read(table, snapshot.delta_manifest_list,
+                                  table.snapshots.path(snapshot.id)))
+        except MissingFileError:
+            return None
+    return count

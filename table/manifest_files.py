@@ -5,16 +5,27 @@ them: Java ``ManifestFile.write``, ``ManifestList``, ``IndexManifestFile``,
 
 from __future__ import annotations
 
+import json
 import uuid
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
+from typing import Any
 
+import zstandard
+
+from paimond.errors import CodecError
 from paimond.format.binary_row import decode_manifest_row, encode_manifest_row
 from paimond.format.index_manifest import IndexManifestEntry, encode_index_manifest
 from paimond.format.key_order import sort_key_function
 from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry, SimpleStats, encode_manifest
-from paimond.format.manifest_list import ManifestFileMeta, encode_manifest_list
+from paimond.format.manifest_list import (
+    MANIFEST_FILE_META_VERSION,
+    ManifestFileMeta,
+    decode_manifest_list,
+    encode_manifest_list,
+)
 from paimond.format.types import DataType
 from paimond.table.layout import (
     INDEX_MANIFEST_PREFIX,
@@ -95,3 +106,239 @@ class ManifestWriter:
         for path in self.written:
             self.storage.delete(path)
         self.written.clear()
+
+
+# --- Reading only the names of a manifest list (expiry's skipping sets: issue #22) ---------
+
+_AVRO_MAGIC = b"Obj\x01"
+_NULL, _SKIP_LONG, _SKIP_BYTES, _SKIP_FIXED, _UNION, _ARRAY, _MAP, _RECORD = range(8)
+_FIXED_SIZES = {"null": 0, "boolean": 1, "float": 4, "double": 8}
+_SkipOp = tuple[Any, ...]
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (n >> 1) ^ -(n & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CodecError("malformed Avro data: varint longer than 10 bytes")
+
+
+def _skip_op(schema: Any, named: dict[str, _SkipOp]) -> _SkipOp:
+    """How to skip one value of ``schema`` (Avro JSON), without decoding it."""
+    if isinstance(schema, list):
+        return (_UNION, tuple(_skip_op(branch, named) for branch in schema))
+    kind = schema.get("type") if isinstance(schema, dict) else schema
+    if isinstance(kind, (dict, list)):
+        return _skip_op(kind, named)
+    if kind in named:
+        return named[kind]
+    if kind in _FIXED_SIZES:
+        size = _FIXED_SIZES[kind]
+        return (_NULL,) if size == 0 else (_SKIP_FIXED, size)
+    if kind in ("int", "long", "enum"):
+        return (_SKIP_LONG,)
+    if kind in ("bytes", "string"):
+        return (_SKIP_BYTES,)
+    if kind == "fixed":
+        return (_SKIP_FIXED, int(schema["size"]))
+    if kind == "array":
+        return (_ARRAY, _skip_op(schema["items"], named))
+    if kind == "map":
+        return (_MAP, _skip_op(schema["values"], named))
+    if kind == "record":
+        fields: list[_SkipOp] = []
+        op = (_RECORD, fields)
+        named[schema["name"]] = op
+        if schema.get("namespace"):
+            named[f"{schema['namespace']}.{schema['name']}"] = op
+        fields.extend(_skip_op(f["type"], named) for f in schema["fields"])
+        return op
+    raise CodecError(f"Avro type {kind!r} is not supported")
+
+
+def _skip(op: _SkipOp, data: bytes, pos: int) -> int:
+    code = op[0]
+    if code == _SKIP_LONG:
+        while data[pos] & 0x80:
+            pos += 1
+        return pos + 1
+    if code == _UNION:
+        branch, pos = _varint(data, pos)
+        return _skip(op[1][branch], data, pos)
+    if code == _SKIP_BYTES:
+        size, pos = _varint(data, pos)
+        return pos + size
+    if code == _NULL:
+        return pos
+    if code == _SKIP_FIXED:
+        return pos + int(op[1])
+    if code == _RECORD:
+        for field_op in op[1]:
+            pos = _skip(field_op, data, pos)
+        return pos
+    while True:  # array or map: blocks of items until a zero count
+        count, pos = _varint(data, pos)
+        if count == 0:
+            return pos
+        if count < 0:
+            size, pos = _varint(data, pos)
+            pos += size
+            continue
+        for _ in range(count):
+            if code == _MAP:
+                pos = _skip((_SKIP_BYTES,), data, pos)
+            pos = _skip(op[1], data, pos)
+
+
+def _flat(ops: list[_SkipOp]) -> list[_SkipOp]:
+    """Record fields inlined, so a record is one loop of simple steps."""
+    out: list[_SkipOp] = []
+    for op in ops:
+        if op[0] == _RECORD:
+            out += _flat(op[1])
+        elif op[0] != _NULL:
+            out.append(op)
+    return out
+
+
+def _skip_flat(ops: list[_SkipOp], data: bytes, pos: int) -> int:
+    for op in ops:
+        code = op[0]
+        if code == _SKIP_LONG:
+            while data[pos] & 0x80:
+                pos += 1
+            pos += 1
+        elif code == _UNION and data[pos] < 0x80:  # one-byte branch index
+            branch = op[1][(data[pos] >> 1) ^ -(data[pos] & 1)]
+            pos += 1
+            if branch[0] == _SKIP_LONG:
+                while data[pos] & 0x80:
+                    pos += 1
+                pos += 1
+            elif branch[0] != _NULL:
+                pos = _skip(branch, data, pos)
+        else:
+            pos = _skip(op, data, pos)
+    return pos
+
+
+def _container(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
+    """(metadata, sync marker, position of the first block) of an Avro container file."""
+    if data[:4] != _AVRO_MAGIC:
+        raise CodecError("not an Avro object container file")
+    meta: dict[str, bytes] = {}
+    pos = 4
+    while True:
+        count, pos = _varint(data, pos)
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _, pos = _varint(data, pos)
+        for _ in range(count):
+            size, pos = _varint(data, pos)
+            key, pos = data[pos:pos + size].decode("utf-8", "replace"), pos + size
+            size, pos = _varint(data, pos)
+            meta[key], pos = data[pos:pos + size], pos + size
+    return meta, data[pos:pos + 16], pos + 16
+
+
+def _inflate(codec: str, block: bytes) -> bytes:
+    if codec == "null":
+        return block
+    if codec == "deflate":
+        return zlib.decompress(block, -15)
+    if codec == "zstandard":
+        out, decompressor = [], zstandard.ZstdDecompressor()
+        while block:  # frames without a content size, maybe several
+            stream = decompressor.decompressobj()
+            out.append(stream.decompress(block))
+            if not stream.eof:
+                raise CodecError("truncated zstd frame in an Avro block")
+            block = stream.unused_data
+        return b"".join(out)
+    raise KeyError(codec)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestListRecords:
+    """A manifest list's records, uncompressed and concatenated, with its writer schema."""
+
+    schema: bytes  # the writer schema, as stored
+    records: bytes
+    count: int
+    rest: list[_SkipOp]  # how to skip the fields after _FILE_SIZE
+
+
+def manifest_list_records(data: bytes) -> ManifestListRecords | None:
+    """The records of a manifest list file; None when names cannot be read from them alone
+    (a codec other than null, deflate and zstd, or a schema that does not begin with
+    ``_VERSION``, ``_FILE_NAME``, ``_FILE_SIZE``). Raises CodecError for malformed data."""
+    try:
+        meta, sync, pos = _container(data)
+        schema = meta["avro.schema"]
+        codec = meta.get("avro.codec", b"null").decode()
+        fields = [(f["name"], _skip_op(f["type"], {})) for f in json.loads(schema)["fields"]]
+        leading = [(name, op[0]) for name, op in fields[:3]]
+        if leading != [("_VERSION", _SKIP_LONG), ("_FILE_NAME", _SKIP_BYTES),
+                       ("_FILE_SIZE", _SKIP_LONG)] or codec not in ("null", "deflate", "zstandard"):
+            return None
+        blocks, total = [], 0
+        while pos < len(data):
+            count, pos = _varint(data, pos)
+            size, pos = _varint(data, pos)
+            if count < 0 or size < 0 or pos + size + 16 > len(data):
+                raise CodecError("malformed Avro container: a block runs past the end")
+            blocks.append(_inflate(codec, data[pos:pos + size]))
+            pos += size
+            if data[pos:pos + 16] != sync:
+                raise CodecError("malformed Avro container: wrong sync marker")
+            pos += 16
+            total += count
+        return ManifestListRecords(schema, b"".join(blocks), total,
+                                   _flat([op for _, op in fields[3:]]))
+    except CodecError:
+        raise
+    except (IndexError, KeyError, ValueError, TypeError, zlib.error, zstandard.ZstdError) as e:
+        raise CodecError(f"malformed manifest list: {type(e).__name__}: {e}") from e
+
+
+def manifest_list_names(records: ManifestListRecords, start: int = 0, skip_records: int = 0
+                        ) -> list[tuple[str, int]]:
+    """(file name, file size) of each record from byte ``start`` on (``skip_records`` records
+    lie before it). Raises CodecError for malformed records or a ``_VERSION`` other than 2."""
+    data, rest, at = records.records, records.rest, start
+    out: list[tuple[str, int]] = []
+    try:
+        for _ in range(records.count - skip_records):
+            version, at = _varint(data, at)
+            if version != MANIFEST_FILE_META_VERSION:
+                raise CodecError(f"manifest list record has _VERSION {version}, expected "
+                                 f"{MANIFEST_FILE_META_VERSION}")
+            length, at = _varint(data, at)
+            name = data[at:at + length].decode()
+            file_size, at = _varint(data, at + length)
+            out.append((name, file_size))
+            at = _skip_flat(rest, data, at)
+    except (IndexError, ValueError) as e:
+        raise CodecError(f"malformed manifest list record: {type(e).__name__}: {e}") from e
+    if at != len(data):
+        raise CodecError("malformed Avro data: the records do not fill their blocks")
+    return out
+
+
+def decode_manifest_list_names(data: bytes) -> list[tuple[str, int]]:
+    """(file name, file size) of each manifest a manifest list names, in file order, as
+    :func:`~paimond.format.manifest_list.decode_manifest_list` would give them: the other
+    fields are skipped by the writer schema, nothing else is built. Raises CodecError for
+    malformed data or a ``_VERSION`` other than 2."""
+    records = manifest_list_records(data)
+    if records is None:
+        return [(m.file_name, m.file_size) for m in decode_manifest_list(data)]
+    return manifest_list_names(records)
