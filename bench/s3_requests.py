@@ -3,8 +3,12 @@
 Runs on moto's S3 server on loopback behind a request log (tests/support/s3_requests.py).
 A pypaimon-written table (``--commits`` writer commits, primary key, 1 bucket) is uploaded,
 then each operation is counted alone. Counts are deterministic; each line names its goal.
+A second table (``--large-rows`` rows of barely compressible values in 4 commits) is compacted
+in full, so that its one output file is larger than an upload part: it goes up by multipart
+upload. The commit lines count what a job's commit asks (its conflict check reads only the
+snapshots committed since the plan's, reusing the plan's scan).
 
-    .venv/bin/python bench/s3_requests.py [--commits 20]
+    .venv/bin/python bench/s3_requests.py [--commits 20] [--large-rows 250000]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from s3_requests import (  # noqa: E402
     Request,
     counting_endpoint,
     kinds,
+    write_large_pk_table,
     write_pk_table,
 )
 
@@ -46,6 +51,7 @@ def _line(name: str, requests: list[Request], goal: str, per: int = 1) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=20)
+    parser.add_argument("--large-rows", type=int, default=250_000)
     parser.add_argument("--verbose", action="store_true", help="print every request")
     args = parser.parse_args()
     os.environ.update(FAKE_AWS_ENV)
@@ -59,16 +65,18 @@ def main() -> None:
             counting_endpoint() as endpoint:
         local = Path(scratch) / "wh"
         write_pk_table(str(local), args.commits)
+        write_large_pk_table(str(local), args.large_rows, 4)
         uri = endpoint.make_bucket("bench") + "/wh"
         endpoint.upload(str(local), uri)
         storage = open_storage(uri, endpoint.storage_options)
         table = open_table(storage, storage.root, "db.t")
-        print(f"one primary-key table, {args.commits} writer commits, on moto S3 (loopback)")
+        print(f"one primary-key table, {args.commits} writer commits, on moto S3 (loopback); "
+              f"compaction: {args.large_rows:,} rows")
         results: dict[str, list[Request]] = {}
 
-        def run(job: str, **settings: Any) -> None:
+        def run(job: str, table: str = "db.t", **settings: Any) -> None:
             spec = JOBS[job]
-            spec.run(open_table(storage, storage.root, "db.t"), spec.settings(**settings),
+            spec.run(open_table(storage, storage.root, table), spec.settings(**settings),
                      JobContext(SYSTEM_CLOCK))
 
         results["latest snapshot id (Java's hint check)"] = _count(
@@ -95,19 +103,97 @@ def main() -> None:
             endpoint, lambda: [(leases.acquire("db.t"), leases.renew("db.t"), leases.renew("db.t"),
                                 leases.renew("db.t"), leases.release("db.t"))
                                for _ in range(runs)])
+        results.update(_compaction(endpoint, storage, run))
+        fresh = endpoint.make_bucket("fresh") + "/wh"  # the commit lines: a table not merged
+        endpoint.upload(str(local / "db.db" / "t"), fresh + "/db.db/t")
+        results.update(_commits(endpoint, open_storage(fresh, endpoint.storage_options)))
         goals = {"latest snapshot id (Java's hint check)": "-",
                  f"idle daemon check, per check ({checks} checks)": "1",
                  "status of a listed table (--no-verify)": "<= 5",
                  "discovery (list tables)": "-", "discovery, next pass (table known)": "-",
                  "merge-manifests": "-",
                  "expire-snapshots (retain 5)": "batched",
-                 f"lease: {runs} table runs (3 jobs each), per run": "<= 3"}
+                 f"lease: {runs} table runs (3 jobs each), per run": "<= 3",
+                 **{name: "multipart" if name.startswith("compact large table in") else "-"
+                    for name in results
+                    if name.startswith(("compact", "commit"))}}
         for name, requests in results.items():
             per = runs if name.startswith("lease") else checks if name.startswith("idle") else 1
             _line(name, requests, goals[name], per)
             if args.verbose:
                 for r in requests:
                     print(f"    {r.kind:<12} {r.key} {r.query}")
+
+
+def _in_commits(endpoint: CountingEndpoint, action: Callable[[], Any]
+                ) -> tuple[list[Request], list[Request]]:
+    """All requests of ``action``, and those sent inside ``Committer.commit``."""
+    from paimond.table.commit import Committer
+
+    inner: list[Request] = []
+    original = Committer.commit
+
+    def counted(self: Committer, changes: Any) -> Any:
+        start = len(endpoint.log.requests)
+        try:
+            return original(self, changes)
+        finally:
+            inner.extend(endpoint.log.requests[start:])
+
+    Committer.commit = counted  # type: ignore[method-assign]
+    try:
+        return _count(endpoint, action), inner
+    finally:
+        Committer.commit = original  # type: ignore[method-assign]
+
+
+def _compaction(endpoint: CountingEndpoint, storage: Any, run: Callable[..., Any]
+                ) -> dict[str, list[Request]]:
+    """A full compaction of the large table (one output file above the part size)."""
+    from paimond.table.storage import _UPLOAD_PART_BYTES
+
+    everything, commit = _in_commits(endpoint, lambda: run("compact", full=True, table="db.big"))
+    written = sum(1 for r in everything if r.kind in ("PUT", "MPU-COMPLETE")
+                  and "/bucket-" in r.key)
+    name = (f"compact large table in full ({written} data file(s); part "
+            f"{_UPLOAD_PART_BYTES >> 20} MiB)")
+    return {name: everything, "compact large table: its commit": commit}
+
+
+def _commits(endpoint: CountingEndpoint, storage: Any) -> dict[str, list[Request]]:
+    """A compaction-like commit (a level-0 file moved up) planned from the latest snapshot,
+    committed at once, then one planned before a concurrent writer's append, on a table of
+    one manifest per writer commit (nothing merged them yet)."""
+    from dataclasses import replace
+
+    from paimond.clock import SYSTEM_CLOCK
+    from paimond.table.catalog import open_table
+    from paimond.table.commit import CommitChanges, Committer
+    from paimond.table.scan import scan_snapshot
+
+    table = open_table(storage, storage.root, "db.t")
+
+    def planned(level: int) -> CommitChanges:
+        latest = table.snapshots.latest()
+        assert latest is not None
+        scan = scan_snapshot(table, latest)
+        entry = [f.entry for f in scan.files if f.entry.file.level == 0][0]
+        moved = replace(entry, file=replace(entry.file, level=level))
+        return CommitChanges(deleted=[entry], added=[moved], base=scan)
+
+    def commit(changes: CommitChanges) -> None:
+        Committer(table, clock=SYSTEM_CLOCK).commit(changes)
+
+    changes = planned(4)
+    results = {"commit, nothing committed since the plan": _count(
+        endpoint, lambda: commit(changes))}
+    changes = planned(3)
+    appended = replace(changes.deleted[0], file=replace(changes.deleted[0].file,
+                                                         file_name="data-concurrent-0.parquet"))
+    Committer(table, clock=SYSTEM_CLOCK, commit_kind="APPEND").commit(
+        CommitChanges(added=[appended]))
+    results["commit after a concurrent append"] = _count(endpoint, lambda: commit(changes))
+    return results
 
 
 if __name__ == "__main__":

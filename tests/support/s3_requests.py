@@ -28,12 +28,19 @@ class Request:
 
     @property
     def kind(self) -> str:
-        """GET, PUT, HEAD, DELETE, LIST (GET of a bucket) or BATCH-DELETE (POST ?delete)."""
+        """GET, PUT, HEAD, DELETE, LIST (GET of a bucket), BATCH-DELETE (POST ?delete), and
+        a multipart upload's MPU-CREATE, MPU-PART, MPU-COMPLETE, MPU-ABORT."""
         if self.method == "GET" and "list-type" in self.query or (
                 self.method == "GET" and not self.key):
             return "LIST"
         if self.method == "POST" and "delete" in self.query:
             return "BATCH-DELETE"
+        fields = urllib.parse.parse_qs(self.query, keep_blank_values=True)
+        if self.method == "POST" and "uploads" in fields:
+            return "MPU-CREATE"
+        if "uploadId" in fields:
+            return {"PUT": "MPU-PART", "POST": "MPU-COMPLETE",
+                    "DELETE": "MPU-ABORT"}.get(self.method, f"MPU-{self.method}")
         return self.method
 
 
@@ -150,3 +157,32 @@ def write_pk_table(warehouse: str, commits: int, name: str = "db.t") -> None:
 FAKE_AWS_ENV = {"AWS_ACCESS_KEY_ID": _KEY, "AWS_SECRET_ACCESS_KEY": _SECRET,
                 "AWS_DEFAULT_REGION": _REGION, "AWS_REGION": _REGION,
                 "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def write_large_pk_table(warehouse: str, rows: int, commits: int, name: str = "db.big") -> None:
+    """A primary-key table (1 bucket, write-only) of ``commits`` pypaimon commits of random,
+    barely compressible values: ``rows`` rows of ~120 bytes in all, so that a full compaction
+    writes one file of about ``rows * 90`` bytes (larger than an upload part)."""
+    import base64
+    import os
+
+    import pyarrow as pa
+    from pypaimon import CatalogFactory, Schema
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog.create_database(name.split(".")[0], True)
+    catalog.create_table(name, Schema.from_pyarrow_schema(
+        schema, primary_keys=["id"], options={"bucket": "1", "write-only": "true"}), True)
+    table = catalog.get_table(name)
+    per = rows // commits
+    for i in range(commits):
+        values = base64.b64encode(os.urandom(90 * per)).decode()
+        builder = table.new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        write.write_arrow(pa.table({"id": list(range(i * per, (i + 1) * per)),
+                                    "v": [values[j * 120:(j + 1) * 120] for j in range(per)]},
+                                   schema=schema))
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
