@@ -7,11 +7,14 @@ command ``python -m paimond.cli compact WH --table bench.t --full --parallelism 
 fresh process on a fresh copy of the table, for N=1 and N=2 interleaved, ``--runs`` times
 each. Prints the medians of wall time, CPU (user + system of the process and its workers, from
 ``wait4``) and peak RSS (the largest process), and the wall ratio N=2 / N=1 against 0.55x.
+Also the same command with ``--dry-run`` (start-up, imports, planning: the part no pool can
+share) and the ratio two workers would reach if they halved the rest exactly (Amdahl).
 
     .venv/bin/python bench/parallel_buckets.py [--rows 4000000] [--commits 10] [--runs 3]
     [--keep DIR]   # build the table once into DIR and reuse it on later runs
     [--before DIR] # also run an older tree, interleaved: DIR holds its package as paimond/
                    # (mkdir -p DIR/paimond && git archive REV | tar -x -C DIR/paimond)
+    [--after DIR]  # the same for the newer tree (default: the installed paimond)
 """
 
 from __future__ import annotations
@@ -81,19 +84,24 @@ def _run(argv: list[str], env: dict[str, str] | None) -> tuple[float, float, flo
 
 def compact(source: Path, scratch: Path, parallelism: int, before: Path | None
             ) -> tuple[float, float, float]:
+    """``parallelism`` 0: the dry run."""
     copy = scratch / f"run-{parallelism}"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(source, copy)
     try:
         wall, cpu, rss, output = _run(
             [sys.executable, "-m", "paimond.cli", "compact", str(copy), "--table", TABLE,
-             "--full", "--parallelism", str(parallelism)],
+             "--full", *(["--parallelism", str(parallelism)] if parallelism else ["--dry-run"])],
             None if before is None else {**os.environ, "PYTHONPATH": str(before)})
-        if f"buckets compacted {BUCKETS}, failed 0" not in output:
+        if parallelism and f"buckets compacted {BUCKETS}, failed 0" not in output:
             raise SystemExit(f"unexpected compaction:\n{output}")
     finally:
         shutil.rmtree(copy, ignore_errors=True)
     return wall, cpu, rss
+
+
+def _label(parallelism: int) -> str:
+    return f"parallelism {parallelism}" if parallelism else "dry run      "
 
 
 def main() -> None:
@@ -103,6 +111,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="build the table here once and reuse it")
     parser.add_argument("--before", type=Path, help="an older tree to compare, interleaved")
+    parser.add_argument("--after", type=Path, help="the newer tree (default: installed)")
     parser.add_argument("--generate", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.generate:
@@ -120,24 +129,27 @@ def main() -> None:
         print(f"table: {len(_data_files(source))} data files, "
               f"{sum(p.stat().st_size for p in _data_files(source)) / 1e6:.1f} MB; "
               f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-        trees = {"": None} if args.before is None else {"before ": args.before, "after ": None}
+        trees = {"": None} if args.before is None else {"before ": args.before, "after ": args.after}
         figures: dict[tuple[str, int], list[tuple[float, float, float]]] = {
-            (tree, n): [] for tree in trees for n in (1, 2)}
+            (tree, n): [] for tree in trees for n in (0, 1, 2)}
         for run in range(args.runs):
             for tree, n in figures:
                 figures[tree, n].append(compact(source, scratch, n, trees[tree]))
                 wall, cpu, rss = figures[tree, n][-1]
-                print(f"  run {run + 1} {tree}parallelism {n}: wall {wall:6.2f} s  "
+                print(f"  run {run + 1} {tree}{_label(n)}: wall {wall:6.2f} s  "
                       f"CPU {cpu:6.2f} s  peak RSS {rss:6.0f} MB", flush=True)
         medians = {key: [statistics.median(f[i] for f in runs) for i in range(3)]
                    for key, runs in figures.items()}
         for (tree, n), (wall, cpu, rss) in medians.items():
-            print(f"{tree}parallelism {n}: wall {wall:6.2f} s  CPU {cpu:6.2f} s "
+            print(f"{tree}{_label(n)}: wall {wall:6.2f} s  CPU {cpu:6.2f} s "
                   f"(CPU / wall {cpu / wall:.2f})  peak RSS {rss:.0f} MB")
         for tree in trees:
             one, two = medians[tree, 1], medians[tree, 2]
+            serial = medians[tree, 0][0]
+            bound = (serial + (one[0] - serial) / 2) / one[0]
             print(f"{tree}wall, parallelism 2 / 1: {two[0] / one[0]:.2f}x (target <= "
-                  f"{GOAL_RATIO}x); CPU 2 / 1: {two[1] / one[1]:.2f}x")
+                  f"{GOAL_RATIO}x); CPU 2 / 1: {two[1] / one[1]:.2f}x; with the dry run's "
+                  f"{serial:.2f} s serial and the rest halved: {bound:.2f}x")
         if args.before is not None:
             for n in (1, 2):
                 print(f"parallelism {n}, after / before: wall "

@@ -26,7 +26,8 @@ class _NoPandas:
     def find_spec(self, name: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> ModuleSpec | None:
         if name == "pandas":
-            raise ImportError("pandas is not imported in a paimond compaction process")
+            raise ModuleNotFoundError("pandas is kept out of a paimond compaction process",
+                                      name=name)
         return None
 
 
