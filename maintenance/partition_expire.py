@@ -330,6 +330,6 @@ class PartitionExpireJob:
         index_deleted = [replace(e, kind=FILE_KIND_DELETE) for e in files.index_entries
                          if e.partition in dropped]
         changes = CommitChanges(deleted=deleted, index_deleted=index_deleted,
-                                expected_snapshot_id=plan.base_snapshot_id)
+                                expected_snapshot_id=plan.base_snapshot_id, base=files)
         return Committer(self.table, commit_kind="OVERWRITE", clock=self.clock,
                          journal=self._journal).commit(changes)
