@@ -7,6 +7,7 @@ reader and the block-header record count agree with the full decoder."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import random
 import shutil
@@ -21,8 +22,12 @@ from table_history import assert_exactly_referenced, tree, write_tag
 
 from paimond.clock import Clock
 from paimond.errors import CodecError, CorruptFileError
-from paimond.format.manifest_list import decode_manifest_list, encode_manifest_list
-from paimond.format.snapshot import Snapshot
+from paimond.format.manifest_list import (
+    ManifestFileMeta,
+    decode_manifest_list,
+    encode_manifest_list,
+)
+from paimond.format.snapshot import Snapshot, encode_snapshot
 from paimond.maintenance import snapshot_deletion
 from paimond.maintenance.base_lists import (
     ManifestListCache,
@@ -32,10 +37,12 @@ from paimond.maintenance.base_lists import (
 from paimond.maintenance.compact import CompactJob
 from paimond.maintenance.expire import ExpireJob, ExpireSettings
 from paimond.maintenance.expire_rounds import expire_in_rounds
+from paimond.maintenance.orphans import OrphanJob
 from paimond.table.catalog import Table, open_table
 from paimond.table.commit import Committer
-from paimond.table.layout import MANIFEST_DIR
-from paimond.table.manifest_files import decode_manifest_list_names
+from paimond.table.layout import LATEST_HINT, MANIFEST_DIR
+from paimond.table.manifest_files import ManifestWriter, decode_manifest_list_names
+from paimond.table.scan import read_manifest, read_manifest_list
 from paimond.table.storage import open_storage
 
 FAR_FUTURE = Clock(fixed_ms=4_102_444_800_000)  # expiry's now: every snapshot is old
@@ -195,3 +202,68 @@ def test_a_damaged_list_is_a_corrupt_file(tmp_path: Path) -> None:
     path.write_bytes(data[:-20])
     with pytest.raises(CorruptFileError):
         ManifestListCache().names(table, snapshot.base_manifest_list, "test")
+
+
+def _crafted_history(warehouse: Path) -> tuple[Table, str]:
+    """Snapshots 1..5 as writer commits, except that commits 3 and 4 each rewrite one
+    manifest into one (merges that keep the number of manifests): base(3) names M2', which
+    commit 4 replaces by M2''. Returns the table and M2' (the manifest only base(3) names)."""
+    write_pk_table(str(warehouse), 1)
+    table = _table(warehouse)
+    first = table.snapshots.load(1)
+    where = table.snapshots.path(1)
+    (seed,) = read_manifest_list(table, first.delta_manifest_list, where)
+    (entry,) = read_manifest(table, seed, where)
+    writer = ManifestWriter(table.storage, table.path, [])
+
+    bucket = Path(table.path) / "bucket-0"
+
+    def manifest(i: int) -> ManifestFileMeta:
+        file = dataclasses.replace(entry.file, file_name=f"data-crafted-{i}.parquet")
+        shutil.copy(bucket / entry.file.file_name, bucket / file.file_name)
+        return writer.write_manifest([dataclasses.replace(entry, file=file)])
+
+    def rewrite(meta: ManifestFileMeta) -> ManifestFileMeta:
+        return writer.write_manifest(read_manifest(table, meta, where))
+
+    m2 = manifest(2)
+    m2_once = rewrite(m2)
+    m2_twice = rewrite(m2_once)
+    m3, m4, m5 = manifest(3), manifest(4), manifest(5)
+    bases = {2: [seed], 3: [seed, m2_once], 4: [seed, m2_twice, m3], 5: [seed, m2_twice, m3, m4]}
+    deltas = {2: [m2], 3: [m3], 4: [m4], 5: [m5]}
+    for snapshot_id in range(2, 6):
+        base, base_size = writer.write_manifest_list(bases[snapshot_id])
+        delta, delta_size = writer.write_manifest_list(deltas[snapshot_id])
+        snapshot = dataclasses.replace(
+            first, id=snapshot_id, base_manifest_list=base, base_manifest_list_size=base_size,
+            delta_manifest_list=delta, delta_manifest_list_size=delta_size,
+            time_millis=first.time_millis + snapshot_id)
+        table.storage.write_bytes(table.snapshots.path(snapshot_id), encode_snapshot(snapshot))
+    table.storage.write_bytes(table.snapshots.hint_path(LATEST_HINT), b"5")
+    return table, m2_once.file_name
+
+
+def test_two_count_preserving_merges_leave_one_manifest_to_orphan_removal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one case base_lists documents: a manifest written by a merge that kept the number
+    of manifests and dropped by another such merge, both inside the range, is not deleted by
+    expiry (reading every base list deletes it); remove-orphans deletes it, and then both
+    tables hold the same files."""
+    source = tmp_path / "source"
+    _, leaked = _crafted_history(source)
+    new, old = tmp_path / "new", tmp_path / "old"
+    shutil.copytree(source, new)
+    shutil.copytree(source, old)
+    settings = ExpireSettings(retain_min=1, time_retained_ms=0, max_deletes=1000)
+    _expire(new, settings)
+    with monkeypatch.context() as patch:
+        patch.setattr(snapshot_deletion, "base_lists_to_read", _every_base_list)
+        _expire(old, settings)
+    left = set(tree(new)) - set(tree(old))
+    assert left == {f"db.db/t/{MANIFEST_DIR}/{leaked}"}
+    assert set(tree(old)) <= set(tree(new))
+    OrphanJob(_table(new), clock=FAR_FUTURE).run()
+    OrphanJob(_table(old), clock=FAR_FUTURE).run()
+    assert tree(new) == tree(old)
+    assert_exactly_referenced(_table(new))
