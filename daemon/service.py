@@ -73,6 +73,7 @@ class TableState:
     moved_at: float = float("-inf")  # wall seconds a check last saw it move (daemon.pace)
     duties: bool = False  # its submitted run has jobs besides compaction (daemon.pace)
     compaction_due: bool = False  # at its compaction trigger, by the latest gauges
+    shown_needs: dict[str, float] | None = None  # its need gauges as last exported
 
     def standing(self) -> evaluate.Standing:
         return evaluate.Standing(self.last_snapshot_id, self.compacted_snapshot_id,
@@ -99,6 +100,9 @@ class Daemon:
         self._cancelled = threading.Event()  # running jobs abandon before committing
         self._requests: queue.SimpleQueue[str] = queue.SimpleQueue()  # reentrant: signal-safe
         self._last_discovery = float("-inf")
+        # a table's quarantine or the set of tables changed since the gauges were last set:
+        # only then are they set again (each run's end, else O(tables) per run)
+        self._quarantine_changed = True
         self.running_jobs = 0  # table runs executing now (queued work is not counted)
         self.forced = False
         # serving (``run``): re-check a table right after its run, watch the ones near their
@@ -123,10 +127,13 @@ class Daemon:
         found = find_tables(self.storages, self.settings.wants, known)
         with self._lock:
             for name, (table, index) in found.items():
-                self.tables.setdefault(name, TableState(table, index))
+                if name not in self.tables:
+                    self.tables[name] = TableState(table, index)
+                    self._quarantine_changed = True
             gone = [n for n in set(self.tables) - set(found) if not self.tables[n].running]
             for name in gone:  # a running table goes at the next pass
                 del self.tables[name]
+                self._quarantine_changed = True
             self._last_discovery = self._wall_s()
         self.policies.forget(gone)
 
@@ -165,6 +172,7 @@ class Daemon:
                 state.last_snapshot_id, state.moved_at = latest, now
             if decision.cleared:
                 state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
+                self._quarantine_changed = True
         return () if self.policies.paused(state.table.name) else decision.jobs
 
     def _refresh_gauges(self, state: TableState, latest: int | None) -> None:
@@ -177,7 +185,7 @@ class Daemon:
             if not moved:
                 state.active = False
         if not moved and not state.watcher.due(state.table, now_ms):
-            self.metrics.set_table(name, **state.watcher.need_gauges())  # passes since
+            self._show_needs(state)  # passes since
             return
         health = evaluate.health(state.watcher.read(state.table, now_ms))
         with self._lock:
@@ -192,7 +200,14 @@ class Daemon:
             self.metrics.set_table(name, **health.gauges, **state.watcher.last.gauges)
             self.metrics.set_level0_oldest(name, state.watcher.last.oldest_level0_millis)
             self.metrics.set_changelog_pending(name, state.watcher.last.changelog_pending_millis)
-        self.metrics.set_table(name, **state.watcher.need_gauges())
+        self._show_needs(state)
+
+    def _show_needs(self, state: TableState) -> None:
+        """The table's need gauges, set only when they changed (every check asks)."""
+        needs = state.watcher.need_gauges()
+        if needs != state.shown_needs:
+            self.metrics.set_table(state.table.name, **needs)
+            state.shown_needs = needs
 
     def _failed(self, state: TableState, message: str) -> None:
         """Back off after a failure that was already logged where it happened."""
@@ -202,6 +217,7 @@ class Daemon:
             backoff = evaluate.backoff(state.failures, self._policy)
             state.next_attempt_at = self._wall_s() + backoff.delay_s
             state.quarantined = backoff.quarantined
+            self._quarantine_changed = True
             failures = state.failures
         log.warning("table_backed_off", table=state.table.name, failures=failures,
                     backoff_s=backoff.delay_s, quarantined=backoff.quarantined)
@@ -300,6 +316,7 @@ class Daemon:
             if state is None:
                 return None
             state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
+            self._quarantine_changed = True
             if state.running:
                 if state.triggered is None:
                     state.triggered = Future()
@@ -361,8 +378,12 @@ class Daemon:
                     state.refused.pop(job, None)
             if run.compacted_snapshot_id is not None:
                 state.compacted_snapshot_id = run.compacted_snapshot_id
-                state.last_snapshot_id = None  # re-evaluate the gauges after our own commit
-                state.gauged_snapshot_id = None
+                # re-evaluate the gauges after our own commit; a run that only compacted and
+                # found the snapshot its gauges were read at changed nothing (idle tables)
+                if not (run.reports.keys() == {"compact"}
+                        and run.compacted_snapshot_id == state.gauged_snapshot_id):
+                    state.last_snapshot_id = None
+                    state.gauged_snapshot_id = None
             if run.error is None and run.finished_at:
                 state.failures, state.error = 0, None
         if run.error is not None:
@@ -378,9 +399,12 @@ class Daemon:
         with self._lock:
             follow, state.triggered = state.triggered, None
             state.running = follow is not None and not self._stopping.is_set()
-            quarantined = {n for n, s in self.tables.items() if s.quarantined}
-            known = set(self.tables)
-        self.metrics.set_quarantine(quarantined, known)
+            shown = None
+            if self._quarantine_changed:
+                self._quarantine_changed = False
+                shown = ({n for n, s in self.tables.items() if s.quarantined}, set(self.tables))
+        if shown is not None:
+            self.metrics.set_quarantine(*shown)
         answer.set_result(run)
         if follow is not None:
             if state.running:
@@ -396,11 +420,13 @@ class Daemon:
         if self._stopping.is_set():
             return
         try:
-            self._refresh_gauges(state, state.table.snapshots.latest_id())
+            latest = state.table.snapshots.latest_id()
+            self._refresh_gauges(state, latest)
         except PaimondError:
             return  # the next tick reports it
         with self._lock:
-            state.moved_at = self._wall_s()  # watched until the writers go quiet
+            if latest != state.last_snapshot_id:  # moved by the run or by writers meanwhile
+                state.moved_at = self._wall_s()  # watched until the writers go quiet
             due = state.compaction_due and not state.running
             standing = state.standing()
         if due:

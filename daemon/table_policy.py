@@ -91,20 +91,32 @@ class Policies:
         self._waiting: dict[str, str] = {}  # table -> why its due jobs were held back
         self._started: dict[str, float] = {}  # table -> wall seconds its last run was submitted
         self._last_full: dict[str, float] = {}  # table -> wall seconds of its last full compaction
+        # the settings never change while the daemon runs: each table's policy and schedules
+        # are worked out once (every check of every table asks for them)
+        self._policies: dict[str, TablePolicy | None] = {}
+        self._schedules: dict[str, dict[str, Schedule]] = {}
 
     # ---- what applies
 
     def policy(self, table: str) -> TablePolicy | None:
-        return self.settings.policy(table)
+        try:
+            return self._policies[table]
+        except KeyError:
+            policy = self._policies[table] = self.settings.policy(table)
+            return policy
 
     def jobs(self, table: str) -> JobsSettings:
         policy = self.policy(table)
         return self.settings.jobs if policy is None else policy.jobs
 
     def schedules(self, table: str) -> dict[str, Schedule]:
-        jobs = self.jobs(table)
-        return {name: Schedule(jobs.by_name(name).enabled, jobs.by_name(name).interval_s)
+        cached = self._schedules.get(table)
+        if cached is None:
+            jobs = self.jobs(table)
+            cached = self._schedules[table] = {
+                name: Schedule(jobs.by_name(name).enabled, jobs.by_name(name).interval_s)
                 for name in JOB_NAMES}
+        return dict(cached)
 
     def enabled_jobs(self, table: str) -> tuple[str, ...]:
         return tuple(name for name, s in self.schedules(table).items() if s.enabled)
@@ -219,3 +231,5 @@ class Policies:
             for name in tables:
                 for store in (self._records, self._waiting, self._started, self._last_full):
                     store.pop(name, None)
+                self._policies.pop(name, None)
+                self._schedules.pop(name, None)

@@ -18,6 +18,7 @@ from paimond.config.settings import JOB_NAMES, load_settings
 from paimond.daemon import pace
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
+from paimond.daemon.table_watch import Watcher
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import CompactSettings, Job, JobReport
 from paimond.maintenance.status import table_status
@@ -104,7 +105,8 @@ def test_the_watch_runs_an_idle_table_at_its_trigger_between_ticks(tmp_path: Pat
     daemon, registry = _daemon(warehouse)
     for future in daemon.tick():
         assert future.result(WAIT_S).error is None
-    assert daemon.tables[NAME].active and not daemon.tables[NAME].compaction_due
+    state = daemon.tables[NAME]
+    assert state.moved_at > float("-inf") and not state.compaction_due, "moved: watched"
     assert daemon.watch() == [], "nothing moved: nothing to do"
     writer.commit()
     futures = daemon.watch()
@@ -140,3 +142,37 @@ def test_every_tables_compaction_draws_on_the_one_memory_budget(
 class _Done:
     def describe(self) -> str:
         return "done"
+
+
+def test_an_idle_tables_run_that_changed_nothing_neither_rereads_nor_watches_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    warehouse = str(tmp_path / "wh")
+    writer = Writer(warehouse, NAME, TRIGGER)
+    writer.commit()
+    daemon, _ = _daemon(warehouse)
+    for future in daemon.tick():
+        assert future.result(WAIT_S).error is None
+    state = daemon.tables[NAME]
+    moved_at, gauged = state.moved_at, state.gauged_snapshot_id
+    reads: list[int] = []
+    rechecked = threading.Event()
+    real_read, real_recheck = Watcher.read, daemon._recheck
+
+    def counting_read(self: Watcher, table: Any, now_ms: int) -> Any:
+        reads.append(now_ms)
+        return real_read(self, table, now_ms)
+
+    def recheck(table_state: Any) -> None:
+        real_recheck(table_state)
+        rechecked.set()
+
+    monkeypatch.setattr(Watcher, "read", counting_read)
+    monkeypatch.setattr(daemon, "_recheck", recheck)
+    run = daemon.trigger(NAME)
+    assert run is not None and run.result(WAIT_S).error is None
+    assert run.result().reports["compact"].outcome == "success"
+    assert rechecked.wait(WAIT_S)
+    daemon.shutdown(WAIT_S)
+    assert reads == [], "the gauges of the snapshot they were read at are not read again"
+    assert state.gauged_snapshot_id == gauged and not state.active
+    assert state.moved_at == moved_at, "not watched for a run that changed nothing"
