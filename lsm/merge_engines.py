@@ -98,8 +98,16 @@ def _deduplicate(piece: SortedSlice, config: MergeConfig, drop_deletes: bool) ->
 
 
 def _adds_at(piece: SortedSlice, positions: np.ndarray) -> np.ndarray:
-    kinds = piece.rows.column(VALUE_KIND_COLUMN).take(arrow_of(piece.order[positions]))
-    return np.asarray(is_add(kinds).to_numpy(zero_copy_only=False), dtype=bool)
+    """Per position: is that sorted row +I/+U? Read from the kinds as numpy (one byte a
+    row, no nulls in data files), which costs less than an Arrow take and ``is_in``."""
+    kinds = piece.rows.column(VALUE_KIND_COLUMN)
+    if kinds.null_count or not pa.types.is_int8(kinds.type):
+        taken = kinds.take(arrow_of(piece.order[positions]))
+        return np.asarray(is_add(taken).to_numpy(zero_copy_only=False), dtype=bool)
+    values = kinds.chunk(0) if kinds.num_chunks == 1 else kinds.combine_chunks()
+    at = np.asarray(values.to_numpy())[piece.order[positions]]
+    adds: np.ndarray = (at == RowKind.INSERT) | (at == RowKind.UPDATE_AFTER)
+    return adds
 
 
 def _first_row(piece: SortedSlice, config: MergeConfig) -> pa.Table:

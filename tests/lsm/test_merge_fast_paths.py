@@ -1,0 +1,114 @@
+"""The merge's fast paths (packed integer sort, presorted slices, kinds read as numpy) give
+what the general path gives, and what a plain Python model of deduplicate gives, on
+randomized runs: equal keys across runs, sequence ties, -U/-D rows, NULL keys."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from paimond.format.key_order import sort_key_function
+from paimond.format.types import BigIntType
+from paimond.lsm import merge, merge_engines
+from paimond.lsm.merge import merge_sorted_runs, stable_int_order
+from paimond.lsm.merge_engines import make_reducer
+from paimond.table.merge_options import MergeConfig
+
+KEY = ["_KEY_k"]
+SORT_KEY = sort_key_function([BigIntType()])
+Row = tuple[Any, int, int, str]  # key (None: NULL), sequence, kind, value
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stable_int_order_is_a_stable_argsort(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    cases = [rng.integers(-40, 40, 500), rng.integers(0, 1 << 40, 3000),
+             rng.integers(-(1 << 63), (1 << 63) - 1, 700, dtype=np.int64),  # too wide: argsort
+             rng.integers(0, 1 << 64, 300, dtype=np.uint64),
+             rng.integers(0, 60, 400).astype(np.uint64), rng.integers(-100, 100, 256).astype(np.int8),
+             rng.integers(0, 9, 1).astype(np.int32), np.empty(0, np.int64)]
+    for keys in cases:
+        order, sorted_keys = stable_int_order(keys)
+        expected = np.argsort(keys, kind="stable")
+        assert order.tolist() == expected.tolist()
+        assert sorted_keys.tolist() == keys[expected].tolist()
+
+
+def _runs(rng: random.Random, nulls: bool, wide: bool) -> list[list[Row]]:
+    """Runs with unique keys each; keys repeat across runs; sequence numbers repeat
+    (ties) and are not monotone within a run."""
+    span = (1 << 62) if wide else 60
+    keys = [rng.randrange(-span, span) for _ in range(80)]
+    runs = []
+    for _ in range(rng.randint(1, 6)):
+        chosen: list[Any] = sorted(set(rng.sample(keys, rng.randint(0, 40))))
+        if nulls and rng.random() < 0.5:
+            chosen.insert(0, None)
+        runs.append([(k, rng.randrange(0, 30), rng.choice((0, 0, 0, 1, 2, 3)), f"v{rng.random():.6f}")
+                     for k in chosen])
+    return runs
+
+
+def _batches(rows: list[Row], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    table = pa.table({
+        "_KEY_k": pa.array([r[0] for r in rows], pa.int64()),
+        "_SEQUENCE_NUMBER": pa.array([r[1] for r in rows], pa.int64()),
+        "_VALUE_KIND": pa.array([r[2] for r in rows], pa.int8()),
+        "v": pa.array([r[3] for r in rows], pa.string()),
+    })
+    yield from table.to_batches(max_chunksize=batch_rows)
+
+
+def _merged(runs: list[list[Row]], drop: bool, slice_rows: int, batch_rows: int) -> list[tuple[Any, ...]]:
+    reducer = make_reducer(MergeConfig(), ["v"], drop)
+    pieces = list(merge_sorted_runs([_batches(r, batch_rows) for r in runs], KEY, SORT_KEY,
+                                    reducer, slice_rows=slice_rows))
+    if not pieces:
+        return []
+    table = pa.concat_tables(pieces)
+    return list(zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True))
+
+
+def _model(runs: list[list[Row]], drop: bool) -> list[Row]:
+    """Newest version per key by (sequence, addition after retraction), a full tie won by
+    the later run; retractions dropped when ``drop``."""
+    newest: dict[Any, tuple[tuple[int, bool, int], Row]] = {}
+    for index, run in enumerate(runs):
+        for row in run:
+            rank = (row[1], row[2] in (0, 2), index)
+            if row[0] not in newest or rank > newest[row[0]][0]:
+                newest[row[0]] = (rank, row)
+    rows = [r for _, r in newest.values() if not (drop and r[2] in (1, 3))]
+    return sorted(rows, key=lambda r: (r[0] is not None, r[0] if r[0] is not None else 0))
+
+
+def _general(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Route every slice through the full sort and the Arrow kinds test."""
+    monkeypatch.setattr(merge, "_presorted", lambda rows, key_columns: None)
+
+    def adds_at(piece: merge.SortedSlice, positions: np.ndarray) -> np.ndarray:
+        kinds = piece.rows.column(merge.VALUE_KIND_COLUMN).take(
+            pa.array(piece.order[positions]))
+        return np.asarray(merge.is_add(kinds).to_numpy(zero_copy_only=False), dtype=bool)
+
+    monkeypatch.setattr(merge_engines, "_adds_at", adds_at)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fast_paths_equal_the_general_path_and_the_model(seed: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    runs = _runs(rng, nulls=seed % 3 == 0, wide=seed % 4 == 1)
+    slice_rows, batch_rows = rng.choice((4, 16, 1 << 18)), rng.choice((3, 7, 1000))
+    fast = {drop: _merged(runs, drop, slice_rows, batch_rows) for drop in (False, True)}
+    for drop in (False, True):
+        assert fast[drop] == _model(runs, drop)
+    with monkeypatch.context() as patched:
+        _general(patched)
+        for drop in (False, True):
+            assert _merged(runs, drop, slice_rows, batch_rows) == fast[drop]
