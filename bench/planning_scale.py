@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import os
 import random
@@ -96,8 +97,8 @@ def build_table(warehouse: Path, files: int) -> None:
     sequence, entries, base, moved = 0, [], [], []
     partitions = max(1, files // (BUCKETS * FILES_PER_BUCKET))
     for p in range(partitions):
-        partition = encode_manifest_row([f"2024-{p // 28 % 12 + 1:02d}-{p % 28 + 1:02d}-{p}"],
-                                        partition_types)
+        day = datetime.date(2020, 1, 1) + datetime.timedelta(days=p)
+        partition = encode_manifest_row([day.isoformat()], partition_types)
         for bucket in range(BUCKETS):
             for n, (level, min_key, size) in enumerate(_bucket_files(rng, rng.random() < 0.1)):
                 sequence += 1000

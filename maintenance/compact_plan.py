@@ -14,18 +14,20 @@ from dataclasses import dataclass, field
 
 from paimond.errors import MissingFileError
 from paimond.format.binary_row import decode_manifest_row
+from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.plan import BucketSnapshot, plan_bucket
 from paimond.lsm.record_expire import record_expiry_of
 from paimond.lsm.task import CompactTask, TaskTable
-from paimond.table.bucket_scan import LiveIndex, scan_live_index
+from paimond.table.bucket_scan import LiveIndex, PartitionStatsMismatchError, scan_live_windows
 from paimond.table.catalog import Table
 from paimond.table.deletion_vectors import bucket_dv_entry
 from paimond.table.external_paths import ExternalPaths
 from paimond.table.layout import partition_matches, partition_text, partition_value_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
+from paimond.table.partition_windows import WINDOW_ENTRIES
 from paimond.table.scan import BucketFiles, bucket_path, scan_snapshot
 from paimond.table.semantic_options import refuse
 
@@ -59,13 +61,14 @@ def plan_compaction(table: Table, *, full: bool = False,
                     partitions: Mapping[str, str] | None = None,
                     moment: datetime.datetime,
                     snapshot: Snapshot | None = None,
-                    picker_states: Mapping[tuple[bytes, int], PickerState] | None = None
-                    ) -> CompactionPlan:
+                    picker_states: Mapping[tuple[bytes, int], PickerState] | None = None,
+                    window_entries: int = WINDOW_ENTRIES) -> CompactionPlan:
     """Plan every bucket of the latest snapshot (or ``snapshot``). ``partitions`` keeps only
     partitions whose path components match (``{"dt": "2024-01-01"}``). ``moment``: the local
     wall date-time the plan is made at (off-peak hours, the forced-compaction interval), data
     from the caller's clock. ``picker_states``: what earlier plans left per (partition,
-    bucket); the plan holds the states after it."""
+    bucket); the plan holds the states after it. ``window_entries``: about how many manifest
+    entries a window of partitions holds (``table.partition_windows``; memory)."""
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)  # before anything is planned or written
     if not schema.primary_keys:  # an append table has no LSM tree
@@ -94,47 +97,68 @@ def plan_compaction(table: Table, *, full: bool = False,
         spec = dataclasses.replace(spec, file_schemas=tuple(
             table.schema(i) for i in table.schema_ids() if i != schema.id))
     previous = picker_states or {}
-    tasks, skipped, seen, states = [], [], 0, {}
-    live: LiveIndex | None = None
-    if record_expiry is None:  # statistics-free files, whole entries read back for tasks
-        live = scan_live_index(table, snapshot)
-        buckets: Iterable[BucketFiles] = live.buckets()
-        index_entries = live.index_entries
-    else:  # the picker reads every file's value statistics
-        scanned = scan_snapshot(table, snapshot)
-        buckets, index_entries = scanned.buckets().values(), scanned.index_entries
     dv = options.deletion_vectors_enabled
     expired = expired_partitions(schema, options, moment)
-    for files in buckets:
-        partition, bucket = files.partition, files.bucket
-        text = partition_text(schema, partition)
-        if partitions and not partition_matches(text, partitions):
-            continue
-        seen += 1
-        if expired(partition):
-            skipped.append(f"{text} bucket {bucket}: partition expired "
-                           "(compaction.skip-expired-partitions)")
-            continue
-        if bucket == BUCKET_POSTPONE:
-            skipped.append(f"{text} bucket-postpone (only Paimon's postpone compactor may move it)")
-            continue
-        dv_index = bucket_dv_entry(index_entries, partition, bucket) if dv else None
-        snapshot_bucket = BucketSnapshot(
-            snapshot.id, partition, text, bucket, files.total_buckets,
-            bucket_path(table, schema, partition, bucket),
-            tuple(f.entry for f in files.files), dv_index)
-        state = previous.get((partition, bucket), PickerState())
-        state = dataclasses.replace(state, local_hour=moment.hour, now_millis=now_millis)
-        task, states[(partition, bucket)] = plan_bucket(snapshot_bucket, spec, compaction,
-                                                        state, full=full,
-                                                        record_expiry=record_expiry)
-        if task is not None:
-            tasks.append(task)
-    if live is not None:
-        tasks = _with_full_entries(table, live, tasks)
-    tasks = [_with_file_schemas(table, task) for task in tasks]
-    return CompactionPlan(table.name, snapshot.id, tuple(tasks), seen, tuple(skipped), states,
-                          full, full_reason)
+    planned = _Planned()
+
+    def plan_buckets(buckets: Iterable[BucketFiles], index_entries: list[IndexManifestEntry]
+                     ) -> list[CompactTask]:
+        tasks = []
+        for files in buckets:
+            partition, bucket = files.partition, files.bucket
+            text = partition_text(schema, partition)
+            if partitions and not partition_matches(text, partitions):
+                continue
+            planned.seen += 1
+            if expired(partition):
+                planned.skipped.append(((partition, bucket), f"{text} bucket {bucket}: partition "
+                                        "expired (compaction.skip-expired-partitions)"))
+                continue
+            if bucket == BUCKET_POSTPONE:
+                planned.skipped.append(((partition, bucket), f"{text} bucket-postpone (only "
+                                        "Paimon's postpone compactor may move it)"))
+                continue
+            dv_index = bucket_dv_entry(index_entries, partition, bucket) if dv else None
+            snapshot_bucket = BucketSnapshot(
+                snapshot.id, partition, text, bucket, files.total_buckets,
+                bucket_path(table, schema, partition, bucket),
+                tuple(f.entry for f in files.files), dv_index)
+            state = previous.get((partition, bucket), PickerState())
+            state = dataclasses.replace(state, local_hour=moment.hour, now_millis=now_millis)
+            task, planned.states[(partition, bucket)] = plan_bucket(
+                snapshot_bucket, spec, compaction, state, full=full, record_expiry=record_expiry)
+            if task is not None:
+                tasks.append(task)
+        return tasks
+
+    if record_expiry is not None:  # the picker reads every file's value statistics
+        scanned = scan_snapshot(table, snapshot)
+        planned.tasks = plan_buckets(scanned.buckets().values(), scanned.index_entries)
+    else:  # statistics-free files, a window of partitions at a time; tasks read back whole
+        for budget in (window_entries, None):
+            try:
+                for live in scan_live_windows(table, snapshot, schema if budget else None,
+                                              budget=budget or window_entries):
+                    planned.tasks += _with_full_entries(
+                        table, live, plan_buckets(live.buckets(), live.index_entries))
+                break
+            except PartitionStatsMismatchError:  # plan again, every file at once
+                planned = _Planned()
+    tasks = [_with_file_schemas(table, task)
+             for task in sorted(planned.tasks, key=lambda t: (t.partition, t.bucket))]
+    return CompactionPlan(table.name, snapshot.id, tuple(tasks), planned.seen,
+                          tuple(text for _, text in sorted(planned.skipped, key=lambda s: s[0])),
+                          dict(sorted(planned.states.items())), full, full_reason)
+
+
+@dataclass
+class _Planned:
+    """What the buckets planned so far gave, the windows of partitions in any order."""
+
+    tasks: list[CompactTask] = field(default_factory=list)
+    skipped: list[tuple[tuple[bytes, int], str]] = field(default_factory=list)
+    seen: int = 0
+    states: dict[tuple[bytes, int], PickerState] = field(default_factory=dict)
 
 
 def full_compaction_due(table: Table, snapshot: Snapshot, every: int) -> bool:

@@ -30,9 +30,16 @@ from paimond.format.manifest import (
 )
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.manifest_slim import SlimEntry
+from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.table.catalog import Table
 from paimond.table.layout import MANIFEST_DIR
+from paimond.table.partition_windows import (
+    WINDOW_ENTRIES,
+    PartitionWindows,
+    SortKey,
+    partition_windows,
+)
 from paimond.table.scan import (
     BucketFiles,
     LiveFile,
@@ -81,10 +88,14 @@ class LiveIndex:
         default_factory=dict)
     _seen: int = 0
 
-    def _merge(self, entries: Iterable[SlimEntry], manifest: int, where: str) -> None:
-        """``table.scan.merge_entries`` for one manifest's entries, in order."""
+    def _merge(self, entries: Iterable[SlimEntry], manifest: int, where: str,
+               keep: Callable[[bytes, int], bool] | None = None) -> None:
+        """``table.scan.merge_entries`` for one manifest's entries, in order; ``keep`` (of
+        the partition and the manifest's index) leaves out entries of other windows."""
         name = self.manifests[manifest][0].file_name
         for position, e in enumerate(entries):
+            if keep is not None and not keep(e.partition, manifest):
+                continue
             key = _file_key(e.file_name, e.extra_files, e.embedded_index, e.external_path)
             levels = self._buckets.get((e.partition, e.bucket))
             if e.kind != FILE_KIND_ADD:  # a DELETE without its ADD is ignored (Java keeps ADDs)
@@ -172,7 +183,21 @@ def entry_manifest(packed: bytes) -> int:
 
 def scan_live_index(table: Table, snapshot: Snapshot, *, parallelism: int = 8) -> LiveIndex:
     """The live files of ``snapshot`` (as ``scan_snapshot``, same errors) plus its index
-    manifest entries, holding at most ``parallelism`` decoded manifests at a time."""
+    manifest entries, holding at most ``parallelism`` fetched manifests at a time."""
+    return next(scan_live_windows(table, snapshot, None, parallelism=parallelism))
+
+
+class PartitionStatsMismatchError(Exception):
+    """A manifest holds an entry outside the partition range its statistics state: windows
+    cannot be trusted for this snapshot (plan it in one window)."""
+
+
+def scan_live_windows(table: Table, snapshot: Snapshot, schema: TableSchema | None, *,
+                      parallelism: int = 8, budget: int = WINDOW_ENTRIES
+                      ) -> Iterator[LiveIndex]:
+    """The live files of ``snapshot`` one window of partitions at a time
+    (``table.partition_windows``; one window without ``schema``). Raises
+    PartitionStatsMismatchError, possibly after some windows came back."""
     snapshot_path = table.snapshots.path(snapshot.id)
     base = read_manifest_list(table, snapshot.base_manifest_list, snapshot_path,
                               snapshot.base_manifest_list_size)
@@ -181,10 +206,35 @@ def scan_live_index(table: Table, snapshot: Snapshot, *, parallelism: int = 8) -
     base_path = table.file_path(MANIFEST_DIR, snapshot.base_manifest_list)
     delta_path = table.file_path(MANIFEST_DIR, snapshot.delta_manifest_list)
     manifests = [(m, base_path) for m in base] + [(m, delta_path) for m in delta]
-    index = LiveIndex(snapshot, manifests, [])
-    contents = _in_windows(lambda pair: fetch_manifest(table, *pair), manifests, parallelism)
-    for number, data in enumerate(contents):
-        index._merge(decode_fetched_slim(table, manifests[number][0], data), number,
-                     snapshot_path)
-    index.index_entries = read_index_manifest(table, snapshot)
-    return index
+    windows = None if schema is None else partition_windows(
+        schema, [m for m, _ in manifests], budget=budget)
+    index_entries: list[IndexManifestEntry] | None = None
+    for window in range(windows.count if windows else 1):
+        index = LiveIndex(snapshot, manifests, [])
+        numbers = [i for i in range(len(manifests))
+                   if windows is None or window in windows.manifest_windows(i)]
+        keep = _window_filter(windows, window) if windows and windows.count > 1 else None
+        contents = _in_windows(lambda i: fetch_manifest(table, *manifests[i]), numbers,
+                               parallelism)
+        for number, data in zip(numbers, contents, strict=True):
+            index._merge(decode_fetched_slim(table, manifests[number][0], data), number,
+                         snapshot_path, keep)
+        if index_entries is None:
+            index_entries = read_index_manifest(table, snapshot)
+        index.index_entries = index_entries
+        yield index
+
+
+def _window_filter(windows: PartitionWindows, window: int) -> Callable[[bytes, int], bool]:
+    known: dict[bytes, tuple[SortKey, int]] = {}
+
+    def keep(partition: bytes, manifest: int) -> bool:
+        found = known.get(partition)
+        if found is None:
+            key = windows.key(partition)
+            found = known[partition] = (key, windows.window_of(key))
+        if not windows.in_range(manifest, found[0]):
+            raise PartitionStatsMismatchError(manifest)
+        return found[1] == window
+
+    return keep

@@ -33,7 +33,8 @@ from paimond.table.deletion_vectors import bucket_dv_entry
 from paimond.table.layout import partition_text
 from paimond.table.manifest_files import ManifestWriter
 from paimond.table.options import TableOptions
-from paimond.table.scan import bucket_path, scan_snapshot
+from paimond.table.partition_windows import partition_windows
+from paimond.table.scan import bucket_path, read_manifest_list, scan_snapshot
 from paimond.table.storage import open_storage
 
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
@@ -62,11 +63,11 @@ def eager_plan(table: Table, *, full: bool) -> tuple[list[CompactTask], dict[Any
     return tasks, states
 
 
-def assert_plans_as_before(table: Table) -> int:
+def assert_plans_as_before(table: Table, window_entries: int = 200_000) -> int:
     """Both plans, normal and full, are equal; returns how many tasks they hold."""
     planned = 0
     for full in (False, True):
-        plan = plan_compaction(table, full=full, moment=NOON)
+        plan = plan_compaction(table, full=full, moment=NOON, window_entries=window_entries)
         tasks, states = eager_plan(table, full=full)
         assert list(plan.tasks) == tasks
         assert dict(plan.picker_states) == states
@@ -83,6 +84,7 @@ def test_pypaimon_tables_plan_as_before(oracle_warehouse: tuple[str, list[Any]],
     warehouse, _ = oracle_warehouse
     table = open_table(open_storage(warehouse), warehouse, name)
     assert assert_plans_as_before(table) > 0
+    assert assert_plans_as_before(table, window_entries=1) > 0  # every manifest a window's
 
 
 SCHEMA = {"version": 3, "id": 0,
@@ -104,10 +106,12 @@ def _file(rng: random.Random, n: int, level: int, min_key: int) -> DataFileMeta:
         1 if level else 0, None, "s3://elsewhere/x" if n % 11 == 0 else None, None, None, None)
 
 
-def write_synthetic(root: Path, options: dict[str, str], seed: int) -> Table:
-    """A table of 4 partitions x 2 buckets over several base manifests, then a delta that
-    deletes files (one never added), upgrades one and re-adds a deleted one; min-key ties, extra
-    files, external paths and missing creation times mixed in."""
+def write_synthetic(root: Path, options: dict[str, str], seed: int, *, partitions: int = 4,
+                    delta_chunk: int = 7) -> Table:
+    """A table of ``partitions`` x 2 buckets over base manifests of 13 entries in partition
+    order, then delta manifests of ``delta_chunk`` entries that delete files (one never
+    added), upgrade one and re-add a deleted one; min-key ties, extra files, external paths
+    and missing creation times mixed in."""
     table_dir = root / "db.db" / "t"
     for sub in ("schema", "snapshot", "manifest"):
         (table_dir / sub).mkdir(parents=True)
@@ -118,8 +122,8 @@ def write_synthetic(root: Path, options: dict[str, str], seed: int) -> Table:
     writer = ManifestWriter(open_storage(str(root)), str(table_dir),
                             schema.partition_type.field_types)
     added, n = [], 0
-    for p in range(4):
-        partition = encode_manifest_row([f"2024-01-0{p + 1}"], schema.partition_type.field_types)
+    for p in range(partitions):
+        partition = encode_manifest_row([f"2024-01-{p:03d}"], schema.partition_type.field_types)
         for bucket in (0, 1):
             layout = [(0, 0)] * rng.randint(1, 7) + [(3, k) for k in (5, 5, 9)] + [
                 (5, k) for k in range(0, 40, 4)]
@@ -132,10 +136,17 @@ def write_synthetic(root: Path, options: dict[str, str], seed: int) -> Table:
     never = dataclasses.replace(added[0], file=dataclasses.replace(added[0].file, file_name="x"))
     delta_entries = [dataclasses.replace(e, kind=FILE_KIND_DELETE) for e in (*gone, never)]
     moved = next(e for e in added if e.file.level == 3 and e not in gone)
+    ends = added[::-1] if added.index(gone[0]) < len(added) // 2 else added
+    far = next(e for e in ends if e not in (*gone, moved))  # the farthest partition from it
     delta_entries += [dataclasses.replace(moved, kind=FILE_KIND_DELETE),
                       dataclasses.replace(moved, file=dataclasses.replace(moved.file, level=4)),
-                      gone[0]]  # deleted above, added again: now last in first-seen order
-    delta = [writer.write_manifest(delta_entries[:7]), writer.write_manifest(delta_entries[7:])]
+                      gone[0],  # deleted above, added again: now last in first-seen order
+                      dataclasses.replace(far, kind=FILE_KIND_DELETE)]  # same manifest, far
+    if len(delta_entries) % delta_chunk == 1:  # keep the last two in one manifest
+        delta_entries.insert(0, dataclasses.replace(never, file=dataclasses.replace(
+            never.file, file_name="y")))
+    delta = [writer.write_manifest(delta_entries[i:i + delta_chunk])
+             for i in range(0, len(delta_entries), delta_chunk)]
     base_list, base_size = writer.write_manifest_list(base)
     delta_list, delta_size = writer.write_manifest_list(delta)
     snapshot = Snapshot(1, 0, base_list, delta_list, "test", 1, "COMPACT", 1_700_000_000_000,
@@ -175,3 +186,38 @@ def test_a_file_added_twice_is_refused_as_before(tmp_path: Path) -> None:
     with pytest.raises(CorruptFileError) as now:
         plan_compaction(table, moment=NOON)
     assert str(now.value) == str(before.value) and "added twice" in str(now.value)
+
+
+def _windows(table: Table, budget: int) -> int:
+    snapshot = table.snapshots.latest()
+    assert snapshot is not None
+    lists = (snapshot.base_manifest_list, snapshot.delta_manifest_list)
+    metas = [m for name in lists for m in read_manifest_list(table, name, "test")]
+    return partition_windows(table.latest_schema(), metas, budget=budget).count
+
+
+@pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"}])
+def test_windows_of_partitions_plan_as_before(tmp_path: Path, options: dict[str, str]) -> None:
+    table = write_synthetic(tmp_path, options, 4, partitions=40, delta_chunk=2)
+    assert _windows(table, 300) > 2  # small wide delta manifests are read by several
+    assert assert_plans_as_before(table, window_entries=300) > 0
+
+
+def test_partition_statistics_that_lie_fall_back_to_one_window(tmp_path: Path) -> None:
+    table = write_synthetic(tmp_path, {}, 5, partitions=40, delta_chunk=2)
+    snapshot = table.snapshots.latest()
+    assert snapshot is not None
+    base = read_manifest_list(table, snapshot.base_manifest_list, "test")
+    lying = [dataclasses.replace(m, partition_stats=base[0].partition_stats) for m in base]
+    writer = ManifestWriter(table.storage, table.path, table.latest_schema()
+                            .partition_type.field_types)
+    name, size = writer.write_manifest_list(lying)
+    changed = dataclasses.replace(snapshot, base_manifest_list=name, base_manifest_list_size=size)
+    (Path(table.path) / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(changed))
+    assert _windows(table, 300) == 1  # every base manifest claims the first partitions
+    lying[-1] = base[-1]  # ... but one: windows, and entries outside their stated ranges
+    name, size = writer.write_manifest_list(lying)
+    changed = dataclasses.replace(snapshot, base_manifest_list=name, base_manifest_list_size=size)
+    (Path(table.path) / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(changed))
+    assert _windows(table, 300) > 1
+    assert assert_plans_as_before(table, window_entries=300) > 0
