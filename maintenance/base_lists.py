@@ -68,6 +68,7 @@ class ManifestListCache:
         self._lists: dict[str, list[ManifestFileMeta]] = {}
         self._names: dict[str, list[tuple[str, int]]] = {}
         self._records: dict[str, ManifestListRecords] = {}
+        self._sets: dict[str, frozenset[str]] = {}
 
     def read(self, table: Table, name: str, where: str) -> list[ManifestFileMeta]:
         found = self._lists.get(name)
@@ -83,6 +84,13 @@ class ManifestListCache:
             whole = self._lists.get(name)
             found = self._names[name] = ([(m.file_name, m.file_size) for m in whole]
                                          if whole is not None else self._read_names(table, name, where))
+        return found
+
+    def name_set(self, table: Table, name: str, where: str) -> frozenset[str]:
+        """The manifest names of ``names``, as a set (kept: subset tests cost C time)."""
+        found = self._sets.get(name)
+        if found is None:
+            found = self._sets[name] = frozenset(n for n, _ in self.names(table, name, where))
         return found
 
     def _read_names(self, table: Table, name: str, where: str) -> list[tuple[str, int]]:
@@ -104,7 +112,10 @@ class ManifestListCache:
                 if (earlier.schema == records.schema and len(earlier.records) <= len(records.records)
                         and records.records.startswith(earlier.records)):
                     head = self._names[earlier_name]
-                    names = head + manifest_list_names(records, len(earlier.records), len(head))
+                    tail = manifest_list_names(records, len(earlier.records), len(head))
+                    names = head + tail
+                    if earlier_name in self._sets:
+                        self._sets[name] = self._sets[earlier_name] | {n for n, _ in tail}
                     break
             if names is None:
                 names = manifest_list_names(records)
@@ -118,6 +129,7 @@ class ManifestListCache:
         self._lists = {name: metas for name, metas in self._lists.items() if name in keep}
         self._names = {name: pairs for name, pairs in self._names.items() if name in keep}
         self._records = {name: data for name, data in self._records.items() if name in keep}
+        self._sets = {name: names for name, names in self._sets.items() if name in keep}
 
     def __len__(self) -> int:
         return len(self._lists) + len(self._names)

@@ -236,6 +236,14 @@ def _manifest_list_or_empty(table: Table, name: str, where: str, lists: Manifest
         return []  # deleted by an interrupted run, after the manifests it named
 
 
+def _all_in(table: Table, name: str, where: str, lists: ManifestListCache, skip: set[str]
+            ) -> bool:
+    try:
+        return lists.name_set(table, name, where) <= skip
+    except MissingFileError:
+        return False  # as read below: nothing
+
+
 def metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str], *,
                        data_lists: bool = True, changelog_list: bool = True,
                        read_base: bool = True, lists: ManifestListCache | None = None
@@ -258,8 +266,10 @@ def metadata_deletions(table: Table, snapshot: Snapshot, skip: set[str], *,
         if not name:
             continue
         base = name == snapshot.base_manifest_list and data_lists
-        manifests = [] if base and not read_base else _manifest_list_or_empty(
-            table, name, where, lists, names_only=base)
+        if base and not read_base or base and lists and _all_in(table, name, where, lists, skip):
+            manifests = []  # skipped, or every one already planned or kept
+        else:
+            manifests = _manifest_list_or_empty(table, name, where, lists, names_only=base)
         for manifest, manifest_size in manifests:
             if manifest not in skip:
                 skip.add(manifest)
@@ -355,7 +365,7 @@ def _data_manifest_names(table: Table, snapshot: Snapshot, lists: ManifestListCa
     """``read_snapshot_metadata(...).names()`` without the changelog list, its lists cached."""
     where = table.snapshots.path(snapshot.id)
     names = {snapshot.base_manifest_list, snapshot.delta_manifest_list}
-    names |= {name for name, _ in lists.names(table, snapshot.base_manifest_list, where)}
+    names |= lists.name_set(table, snapshot.base_manifest_list, where)
     names |= {m.file_name for m in lists.read(table, snapshot.delta_manifest_list, where)}
     index_entries = read_index_manifest(table, snapshot) if snapshot.index_manifest else []
     names |= {e.index_file.file_name for e in index_entries}
