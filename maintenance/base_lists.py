@@ -90,7 +90,10 @@ class ManifestListCache:
         """The manifest names of ``names``, as a set (kept: subset tests cost C time)."""
         found = self._sets.get(name)
         if found is None:
-            found = self._sets[name] = frozenset(n for n, _ in self.names(table, name, where))
+            pairs = self.names(table, name, where)  # may derive the set from an earlier list's
+            found = self._sets.get(name)
+            if found is None:
+                found = self._sets[name] = frozenset(n for n, _ in pairs)
         return found
 
     def _read_names(self, table: Table, name: str, where: str) -> list[tuple[str, int]]:
