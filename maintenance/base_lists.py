@@ -29,11 +29,14 @@ the count or follows a gap. A merge at ``t`` that changed the count reads ``base
 that dropped it (``t < u <= end``) kept the number of manifests (a merge whose output rolls
 into as many files as it read, e.g. two manifests just under ``manifest.target-file-size``,
 or a full manifest compaction rewriting k manifests into k), with no counted change between
-them. Such a manifest is left behind, unreferenced;
-``remove-orphan-files`` deletes it.
+them. Such a manifest is left behind, unreferenced; ``remove-orphans`` deletes it
+(``tests/maintenance/test_expire_base_lists.py`` builds that case).
 
-Safety does not rest on this: every manifest deleted is still named by a list read here, so
-it is one Java deletes, and the skipping sets (end snapshot, tags, branches) are read whole.
+Safety does not rest on this: every manifest deleted is named by an expiring list read here,
+so it is one Java deletes, and the skipping sets (end snapshot, tags, branches) are read
+whole. The end snapshot's base list is read by name and size only; when its uncompressed
+records begin with the very bytes of a list read before under the same writer schema, those
+records are that list's names, and only the rest is decoded.
 """
 
 from __future__ import annotations
