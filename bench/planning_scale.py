@@ -19,6 +19,7 @@ RSS per size, the command's CPU over the baseline's, and the growth per doubling
 linear); memory is also shown less a one-file table's (start-up and imports).
 
     .venv/bin/python bench/planning_scale.py [--files 250000] [--runs 3] [--scratch DIR]
+        [--before DIR]  # DIR/paimond: an older tree (``git archive``), run alike, interleaved
 """
 
 from __future__ import annotations
@@ -155,11 +156,11 @@ def read_manifests(warehouse: str) -> None:
     print(count)
 
 
-def _measure(argv: list[str]) -> tuple[float, float, float]:
+def _measure(argv: list[str], env: dict[str, str] | None) -> tuple[float, float, float]:
     """Wall s, CPU s and peak RSS MB of one child process."""
     start = time.monotonic()
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               cwd=ROOT.parent)
+                               cwd=ROOT.parent, env=env)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.monotonic() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -167,13 +168,17 @@ def _measure(argv: list[str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def _commands(warehouse: Path) -> dict[str, list[str]]:
+def _commands(warehouse: Path, before: Path | None
+              ) -> dict[str, tuple[list[str], dict[str, str] | None]]:
     python = sys.executable
-    return {
-        "read manifests": [python, __file__, "--read-manifests", str(warehouse)],
-        "compact --dry-run": [python, "-m", "paimond.cli", "compact", str(warehouse),
-                              "--table", "db.t", "--dry-run"],
-    }
+    compact = [python, "-m", "paimond.cli", "compact", str(warehouse), "--table", "db.t",
+               "--dry-run"]
+    commands: dict[str, tuple[list[str], dict[str, str] | None]] = {
+        "read manifests": ([python, __file__, "--read-manifests", str(warehouse)], None),
+        "compact --dry-run": (compact, None)}
+    if before is not None:  # the same command on an older tree (its package in before/paimond)
+        commands["  ... before"] = (compact, {**os.environ, "PYTHONPATH": str(before)})
+    return commands
 
 
 def _median(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
@@ -186,6 +191,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=250_000, help="smallest size (live files)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scratch", default=None, help="keep the tables here between runs")
+    parser.add_argument("--before", type=Path, help="also run an older tree (DIR/paimond), "
+                        "interleaved")
     parser.add_argument("--read-manifests", metavar="WAREHOUSE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.read_manifests:
@@ -202,8 +209,8 @@ def main() -> None:
             print(f"built {size:,} files in {time.monotonic() - started:.0f} s", flush=True)
         runs: dict[str, list[tuple[float, float, float]]] = {}
         for _ in range(args.runs):
-            for name, argv in _commands(warehouse).items():
-                runs.setdefault(name, []).append(_measure(argv))
+            for name, (argv, env) in _commands(warehouse, args.before).items():
+                runs.setdefault(name, []).append(_measure(argv, env))
         figures[size] = {name: _median(r) for name, r in runs.items()}
         for name, (wall, cpu, rss) in figures[size].items():
             print(f"{size:>9,} files  {name:<18} wall {wall:6.2f} s  CPU {cpu:6.2f} s  "
