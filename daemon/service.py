@@ -295,7 +295,9 @@ class Daemon:
             if state.table.name not in admitted:
                 continue
             with self._lock:
-                if self.keep_up:  # a wave of due duties never queues compaction behind it
+                # a wave of due duties never queues compaction behind it (compaction alone
+                # is never held back: the count, O(tables), only for runs with duties)
+                if self.keep_up and any(job != "compact" for job in jobs):
                     duty_runs = sum(1 for s in self.tables.values() if s.running and s.duties)
                     jobs = pace.paced_jobs(jobs, duty_runs, self.settings.concurrency)
                 if not jobs or state.running or not self._current(state):
