@@ -21,8 +21,11 @@ snapshot a reader can find reads: the list first, then ``EARLIEST`` = end, the s
 ascending, and only then the files they alone named. A run first finishes what a killed run
 recorded.
 
-Unlike Java, an unreadable (corrupt) file, or a missing file of a snapshot that must stay
-intact (end, tags, branches), aborts before anything is deleted; files of the snapshots being
+Java reads every expiring snapshot's base manifest list; paimond reads only those a
+manifest merge may have changed (``base_lists``: linear in the snapshots expired, not
+quadratic), so a base list it need not read is deleted without being decoded. Unlike Java,
+an unreadable (corrupt) file it reads, or a missing file of a snapshot that must stay intact
+(end, tags, branches), aborts before anything is deleted; files of the snapshots being
 expired may be missing (an interrupted earlier run). Branch snapshots and tags also protect
 files here.
 
