@@ -1,0 +1,139 @@
+"""Benchmark: do orphan removal and merge-manifests cost grow with the work, or faster (issue
+#22, goal 5)?
+
+Each case runs at sizes n, 2n, 4n and prints the CPU seconds (the child's user + system, medians
+of 3 interleaved with their baselines) and the growth factor per doubling (2.0 is linear; 4.0
+quadratic). Baselines are the same command on the same table without the work.
+
+- ``remove-orphans``: ``paimond remove-orphans --older-than '1 s' --force`` of a one-bucket
+  table (pypaimon-written) whose 16 bucket directories hold F synthetic orphan files (empty,
+  made just before each run), minus the same command on the table without them.
+- ``merge-manifests``: ``paimond merge-manifests`` (forced, as Java's compact_manifest) of a
+  primary-key table with M writer commits, never merged (M manifests: ``bench/growth.py``'s
+  ``write_history`` when it has one, else pypaimon, slower), minus the same command on a
+  one-commit table.
+
+    .venv/bin/python bench/growth_jobs.py [--files 50000] [--manifests 1000]
+        [--cases orphans,manifests]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+
+from s3_requests import write_pk_table  # noqa: E402
+
+ORPHAN_BUCKETS = 16
+
+
+def _process_cpu_s(argv: list[str]) -> float:
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{argv} failed")
+    return usage.ru_utime + usage.ru_stime
+
+
+def _paimond(*args: str) -> list[str]:
+    return [sys.executable, "-m", "paimond.cli", *args]
+
+
+def _orphans_once_cpu_s(scratch: Path, files: int, attempt: int) -> float:
+    source = scratch / "source"
+    if not source.exists():
+        write_pk_table(str(source), 1, "db.t0")
+    copy = scratch / f"orphans-{files}-{attempt}"
+    shutil.copytree(source, copy)
+    table = copy / "db.db" / "t0"
+    for i in range(files):
+        bucket = table / f"bucket-{i % ORPHAN_BUCKETS}"
+        if i < ORPHAN_BUCKETS:
+            bucket.mkdir(exist_ok=True)
+        (bucket / f"data-orphan-{i}-0.parquet").touch()
+    time.sleep(1.1)  # every file older than the 1 s window
+    cpu = _process_cpu_s(_paimond("remove-orphans", str(copy), "--table", "db.t0",
+                                  "--older-than", "1 s", "--force"))
+    left = sum(1 for bucket in table.glob("bucket-*") for _ in bucket.iterdir())
+    if left != 1:  # the table's own data file stays
+        raise SystemExit(f"remove-orphans left {left} files in the bucket directories")
+    shutil.rmtree(copy)
+    return cpu
+
+
+def _orphans_cpu_s(scratch: Path, files: int) -> float:
+    """Less the same command on the table without orphans (start-up, the table's reading)."""
+    runs = [_orphans_once_cpu_s(scratch, files, attempt)
+            - _orphans_once_cpu_s(scratch, 0, attempt) for attempt in range(3)]
+    return sorted(runs)[1]
+
+
+def _write_history(path: Path, commits: int) -> None:
+    try:
+        from growth import write_history  # type: ignore[attr-defined]
+    except ImportError:
+        write_pk_table(str(path), commits)
+    else:
+        write_history(str(path), commits)
+
+
+def _manifests_once_cpu_s(scratch: Path, commits: int, attempt: int | str) -> float:
+    source = scratch / f"history-{commits}"
+    if not source.exists():
+        _write_history(source, commits)
+    copy = scratch / f"manifests-{commits}-{attempt}"
+    shutil.copytree(source, copy)
+    cpu = _process_cpu_s(_paimond("merge-manifests", str(copy), "--table", "db.t"))
+    shutil.rmtree(copy)
+    return cpu
+
+
+def _manifests_cpu_s(scratch: Path, commits: int) -> float:
+    """Less the same command on a one-commit table (nothing to merge: start-up)."""
+    runs = [_manifests_once_cpu_s(scratch, commits, attempt)
+            - _manifests_once_cpu_s(scratch, 1, f"{commits}-{attempt}") for attempt in range(3)]
+    return sorted(runs)[1]
+
+
+def _report(name: str, sizes: list[int], measure: Callable[[int], float]) -> None:
+    figures = [measure(size) for size in sizes]
+    growth = [later / max(earlier, 1e-9) for earlier, later in zip(figures, figures[1:],
+                                                                    strict=False)]
+    cells = "  ".join(f"{size}: {cpu:.3f} s" for size, cpu in zip(sizes, figures, strict=True))
+    factors = ", ".join(f"{g:.2f}x" for g in growth)
+    verdict = "ok" if all(g <= 2.3 for g in growth) else "FASTER THAN LINEAR"
+    print(f"{name:<30} {cells}   per doubling {factors} (goal <= 2.0x) {verdict}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=50_000, help="the smallest orphan count")
+    parser.add_argument("--manifests", type=int, default=1000,
+                        help="the smallest manifest (writer commit) count")
+    parser.add_argument("--cases", default="orphans,manifests",
+                        help="comma-separated cases to run")
+    args = parser.parse_args()
+    cases = set(args.cases.split(","))
+    print(f"CPU seconds; {os.cpu_count()} CPUs; python {sys.version.split()[0]}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="paimond-growth-jobs-") as scratch:
+        root = Path(scratch)
+        if "orphans" in cases:
+            _report("remove-orphans, F files", [args.files, 2 * args.files, 4 * args.files],
+                    lambda n: _orphans_cpu_s(root, n))
+        if "manifests" in cases:
+            _report("merge-manifests, M manifests",
+                    [args.manifests, 2 * args.manifests, 4 * args.manifests],
+                    lambda n: _manifests_cpu_s(root, n))
+
+
+if __name__ == "__main__":
+    main()
