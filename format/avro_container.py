@@ -209,6 +209,14 @@ def _blocks(data: memoryview, pos: int, sync: bytes) -> Iterable[tuple[int, memo
         index += 1
 
 
+def count_records(data: bytes) -> int:
+    """How many records an Avro object container file holds, from its block headers alone
+    (nothing is decompressed). Raises CodecError for a malformed container."""
+    view = memoryview(data)
+    _, sync, pos = _read_header(view)
+    return sum(count for count, _ in _blocks(view, pos, sync))
+
+
 def read_records(data: bytes) -> list[dict[str, Any]]:
     """Every record of an Avro object container file, as dicts keyed by writer field names.
 

@@ -41,11 +41,10 @@ records are that list's names, and only the rest is decoded.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterable, Sequence
-from typing import BinaryIO
 
 from paimond.errors import CodecError, CorruptFileError, MissingFileError, PaimondError
+from paimond.format.avro_container import count_records
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.snapshot import Snapshot
 from paimond.table.catalog import Table
@@ -57,10 +56,6 @@ from paimond.table.manifest_files import (
     manifest_list_records,
 )
 from paimond.table.scan import read_manifest_list
-
-_MAGIC = b"Obj\x01"
-_SYNC_SIZE = 16
-_CHUNK_BYTES = 8192
 
 
 class ManifestListCache:
@@ -142,75 +137,6 @@ class ManifestListCache:
         return len(self._lists) + len(self._names)
 
 
-class _Window:
-    """Reads a stream at absolute positions through one buffered chunk."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream, self._start, self._buffer = stream, 0, b""
-
-    def at(self, pos: int, size: int) -> tuple[bytes, int]:
-        """A buffer and the offset of ``pos`` in it; fewer than ``size`` bytes only at EOF."""
-        end = self._start + len(self._buffer)
-        if not (self._start <= pos and pos + size <= end):
-            self._stream.seek(pos)
-            self._buffer, self._start = self._stream.read(max(size, _CHUNK_BYTES)), pos
-        return self._buffer, pos - self._start
-
-    def take(self, pos: int, size: int) -> bytes:
-        buffer, offset = self.at(pos, size)
-        if offset + size > len(buffer):
-            raise CodecError(f"truncated Avro container: {size} bytes at {pos} run past the end")
-        return buffer[offset:offset + size]
-
-    def long(self, pos: int) -> tuple[int, int]:
-        buffer, offset = self.at(pos, 10)
-        n = shift = 0
-        for i in range(offset, min(offset + 10, len(buffer))):
-            b = buffer[i]
-            n |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return (n >> 1) ^ -(n & 1), pos + i - offset + 1
-            shift += 7
-        raise CodecError(f"malformed Avro container: bad varint at {pos}")
-
-
-def count_avro_records(stream: BinaryIO) -> tuple[int, int]:
-    """(records, bytes) of an Avro object container file, from its block headers: nothing is
-    decompressed. Raises CodecError for a malformed container."""
-    window = _Window(stream)
-    if window.take(0, 4) != _MAGIC:
-        raise CodecError("not an Avro object container file")
-    pos = 4
-    while True:  # the header's metadata map
-        entries, pos = window.long(pos)
-        if entries == 0:
-            break
-        if entries < 0:
-            entries = -entries
-            _, pos = window.long(pos)
-        for _ in range(2 * entries):  # keys and values
-            size, pos = window.long(pos)
-            if size < 0:
-                raise CodecError("malformed Avro container: negative metadata length")
-            pos += size
-    sync = window.take(pos, _SYNC_SIZE)
-    pos += _SYNC_SIZE
-    records = 0
-    while True:
-        buffer, offset = window.at(pos, 1)
-        if offset >= len(buffer):
-            return records, pos
-        count, pos = window.long(pos)
-        size, pos = window.long(pos)
-        if count < 0 or size < 0:
-            raise CodecError(f"malformed Avro block at {pos}")
-        pos += size
-        if window.take(pos, _SYNC_SIZE) != sync:
-            raise CodecError(f"malformed Avro container: wrong sync marker at {pos}")
-        pos += _SYNC_SIZE
-        records += count
-
-
 def count_list_entries(table: Table, name: str, expected_size: int | None) -> int | None:
     """How many manifests a manifest list names, from its block headers; None when it cannot
     be told (missing, malformed, or not the size its snapshot recorded). The file is read
@@ -218,10 +144,10 @@ def count_list_entries(table: Table, name: str, expected_size: int | None) -> in
     dearer than reading it by pieces."""
     try:
         data = table.storage.read_bytes(table.file_path(MANIFEST_DIR, name))
-        records, size = count_avro_records(io.BytesIO(data))
+        records = count_records(data)
     except (PaimondError, OSError):
         return None
-    if expected_size is not None and size != expected_size:
+    if expected_size is not None and len(data) != expected_size:
         return None
     return records
 
