@@ -209,6 +209,25 @@ def _blocks(data: memoryview, pos: int, sync: bytes) -> Iterable[tuple[int, memo
         index += 1
 
 
+def read_blocks_uncompressed(data: bytes) -> tuple[dict[str, bytes], int, bytes]:
+    """(header metadata, record count, every block's records uncompressed and concatenated)
+    of an Avro object container file: for readers that decode records themselves. Raises
+    CodecError for a malformed container or data its codec cannot decompress."""
+    view = memoryview(data)
+    meta, sync, pos = _read_header(view)
+    codec = meta.get("avro.codec", b"null").decode("utf-8", "replace")
+    count, parts = 0, []
+    try:
+        for block_count, block in _blocks(view, pos, sync):
+            count += block_count
+            parts.append(_decompress(codec, bytes(block)))
+    except CodecError:
+        raise
+    except Exception as e:  # zstd, zlib, lzma, ... raise many types on bad bytes
+        raise CodecError(f"malformed Avro data ({codec}): {type(e).__name__}: {e}") from e
+    return meta, count, b"".join(parts)
+
+
 def count_records(data: bytes) -> int:
     """How many records an Avro object container file holds, from its block headers alone
     (nothing is decompressed). Raises CodecError for a malformed container."""

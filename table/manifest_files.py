@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import uuid
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
-import zstandard
-
 from paimond.errors import CodecError
+from paimond.format.avro_container import read_blocks_uncompressed
 from paimond.format.binary_row import decode_manifest_row, encode_manifest_row
 from paimond.format.index_manifest import IndexManifestEntry, encode_index_manifest
 from paimond.format.key_order import sort_key_function
@@ -110,7 +108,6 @@ class ManifestWriter:
 
 # --- Reading only the names of a manifest list (expiry's skipping sets: issue #22) ---------
 
-_AVRO_MAGIC = b"Obj\x01"
 _NULL, _SKIP_LONG, _SKIP_BYTES, _SKIP_FIXED, _UNION, _ARRAY, _MAP, _RECORD = range(8)
 _FIXED_SIZES = {"null": 0, "boolean": 1, "float": 4, "double": 8}
 _SkipOp = tuple[Any, ...]
@@ -228,44 +225,6 @@ def _skip_flat(ops: list[_SkipOp], data: bytes, pos: int) -> int:
     return pos
 
 
-def _container(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
-    """(metadata, sync marker, position of the first block) of an Avro container file."""
-    if data[:4] != _AVRO_MAGIC:
-        raise CodecError("not an Avro object container file")
-    meta: dict[str, bytes] = {}
-    pos = 4
-    while True:
-        count, pos = _varint(data, pos)
-        if count == 0:
-            break
-        if count < 0:
-            count = -count
-            _, pos = _varint(data, pos)
-        for _ in range(count):
-            size, pos = _varint(data, pos)
-            key, pos = data[pos:pos + size].decode("utf-8", "replace"), pos + size
-            size, pos = _varint(data, pos)
-            meta[key], pos = data[pos:pos + size], pos + size
-    return meta, data[pos:pos + 16], pos + 16
-
-
-def _inflate(codec: str, block: bytes) -> bytes:
-    if codec == "null":
-        return block
-    if codec == "deflate":
-        return zlib.decompress(block, -15)
-    if codec == "zstandard":
-        out, decompressor = [], zstandard.ZstdDecompressor()
-        while block:  # frames without a content size, maybe several
-            stream = decompressor.decompressobj()
-            out.append(stream.decompress(block))
-            if not stream.eof:
-                raise CodecError("truncated zstd frame in an Avro block")
-            block = stream.unused_data
-        return b"".join(out)
-    raise KeyError(codec)
-
-
 @dataclass(frozen=True, slots=True)
 class ManifestListRecords:
     """A manifest list's records, uncompressed and concatenated, with its writer schema."""
@@ -278,35 +237,19 @@ class ManifestListRecords:
 
 def manifest_list_records(data: bytes) -> ManifestListRecords | None:
     """The records of a manifest list file; None when names cannot be read from them alone
-    (a codec other than null, deflate and zstd, or a schema that does not begin with
-    ``_VERSION``, ``_FILE_NAME``, ``_FILE_SIZE``). Raises CodecError for malformed data."""
+    (a schema that does not begin with ``_VERSION``, ``_FILE_NAME``, ``_FILE_SIZE``). Raises
+    CodecError for malformed data."""
+    meta, total, records = read_blocks_uncompressed(data)
     try:
-        meta, sync, pos = _container(data)
         schema = meta["avro.schema"]
-        codec = meta.get("avro.codec", b"null").decode()
         fields = [(f["name"], _skip_op(f["type"], {})) for f in json.loads(schema)["fields"]]
-        leading = [(name, op[0]) for name, op in fields[:3]]
-        if leading != [("_VERSION", _SKIP_LONG), ("_FILE_NAME", _SKIP_BYTES),
-                       ("_FILE_SIZE", _SKIP_LONG)] or codec not in ("null", "deflate", "zstandard"):
-            return None
-        blocks, total = [], 0
-        while pos < len(data):
-            count, pos = _varint(data, pos)
-            size, pos = _varint(data, pos)
-            if count < 0 or size < 0 or pos + size + 16 > len(data):
-                raise CodecError("malformed Avro container: a block runs past the end")
-            blocks.append(_inflate(codec, data[pos:pos + size]))
-            pos += size
-            if data[pos:pos + 16] != sync:
-                raise CodecError("malformed Avro container: wrong sync marker")
-            pos += 16
-            total += count
-        return ManifestListRecords(schema, b"".join(blocks), total,
-                                   _flat([op for _, op in fields[3:]]))
-    except CodecError:
-        raise
-    except (IndexError, KeyError, ValueError, TypeError, zlib.error, zstandard.ZstdError) as e:
+    except (KeyError, ValueError, TypeError) as e:
         raise CodecError(f"malformed manifest list: {type(e).__name__}: {e}") from e
+    leading = [(name, op[0]) for name, op in fields[:3]]
+    if leading != [("_VERSION", _SKIP_LONG), ("_FILE_NAME", _SKIP_BYTES),
+                   ("_FILE_SIZE", _SKIP_LONG)]:
+        return None
+    return ManifestListRecords(schema, records, total, _flat([op for _, op in fields[3:]]))
 
 
 def manifest_list_names(records: ManifestListRecords, start: int = 0, skip_records: int = 0
