@@ -49,6 +49,7 @@ class SlimEntry(NamedTuple):
     max_sequence_number: int
     schema_id: int
     creation_time_millis: int | None
+    row_count: int = 0  # status reads it (rows per level)
 
 
 def _slim(r: dict[str, Any]) -> SlimEntry:
@@ -64,7 +65,7 @@ def _slim(r: dict[str, Any]) -> SlimEntry:
                      r["_TOTAL_BUCKETS"], f["_LEVEL"], f["_FILE_NAME"], tuple(f["_EXTRA_FILES"]),
                      g("_EMBEDDED_FILE_INDEX"), g("_EXTERNAL_PATH"), f["_FILE_SIZE"],
                      f["_MIN_KEY"], f["_MIN_SEQUENCE_NUMBER"], f["_MAX_SEQUENCE_NUMBER"],
-                     f["_SCHEMA_ID"], g("_CREATION_TIME"))
+                     f["_SCHEMA_ID"], g("_CREATION_TIME"), f["_ROW_COUNT"])
 
 
 def decode_manifest_slim(data: bytes) -> list[SlimEntry]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -54,8 +54,9 @@ T = TypeVar("T")
 A = TypeVar("A")
 
 # order seen, file size, min/max sequence number, creation millis, schema id, total buckets,
-# manifest index, position in the manifest, creation-time-present flag; the min key follows
-_PACKED = struct.Struct("<qqqqqqiiiB")
+# manifest index, position in the manifest, creation-time-present flag, row count; the min key
+# follows
+_PACKED = struct.Struct("<qqqqqqiiiBq")
 # A file's key in its level's map: the name alone when the rest of Java's identifier is empty
 FileKey = str | tuple[str, tuple[str, ...], bytes | None, str | None]
 
@@ -115,7 +116,7 @@ class LiveIndex:
             files[key] = _PACKED.pack(
                 self._seen, e.file_size, e.min_sequence_number, e.max_sequence_number,
                 created or 0, e.schema_id, e.total_buckets, manifest, position,
-                created is not None) + e.min_key
+                created is not None, e.row_count) + e.min_key
 
     def buckets(self) -> Iterator[BucketFiles]:
         """Every bucket with a live file, ordered as ``SnapshotFiles.buckets()``; each one's
@@ -142,14 +143,24 @@ class LiveIndex:
     def _slim_entry(partition: bytes, bucket: int, level: int, key: FileKey,
                     packed: bytes) -> tuple[int, int, ManifestEntry]:
         (seen, size, min_seq, max_seq, created, schema_id, total_buckets, _, _,
-         has_created) = _PACKED.unpack_from(packed)
+         has_created, rows) = _PACKED.unpack_from(packed)
         name, extra, embedded, external = (key, (), None, None) if isinstance(key, str) else key
-        meta = DataFileMeta(name, size, 0, packed[_PACKED.size:], b"", EMPTY_STATS, EMPTY_STATS,
+        meta = DataFileMeta(name, size, rows, packed[_PACKED.size:], b"", EMPTY_STATS, EMPTY_STATS,
                             min_seq, max_seq, schema_id, level, extra,
                             created if has_created else None, None, embedded, None, None,
                             external, None, None, None)
         return seen, total_buckets, ManifestEntry(FILE_KIND_ADD, partition, bucket,
                                                   total_buckets, meta)
+
+    def origin(self, entry: ManifestEntry) -> tuple[int, int]:
+        """Where the live ``entry`` (one of :meth:`buckets`) was added: the index of its
+        manifest in :attr:`manifests` and its position there. Their order is the order
+        ``scan_snapshot`` lists live files in, across windows too."""
+        f = entry.file
+        key = _file_key(f.file_name, f.extra_files, f.embedded_index, f.external_path)
+        manifest, position = _PACKED.unpack_from(
+            self._buckets[(entry.partition, entry.bucket)][f.level][key])[7:9]
+        return int(manifest), int(position)
 
     def full_entries(self, table: Table, slim: Iterable[ManifestEntry], *,
                      parallelism: int = 8) -> dict[tuple[object, ...], ManifestEntry]:
@@ -157,23 +168,29 @@ class LiveIndex:
         :meth:`buckets`), by identifier: the Avro blocks holding them are read once more."""
         wanted: dict[int, dict[int, tuple[object, ...]]] = defaultdict(dict)
         for e in slim:
-            f = e.file
-            key = _file_key(f.file_name, f.extra_files, f.embedded_index, f.external_path)
-            packed = self._buckets[(e.partition, e.bucket)][f.level][key]
-            manifest, position = _PACKED.unpack_from(packed)[7:9]
+            manifest, position = self.origin(e)
             wanted[manifest][position] = e.identifier
-        order = sorted(wanted)
+        return read_added(table, self.manifests, wanted, parallelism=parallelism)
 
-        def load(index: int) -> bytes:
-            meta, list_path = self.manifests[index]
-            return fetch_manifest(table, meta, list_path)
 
-        found: dict[tuple[object, ...], ManifestEntry] = {}
-        for index, data in zip(order, _in_windows(load, order, parallelism), strict=True):
-            meta = self.manifests[index][0]
-            for e in decode_fetched_added(table, meta, data, wanted[index]):
-                found[e.identifier] = e
-        return found
+def read_added(table: Table, manifests: Sequence[tuple[ManifestFileMeta, str]],
+               wanted: Mapping[int, Mapping[int, tuple[object, ...]]], *, parallelism: int = 8
+               ) -> dict[tuple[object, ...], ManifestEntry]:
+    """The ADD entries, whole, at ``wanted[manifest][position]`` (each with the identifier
+    given; ``manifests`` as :attr:`LiveIndex.manifests`), by identifier: only the Avro blocks
+    holding them are decoded. Usable after the windows that found them are gone."""
+    order = sorted(wanted)
+
+    def load(index: int) -> bytes:
+        meta, list_path = manifests[index]
+        return fetch_manifest(table, meta, list_path)
+
+    found: dict[tuple[object, ...], ManifestEntry] = {}
+    for index, data in zip(order, _in_windows(load, order, parallelism), strict=True):
+        meta = manifests[index][0]
+        for e in decode_fetched_added(table, meta, data, wanted[index]):
+            found[e.identifier] = e
+    return found
 
 
 def entry_manifest(packed: bytes) -> int:

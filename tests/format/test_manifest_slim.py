@@ -30,7 +30,7 @@ def _as_slim(e: ManifestEntry) -> tuple[object, ...]:
     f = e.file
     return (e.kind, e.partition, e.bucket, e.total_buckets, f.level, f.file_name, f.extra_files,
             f.embedded_index, f.external_path, f.file_size, f.min_key, f.min_sequence_number,
-            f.max_sequence_number, f.schema_id, f.creation_time_millis)
+            f.max_sequence_number, f.schema_id, f.creation_time_millis, f.row_count)
 
 
 @given(st.lists(entry_st, max_size=6), codecs)
