@@ -36,13 +36,13 @@ from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexMani
 from paimond.format.manifest import ManifestEntry
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.task import CompactTask, TaskTable
-from paimond.maintenance.compact_plan import CompactionPlan, expired_partitions
+from paimond.maintenance.compact_plan import CompactionPlan
 from paimond.table.catalog import Table
-from paimond.table.deletion_vectors import bucket_dv_entry
 from paimond.table.external_paths import ExternalPaths
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import TableOptions
-from paimond.table.scan import bucket_path, scan_snapshot
+from paimond.table.partition_windows import WINDOW_ENTRIES
+from paimond.table.scan import bucket_path
 from paimond.table.semantic_options import refuse
 
 FULL_COMPACT_MIN_FILES = 3  # Java BucketedAppendCompactManager.FULL_COMPACT_MIN_FILE
@@ -208,7 +208,7 @@ def pick_bucket(files: Sequence[PickFile], options: AppendCompactOptions, *, ful
 # ---- the table's plan -------------------------------------------------------------------------
 
 
-def _pick_file(entry: ManifestEntry) -> PickFile:
+def pick_file(entry: ManifestEntry) -> PickFile:
     meta = entry.file
     return PickFile(meta.file_name, meta.file_size, meta.min_sequence_number, meta.row_count)
 
@@ -228,11 +228,15 @@ def file_vectors(entries: Iterable[IndexManifestEntry], partition: bytes
 
 def plan_append_compaction(table: Table, *, full: bool = False,
                            partitions: Mapping[str, str] | None = None,
-                           moment: datetime.datetime, snapshot: Snapshot | None = None
-                           ) -> CompactionPlan:
+                           moment: datetime.datetime, snapshot: Snapshot | None = None,
+                           window_entries: int = WINDOW_ENTRIES) -> CompactionPlan:
     """The tasks of one compaction run of an append table at the latest snapshot (or
     ``snapshot``); ``partitions`` as ``plan_compaction``'s. ``full`` applies to fixed buckets
-    (the coordinator of a bucket-unaware table has no full mode)."""
+    (the coordinator of a bucket-unaware table has no full mode). The live files are read a
+    window of about ``window_entries`` manifest entries at a time, without statistics; the
+    picked files are read back whole (``maintenance.append_windows``)."""
+    from paimond.maintenance.append_windows import plan_buckets, plan_unaware
+
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)
     options = TableOptions.of(schema)
@@ -246,16 +250,19 @@ def plan_append_compaction(table: Table, *, full: bool = False,
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)
-    planner = _Planner(table, snapshot, AppendCompactOptions.of(options), moment, partitions)
+    planner = AppendPlanner(table, snapshot, AppendCompactOptions.of(options), moment,
+                            partitions)
     if options.bucket_mode(schema) == "BUCKET_UNAWARE":
-        planner.plan_unaware()
+        plan_unaware(planner, window_entries)
     else:
-        planner.plan_buckets(full)
+        plan_buckets(planner, full, window_entries)
     return CompactionPlan(table.name, snapshot.id, tuple(planner.tasks), planner.seen,
                           tuple(planner.skipped))
 
 
-class _Planner:
+class AppendPlanner:
+    """What the table's plan has: options, the partition filter, and the tasks so far."""
+
     def __init__(self, table: Table, snapshot: Snapshot, options: AppendCompactOptions,
                  moment: datetime.datetime, partitions: Mapping[str, str] | None) -> None:
         self.table, self.snapshot, self.options = table, snapshot, options
@@ -264,14 +271,13 @@ class _Planner:
         self.spec = TaskTable(table.name, table.path, table.location, self.schema,
                               self.table_options)
         self.dv = self.table_options.deletion_vectors_enabled
-        self.scanned = scan_snapshot(table, snapshot)
         self.moment, self.partitions = moment, partitions
         self.tasks: list[CompactTask] = []
         self.skipped: list[str] = []
         self.seen = 0
         self._matches: dict[bytes, bool] = {}
 
-    def _wanted(self, partition: bytes) -> bool:
+    def wanted(self, partition: bytes) -> bool:
         if not self.partitions:
             return True
         if partition not in self._matches:
@@ -279,81 +285,15 @@ class _Planner:
             self._matches[partition] = partition_matches(text, self.partitions)
         return self._matches[partition]
 
-    def plan_unaware(self) -> None:
-        """Java scans the files worth compacting, up to ``compaction.file-num-limit`` of them
-        in manifest order, then packs each partition's."""
-        vectors: dict[bytes, dict[str, FileVector] | None] = {}
-        chosen: dict[tuple[bytes, int, int], list[ManifestEntry]] = {}
-        count = 0
-        for live in self.scanned.files:
-            entry = live.entry
-            if not self._wanted(entry.partition):
-                continue
-            if entry.partition not in vectors:
-                vectors[entry.partition] = (file_vectors(self.scanned.index_entries,
-                                                         entry.partition) if self.dv else None)
-            if not should_compact(_pick_file(entry), self.options, vectors[entry.partition]):
-                continue
-            if count == self.options.file_num_limit:
-                self.skipped.append(f"more files than compaction.file-num-limit="
-                                    f"{self.options.file_num_limit}; the next run continues")
-                break
-            count += 1
-            chosen.setdefault((entry.partition, entry.bucket, entry.total_buckets),
-                              []).append(entry)
-        self.seen = len({(f.entry.partition, f.entry.bucket) for f in self.scanned.files
-                         if self._wanted(f.entry.partition)})
-        for (partition, bucket, total_buckets), entries in chosen.items():
-            by_name = {e.file.file_name: e for e in entries}
-            groups = pick_unaware([_pick_file(e) for e in entries], self.options,
-                                  vectors[partition])
-            found = vectors[partition] or {}
-            for group in groups:
-                held = {found[f.name].index_file for f in group if f.name in found}
-                index_files = tuple(e for e in self.scanned.index_entries
-                                    if e.partition == partition
-                                    and e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS
-                                    and e.index_file.file_name in held)
-                self._add(partition, bucket, total_buckets,
-                          tuple(by_name[f.name] for f in group), None, "bucket-unaware",
-                          index_files)
-
-    def plan_buckets(self, full: bool) -> None:
-        expired = expired_partitions(self.schema, self.table_options, self.moment)
-        for (partition, bucket), files in self.scanned.buckets().items():
-            if not self._wanted(partition):
-                continue
-            self.seen += 1
-            text = partition_text(self.schema, partition)
-            if expired(partition):
-                self.skipped.append(f"{text} bucket {bucket}: partition expired "
-                                    "(compaction.skip-expired-partitions)")
-                continue
-            if bucket < 0:
-                self.skipped.append(f"{text} bucket {bucket}: not a fixed bucket")
-                continue
-            by_name = {f.entry.file.file_name: f.entry for f in files.files}
-            dv_index = (bucket_dv_entry(self.scanned.index_entries, partition, bucket)
-                        if self.dv else None)
-            with_vector = None
-            if self.dv:
-                with_vector = frozenset(file_vectors([dv_index], partition) if dv_index else ())
-            picked = pick_bucket([_pick_file(e) for e in by_name.values()], self.options,
-                                 full=full, with_vector=with_vector)
-            if picked:
-                self._add(partition, bucket, files.total_buckets,
-                          tuple(by_name[f.name] for f in picked), dv_index,
-                          "full" if full else "min-file-num")
-
-    def _add(self, partition: bytes, bucket: int, total_buckets: int,
+    def task(self, partition: bytes, bucket: int, total_buckets: int,
              inputs: tuple[ManifestEntry, ...], dv_index: IndexManifestEntry | None,
-             reason: str, dv_index_files: tuple[IndexManifestEntry, ...] = ()) -> None:
+             reason: str, dv_index_files: tuple[IndexManifestEntry, ...] = ()) -> CompactTask:
         ids = {e.file.schema_id for e in inputs} - {self.schema.id}
         spec = dataclasses.replace(self.spec, file_schemas=tuple(
             self.table.schema(i) for i in sorted(ids)))
-        self.tasks.append(CompactTask(
+        return CompactTask(
             spec, self.snapshot.id, partition, partition_text(self.schema, partition), bucket,
             total_buckets, bucket_path(self.table, self.schema, partition, bucket), 0, 0,
             inputs, False, "append", f"{reason}: {len(inputs)} files",
             deletion_vectors=self.dv, dv_index=dv_index, append=True,
-            dv_index_files=dv_index_files))
+            dv_index_files=dv_index_files)

@@ -18,21 +18,26 @@ refused then.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from paimond.errors import UnsupportedError
+from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import ManifestEntry
 from paimond.format.snapshot import Snapshot
 from paimond.lsm.levels import SortedRun
 from paimond.lsm.picker import CompactUnit, PickerState, Trigger, pick_universal
-from paimond.maintenance.sort_compact import SortPlan, SortTask, dv_index_files, live_by_bucket
+from paimond.maintenance.sort_compact import SortPlan, SortTask
 from paimond.maintenance.sort_order import check_sort_columns
+from paimond.table.bucket_scan import LiveIndex
 from paimond.table.catalog import Table
 from paimond.table.compaction_options import CompactionOptions
-from paimond.table.layout import partition_text
+from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import TableOptions
-from paimond.table.scan import bucket_path, scan_snapshot
+from paimond.table.partition_windows import WINDOW_ENTRIES
+from paimond.table.scan import bucket_path
 from paimond.table.semantic_options import refuse
+from paimond.table.window_scan import index_by_partition, over_windows
 
 
 def clustering_of(options: TableOptions) -> tuple[tuple[str, ...], str]:
@@ -76,7 +81,11 @@ def partition_runs(entries: list[ManifestEntry]) -> list[SortedRun]:
 
 def plan_incremental_clustering(table: Table, *, full: bool = False,
                                 partitions: Mapping[str, str] | None = None,
-                                snapshot: Snapshot | None = None) -> SortPlan:
+                                snapshot: Snapshot | None = None,
+                                window_entries: int = WINDOW_ENTRIES) -> SortPlan:
+    """The partitions to cluster at the latest snapshot (or ``snapshot``), their live files
+    read a window of about ``window_entries`` manifest entries at a time without statistics
+    (``table.window_scan``), the picked files read back whole."""
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)
     options = TableOptions.of(schema)
@@ -98,21 +107,54 @@ def plan_incremental_clustering(table: Table, *, full: bool = False,
         max_size_amp_percent=options.compaction.max_size_amp_percent,
         size_ratio=options.compaction.size_ratio)
     num_levels = options.compaction.num_levels
-    scanned = scan_snapshot(table, snapshot)
-    tasks = []
-    for (partition, bucket, total_buckets), entries in live_by_bucket(
-            scanned, schema, partitions).items():
+    same: dict[int, bool] = {}  # schema id -> clustered by the current columns
+
+    def plan_group(index: dict[bytes, list[IndexManifestEntry]],
+                   entries: list[ManifestEntry]) -> SortTask | None:
         runs = partition_runs(entries)
         top = runs[-1].files[0] if runs else None
-        same_keys = top is not None and clustering_of(
-            TableOptions.of(table.schema(top.schema_id)))[0] == columns
+        if top is not None and top.schema_id not in same:
+            same[top.schema_id] = clustering_of(
+                TableOptions.of(table.schema(top.schema_id)))[0] == columns
+        same_keys = top is not None and same[top.schema_id]
         unit = pick_cluster(runs, num_levels, compaction, full=full, same_keys=same_keys)
         if unit is None or not unit.files:
-            continue
+            return None
+        first = entries[0]
         by_name = {e.file.file_name: e for e in entries}
-        tasks.append(SortTask(partition, partition_text(schema, partition), bucket,
-                              total_buckets, bucket_path(table, schema, partition, bucket),
-                              tuple(by_name[f.file_name] for f in unit.files),
-                              dv_index_files(scanned, partition),
-                              unit.output_level))
-    return SortPlan(table.name, snapshot.id, strategy, columns, tuple(tasks))
+        return SortTask(first.partition, partition_text(schema, first.partition), first.bucket,
+                        first.total_buckets,
+                        bucket_path(table, schema, first.partition, first.bucket),
+                        tuple(by_name[f.file_name] for f in unit.files),
+                        tuple(e for e in index.get(first.partition, ())
+                              if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS),
+                        unit.output_level)
+
+    def each(found: list[tuple[tuple[int, int], SortTask]], live: LiveIndex) -> None:
+        """Each (partition, bucket, total buckets) of the window, its files in the scan's
+        order (``sort_compact.live_by_bucket``); tasks keyed by where their first file was
+        listed (the whole scan's order of them), read back whole."""
+        index = index_by_partition(live.index_entries)
+        planned = []
+        for files in live.buckets():
+            if partitions and not partition_matches(partition_text(schema, files.partition),
+                                                    partitions):
+                continue
+            groups: dict[int, list[tuple[tuple[int, int], ManifestEntry]]] = {}
+            for f in files.files:
+                groups.setdefault(f.entry.total_buckets, []).append((live.origin(f.entry),
+                                                                     f.entry))
+            for group in groups.values():
+                group.sort(key=lambda item: item[0])
+                task = plan_group(index, [e for _, e in group])
+                if task is not None:
+                    planned.append((group[0][0], task))
+        if planned:
+            whole = live.full_entries(table, (e for _, t in planned for e in t.inputs))
+            found += [(at, dataclasses.replace(t, inputs=tuple(whole[e.identifier]
+                                                               for e in t.inputs)))
+                      for at, t in planned]
+
+    found = over_windows(table, snapshot, schema, list, each, budget=window_entries)
+    tasks = tuple(task for _, task in sorted(found, key=lambda item: item[0]))
+    return SortPlan(table.name, snapshot.id, strategy, columns, tasks)

@@ -7,7 +7,7 @@ data files exist). The daemon's prioritisation and ``paimond status`` both read 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from paimond.table.layout import CONSUMER_DIR, TAG_DIR, partition_text
 from paimond.table.options import TableOptions
 
 if TYPE_CHECKING:  # scan, duties and refusals load with the first table described
+    from paimond.format.index_manifest import IndexManifestEntry
     from paimond.format.schema import TableSchema
     from paimond.table.duties import DutyStatus
     from paimond.table.scan import BucketFiles, SnapshotFiles
@@ -110,7 +111,7 @@ class TableStatus:
         return out
 
 
-def _bucket_status(schema: TableSchema, bucket: BucketFiles,
+def bucket_status(schema: TableSchema, bucket: BucketFiles,
                    dv_cardinality: dict[str, int], small_size_bytes: int) -> BucketStatus:
     levels = []
     files_with_dv = deleted = small = 0
@@ -127,11 +128,12 @@ def _bucket_status(schema: TableSchema, bucket: BucketFiles,
                         tuple(levels), bucket.sorted_run_count(), files_with_dv, deleted, small)
 
 
-def _dv_cardinality_by_bucket(files: SnapshotFiles) -> dict[tuple[bytes, int], dict[str, int]]:
+def dv_cardinality_by_bucket(index_entries: Iterable[IndexManifestEntry]
+                             ) -> dict[tuple[bytes, int], dict[str, int]]:
     from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
 
     out: dict[tuple[bytes, int], dict[str, int]] = {}
-    for entry in files.index_entries:
+    for entry in index_entries:
         meta = entry.index_file
         if meta.index_type != INDEX_TYPE_DELETION_VECTORS or not meta.dv_ranges:
             continue
@@ -153,7 +155,9 @@ def refusals_by_job(options: TableOptions) -> dict[str, tuple[str, ...]]:
 def table_status(table: Table, *, verify_files: bool = True, parallelism: int = 8,
                  on_files: Callable[[SnapshotFiles], None] | None = None) -> TableStatus:
     """Describe one table; any PaimondError is reported in ``error`` instead of raised.
-    ``on_files`` also gets the latest snapshot's files (the daemon's further figures)."""
+    ``on_files`` also gets the latest snapshot's files (the daemon's further figures): the
+    whole scan (every live entry in memory at once); without it the files are read a window
+    of partitions at a time (``maintenance.status_windows``), with the same result."""
     try:
         return _table_status(table, verify_files, parallelism, on_files)
     except PaimondError as error:
@@ -191,9 +195,16 @@ def _table_status(table: Table, verify_files: bool, parallelism: int,
     if latest is None:
         return status
     table.schema(latest.schema_id)  # the snapshot's own schema must be readable too
-    files = scan_snapshot(table, latest, parallelism=parallelism)
-    if on_files is not None:
-        on_files(files)
+    if on_files is None:  # a window of partitions at a time, statistics-free (bounded memory)
+        from paimond.maintenance.status_windows import windowed_status
+
+        manifests, buckets = windowed_status(table, schema, latest, verify_files=verify_files,
+                                             parallelism=parallelism)
+        return replace(status, manifests=manifests, buckets=buckets,
+                       latest_commit_kind=latest.commit_kind, latest_time_millis=latest.time_millis,
+                       total_record_count=latest.total_record_count)
+    files = scan_snapshot(table, latest, parallelism=parallelism)  # whole entries for on_files
+    on_files(files)
     if verify_files:
         verify_data_files(table, schema, files)
     base, delta = files.base_manifests, files.delta_manifests
@@ -202,8 +213,8 @@ def _table_status(table: Table, verify_files: bool, parallelism: int,
         Counter(e.index_file.index_type for e in files.index_entries
                 if e.index_file.index_type in (INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH)),
     )
-    dvs = _dv_cardinality_by_bucket(files)
-    buckets = tuple(_bucket_status(schema, b, dvs.get(key, {}), options.compaction_file_size_bytes)
+    dvs = dv_cardinality_by_bucket(files.index_entries)
+    buckets = tuple(bucket_status(schema, b, dvs.get(key, {}), options.compaction_file_size_bytes)
                     for key, b in files.buckets().items())
     return replace(status, manifests=manifests, buckets=buckets,
                     latest_commit_kind=latest.commit_kind, latest_time_millis=latest.time_millis,
