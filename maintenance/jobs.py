@@ -13,34 +13,16 @@ import datetime
 import functools
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from paimond.clock import Clock
-from paimond.lsm.picker import PickerState
-from paimond.maintenance.cluster_plan import incremental_clustering, plan_incremental_clustering
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.consumers import ConsumerExpireJob
-from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.expire_rounds import expire_in_rounds
-from paimond.maintenance.manifests import ManifestMergeJob
-from paimond.maintenance.memory import MemoryBudget
-from paimond.maintenance.orphans import OrphanJob
-from paimond.maintenance.partition_expire import PartitionExpireJob
-from paimond.maintenance.rebuild_dv import RebuildDvJob
-from paimond.maintenance.regeneration import RegenerationMemory
-from paimond.maintenance.rewrite_index import IndexRewriteJob
-from paimond.maintenance.sort_compact import SortCompactJob
-from paimond.maintenance.tags import (
-    CreateTagSettings,
-    DeleteTagSettings,
-    ExpireTagsSettings,
-    TagsJob,
-    TagsSettings,
-    create_tag,
-    delete_tag,
-)
-from paimond.table.catalog import Table
+
+if TYPE_CHECKING:  # a job's modules are imported when it runs (tests/maintenance/test_jobs.py)
+    from paimond.lsm.picker import PickerState
+    from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
+    from paimond.maintenance.memory import MemoryBudget
+    from paimond.maintenance.regeneration import RegenerationMemory
+    from paimond.table.catalog import Table
 
 
 class Described(Protocol):
@@ -147,14 +129,50 @@ class RebuildDvSettings:
     max_files: int | None = None  # a bounded pass over buckets missing vectors (the daemon's)
 
 
+@dataclass(frozen=True, slots=True)
+class TagsSettings:
+    """The ``tags`` job (auto-create then expire) and ``expire_tags`` (expire only)."""
+
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireTagsSettings:
+    """``expire_tags``: retention expiry (Java's expire_tags procedure, which forces
+    ``tag.time-expire-enabled``), and optionally every tag created before a moment."""
+
+    older_than_ms: int | None = None  # a window before now
+    older_than: datetime.datetime | None = None  # or a local date-time
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTagSettings:
+    tag: str = ""
+    snapshot_id: int | None = None  # None: the latest snapshot
+    time_retained_ms: int | None = None  # None: tag.default-time-retained
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTagSettings:
+    tag: str = ""
+    dry_run: bool = False
+
+
 # ---- runs ----------------------------------------------------------------------------------
 
 
 def _compact(table: Table, settings: CompactSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.compact import CompactJob
+
     if settings.order_strategy is not None:
         return _sort_compact(table, settings, context)
-    if not table.latest_schema().primary_keys and incremental_clustering(table.options()):
-        return _sort_compact(table, settings, context, clustering=True)
+    if not table.latest_schema().primary_keys:
+        from paimond.maintenance.cluster_plan import incremental_clustering
+
+        if incremental_clustering(table.options()):
+            return _sort_compact(table, settings, context, clustering=True)
     job = CompactJob(table, clock=context.clock, full=settings.full,
                      partitions=settings.partitions, use_processes=settings.use_processes,
                      progress=context.progress, executor=context.executor,
@@ -177,6 +195,9 @@ def _compact(table: Table, settings: CompactSettings, context: JobContext) -> Jo
 def _sort_compact(table: Table, settings: CompactSettings, context: JobContext, *,
                   clustering: bool = False) -> JobReport:
     """A sort compaction, or Paimon's incremental clustering of a table that asks for it."""
+    from paimond.maintenance.cluster_plan import plan_incremental_clustering
+    from paimond.maintenance.sort_compact import SortCompactJob
+
     planner = (functools.partial(plan_incremental_clustering, table, full=settings.full,
                                  partitions=settings.partitions) if clustering else None)
     job = SortCompactJob(table, settings.order_strategy or "", settings.order_by,
@@ -190,6 +211,9 @@ def _sort_compact(table: Table, settings: CompactSettings, context: JobContext, 
 
 
 def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> JobReport:
+    from paimond.maintenance.expire import ExpireJob, ExpireSettings
+    from paimond.maintenance.expire_rounds import expire_in_rounds
+
     options = ExpireSettings.of(table.options())
     retained_ms = options.time_retained_ms
     if settings.older_than_ms is not None:
@@ -209,6 +233,8 @@ def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> Job
 
 def _expire_consumers(table: Table, settings: ConsumerExpireSettings, context: JobContext
                       ) -> JobReport:
+    from paimond.maintenance.consumers import ConsumerExpireJob
+
     job = ConsumerExpireJob(table, clock=context.clock, older_than_ms=settings.older_than_ms,
                             dry_run=settings.dry_run)
     return JobReport(job.run())
@@ -216,6 +242,8 @@ def _expire_consumers(table: Table, settings: ConsumerExpireSettings, context: J
 
 def _expire_partitions(table: Table, settings: ExpirePartitionsSettings, context: JobContext
                        ) -> JobReport:
+    from paimond.maintenance.partition_expire import PartitionExpireJob
+
     job = PartitionExpireJob(table, clock=context.clock, older_than_ms=settings.older_than_ms,
                              max_num=settings.max_num, dry_run=settings.dry_run)
     result = job.run()
@@ -224,12 +252,16 @@ def _expire_partitions(table: Table, settings: ExpirePartitionsSettings, context
 
 def _merge_manifests(table: Table, settings: ManifestMergeSettings, context: JobContext
                      ) -> JobReport:
+    from paimond.maintenance.manifests import ManifestMergeJob
+
     result = ManifestMergeJob(table, clock=context.clock, dry_run=settings.dry_run,
                               forced=settings.forced).run()
     return JobReport(result, written_bytes=result.written.total_bytes)
 
 
 def _remove_orphans(table: Table, settings: OrphanSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.orphans import OrphanJob
+
     older_than = settings.older_than_timestamp_ms
     if settings.older_than_ms is not None:
         older_than = context.clock.wall_ms() - settings.older_than_ms
@@ -241,6 +273,8 @@ def _remove_orphans(table: Table, settings: OrphanSettings, context: JobContext)
 
 def _rewrite_index(table: Table, settings: RewriteIndexSettings, context: JobContext
                    ) -> JobReport:
+    from paimond.maintenance.rewrite_index import IndexRewriteJob
+
     job = IndexRewriteJob(table, clock=context.clock, partitions=settings.partitions,
                           dry_run=settings.dry_run, parallelism=settings.parallelism,
                           progress=context.progress, max_files=settings.max_files,
@@ -249,6 +283,8 @@ def _rewrite_index(table: Table, settings: RewriteIndexSettings, context: JobCon
 
 
 def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.rebuild_dv import RebuildDvJob
+
     job = RebuildDvJob(table, clock=context.clock, dry_run=settings.dry_run,
                        discard_existing=settings.discard_existing,
                        partitions=settings.partitions, progress=context.progress,
@@ -258,10 +294,14 @@ def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) 
 
 
 def _tags(table: Table, settings: TagsSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.tags import TagsJob
+
     return JobReport(TagsJob(table, clock=context.clock, dry_run=settings.dry_run).run())
 
 
 def _expire_tags(table: Table, settings: ExpireTagsSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.tags import TagsJob
+
     older_than = settings.older_than
     if settings.older_than_ms is not None:
         older_than = context.clock.local_now() - datetime.timedelta(
@@ -272,6 +312,8 @@ def _expire_tags(table: Table, settings: ExpireTagsSettings, context: JobContext
 
 
 def _create_tag(table: Table, settings: CreateTagSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.tags import create_tag
+
     return JobReport(create_tag(table, clock=context.clock, name=settings.tag,
                                 snapshot_id=settings.snapshot_id,
                                 time_retained_ms=settings.time_retained_ms,
@@ -279,6 +321,8 @@ def _create_tag(table: Table, settings: CreateTagSettings, context: JobContext) 
 
 
 def _delete_tag(table: Table, settings: DeleteTagSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.tags import delete_tag
+
     return JobReport(delete_tag(table, clock=context.clock, name=settings.tag,
                                 dry_run=settings.dry_run))
 

@@ -101,37 +101,6 @@ class TagsResult:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True, slots=True)
-class TagsSettings:
-    """The ``tags`` job (auto-create then expire) and ``expire_tags`` (expire only)."""
-
-    dry_run: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ExpireTagsSettings:
-    """``expire_tags``: retention expiry (Java's expire_tags procedure, which forces
-    ``tag.time-expire-enabled``), and optionally every tag created before a moment."""
-
-    older_than_ms: int | None = None  # a window before now
-    older_than: datetime.datetime | None = None  # or a local date-time
-    dry_run: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class CreateTagSettings:
-    tag: str = ""
-    snapshot_id: int | None = None  # None: the latest snapshot
-    time_retained_ms: int | None = None  # None: tag.default-time-retained
-    dry_run: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteTagSettings:
-    tag: str = ""
-    dry_run: bool = False
-
-
 # ---- the job -------------------------------------------------------------------------------
 
 
