@@ -24,7 +24,7 @@ from typing import Any
 
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.config.settings import Settings
-from paimond.daemon import evaluate, pace
+from paimond.daemon import compact_skip, evaluate, pace
 from paimond.daemon.admission import Admission, Admissions
 from paimond.daemon.discovery import check_warehouses, find_tables, unready_reason
 from paimond.daemon.events import Events, log_event
@@ -39,6 +39,7 @@ from paimond.daemon.status_view import table_json
 from paimond.daemon.table_policy import Policies
 from paimond.daemon.table_watch import Watcher
 from paimond.errors import PaimondError, kind_of
+from paimond.format.schema import TableSchema
 from paimond.table.catalog import Table
 from paimond.table.job_records import set_replica
 from paimond.table.semantic_options import fingerprint
@@ -74,6 +75,8 @@ class TableState:
     duties: bool = False  # its submitted run has jobs besides compaction (daemon.pace)
     compaction_due: bool = False  # at its compaction trigger, by the latest gauges
     shown_needs: dict[str, float] | None = None  # its need gauges as last exported
+    # its last compaction found nothing to do: skipped while this holds (daemon.compact_skip)
+    unchanged: compact_skip.Unchanged | None = None
 
     def standing(self) -> evaluate.Standing:
         return evaluate.Standing(self.last_snapshot_id, self.compacted_snapshot_id,
@@ -166,14 +169,26 @@ class Daemon:
         current = fingerprint(state.table.latest_schema()) if standing.refused else None
         decision = evaluate.decide(standing, latest, now,
                                    self.policies.schedules(state.table.name), current)
-        self._refresh_gauges(state, latest)
+        self._refresh_gauges(state, latest)  # the watcher's schema check comes first
+        jobs = decision.jobs
         with self._lock:
             if decision.new_snapshot:
                 state.last_snapshot_id, state.moved_at = latest, now
             if decision.cleared:
                 state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
                 self._quarantine_changed = True
-        return () if self.policies.paused(state.table.name) else decision.jobs
+            unchanged = state.unchanged if "compact" in jobs else None
+            if unchanged is not None and not unchanged.holds(latest, state.watcher.schema_id,
+                                                             now):
+                state.unchanged = unchanged = None
+            if unchanged is not None:  # nothing its plan depends on changed since
+                jobs = tuple(job for job in jobs if job != "compact")
+                state.last_run["compact"] = now  # looked at again after its interval
+        if unchanged is not None:
+            log.debug("compaction_skipped", table=state.table.name,
+                      snapshot_id=unchanged.snapshot_id, until=unchanged.until,
+                      reason=unchanged.describe())
+        return () if self.policies.paused(state.table.name) else jobs
 
     def _refresh_gauges(self, state: TableState, latest: int | None) -> None:
         """Read the table's health figures again if it moved since they were read, idle or
@@ -219,6 +234,7 @@ class Daemon:
             state.quarantined = backoff.quarantined
             self._quarantine_changed = True
             failures = state.failures
+            state.unchanged = None
         log.warning("table_backed_off", table=state.table.name, failures=failures,
                     backoff_s=backoff.delay_s, quarantined=backoff.quarantined)
 
@@ -319,6 +335,7 @@ class Daemon:
                 return None
             state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
             self._quarantine_changed = True
+            state.unchanged = None  # a trigger always plans
             if state.running:
                 if state.triggered is None:
                     state.triggered = Future()
@@ -350,16 +367,19 @@ class Daemon:
         with self._lock:
             self.running_jobs += 1
             base, pickers = state.last_snapshot_id, state.picker_states
-        name, now = state.table.name, self._wall_s()
+        name, now, local = state.table.name, self._wall_s(), self.clock.local_now()
         try:
             if self._stopping.is_set():
                 return skipped(name, jobs, _STOPPING)
             self.policies.started(name, now)
-            chosen = self.policies.for_run(name, _options_of(state.table), now)
+            schema = _schema_of(state.table)
+            chosen = self.policies.for_run(name, dict(schema.options) if schema else {}, now)
+            attempts = compact_skip.attempts(pickers)
             run = self.runner.run_table(TableWork(state.table, state.warehouse, jobs, base,
                                                   pickers, chosen.jobs,
                                                   regeneration=state.watcher.memory))
             self._record(state, run)
+            self._remember_unchanged(state, run, base, schema, now, local, attempts)
             self.policies.record(name, jobs, run.reports, run.error, self._wall_s(),
                                  chosen.jobs.compact.full)
             return run
@@ -390,6 +410,27 @@ class Daemon:
                 state.failures, state.error = 0, None
         if run.error is not None:
             self._failed(state, run.error)
+
+    def _remember_unchanged(self, state: TableState, run: TableRun, base: int | None,
+                            schema: TableSchema | None, started: float,
+                            local: datetime.datetime, attempts: dict[object, object]) -> None:
+        """After a run: whether its compaction found nothing to do at the snapshot the run
+        started from (no task, no commit by anyone, no failure), and until when the next
+        periodic one is skipped (daemon.compact_skip)."""
+        report = run.reports.get("compact")
+        unchanged = None
+        if (report is not None and schema is not None and run.error is None
+                and report.outcome == "success" and run.compacted_snapshot_id == base
+                and not (report.read_rows or report.written_bytes or report.conflicts)):
+            policy = self.policies.policy(state.table.name)
+            horizon = compact_skip.unchanged_until(
+                schema, started, local, policy.full_compaction_window if policy else None,
+                attempts, compact_skip.attempts(state.picker_states))
+            if horizon is not None:
+                unchanged = compact_skip.Unchanged(base, schema.id, *horizon)
+        with self._lock:
+            if report is not None or run.error is not None:
+                state.unchanged = unchanged
 
     def _settle(self, state: TableState, work: Future[TableRun] | None,
                 jobs: tuple[str, ...], answer: Future[TableRun]) -> None:
@@ -454,16 +495,19 @@ class Daemon:
         next due time and why (``status_view``)."""
         now = self._wall_s()
         with self._lock:
-            states = [(n, s, s.standing(), s.running, s.error, s.urgency)
+            states = [(n, s, s.standing(), s.running, s.error, s.urgency,
+                       s.unchanged if s.unchanged is not None and s.unchanged.holds(
+                           s.last_snapshot_id, s.watcher.schema_id, now) else None)
                       for n, s in self.tables.items()]
         out: dict[str, object] = {}
-        for name, state, standing, running, error, urgency in states:
+        for name, state, standing, running, error, urgency, unchanged in states:
             out[name] = table_json(
                 standing, running=running, error=error, urgency=urgency,
                 policy=self.policies.policy(name),
                 chosen=self.policies.for_run(name, _options_of(state.table), now),
                 schedules=self.policies.schedules(name), records=self.policies.records(name),
-                paused=self.policies.paused(name), waiting=self.policies.waiting(name), now=now)
+                paused=self.policies.paused(name), waiting=self.policies.waiting(name), now=now,
+                unchanged=unchanged.describe() if unchanged is not None else None)
         return out
 
     def known(self, table_name: str) -> bool:
@@ -573,7 +617,13 @@ class Daemon:
 def _options_of(table: Table) -> dict[str, str]:
     """The table's options, or none when its schema cannot be read (its jobs then fail and
     say why)."""
+    schema = _schema_of(table)
+    return dict(schema.options) if schema is not None else {}
+
+
+def _schema_of(table: Table) -> TableSchema | None:
+    """The table's latest schema, or None when it cannot be read."""
     try:
-        return dict(table.options().raw)
+        return table.latest_schema()
     except PaimondError:
-        return {}
+        return None

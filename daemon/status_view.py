@@ -62,13 +62,16 @@ def policy_json(policy: TablePolicy | None, chosen: Effective, paused: str | Non
 def table_json(standing: Standing, *, running: bool, error: str | None, urgency: float,
                policy: TablePolicy | None, chosen: Effective, schedules: Mapping[str, Schedule],
                records: Mapping[str, JobRecord], paused: str | None, waiting: str | None,
-               now: float) -> dict[str, Any]:
-    """One table's entry; ``last_run`` and the top-level keys stay as before this page."""
+               now: float, unchanged: str | None = None) -> dict[str, Any]:
+    """One table's entry; ``last_run`` and the top-level keys stay as before this page.
+    ``unchanged``: why the periodic compaction is skipped (daemon.compact_skip), if it is."""
     jobs = {}
     for job in JOB_NAMES:
         source = (policy.name if policy and (job, "enabled") in policy.overrides
                   else f"jobs.{job}.enabled")
         why, due = _why(job, schedules[job], standing, now, paused, waiting, source)
+        if job == "compact" and unchanged is not None and why.startswith(("due", "next run")):
+            why = f"{why}; {unchanged}"
         record = records.get(job)
         jobs[job] = {"last_run_at": record.at if record else standing.last_run.get(job),
                      "outcome": record.outcome if record else None,
