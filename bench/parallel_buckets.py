@@ -8,13 +8,24 @@ fresh process on a fresh copy of the table, for N=1 and N=2 interleaved, ``--run
 each. Prints the medians of wall time, CPU (user + system of the process and its workers, from
 ``wait4``) and peak RSS (the largest process), and the wall ratio N=2 / N=1 against 0.55x.
 Also the same command with ``--dry-run`` (start-up, imports, planning: the part no pool can
-share) and the ratio two workers would reach if they halved the rest exactly (Amdahl).
+share) and two bounds: the ratio if two workers halved the rest of the single worker's wall
+exactly (Amdahl), and the ratio if the rest's CPU (``--parallelism 1`` less the dry run, which
+already keeps more than one core busy: decode, merge and encode threads) filled both cores
+(the best two cores allow).
+
+Python byte code: an installed paimond (pip, uv, the container image) has its modules and its
+dependencies' compiled to ``.pyc`` at install time; a development checkout run with
+``PYTHONDONTWRITEBYTECODE=1`` and no ``.pyc`` compiles every module's source in every process
+(about half of the dry run's CPU here). ``--pyc cached`` (the default) runs every command with
+a byte-code cache in the scratch directory (``PYTHONPYCACHEPREFIX``), filled by a first
+untimed dry run; ``--pyc none`` compiles as such a checkout does.
 
     .venv/bin/python bench/parallel_buckets.py [--rows 4000000] [--commits 10] [--runs 3]
     [--keep DIR]   # build the table once into DIR and reuse it on later runs
     [--before DIR] # also run an older tree, interleaved: DIR holds its package as paimond/
                    # (mkdir -p DIR/paimond && git archive REV | tar -x -C DIR/paimond)
     [--after DIR]  # the same for the newer tree (default: the installed paimond)
+    [--pyc cached|none]
 """
 
 from __future__ import annotations
@@ -82,7 +93,22 @@ def _run(argv: list[str], env: dict[str, str] | None) -> tuple[float, float, flo
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output
 
 
-def compact(source: Path, scratch: Path, parallelism: int, before: Path | None
+def environment(pyc: str, scratch: Path, tree: Path | None) -> dict[str, str]:
+    """The commands' environment: ``tree`` first on the path; with ``pyc`` "cached", a
+    byte-code cache under ``scratch`` (else no ``.pyc`` is read or written)."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    if pyc == "cached":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
+def compact(source: Path, scratch: Path, parallelism: int, env: dict[str, str]
             ) -> tuple[float, float, float]:
     """``parallelism`` 0: the dry run."""
     copy = scratch / f"run-{parallelism}"
@@ -92,7 +118,7 @@ def compact(source: Path, scratch: Path, parallelism: int, before: Path | None
         wall, cpu, rss, output = _run(
             [sys.executable, "-m", "paimond.cli", "compact", str(copy), "--table", TABLE,
              "--full", *(["--parallelism", str(parallelism)] if parallelism else ["--dry-run"])],
-            None if before is None else {**os.environ, "PYTHONPATH": str(before)})
+            env)
         if parallelism and f"buckets compacted {BUCKETS}, failed 0" not in output:
             raise SystemExit(f"unexpected compaction:\n{output}")
     finally:
@@ -112,6 +138,9 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build the table here once and reuse it")
     parser.add_argument("--before", type=Path, help="an older tree to compare, interleaved")
     parser.add_argument("--after", type=Path, help="the newer tree (default: installed)")
+    parser.add_argument("--pyc", choices=("cached", "none"), default="cached",
+                        help="byte code: cached as installed (default), or none (compile "
+                             "every module in every process, PYTHONDONTWRITEBYTECODE)")
     parser.add_argument("--generate", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.generate:
@@ -128,13 +157,17 @@ def main() -> None:
                   f"in {time.perf_counter() - started:.1f} s")
         print(f"table: {len(_data_files(source))} data files, "
               f"{sum(p.stat().st_size for p in _data_files(source)) / 1e6:.1f} MB; "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, byte code "
+              f"{args.pyc}")
         trees = {"": None} if args.before is None else {"before ": args.before, "after ": args.after}
+        envs = {tree: environment(args.pyc, scratch, path) for tree, path in trees.items()}
+        for tree in trees:  # untimed: fills the byte-code cache
+            compact(source, scratch, 0, envs[tree])
         figures: dict[tuple[str, int], list[tuple[float, float, float]]] = {
             (tree, n): [] for tree in trees for n in (0, 1, 2)}
         for run in range(args.runs):
             for tree, n in figures:
-                figures[tree, n].append(compact(source, scratch, n, trees[tree]))
+                figures[tree, n].append(compact(source, scratch, n, envs[tree]))
                 wall, cpu, rss = figures[tree, n][-1]
                 print(f"  run {run + 1} {tree}{_label(n)}: wall {wall:6.2f} s  "
                       f"CPU {cpu:6.2f} s  peak RSS {rss:6.0f} MB", flush=True)
@@ -145,11 +178,15 @@ def main() -> None:
                   f"(CPU / wall {cpu / wall:.2f})  peak RSS {rss:.0f} MB")
         for tree in trees:
             one, two = medians[tree, 1], medians[tree, 2]
-            serial = medians[tree, 0][0]
+            serial, serial_cpu = medians[tree, 0][0], medians[tree, 0][1]
             bound = (serial + (one[0] - serial) / 2) / one[0]
+            rest_cores = (one[1] - serial_cpu) / (one[0] - serial)
+            two_cores = (serial + (one[1] - serial_cpu) / 2) / one[0]
             print(f"{tree}wall, parallelism 2 / 1: {two[0] / one[0]:.2f}x (target <= "
                   f"{GOAL_RATIO}x); CPU 2 / 1: {two[1] / one[1]:.2f}x; with the dry run's "
-                  f"{serial:.2f} s serial and the rest halved: {bound:.2f}x")
+                  f"{serial:.2f} s serial and the rest halved: {bound:.2f}x; the rest keeps "
+                  f"{rest_cores:.2f} cores busy at parallelism 1, so two cores give at best "
+                  f"{two_cores:.2f}x")
         if args.before is not None:
             for n in (1, 2):
                 print(f"parallelism {n}, after / before: wall "

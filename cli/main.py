@@ -99,12 +99,14 @@ def _task_progress(done: int, total: int, task: CompactTask) -> None:
 
 def _run(job: str, table: Table, context: JobContext, **settings: Any) -> JobReport:
     """Run a registered job and print what it did (a dry run: what refuses the table)."""
-    from paimond.cli.report import dry_run_refusals
     from paimond.maintenance.jobs import JOBS, JobReport
 
-    if settings.get("dry_run") and (refused := dry_run_refusals(table, job)):
-        print(refused.describe())
-        return JobReport(refused)
+    if settings.get("dry_run"):
+        from paimond.cli.report import dry_run_refusals  # status rendering: dry runs only
+
+        if refused := dry_run_refusals(table, job):
+            print(refused.describe())
+            return JobReport(refused)
     spec = JOBS[job]
     report = spec.run(table, spec.settings(**settings), context)
     print(report.result.describe())

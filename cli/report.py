@@ -8,9 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from paimond.maintenance.status import BucketStatus, TableStatus
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a dry run's refusals need no status code (tests/cli/test_startup.py)
+    from paimond.maintenance.status import BucketStatus, TableStatus
     from paimond.table.catalog import Table
     from paimond.table.semantic_options import Refusal
 

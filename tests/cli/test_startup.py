@@ -53,3 +53,44 @@ def test_the_cli_offers_the_executors_spark_executor_knows() -> None:
     assert EXECUTORS == KNOWN
     compact = build_parser().parse_args(["compact", "wh", "--table", "d.t", "--executor", "spark"])
     assert compact.executor == "spark"
+
+
+# What ``compact`` must not load: the other jobs' code (the registry imports a job's modules
+# when it runs), status code, the daemon, Spark, pandas.
+NOT_FOR_COMPACT = (
+    "paimond.maintenance.expire", "paimond.maintenance.expire_rounds",
+    "paimond.maintenance.tags", "paimond.maintenance.sort_compact",
+    "paimond.maintenance.cluster_plan", "paimond.maintenance.orphans",
+    "paimond.maintenance.rewrite_index", "paimond.maintenance.rebuild_dv",
+    "paimond.maintenance.partition_expire", "paimond.maintenance.consumers",
+    "paimond.maintenance.manifests", "paimond.maintenance.status",
+    "paimond.daemon", "paimond.spark", "paimond.config",
+)
+
+FULL_PROBE = """
+import json, sys
+from paimond.cli.main import main
+code = main()  # as the paimond command: arguments from sys.argv
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def test_compact_loads_only_compaction_code(tmp_path: Path) -> None:
+    from pypaimon_tables import build_pk_deduplicate
+
+    warehouse = str(tmp_path / "wh")
+    spec = build_pk_deduplicate(warehouse)
+    for extra in (["--dry-run"], ["--parallelism", "1"]):
+        done = subprocess.run(
+            [sys.executable, "-c", FULL_PROBE, "compact", warehouse, "--table", spec.name,
+             "--full", *extra], capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "level 5" in done.stdout or "snapshot" in done.stdout
+        loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
+        assert "paimond.maintenance.compact" in loaded  # it did run the job
+        unexpected = {name for name in loaded for banned in NOT_FOR_COMPACT
+                      if name == banned or name.startswith(banned + ".")}
+        assert not unexpected, (extra, sorted(unexpected))
+        assert not {name.split(".")[0] for name in loaded} & set(NEVER_AT_START)
+        assert ("paimond.cli.report" in loaded) == (extra == ["--dry-run"])  # its refusals
