@@ -5,16 +5,27 @@ the median of ``--runs`` runs, against the baseline ``python -c "import pyarrow.
 measured in the same run, interleaved (so a busy machine weighs on both alike). Goal: every
 ratio within 1.5x. Also prints peak RSS and whether pandas was imported.
 
-    .venv/bin/python bench/startup.py [--runs 7]
+    .venv/bin/python bench/startup.py [--runs 7] [--pyc cached|none]
 
 The no-op ``status`` is a warehouse without tables; ``status (1 table)`` reads one small
 pypaimon-written table (pypaimon only builds it; the timed process never imports it).
+``compact`` runs on a fresh copy of a small primary-key table (3 commits of 3 rows, 1 bucket)
+each time: ``--dry-run`` (start-up, imports, the plan) and ``--full`` (and the merge, the
+commit).
+
+Python byte code: an installed paimond (pip, uv, the container image) has its modules and its
+dependencies' compiled to ``.pyc`` at install time, while this checkout runs with
+``PYTHONDONTWRITEBYTECODE=1`` and has none, so each process compiles every module it imports.
+``--pyc cached`` (the default) gives every command, the baseline too, a byte-code cache in the
+scratch directory (``PYTHONPYCACHEPREFIX``, filled by an untimed first round); ``--pyc none``
+compiles in every process as the checkout does.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -26,9 +37,21 @@ PANDAS_PROBE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
                 "'PANDAS=%d\\n' % ('pandas' in sys.modules)))")
 
 
-def _measure(argv: list[str]) -> tuple[float, float, bool]:
+def _environment(pyc: str, scratch: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    if pyc == "cached":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
+def _measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, bool]:
     """CPU seconds, peak RSS in MB, and whether pandas was imported, of one process."""
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=env)
     assert process.stderr is not None
     stderr = process.stderr.read()
     _, status, usage = os.wait4(process.pid, 0)
@@ -44,7 +67,7 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-c", code, *args]
 
 
-def _one_table(warehouse: Path) -> None:
+def _one_table(warehouse: Path, commits: int = 1) -> None:
     """Runs in a child process: the parent stays small, so a child's peak RSS is its own
     (a forked child's high-water mark starts at its parent's)."""
     import pyarrow as pa
@@ -55,26 +78,48 @@ def _one_table(warehouse: Path) -> None:
     catalog.create_database("db", True)
     catalog.create_table("db.t", Schema.from_pyarrow_schema(
         schema, primary_keys=["id"], options={"bucket": "1"}), True)
-    builder = catalog.get_table("db.t").new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    for number in range(commits):
+        builder = catalog.get_table("db.t").new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        write.write_arrow(pa.table({"id": [1, 2, 3], "v": [f"{v}{number}" for v in "abc"]},
+                                   schema=schema))
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
+
+
+class _FreshCopy:
+    """``compact`` changes its table: each run gets a fresh copy (made before the timing)."""
+
+    def __init__(self, source: Path, copy: Path) -> None:
+        self.source, self.copy = source, copy
+
+    def __call__(self) -> None:
+        shutil.rmtree(self.copy, ignore_errors=True)
+        shutil.copytree(self.source, self.copy)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--pyc", choices=("cached", "none"), default="cached",
+                        help="byte code: cached as installed (default), or none (compile "
+                             "every module in every process, PYTHONDONTWRITEBYTECODE)")
     parser.add_argument("--build", metavar="DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--commits", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.build:
-        _one_table(Path(args.build))
+        _one_table(Path(args.build), args.commits)
         return
     with tempfile.TemporaryDirectory(prefix="paimond-startup-") as scratch:
         empty, one = Path(scratch) / "empty", Path(scratch) / "one"
+        small, copy = Path(scratch) / "small", Path(scratch) / "copy"
         empty.mkdir()
         subprocess.run([sys.executable, __file__, "--build", str(one)], check=True)
+        subprocess.run([sys.executable, __file__, "--build", str(small), "--commits", "3"],
+                       check=True)
+        fresh = _FreshCopy(small, copy)
+        env = _environment(args.pyc, Path(scratch))
         cases = {
             "baseline: import pyarrow.parquet": (
                 [sys.executable, "-c", f"{PANDAS_PROBE}; import pyarrow.parquet"], False),
@@ -82,13 +127,22 @@ def main() -> None:
             "paimond --help": (_command("--help"), True),
             "paimond status (no tables)": (_command("status", str(empty)), True),
             "paimond status (1 table)": (_command("status", str(one)), False),
+            "paimond compact --dry-run (small)": (
+                _command("compact", str(copy), "--table", "db.t", "--full", "--dry-run"), False),
+            "paimond compact --full (small)": (
+                _command("compact", str(copy), "--table", "db.t", "--full"), False),
         }
         samples: dict[str, list[tuple[float, float, bool]]] = {name: [] for name in cases}
-        for _ in range(args.runs):  # interleaved: each round measures every case once
+        for rnd in range(args.runs + 1):  # interleaved: each round measures every case once
             for name, (argv, _goal) in cases.items():
-                samples[name].append(_measure(argv))
+                if name.startswith("paimond compact"):
+                    fresh()
+                measured = _measure(argv, env)
+                if rnd:  # the first round only fills the byte-code cache
+                    samples[name].append(measured)
     base = statistics.median(cpu for cpu, _, _ in samples["baseline: import pyarrow.parquet"])
-    print(f"{args.runs} runs each, medians; {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+    print(f"{args.runs} runs each, medians; {os.cpu_count()} CPUs; python {sys.version.split()[0]}"
+          f"; byte code {args.pyc}; load average {os.getloadavg()[0]:.1f}")
     print(f"{'command':<36} {'CPU s':>7} {'ratio':>6} {'goal':>6} {'RSS MB':>7} pandas")
     for name, (_, goal) in cases.items():
         cpu = statistics.median(s[0] for s in samples[name])
