@@ -11,7 +11,7 @@ manifest's records. It checks what :func:`~paimond.format.manifest.decode_manife
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from paimond.errors import CodecError
@@ -80,6 +80,23 @@ def decode_manifest_slim(data: bytes) -> list[SlimEntry]:
         raise CodecError(f"manifest entry lacks required field {e.args[0]}") from e
     except (TypeError, AttributeError, ValueError) as e:  # e.g. null where a record belongs
         raise CodecError(f"manifest entry has a malformed record: {e}") from e
+
+
+def decode_manifest_slim_whole(data: bytes, whole: Callable[[SlimEntry], bool]
+                               ) -> tuple[list[SlimEntry], dict[int, ManifestEntry]]:
+    """:func:`decode_manifest_slim`, plus the ADD entries for which ``whole`` of their slim
+    entry is true, whole (as ``decode_manifest`` decodes them), by position: built from the
+    records already decoded, so a planner that will need them reads nothing twice."""
+    records = read_records(data)
+    try:
+        slim = [_slim(r) for r in records]
+        kept = {at: entry_from_record(records[at]) for at, e in enumerate(slim)
+                if e.kind == FILE_KIND_ADD and whole(e)}
+    except KeyError as e:
+        raise CodecError(f"manifest entry lacks required field {e.args[0]}") from e
+    except (TypeError, AttributeError, ValueError) as e:
+        raise CodecError(f"manifest entry has a malformed record: {e}") from e
+    return slim, kept
 
 
 def decode_manifest_added(data: bytes, wanted: Mapping[int, tuple[object, ...]]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import ManifestEntry
 from paimond.format.manifest_list import ManifestFileMeta
+from paimond.format.manifest_slim import SlimEntry
 from paimond.lsm.task import CompactTask
 from paimond.maintenance.append_plan import (
     AppendPlanner,
@@ -34,6 +35,7 @@ from paimond.maintenance.compact_plan import expired_partitions
 from paimond.table.bucket_scan import LiveIndex, read_added
 from paimond.table.deletion_vectors import bucket_dv_entry
 from paimond.table.layout import partition_text
+from paimond.table.scan import read_index_manifest
 from paimond.table.window_scan import index_by_partition, over_windows
 
 
@@ -94,8 +96,98 @@ def plan_buckets(planner: AppendPlanner, full: bool, window_entries: int) -> Non
     planner.skipped += [text for _, text in sorted(found.skipped, key=lambda s: s[0])]
 
 
+class _Overflow(Exception):
+    """More files worth compacting than ``compaction.file-num-limit``."""
+
+
+@dataclass
+class _Packed:
+    # (where the group's first file was listed, the task's number in its group, the task)
+    tasks: list[tuple[tuple[int, int], int, CompactTask]] = field(default_factory=list)
+    candidates: int = 0
+    seen: int = 0
+    index: dict[bytes, list[IndexManifestEntry]] | None = None
+
+
+def plan_unaware(planner: AppendPlanner, window_entries: int) -> None:
+    """Bucket-unaware (``AppendCompactCoordinator``): Java scans the files worth compacting,
+    up to ``compaction.file-num-limit`` of them in the scan's order, then packs each
+    partition's. While the files worth compacting stay within the limit, every one is
+    taken, so each window packs its own partitions, from entries kept whole as the
+    manifests are first read (no second read); past the limit, :func:`_plan_limited`."""
+    options = planner.options
+    small = options.compaction_file_size_bytes
+    vectored: frozenset[str] = frozenset()
+    if planner.dv:
+        vectored = frozenset(dv.data_file_name for e in read_index_manifest(
+            planner.table, planner.snapshot) for dv in e.index_file.dv_ranges or ()
+            if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS)
+
+    def worth(e: SlimEntry) -> bool:  # may be a candidate: kept whole from the first read
+        return e.file_size < small or e.file_name in vectored
+
+    def each(state: _Packed, live: LiveIndex) -> None:
+        if state.index is None:
+            state.index = index_by_partition(live.index_entries)
+        tasks: list[tuple[tuple[int, int], int, CompactTask]] = []
+        for files in live.buckets():
+            partition = files.partition
+            if not planner.wanted(partition):
+                continue
+            state.seen += 1
+            vectors = (file_vectors(state.index.get(partition, ()), partition)
+                       if planner.dv else None)
+            groups: dict[int, list[tuple[tuple[int, int], ManifestEntry]]] = {}
+            for live_file in files.files:
+                entry = live_file.entry
+                if should_compact(pick_file(entry), options, vectors):
+                    groups.setdefault(entry.total_buckets, []).append(
+                        (live.origin(entry), entry))
+            state.candidates += sum(len(g) for g in groups.values())
+            if state.candidates > options.file_num_limit:
+                raise _Overflow
+            for total_buckets, group in groups.items():
+                group.sort(key=lambda item: item[0])
+                tasks += [(group[0][0], n, task) for n, task in enumerate(_pack(
+                    planner, partition, files.bucket, total_buckets, [e for _, e in group],
+                    vectors, state.index))]
+        if tasks:
+            whole = live.full_entries(planner.table, (e for *_, t in tasks for e in t.inputs))
+            state.tasks += [(at, n, replace(t, inputs=tuple(whole[e.identifier]
+                                                            for e in t.inputs)))
+                            for at, n, t in tasks]
+
+    try:
+        found = over_windows(planner.table, planner.snapshot, planner.schema, _Packed, each,
+                             budget=window_entries, whole=worth)
+    except _Overflow:
+        _plan_limited(planner, window_entries)
+        return
+    planner.seen += found.seen
+    planner.tasks += [task for *_, task in sorted(found.tasks, key=lambda t: t[:2])]
+
+
+def _pack(planner: AppendPlanner, partition: bytes, bucket: int, total_buckets: int,
+          entries: list[ManifestEntry], vectors: dict[str, FileVector] | None,
+          index: dict[bytes, list[IndexManifestEntry]]) -> list[CompactTask]:
+    """One (partition, bucket)'s chosen files, in the scan's order, packed into tasks."""
+    by_name = {e.file.file_name: e for e in entries}
+    held_by = vectors or {}
+    tasks = []
+    for group in pick_unaware([pick_file(e) for e in entries], planner.options, vectors):
+        held = {held_by[f.name].index_file for f in group if f.name in held_by}
+        index_files = tuple(e for e in index.get(partition, ())
+                            if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS
+                            and e.index_file.file_name in held)
+        tasks.append(planner.task(partition, bucket, total_buckets,
+                                  tuple(by_name[f.name] for f in group), None,
+                                  "bucket-unaware", index_files))
+    return tasks
+
+
 @dataclass
 class _Unaware:
+
     # the candidates kept, the latest-listed on top: (-manifest, -position, seen, entry)
     kept: list[tuple[int, int, int, ManifestEntry]] = field(default_factory=list)
     candidates: int = 0
@@ -105,10 +197,10 @@ class _Unaware:
     vectors: dict[bytes, dict[str, FileVector] | None] = field(default_factory=dict)
 
 
-def plan_unaware(planner: AppendPlanner, window_entries: int) -> None:
-    """Bucket-unaware (``AppendCompactCoordinator``): Java scans the files worth compacting,
-    up to ``compaction.file-num-limit`` of them in the scan's order, then packs each
-    partition's."""
+def _plan_limited(planner: AppendPlanner, window_entries: int) -> None:
+    """More files worth compacting than ``compaction.file-num-limit``: the first ones in the
+    scan's order are kept over all windows (the limit's worth, statistics-free), then packed
+    and read back whole."""
     limit = planner.options.file_num_limit
 
     def each(state: _Unaware, live: LiveIndex) -> None:
@@ -152,18 +244,8 @@ def plan_unaware(planner: AppendPlanner, window_entries: int) -> None:
     index = found.index or {}
     tasks = []
     for (partition, bucket, total_buckets), entries in chosen.items():
-        by_name = {e.file.file_name: e for e in entries}
-        vectors = found.vectors[partition]
-        groups = pick_unaware([pick_file(e) for e in entries], planner.options, vectors)
-        held_by = vectors or {}
-        for group in groups:
-            held = {held_by[f.name].index_file for f in group if f.name in held_by}
-            index_files = tuple(e for e in index.get(partition, ())
-                                if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS
-                                and e.index_file.file_name in held)
-            tasks.append(planner.task(partition, bucket, total_buckets,
-                                      tuple(by_name[f.name] for f in group), None,
-                                      "bucket-unaware", index_files))
+        tasks += _pack(planner, partition, bucket, total_buckets, entries,
+                       found.vectors[partition], index)
     wanted: dict[int, dict[int, tuple[object, ...]]] = defaultdict(dict)
     for task in tasks:
         for e in task.inputs:

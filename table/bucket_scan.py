@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from paimond.errors import CorruptFileError
+from paimond.errors import CodecError, CorruptFileError
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import (
     EMPTY_STATS,
@@ -29,7 +29,7 @@ from paimond.format.manifest import (
     ManifestEntry,
 )
 from paimond.format.manifest_list import ManifestFileMeta
-from paimond.format.manifest_slim import SlimEntry
+from paimond.format.manifest_slim import SlimEntry, decode_manifest_slim_whole
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.table.catalog import Table
@@ -57,6 +57,8 @@ A = TypeVar("A")
 # manifest index, position in the manifest, creation-time-present flag, row count; the min key
 # follows
 _PACKED = struct.Struct("<qqqqqqiiiBq")
+# Whole entries a window keeps at most (``scan_live_windows``'s ``whole``): ~1.6 KB each
+WHOLE_ENTRIES = 20_000
 # A file's key in its level's map: the name alone when the rest of Java's identifier is empty
 FileKey = str | tuple[str, tuple[str, ...], bytes | None, str | None]
 
@@ -85,6 +87,9 @@ class LiveIndex:
     snapshot: Snapshot
     manifests: list[tuple[ManifestFileMeta, str]]  # with the path of the list naming each
     index_entries: list[IndexManifestEntry]
+    # (manifest, position) -> a live file's ADD entry kept whole from the first read
+    # (``scan_live_windows``'s ``whole``), so :meth:`full_entries` need not read it again
+    whole: dict[tuple[int, int], ManifestEntry] = field(default_factory=dict)
     _buckets: dict[tuple[bytes, int], dict[int, dict[FileKey, bytes]]] = field(
         default_factory=dict)
     _seen: int = 0
@@ -167,10 +172,17 @@ class LiveIndex:
         """The live ADD entries, whole, of the files ``slim`` names (entries of
         :meth:`buckets`), by identifier: the Avro blocks holding them are read once more."""
         wanted: dict[int, dict[int, tuple[object, ...]]] = defaultdict(dict)
+        found: dict[tuple[object, ...], ManifestEntry] = {}
         for e in slim:
             manifest, position = self.origin(e)
-            wanted[manifest][position] = e.identifier
-        return read_added(table, self.manifests, wanted, parallelism=parallelism)
+            kept = self.whole.get((manifest, position))
+            if kept is not None:
+                found[e.identifier] = kept
+            else:
+                wanted[manifest][position] = e.identifier
+        if wanted:
+            found.update(read_added(table, self.manifests, wanted, parallelism=parallelism))
+        return found
 
 
 def read_added(table: Table, manifests: Sequence[tuple[ManifestFileMeta, str]],
@@ -210,11 +222,14 @@ class PartitionStatsMismatchError(Exception):
 
 
 def scan_live_windows(table: Table, snapshot: Snapshot, schema: TableSchema | None, *,
-                      parallelism: int = 8, budget: int = WINDOW_ENTRIES
-                      ) -> Iterator[LiveIndex]:
+                      parallelism: int = 8, budget: int = WINDOW_ENTRIES,
+                      whole: Callable[[SlimEntry], bool] | None = None,
+                      whole_cap: int = WHOLE_ENTRIES) -> Iterator[LiveIndex]:
     """The live files of ``snapshot`` one window of partitions at a time
     (``table.partition_windows``; one window without ``schema``). Raises
-    PartitionStatsMismatchError, possibly after some windows came back."""
+    PartitionStatsMismatchError, possibly after some windows came back. ``whole``: the ADD
+    entries it is true for are kept whole too (:attr:`LiveIndex.whole`), at most
+    ``whole_cap`` a window (the others are read again when asked for)."""
     snapshot_path = table.snapshots.path(snapshot.id)
     base = read_manifest_list(table, snapshot.base_manifest_list, snapshot_path,
                               snapshot.base_manifest_list_size)
@@ -234,12 +249,32 @@ def scan_live_windows(table: Table, snapshot: Snapshot, schema: TableSchema | No
         contents = _in_windows(lambda i: fetch_manifest(table, *manifests[i]), numbers,
                                parallelism)
         for number, data in zip(numbers, contents, strict=True):
-            index._merge(decode_fetched_slim(table, manifests[number][0], data), number,
-                         snapshot_path, keep)
+            if whole is None:
+                index._merge(decode_fetched_slim(table, manifests[number][0], data), number,
+                             snapshot_path, keep)
+                continue
+            slim, kept = _decode_whole(table, manifests[number][0], data, whole)
+            index._merge(slim, number, snapshot_path, keep)
+            for at, entry in kept.items():
+                if len(index.whole) >= whole_cap:
+                    break
+                if keep is None or keep(entry.partition, number):
+                    index.whole[(number, at)] = entry
         if index_entries is None:
             index_entries = read_index_manifest(table, snapshot)
         index.index_entries = index_entries
         yield index
+
+
+def _decode_whole(table: Table, meta: ManifestFileMeta, data: bytes,
+                  whole: Callable[[SlimEntry], bool]
+                  ) -> tuple[list[SlimEntry], dict[int, ManifestEntry]]:
+    """``decode_fetched_slim`` keeping some entries whole (same errors)."""
+    try:
+        return decode_manifest_slim_whole(data, whole)
+    except CodecError as error:
+        raise CorruptFileError(table.file_path(MANIFEST_DIR, meta.file_name),
+                               error.reason) from None
 
 
 def _window_filter(windows: PartitionWindows, window: int) -> Callable[[bytes, int], bool]:

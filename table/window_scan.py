@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from paimond.format.index_manifest import IndexManifestEntry
+from paimond.format.manifest_slim import SlimEntry
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.table.bucket_scan import LiveIndex, PartitionStatsMismatchError, scan_live_windows
@@ -29,20 +30,21 @@ def index_by_partition(entries: Iterable[IndexManifestEntry]
 
 def over_windows(table: Table, snapshot: Snapshot, schema: TableSchema, start: Callable[[], S],
                  each: Callable[[S, LiveIndex], None], *, budget: int = WINDOW_ENTRIES,
-                 parallelism: int = 8) -> S:
+                 parallelism: int = 8, whole: Callable[[SlimEntry], bool] | None = None) -> S:
     """``each(state, window)`` for every window, ``state`` from ``start()``; a fresh state and
     one window when a window finds an entry outside its manifest's stated range. Each window
-    is dropped before the next one is read."""
+    is dropped before the next one is read. ``whole``: as ``scan_live_windows``'s."""
     try:
         state = start()
         for live in scan_live_windows(table, snapshot, schema, parallelism=parallelism,
-                                      budget=budget):
+                                      budget=budget, whole=whole):
             each(state, live)
             del live  # not held while the next window is read
         return state
     except PartitionStatsMismatchError:
         state = start()
-        for live in scan_live_windows(table, snapshot, None, parallelism=parallelism):
+        for live in scan_live_windows(table, snapshot, None, parallelism=parallelism,
+                                      whole=whole):
             each(state, live)
             del live
         return state

@@ -23,7 +23,11 @@ from paimond.format.manifest import (
     decode_manifest,
     encode_manifest,
 )
-from paimond.format.manifest_slim import decode_manifest_added, decode_manifest_slim
+from paimond.format.manifest_slim import (
+    decode_manifest_added,
+    decode_manifest_slim,
+    decode_manifest_slim_whole,
+)
 
 
 def _as_slim(e: ManifestEntry) -> tuple[object, ...]:
@@ -38,6 +42,16 @@ def test_slim_entries_are_the_whole_entries_fields(entries: list[ManifestEntry],
                                                    compression: str) -> None:
     data = encode_manifest(entries, compression=compression)
     assert [tuple(s) for s in decode_manifest_slim(data)] == [_as_slim(e) for e in entries]
+
+
+@given(st.lists(entry_st, max_size=6), codecs, st.integers(0, 3))
+def test_entries_kept_whole_are_the_whole_decoders(entries: list[ManifestEntry],
+                                                   compression: str, modulo: int) -> None:
+    data = encode_manifest(entries, compression=compression)
+    slim, kept = decode_manifest_slim_whole(data, lambda e: e.file_size % 4 >= modulo)
+    assert slim == decode_manifest_slim(data)
+    assert kept == {at: e for at, e in enumerate(decode_manifest(data))
+                    if e.kind == FILE_KIND_ADD and e.file.file_size % 4 >= modulo}
 
 
 def _entry(i: int, kind: int = FILE_KIND_ADD) -> ManifestEntry:

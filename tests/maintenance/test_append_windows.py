@@ -300,3 +300,16 @@ def test_one_partition_and_empty_tables(tmp_path: Path) -> None:
     empty = write_append(tmp_path / "empty", {"bucket": "2"}, 5, partitions=0)
     assert plan_append_compaction(empty, moment=NOON, window_entries=1) == eager_plan(empty)
     assert plan_append_compaction(empty, moment=NOON).buckets_seen == 0
+
+
+@pytest.mark.parametrize("cap", [0, 3])
+def test_entries_not_kept_whole_are_read_again(tmp_path: Path, cap: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window keeps at most ``whole_cap`` entries whole from the first read; the others a
+    task needs are read back, to the same plan."""
+    from paimond.table import bucket_scan
+
+    table = write_append(tmp_path, {"bucket": "-1", "compaction.min.file-num": "2"}, 8,
+                         partitions=60, delta_chunk=2)
+    monkeypatch.setitem(bucket_scan.scan_live_windows.__kwdefaults__, "whole_cap", cap)
+    assert assert_plans_as_before(table, 300) > 0
