@@ -5,7 +5,10 @@ the median of ``--runs`` runs, against the baseline ``python -c "import pyarrow.
 measured in the same run, interleaved (so a busy machine weighs on both alike). Goal: every
 ratio within 1.5x. Also prints peak RSS and whether pandas was imported.
 
-    .venv/bin/python bench/startup.py [--runs 7] [--pyc cached|none]
+    .venv/bin/python bench/startup.py [--runs 7] [--pyc cached|none] [--before DIR]
+
+``--before DIR`` also runs every paimond command from an older tree, interleaved (DIR holds its
+package as paimond/: ``mkdir -p DIR/paimond && git archive REV | tar -x -C DIR/paimond``).
 
 The no-op ``status`` is a warehouse without tables; ``status (1 table)`` reads one small
 pypaimon-written table (pypaimon only builds it; the timed process never imports it).
@@ -105,6 +108,8 @@ def main() -> None:
     parser.add_argument("--pyc", choices=("cached", "none"), default="cached",
                         help="byte code: cached as installed (default), or none (compile "
                              "every module in every process, PYTHONDONTWRITEBYTECODE)")
+    parser.add_argument("--before", type=Path, metavar="DIR",
+                        help="an older tree (DIR/paimond) to run alike, interleaved")
     parser.add_argument("--build", metavar="DIR", help=argparse.SUPPRESS)
     parser.add_argument("--commits", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -120,31 +125,38 @@ def main() -> None:
                        check=True)
         fresh = _FreshCopy(small, copy)
         env = _environment(args.pyc, Path(scratch))
-        cases = {
+        before_env = (None if args.before is None
+                      else {**_environment(args.pyc, Path(scratch)), "PYTHONPATH": str(args.before)})
+        cases: dict[str, tuple[list[str], bool, dict[str, str]]] = {
             "baseline: import pyarrow.parquet": (
-                [sys.executable, "-c", f"{PANDAS_PROBE}; import pyarrow.parquet"], False),
-            "paimond --version": (_command("--version"), True),
-            "paimond --help": (_command("--help"), True),
-            "paimond status (no tables)": (_command("status", str(empty)), True),
-            "paimond status (1 table)": (_command("status", str(one)), False),
+                [sys.executable, "-c", f"{PANDAS_PROBE}; import pyarrow.parquet"], False, env),
+            "paimond --version": (_command("--version"), True, env),
+            "paimond --help": (_command("--help"), True, env),
+            "paimond status (no tables)": (_command("status", str(empty)), True, env),
+            "paimond status (1 table)": (_command("status", str(one)), False, env),
             "paimond compact --dry-run (small)": (
-                _command("compact", str(copy), "--table", "db.t", "--full", "--dry-run"), False),
+                _command("compact", str(copy), "--table", "db.t", "--full", "--dry-run"), False,
+                env),
             "paimond compact --full (small)": (
-                _command("compact", str(copy), "--table", "db.t", "--full"), False),
+                _command("compact", str(copy), "--table", "db.t", "--full"), False, env),
         }
+        if before_env is not None:
+            cases.update({f"before: {name[len('paimond '):]}": (argv, goal, before_env)
+                          for name, (argv, goal, _) in list(cases.items())
+                          if name.startswith("paimond")})
         samples: dict[str, list[tuple[float, float, bool]]] = {name: [] for name in cases}
         for rnd in range(args.runs + 1):  # interleaved: each round measures every case once
-            for name, (argv, _goal) in cases.items():
-                if name.startswith("paimond compact"):
+            for name, (argv, _goal, case_env) in cases.items():
+                if "compact" in name:
                     fresh()
-                measured = _measure(argv, env)
+                measured = _measure(argv, case_env)
                 if rnd:  # the first round only fills the byte-code cache
                     samples[name].append(measured)
     base = statistics.median(cpu for cpu, _, _ in samples["baseline: import pyarrow.parquet"])
     print(f"{args.runs} runs each, medians; {os.cpu_count()} CPUs; python {sys.version.split()[0]}"
           f"; byte code {args.pyc}; load average {os.getloadavg()[0]:.1f}")
     print(f"{'command':<36} {'CPU s':>7} {'ratio':>6} {'goal':>6} {'RSS MB':>7} pandas")
-    for name, (_, goal) in cases.items():
+    for name, (_, goal, _env) in cases.items():
         cpu = statistics.median(s[0] for s in samples[name])
         rss = statistics.median(s[1] for s in samples[name])
         pandas = any(s[2] for s in samples[name])
