@@ -217,13 +217,15 @@ def test_environment_full_reaches_the_daemons_compaction(
     # PAIMOND_JOBS_COMPACT_FULL=false once became bool("false"): full compactions.
     path, specs = warehouse
     built: list[dict[str, Any]] = []
-    real = registry_module.CompactJob
+    from paimond.maintenance import compact as compact_module  # the registry imports it per run
+
+    real = compact_module.CompactJob
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         built.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(registry_module, "CompactJob", recording)
+    monkeypatch.setattr(compact_module, "CompactJob", recording)
     service, _ = _service(path, PAIMOND_JOBS_COMPACT_FULL=text,
                           PAIMOND_JOBS_COMPACT_PARALLELISM="2")
     assert service.settings.job("compact") == CompactJobSettings(full=full, parallelism=2)
