@@ -40,6 +40,7 @@ from paimond.daemon.table_policy import Policies
 from paimond.daemon.table_watch import Watcher
 from paimond.errors import PaimondError, kind_of
 from paimond.format.schema import TableSchema
+from paimond.maintenance.jobs import preload as preload_jobs
 from paimond.table.catalog import Table
 from paimond.table.job_records import set_replica
 from paimond.table.semantic_options import fingerprint
@@ -88,6 +89,7 @@ class TableState:
 class Daemon:
     def __init__(self, settings: Settings, metrics: Metrics, *, clock: Clock = SYSTEM_CLOCK,
                  owner: str | None = None) -> None:
+        preload_jobs()  # no job's first import in one thread while another forks a pool
         self.settings, self.metrics, self.clock = settings, metrics, clock
         self.owner = owner or settings.replica_id  # stable: a restart takes its leases back
         set_replica(self.owner)  # and its killed jobs' records are dead at once

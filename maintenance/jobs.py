@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import importlib
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -359,6 +360,26 @@ JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
     Job("create_tag", CreateTagSettings, _create_tag),
     Job("delete_tag", DeleteTagSettings, _delete_tag),
 )}
+# Every module a run above imports when it runs (tests/maintenance/test_job_registry.py keeps
+# this equal to the runs' imports).
+JOB_MODULES = (
+    "paimond.maintenance.cluster_plan", "paimond.maintenance.compact",
+    "paimond.maintenance.consumers", "paimond.maintenance.expire",
+    "paimond.maintenance.expire_rounds", "paimond.maintenance.manifests",
+    "paimond.maintenance.orphans", "paimond.maintenance.partition_expire",
+    "paimond.maintenance.rebuild_dv", "paimond.maintenance.rewrite_index",
+    "paimond.maintenance.sort_compact", "paimond.maintenance.tags",
+)
+
+
+def preload() -> None:
+    """Import every job's modules now: a long-lived process whose threads run jobs (the daemon)
+    calls it at start, so that no job's first import is under way in one thread while another
+    forks a compaction's worker processes (a child would wait forever on that module's lock)."""
+    for module in JOB_MODULES:
+        importlib.import_module(module)
+
+
 # The jobs a table's routine maintenance runs, in this order (the daemon, Spark's maintain).
 ROUTINE_JOBS = ("rebuild_dv", "compact", "rewrite_index", "expire_partitions", "tags",
                 "expire_consumers", "expire", "merge_manifests", "remove_orphans")

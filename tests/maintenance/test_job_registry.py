@@ -46,7 +46,9 @@ def test_every_import_a_run_defers_resolves() -> None:
         for module, name in deferred:
             assert hasattr(importlib.import_module(module), name), f"{module}.{name} ({run})"
             imported.add(module)
-    # every job module the registry used to import at once is still reached by some run
+    # the table preload() imports is exactly what the runs import; and every job module the
+    # registry used to import at once is still reached by some run
+    assert imported == set(jobs.JOB_MODULES)
     assert {"paimond.maintenance.compact", "paimond.maintenance.sort_compact",
             "paimond.maintenance.cluster_plan", "paimond.maintenance.expire",
             "paimond.maintenance.expire_rounds", "paimond.maintenance.consumers",
@@ -55,12 +57,17 @@ def test_every_import_a_run_defers_resolves() -> None:
             "paimond.maintenance.rebuild_dv", "paimond.maintenance.tags"} <= imported
 
 
-def test_importing_the_registry_loads_no_job_code() -> None:
-    probe = ("import json, sys; import paimond.maintenance.jobs; "
-             "print(json.dumps(sorted(sys.modules)))")
+def _loaded_by(code: str) -> set[str]:
+    probe = f"import json, sys; {code}; print(json.dumps(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, check=True)
-    loaded = set(json.loads(done.stdout))
+    return set(json.loads(done.stdout))
+
+
+def test_importing_the_registry_loads_no_job_code_and_preload_loads_all() -> None:
+    loaded = _loaded_by("import paimond.maintenance.jobs")
     ours = {name for name in loaded if name.startswith("paimond.")}
     assert ours == {"paimond.clock", "paimond.maintenance", "paimond.maintenance.jobs"}
     assert not loaded & {"pyarrow", "numpy", "fsspec", "fastavro"}
+    assert set(jobs.JOB_MODULES) <= _loaded_by(
+        "from paimond.maintenance.jobs import preload; preload()")
