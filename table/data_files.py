@@ -47,6 +47,7 @@ from paimond.table.kv_layout import (
     thin_mode,
 )
 from paimond.table.options import TableOptions
+from paimond.table.parquet_groups import read_parquet_batches
 from paimond.table.storage import Storage
 
 FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
@@ -72,7 +73,8 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
     ``_SEQUENCE_NUMBER``, read from the file when it holds them (``file_row_tracking``),
     null otherwise.
 
-    Streams: Parquet row groups, ORC stripes and Avro blocks are read one at a time.
+    Streams: Parquet row groups (small ones decoded whole, :mod:`paimond.table.parquet_groups`),
+    ORC stripes and Avro blocks are read one at a time.
     Raises CorruptFileError for a file that does not parse, UnsupportedError for a type
     change Arrow cannot cast."""
     file_row = physical_row_type(file_schema, key_value=key_value,
@@ -92,9 +94,13 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
     try:
         if not file_subset.fields:  # every read column is new: count rows from any column
             file_subset = RowType(fields=file_row.fields[:1])
-        batches = read_format_batches(file_format, stream, file_row, file_subset, path=path,
-                                      file_size=storage.size(path) if file_format == "row" else -1,
-                                      batch_rows=batch_rows)
+        if file_format == "parquet":
+            batches = read_parquet_batches(stream, file_subset, batch_rows)
+        else:
+            batches = read_format_batches(
+                file_format, stream, file_row, file_subset, path=path,
+                file_size=storage.size(path) if file_format == "row" else -1,
+                batch_rows=batch_rows)
         for batch in batches:
             columns = [pa.nulls(batch.num_rows, t.type) if source is None
                        else _evolve(batch.column(source.name), source.type, read.type, t.type, path)

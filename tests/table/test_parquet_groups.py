@@ -1,0 +1,69 @@
+"""Parquet reads by row group: small groups decoded whole and cut into batches, large ones
+streamed, give the rows pyarrow's own reader gives, in order, in batches of at most
+``batch_rows`` rows; a column the file lacks reads as null."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from paimond.format.types import BigIntType, DataField, DoubleType, RowType, VarCharType
+from paimond.table.kv_layout import physical_arrow_schema
+from paimond.table.parquet_groups import EAGER_BATCHES, read_parquet_batches
+
+STRING = VarCharType(length=2147483647)
+COLUMNS = RowType(fields=(DataField(0, "k", BigIntType()), DataField(1, "s", STRING),
+                          DataField(2, "d", DoubleType()), DataField(3, "missing", BigIntType())))
+
+
+def _file(group_rows: list[int], seed: int) -> tuple[bytes, pa.Table]:
+    rng = random.Random(seed)
+    rows = sum(group_rows)
+    table = pa.table({
+        "k": pa.array(sorted(rng.sample(range(10 * rows), rows)), pa.int64()),
+        "s": pa.array([None if rng.random() < 0.2 else f"v{rng.randrange(50)}"
+                       for _ in range(rows)], pa.string()),
+        "d": pa.array([None if rng.random() < 0.1 else rng.random() for _ in range(rows)]),
+    })
+    sink = io.BytesIO()
+    with pq.ParquetWriter(sink, table.schema) as writer:
+        offset = 0
+        for count in group_rows:
+            writer.write_table(table.slice(offset, count), row_group_size=count)
+            offset += count
+    return sink.getvalue(), table
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_small_and_large_row_groups_read_as_pyarrow_reads_them(seed: int) -> None:
+    batch_rows = 50
+    eager = EAGER_BATCHES * batch_rows
+    groups = [eager, eager + 1, 7, 3 * eager, 1, batch_rows, batch_rows + 1]
+    random.Random(seed).shuffle(groups)
+    data, expected = _file(groups, seed)
+    assert pq.ParquetFile(io.BytesIO(data)).metadata.num_row_groups == len(groups)
+
+    batches = list(read_parquet_batches(io.BytesIO(data), COLUMNS, batch_rows))
+
+    assert all(0 < b.num_rows <= batch_rows for b in batches)
+    schema = physical_arrow_schema(COLUMNS)
+    assert all(b.schema == schema for b in batches)
+    got = pa.Table.from_batches(batches, schema=schema)
+    assert got.num_rows == expected.num_rows
+    for name in ("k", "s", "d"):
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
+    assert got.column("missing").null_count == expected.num_rows
+
+
+def test_projection_reads_only_the_columns_asked_for() -> None:
+    data, expected = _file([120, 30], seed=9)
+    columns = RowType(fields=(COLUMNS.fields[2], COLUMNS.fields[0]))
+
+    got = pa.Table.from_batches(list(read_parquet_batches(io.BytesIO(data), columns, 64)))
+
+    assert got.column_names == ["d", "k"]
+    assert got.column("k").to_pylist() == expected.column("k").to_pylist()
