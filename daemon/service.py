@@ -73,7 +73,7 @@ class TableState:
     gauges: dict[str, float] = field(default_factory=dict)  # its health figures, as last read
     active: bool = False  # moved at its last check: watched between ticks (daemon.pace)
     moved_at: float = float("-inf")  # wall seconds a check last saw it move (daemon.pace)
-    duties: bool = False  # its submitted run has jobs besides compaction (daemon.pace)
+    duties: bool = False  # running, with jobs besides compaction (daemon.pace): counted
     compaction_due: bool = False  # at its compaction trigger, by the latest gauges
     shown_needs: dict[str, float] | None = None  # its need gauges as last exported
     # its last compaction found nothing to do: skipped while this holds (daemon.compact_skip)
@@ -109,6 +109,7 @@ class Daemon:
         # only then are they set again (each run's end, else O(tables) per run)
         self._quarantine_changed = True
         self.running_jobs = 0  # table runs executing now (queued work is not counted)
+        self._duty_runs = 0  # submitted runs with jobs besides compaction (TableState.duties)
         self.forced = False
         # serving (``run``): re-check a table right after its run, watch the ones near their
         # trigger between ticks (daemon.pace); a one-shot pass does neither
@@ -314,10 +315,9 @@ class Daemon:
                 continue
             with self._lock:
                 # a wave of due duties never queues compaction behind it (compaction alone
-                # is never held back: the count, O(tables), only for runs with duties)
+                # is never held back; the running duties are counted as runs start and end)
                 if self.keep_up and any(job != "compact" for job in jobs):
-                    duty_runs = sum(1 for s in self.tables.values() if s.running and s.duties)
-                    jobs = pace.paced_jobs(jobs, duty_runs, self.settings.concurrency)
+                    jobs = pace.paced_jobs(jobs, self._duty_runs, self.settings.concurrency)
                 if not jobs or state.running or not self._current(state):
                     continue
                 state.running = True
@@ -357,6 +357,7 @@ class Daemon:
         answer = Future() if answer is None else answer
         with self._lock:
             state.duties = any(job != "compact" for job in jobs)
+            self._duty_runs += state.duties
         try:
             work = self._pool.submit(self._run, state, jobs)
         except RuntimeError:  # the pool is shut down
@@ -442,6 +443,8 @@ class Daemon:
         else:
             run = work.result()
         with self._lock:
+            self._duty_runs -= state.duties
+            state.duties = False
             follow, state.triggered = state.triggered, None
             state.running = follow is not None and not self._stopping.is_set()
             shown = None

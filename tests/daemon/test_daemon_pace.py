@@ -5,6 +5,7 @@ running table follow the writer. The writer is pypaimon; the result is read back
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,50 @@ def test_an_idle_tables_run_that_changed_nothing_neither_rereads_nor_watches_it(
     assert reads == [], "the gauges of the snapshot they were read at are not read again"
     assert state.gauged_snapshot_id == gauged and not state.active
     assert state.moved_at == moved_at, "not watched for a run that changed nothing"
+
+
+class _CountingTables(dict[str, Any]):
+    """The daemon's table states, counting the passes over them."""
+
+    passes = 0
+
+    def values(self) -> Any:
+        type(self).passes += 1
+        return super().values()
+
+
+def test_a_wave_of_duties_counts_its_running_duties_without_a_pass_per_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every table due for its duties at once (a first pass): one run with duties at a time
+    (``limits.concurrency`` 1), compaction alone for the others, and the running duties are
+    counted as runs start and end (once a pass over every table per due table: O(N^2))."""
+    warehouse = tmp_path / "wh"
+    Writer(str(warehouse), NAME, TRIGGER).commit()
+    tables = 6
+    for i in range(1, tables):
+        shutil.copytree(warehouse / "db.db" / "t", warehouse / "db.db" / f"t{i}")
+    settings = load_settings(None, env={
+        "PAIMOND_WAREHOUSE": str(warehouse), "PAIMOND_LIMITS_CONCURRENCY": "1",
+        **{f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in JOB_NAMES
+           if job not in ("compact", "expire")}})
+    daemon = Daemon(settings, Metrics(CollectorRegistry()))
+    daemon.keep_up = True
+    daemon.tables = _CountingTables()
+    release = threading.Event()
+
+    def expire(table: Any, settings: Any, context: Any) -> JobReport:
+        assert release.wait(WAIT_S)  # the duty run stays running through the tick
+        return JobReport(_Done())
+
+    monkeypatch.setitem(registry_module.JOBS, "expire",  # type: ignore[arg-type]
+                        Job("expire", registry_module.JOBS["expire"].settings_type, expire))
+    futures = daemon.tick()
+    passes = _CountingTables.passes
+    release.set()
+    runs = [f.result(WAIT_S) for f in futures]
+    daemon.shutdown(WAIT_S)
+    assert len(runs) == tables and all(r.error is None for r in runs)
+    with_duties = [r for r in runs if set(r.reports) != {"compact"}]
+    assert len(with_duties) == 1 and "expire" in with_duties[0].reports
+    assert passes < tables, f"{passes} passes over the tables in one tick"
+    assert daemon._duty_runs == 0 and not any(s.duties for s in daemon.tables.values())
