@@ -4,7 +4,8 @@
 buckets still land. Under a :class:`~paimond.maintenance.memory.MemoryBudget` the local pool
 starts a task only once its estimate fits, with the batch size that makes it fit.
 
-The local pool's worker processes start with :func:`prepare_worker` (pyarrow without pandas:
+The local pool's worker processes fork after the parent imported what a task imports late
+(:func:`_before_fork`) and start with :func:`prepare_worker` (pyarrow without pandas:
 ``maintenance.arrow_runtime``). Tasks go to the pool largest first (:func:`largest_first`), so
 the last bucket to start is a small one and the workers finish together; results come back in
 the order of the plan."""
@@ -100,6 +101,15 @@ class TaskExecutor(Protocol):
                 ) -> tuple[list[CompactResult], list[BucketFailure]]: ...
 
 
+def _before_fork() -> None:
+    """What a task imports on first use, imported in the parent before the workers fork: they
+    inherit it instead of each importing it again, and no worker waits on an import lock that
+    another of the parent's threads (the daemon's) held at the fork. (Not pyarrow's first
+    conversion of a Python value, which imports dateutil: in a caller's process it would
+    import pandas too.)"""
+    from paimond.table import file_index_options  # noqa: F401  (TableOptions imports it late)
+
+
 def prepare_worker() -> None:
     """A local pool worker process's start: nothing it runs needs pandas, which pyarrow would
     otherwise import in each worker (0.9 s of CPU apiece)."""
@@ -134,9 +144,12 @@ def run_in_local_pool(tasks: Sequence[CompactTask], runner: TaskRunner, parallel
     results: list[CompactResult] = []
     failures: list[BucketFailure] = []
     workers = max(1, min(parallelism, len(tasks)))
+    processes = use_processes and workers > 1
+    if processes:
+        _before_fork()
     pool: ProcessPoolExecutor | ThreadPoolExecutor = (
         ProcessPoolExecutor(max_workers=workers, initializer=prepare_worker)
-        if use_processes and workers > 1 else ThreadPoolExecutor(max_workers=workers))
+        if processes else ThreadPoolExecutor(max_workers=workers))
     pending = collections.deque(tasks)
     running: list[tuple[CompactTask, Future[CompactResult]]] = []
     with pool:

@@ -4,6 +4,8 @@ as a result or a named failure, including those not yet submitted."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from typing import Any, cast
 
@@ -25,3 +27,24 @@ def test_a_dead_worker_fails_every_bucket_it_left_unfinished() -> None:
     assert sorted(cast(list[int], results) + failed) == tasks
     assert 0 in failed and len(failed) > 1  # the pool broke with tasks still to submit
     assert all("BrokenProcessPool" in f.error for f in failures)
+
+
+FORKED_PROBE = """
+import sys
+from paimond.maintenance.execution import run_in_local_pool
+
+def had(task):
+    return "paimond.table.file_index_options" in sys.modules, "pandas" in sys.modules
+
+assert "paimond.table.file_index_options" not in sys.modules
+results, failures = run_in_local_pool([1, 2], had, 2, use_processes=True, progress=None)
+assert not failures and results == [(True, False)] * 2, (results, failures)
+assert "pandas" not in sys.modules
+print("inherited")
+"""
+
+
+def test_workers_fork_after_the_parent_imported_what_a_task_imports_late() -> None:
+    done = subprocess.run([sys.executable, "-c", FORKED_PROBE], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0 and "inherited" in done.stdout, done.stdout + done.stderr
