@@ -22,9 +22,9 @@ file's level: their level-0 keys are looked up above the output with or without 
 rows found join the merge), and a level-0 file moved up without a rewrite is merged once more
 for its changelog only. Changelog files are written beside the output.
 
-Reading, merging and writing overlap: every run is decoded on a thread of its own, one batch
-ahead of the merge, which runs on the task's thread and hands merged tables to a writer
-thread through a short queue. Arrow releases the GIL while it decodes, sorts, takes and
+Reading, merging and writing overlap: every run is decoded one batch ahead of the merge (on a
+few threads the runs share); the merge runs on the task's thread and hands merged tables to a
+writer thread through a short queue. Arrow releases the GIL while it decodes, sorts, takes and
 encodes, so a bucket uses about two cores; memory stays at a few batches per run.
 """
 
@@ -57,7 +57,7 @@ from paimond.lsm.level0_lookup import Level0Lookup
 from paimond.lsm.lookup_cache import CachedKeyIndex, LookupCache
 from paimond.lsm.merge import VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.merge_engines import make_reducer
-from paimond.lsm.pipeline import BackgroundWriter, Prefetch
+from paimond.lsm.pipeline import BackgroundWriter, SharedPrefetch
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files import RollingDataFileWriter, file_format_for_level, read_data_file
@@ -77,7 +77,7 @@ FILE_SOURCE_COMPACT = 1
 # reader's pages; 32768 keeps that small at no cost in CPU over larger batches (16384:
 # -43 MB peak RSS but +11% CPU at 10M rows, bench/compact_process.py).
 BATCH_ROWS = 32768
-_PREFETCH_BATCHES = 1
+_PREFETCH_THREADS = 4  # decode threads shared by a merge's runs (lsm.pipeline.SharedPrefetch)
 _WRITE_QUEUE_BYTES = 16 << 20  # one row group's worth (32 MB: +13 MB peak RSS, same CPU)
 
 
@@ -303,10 +303,10 @@ class _BucketRewrite:
             external=external_provider(self.options, self.task.table_path, self.directory))
         self.writers.append(writer)
         put = writer.write if write_data else _discard
-        with BackgroundWriter(put, _WRITE_QUEUE_BYTES) as background:
+        with BackgroundWriter(put, _WRITE_QUEUE_BYTES) as background, \
+                SharedPrefetch(_PREFETCH_THREADS) as prefetch:
             for section in sections:
-                runs = [Prefetch(self._run_batches(run), _PREFETCH_BATCHES)
-                        for run in section.runs]
+                runs = [prefetch.run(self._run_batches(run)) for run in section.runs]
                 inputs = [self._counted(r) for r in runs]
                 superseded = self.level0.superseded_run(section)
                 if superseded is not None:

@@ -15,7 +15,7 @@ from pypaimon_tables import build_pk_deduplicate
 
 from paimond.errors import CorruptFileError
 from paimond.lsm import rewrite
-from paimond.lsm.pipeline import BackgroundWriter, Prefetch
+from paimond.lsm.pipeline import BackgroundWriter, Prefetch, SharedPrefetch
 from paimond.lsm.rewrite import execute_compaction
 from paimond.maintenance.compact_plan import plan_compaction
 from paimond.table import data_files
@@ -73,6 +73,60 @@ def test_prefetch_raises_the_reader_error_and_close_closes_the_source() -> None:
     assert [next(prefetch).column(0)[0].as_py() for _ in range(5)] == list(range(5))
     prefetch.close()  # stops the thread, which closes the source (and so the file)
     assert closed == [True]
+
+
+def test_shared_prefetch_keeps_each_run_in_order_one_batch_ahead() -> None:
+    consumed = [0] * 6
+    ahead: list[int] = []
+
+    def source(run: int) -> Iterator[pa.RecordBatch]:
+        for i in range(30):
+            ahead.append(i - consumed[run])  # batches started but not yet handed over
+            yield _batch(100 * run + i)
+
+    with SharedPrefetch(2) as shared:
+        runs = [shared.run(source(r)) for r in range(6)]
+        seen: list[list[int]] = [[] for _ in runs]
+        for step in range(31):  # the runs drawn in turn, as the merge draws them
+            for r, run in enumerate(runs):
+                batch = next(run, None)
+                if batch is not None:
+                    seen[r].append(batch.column(0)[0].as_py())
+                    consumed[r] += 1
+                    assert step < 30
+        for run in runs:
+            run.close()
+    assert seen == [[100 * r + i for i in range(30)] for r in range(6)]
+    assert max(ahead) <= 1  # the one handed over next, never more
+
+
+def test_shared_prefetch_raises_the_reader_error_once_and_close_closes_the_source() -> None:
+    closed = []
+
+    def failing() -> Iterator[pa.RecordBatch]:
+        yield _batch(0)
+        raise CorruptFileError("s3://b/data-0.parquet", "bad page")
+
+    def endless() -> Iterator[pa.RecordBatch]:
+        try:
+            i = 0
+            while True:
+                yield _batch(i)
+                i += 1
+        finally:
+            closed.append(True)
+
+    with SharedPrefetch(3) as shared:
+        bad, good = shared.run(failing()), shared.run(endless())
+        assert next(bad).num_rows == 1
+        with pytest.raises(CorruptFileError, match="data-0.parquet"):
+            next(bad)
+        with pytest.raises(StopIteration):
+            next(bad)
+        bad.close()
+        assert [next(good).column(0)[0].as_py() for _ in range(5)] == list(range(5))
+        good.close()  # waits for the batch under way, then closes the source (and the file)
+        assert closed == [True]
 
 
 def test_background_writer_writes_in_order_and_raises_in_the_caller() -> None:
