@@ -11,12 +11,14 @@ the rest waits for the next round.
 Only the key, sequence and kind columns are sorted: a slice keeps its rows where they came
 from plus the order, and a reducer takes each surviving row once. Runs are sorted and hold
 each key once, so a stable sort by key alone, over the pieces arranged oldest first, usually
-is the (key, sequence) order already; that is checked, and a full sort is the fallback.
+is the (key, sequence) order already; that is checked (not needed when the pieces' sequence
+ranges do not overlap, as level-0 files' do not), and a full sort is the fallback.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -146,11 +148,21 @@ def _key_changes(sorted_keys: Sequence[pa.Array]) -> np.ndarray:
     return np.asarray(changed.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _oldest_first(pieces: Sequence[pa.Table]) -> pa.Table:
-    """The pieces concatenated by ascending first sequence number."""
-    firsts = [pc.min(p.column(SEQUENCE_COLUMN)).as_py() for p in pieces]
-    ranking = sorted(range(len(pieces)), key=firsts.__getitem__)
-    return pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive")
+def _oldest_first(pieces: Sequence[pa.Table]) -> tuple[pa.Table, bool]:
+    """The pieces concatenated by ascending first sequence number, and whether their
+    sequence ranges are then disjoint and ascending (each piece's last below the next one's
+    first: level-0 files, one per commit, always are)."""
+    ranges = []
+    for piece in pieces:
+        column = piece.column(SEQUENCE_COLUMN)
+        low, high = pc.min_max(column).values()
+        ranges.append((low.as_py(), high.as_py(), column.null_count))
+    ranking = sorted(range(len(pieces)), key=lambda i: ranges[i][0])
+    ordered = [ranges[i] for i in ranking]
+    disjoint = all(r[2] == 0 for r in ordered) and all(
+        before[1] < after[0] for before, after in itertools.pairwise(ordered))
+    rows = pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive")
+    return rows, disjoint
 
 
 def stable_int_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -174,9 +186,14 @@ def stable_int_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, keys[order]
 
 
-def _presorted(rows: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+def _presorted(rows: pa.Table, key_columns: Sequence[str], disjoint: bool = False
+               ) -> tuple[np.ndarray, np.ndarray] | None:
     """(order, key changes) from a stable sort by key alone, if that order is already
-    strictly ascending in (sequence, is add) within every key; else None."""
+    strictly ascending in (sequence, is add) within every key; else None.
+
+    ``disjoint``: ``rows`` are pieces of runs (each in key order, a key's versions in
+    sequence order) whose sequence ranges ascend without overlap, so the stable sort orders
+    every key's versions by sequence, without ties, and nothing needs checking."""
     keys = _int_keys(rows, key_columns)
     if keys is not None:
         order, sorted_keys = stable_int_order(keys)
@@ -185,8 +202,8 @@ def _presorted(rows: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray, 
         order = _sort_indices(rows.select(list(key_columns)),
                               [(k, "ascending") for k in key_columns])
         changes = _key_changes([_take(rows.column(k), order) for k in key_columns])
-    repeats = np.flatnonzero(~changes)  # sorted row i + 1 has the key of row i
-    if len(repeats):
+    repeats = np.empty(0, np.int64) if disjoint else np.flatnonzero(~changes)
+    if len(repeats):  # sorted row i + 1 has the key of row i
         earlier, later = order[repeats], order[repeats + 1]
         sequences = _numpy(rows.column(SEQUENCE_COLUMN))
         before, after = sequences[earlier], sequences[later]
@@ -206,8 +223,8 @@ def sort_slice(pieces: Sequence[pa.Table], key_columns: Sequence[str],
     ``_SEQUENCE_NUMBER``, with retractions before additions on a tie (Java's order); rows
     equal in all of these keep the order of ``pieces``."""
     if not user_sequence and sum(p.num_rows for p in pieces):
-        rows = _oldest_first(pieces)
-        found = _presorted(rows, key_columns)
+        rows, disjoint = _oldest_first(pieces)
+        found = _presorted(rows, key_columns, disjoint)
         if found is not None:
             return _sorted_slice(rows, key_columns, *found)
     rows = pa.concat_tables(pieces, promote_options="permissive")

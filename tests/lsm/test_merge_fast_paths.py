@@ -39,18 +39,27 @@ def test_stable_int_order_is_a_stable_argsort(seed: int) -> None:
         assert sorted_keys.tolist() == keys[expected].tolist()
 
 
-def _runs(rng: random.Random, nulls: bool, wide: bool) -> list[list[Row]]:
+def _runs(rng: random.Random, nulls: bool, wide: bool, sequences: str = "random"
+          ) -> list[list[Row]]:
     """Runs with unique keys each; keys repeat across runs; sequence numbers repeat
-    (ties) and are not monotone within a run."""
+    (ties) and are not monotone within a run. ``sequences``: "random" over one range for
+    every run; "disjoint": run i draws from its own range (level-0 files), the runs in random
+    order; "touching": the same, but each range ends where the next one starts (a tie)."""
     span = (1 << 62) if wide else 60
     keys = [rng.randrange(-span, span) for _ in range(80)]
+    count = rng.randint(1, 6)
+    lows = rng.sample(range(count), count)
     runs = []
-    for _ in range(rng.randint(1, 6)):
+    for index in range(count):
         chosen: list[Any] = sorted(set(rng.sample(keys, rng.randint(0, 40))))
         if nulls and rng.random() < 0.5:
             chosen.insert(0, None)
-        runs.append([(k, rng.randrange(0, 30), rng.choice((0, 0, 0, 1, 2, 3)), f"v{rng.random():.6f}")
-                     for k in chosen])
+        low, high = 0, 29
+        if sequences != "random":
+            low = 10 * lows[index]
+            high = low + (10 if sequences == "touching" else 9)
+        runs.append([(k, rng.randint(low, high), rng.choice((0, 0, 0, 1, 2, 3)),
+                      f"v{rng.random():.6f}") for k in chosen])
     return runs
 
 
@@ -89,7 +98,7 @@ def _model(runs: list[list[Row]], drop: bool) -> list[Row]:
 
 def _general(monkeypatch: pytest.MonkeyPatch) -> None:
     """Route every slice through the full sort and the Arrow kinds test."""
-    monkeypatch.setattr(merge, "_presorted", lambda rows, key_columns: None)
+    monkeypatch.setattr(merge, "_presorted", lambda *args: None)
 
     def adds_at(piece: merge.SortedSlice, positions: np.ndarray) -> np.ndarray:
         kinds = piece.rows.column(merge.VALUE_KIND_COLUMN).take(
@@ -99,11 +108,12 @@ def _general(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(merge_engines, "_adds_at", adds_at)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_fast_paths_equal_the_general_path_and_the_model(seed: int,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(seed)
-    runs = _runs(rng, nulls=seed % 3 == 0, wide=seed % 4 == 1)
+    runs = _runs(rng, nulls=seed % 3 == 0, wide=seed % 4 == 1,
+                 sequences=("random", "disjoint", "touching")[seed % 3])
     slice_rows, batch_rows = rng.choice((4, 16, 1 << 18)), rng.choice((3, 7, 1000))
     fast = {drop: _merged(runs, drop, slice_rows, batch_rows) for drop in (False, True)}
     for drop in (False, True):
@@ -112,3 +122,33 @@ def test_fast_paths_equal_the_general_path_and_the_model(seed: int,
         _general(patched)
         for drop in (False, True):
             assert _merged(runs, drop, slice_rows, batch_rows) == fast[drop]
+
+
+def test_disjoint_sequence_ranges_skip_the_check_only_when_they_are_disjoint(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces of runs whose sequence ranges ascend without overlap are taken as sorted; a
+    shared endpoint (a possible tie) or a NULL sequence is checked as before."""
+    seen: list[bool] = []
+    presorted = merge._presorted
+
+    def spy(rows: pa.Table, key_columns: list[str], disjoint: bool = False) -> Any:
+        seen.append(disjoint)
+        return presorted(rows, key_columns, disjoint)
+
+    monkeypatch.setattr(merge, "_presorted", spy)
+
+    def piece(keys: list[int], sequences: list[int | None]) -> pa.Table:
+        return pa.table({"_KEY_k": pa.array(keys, pa.int64()),
+                         "_SEQUENCE_NUMBER": pa.array(sequences, pa.int64()),
+                         "_VALUE_KIND": pa.array([0] * len(keys), pa.int8())})
+
+    newer, older = piece([1, 2, 3], [7, 5, 6]), piece([2, 3, 4], [1, 4, 2])
+    sorted_slice = merge.sort_slice([newer, older], KEY)
+    assert seen == [True]
+    keys = sorted_slice.rows.column("_KEY_k").take(pa.array(sorted_slice.order)).to_pylist()
+    sequences = sorted_slice.column("_SEQUENCE_NUMBER").to_pylist()
+    assert list(zip(keys, sequences, strict=True)) == [(1, 7), (2, 1), (2, 5), (3, 4), (3, 6),
+                                                       (4, 2)]
+    merge.sort_slice([newer, piece([2, 3, 4], [1, 5, 2])], KEY)  # 5 in both ranges
+    merge.sort_slice([newer, piece([2, 3, 4], [1, None, 2])], KEY)
+    assert seen == [True, False, False]
