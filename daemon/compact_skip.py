@@ -48,16 +48,19 @@ _DAY_S = 86_400
 
 @dataclass(frozen=True, slots=True)
 class Unchanged:
-    """A table's compaction found nothing to do at ``snapshot_id`` with schema ``schema_id``;
-    it is not planned again before ``until`` (wall seconds) while both stay the same."""
+    """A table's compaction, in a run started at ``since`` (wall seconds), found nothing to do
+    at ``snapshot_id`` with schema ``schema_id``; it is not planned again before ``until``
+    while both stay the same (nor after the wall clock went back before ``since``)."""
 
     snapshot_id: int | None
     schema_id: int
+    since: float
     until: float
     until_why: str  # what ends the skip at ``until``
 
     def holds(self, latest: int | None, schema_id: int | None, now: float) -> bool:
-        return latest == self.snapshot_id and schema_id == self.schema_id and now < self.until
+        return (latest == self.snapshot_id and schema_id == self.schema_id
+                and self.since <= now < self.until)
 
     def describe(self) -> str:
         at = datetime.datetime.fromtimestamp(self.until, datetime.timezone.utc)

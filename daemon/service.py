@@ -430,7 +430,7 @@ class Daemon:
                 schema, started, local, policy.full_compaction_window if policy else None,
                 attempts, compact_skip.attempts(state.picker_states))
             if horizon is not None:
-                unchanged = compact_skip.Unchanged(base, schema.id, *horizon)
+                unchanged = compact_skip.Unchanged(base, schema.id, started, *horizon)
         with self._lock:
             if report is not None or run.error is not None:
                 state.unchanged = unchanged

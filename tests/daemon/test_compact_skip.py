@@ -155,6 +155,7 @@ def test_the_skip_lasts_at_most_an_hour(setup: Any) -> None:
     s.tick(0)
     assert s.tick(3599) == [] and len(s.plans) == 1
     assert len(s.tick(3659)) == 1 and len(s.plans) == 2, "the hour's cap (dead job records)"
+    assert s.tick(3720) == [], "remembered again"
 
 
 def test_an_options_change_plans_again(setup: Any) -> None:
