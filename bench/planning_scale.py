@@ -13,6 +13,10 @@ Each measurement is a fresh process; its CPU (user + system) and peak RSS come f
 - ``read manifests`` (the baseline): decode every manifest of the snapshot one at a time,
   keeping nothing (``format.manifest.decode_manifest``).
 - ``compact --dry-run``: ``paimond compact WAREHOUSE --table db.t --dry-run``.
+- ``compact`` (``--compact``): the compaction for real on a fresh copy of the table (built
+  with small real data files for the level-0 files the tasks read): tasks run and one
+  snapshot is committed (conflict check, manifest merge); the copy is made outside the
+  measurement.
 
 Runs are interleaved (baseline, command, baseline, ...) and medians taken. It prints CPU and
 RSS per size, the command's CPU over the baseline's, and the growth per doubling (2.0 is
@@ -20,6 +24,7 @@ linear); memory is also shown less a one-file table's (start-up and imports).
 
     .venv/bin/python bench/planning_scale.py [--files 250000] [--runs 3] [--scratch DIR]
         [--before DIR]  # DIR/paimond: an older tree (``git archive``), run alike, interleaved
+        [--compact] [--sizes N ...]  # the real compaction; these sizes instead of doublings
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BUCKETS, FILES_PER_BUCKET, ENTRIES_PER_MANIFEST = 4, 250, 10_000
@@ -62,8 +68,29 @@ def _bucket_files(rng: random.Random, hot: bool) -> list[tuple[int, int, int]]:
     return files
 
 
-def build_table(warehouse: Path, files: int) -> None:
-    """``warehouse/db.db/t``: the synthetic table's metadata (see the module docstring)."""
+def _write_data_file(path: Path, schema: Any, min_key: int, max_seq: int) -> int:
+    """A small real data file for a level-0 file a task reads (``--compact``): 100 rows of
+    keys from ``min_key`` up, sequence numbers up to ``max_seq``; returns its size."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paimond.table.kv_layout import physical_arrow_schema, physical_row_type
+
+    arrow_schema = physical_arrow_schema(physical_row_type(schema, key_value=True))
+    rows = 100
+    keys = [min_key + i * 9_000 for i in range(rows)]
+    columns = [keys, list(range(max_seq - rows + 1, max_seq + 1)), [0] * rows,
+               ["x"] * rows, keys, keys, [f"v{k}" for k in keys], [k / 7 for k in keys]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_arrays([pa.array(c, type=f.type)
+                                         for c, f in zip(columns, arrow_schema, strict=True)],
+                                        schema=arrow_schema), path)
+    return path.stat().st_size
+
+
+def build_table(warehouse: Path, files: int, data: bool = False) -> None:
+    """``warehouse/db.db/t``: the synthetic table's metadata (see the module docstring);
+    ``data``: with real data files for the level-0 files of the buckets that plan a task."""
     sys.path.insert(0, str(ROOT.parent))
     from paimond.format.binary_row import encode_manifest_row
     from paimond.format.manifest import (
@@ -101,12 +128,18 @@ def build_table(warehouse: Path, files: int) -> None:
         day = datetime.date(2020, 1, 1) + datetime.timedelta(days=p)
         partition = encode_manifest_row([day.isoformat()], partition_types)
         for bucket in range(BUCKETS):
-            for n, (level, min_key, size) in enumerate(_bucket_files(rng, rng.random() < 0.1)):
+            hot = rng.random() < 0.1
+            for n, (level, min_key, size) in enumerate(_bucket_files(rng, hot)):
                 sequence += 1000
                 key = min_key + n if level == 0 else min_key
+                name = f"data-{p:05d}-{bucket}-{n:04d}-{rng.getrandbits(64):016x}-0.parquet"
+                rows = size // 64
+                if data and hot and level == 0:
+                    size, rows = _write_data_file(
+                        table_dir / f"dt={day.isoformat()}" / f"bucket-{bucket}" / name, schema,
+                        key, sequence), 100
                 meta = DataFileMeta(
-                    f"data-{p:05d}-{bucket}-{n:04d}-{rng.getrandbits(64):016x}-0.parquet",
-                    size, size // 64, encode_manifest_row([key], key_types),
+                    name, size, rows, encode_manifest_row([key], key_types),
                     encode_manifest_row([key + 999_999], key_types),
                     SimpleStats(encode_manifest_row([key], key_types),
                                 encode_manifest_row([key + 999_999], key_types), (0,)),
@@ -168,17 +201,36 @@ def _measure(argv: list[str], env: dict[str, str] | None) -> tuple[float, float,
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def _commands(warehouse: Path, before: Path | None
+def _commands(warehouse: Path, before: Path | None, real: bool = False
               ) -> dict[str, tuple[list[str], dict[str, str] | None]]:
+    """``real``: ``compact`` itself (tasks run, a snapshot committed) on a fresh copy of the
+    table (``COPY`` in the arguments, see ``_measure_on_copy``) instead of ``--dry-run``."""
     python = sys.executable
-    compact = [python, "-m", "paimond.cli", "compact", str(warehouse), "--table", "db.t",
-               "--dry-run"]
+    target, name = ("COPY", "compact") if real else (str(warehouse), "compact --dry-run")
+    compact = [python, "-m", "paimond.cli", "compact", target, "--table", "db.t",
+               *(() if real else ("--dry-run",))]
     commands: dict[str, tuple[list[str], dict[str, str] | None]] = {
         "read manifests": ([python, __file__, "--read-manifests", str(warehouse)], None),
-        "compact --dry-run": (compact, None)}
+        name: (compact, None)}
     if before is not None:  # the same command on an older tree (its package in before/paimond)
         commands["  ... before"] = (compact, {**os.environ, "PYTHONPATH": str(before)})
     return commands
+
+
+def _measure_on_copy(argv: list[str], env: dict[str, str] | None, warehouse: Path
+                     ) -> tuple[float, float, float]:
+    """``_measure`` with ``COPY`` in ``argv`` standing for a fresh copy of ``warehouse``."""
+    if "COPY" not in argv:
+        return _measure(argv, env)
+    import shutil
+
+    copy = warehouse.with_name(warehouse.name + "-run")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(warehouse, copy)
+    try:
+        return _measure([str(copy) if a == "COPY" else a for a in argv], env)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def _median(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
@@ -193,24 +245,36 @@ def main() -> None:
     parser.add_argument("--scratch", default=None, help="keep the tables here between runs")
     parser.add_argument("--before", type=Path, help="also run an older tree (DIR/paimond), "
                         "interleaved")
+    parser.add_argument("--compact", action="store_true", help="run the compaction for real "
+                        "(on a copy; tables with data files for the tasks' inputs) instead of "
+                        "--dry-run")
+    parser.add_argument("--sizes", type=int, nargs="+", help="these sizes (live files) only "
+                        "besides the 1k-file table, instead of --files doubled twice")
     parser.add_argument("--read-manifests", metavar="WAREHOUSE", help=argparse.SUPPRESS)
+    parser.add_argument("--build", nargs=2, metavar=("WAREHOUSE", "FILES"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.build:
+        build_table(Path(args.build[0]), int(args.build[1]), data=args.compact)
+        return
     if args.read_manifests:
         read_manifests(args.read_manifests)
         return
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="paimond-planning-"))
-    sizes = [1000, args.files, 2 * args.files, 4 * args.files]
+    sizes = [1000, *(args.sizes or (args.files, 2 * args.files, 4 * args.files))]
     figures: dict[int, dict[str, tuple[float, float, float]]] = {}
     for size in sizes:
-        warehouse = scratch / f"files-{size}"
+        warehouse = scratch / f"files-{size}{'-data' if args.compact else ''}"
         if not (warehouse / "db.db" / "t" / "snapshot" / "LATEST").exists():
-            started = time.monotonic()
-            build_table(warehouse, size)
+            started = time.monotonic()  # in a child: the parent stays small (a child's
+            # peak RSS starts at its parent's)
+            subprocess.run([sys.executable, __file__, "--build", str(warehouse), str(size),
+                            *(("--compact",) if args.compact else ())], check=True)
             print(f"built {size:,} files in {time.monotonic() - started:.0f} s", flush=True)
         runs: dict[str, list[tuple[float, float, float]]] = {}
         for _ in range(args.runs):
-            for name, (argv, env) in _commands(warehouse, args.before).items():
-                runs.setdefault(name, []).append(_measure(argv, env))
+            for name, (argv, env) in _commands(warehouse, args.before, args.compact).items():
+                runs.setdefault(name, []).append(_measure_on_copy(argv, env, warehouse))
         figures[size] = {name: _median(r) for name, r in runs.items()}
         for name, (wall, cpu, rss) in figures[size].items():
             print(f"{size:>9,} files  {name:<18} wall {wall:6.2f} s  CPU {cpu:6.2f} s  "

@@ -169,7 +169,8 @@ class CompactJob:
                             for r in results if r.index_added and not r.task.dv_index_files},
                 # the mark full-compaction.delta-commits counts from (every bucket done)
                 properties={FULL_COMPACTION_PROPERTY: "true"}
-                if summary.plan.full and not summary.failures else None)
+                if summary.plan.full and not summary.failures else None,
+                planned=summary.plan.commit_base)  # the check reads only the snapshots since
 
             def discard() -> None:
                 _delete_written(self.table.storage, results)

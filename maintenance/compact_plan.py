@@ -23,6 +23,7 @@ from paimond.lsm.record_expire import record_expiry_of
 from paimond.lsm.task import CompactTask, TaskTable
 from paimond.table.bucket_scan import LiveIndex, PartitionStatsMismatchError, scan_live_windows
 from paimond.table.catalog import Table
+from paimond.table.commit_base import PlannedBuckets, PlannedBucketsBuilder
 from paimond.table.deletion_vectors import bucket_dv_entry
 from paimond.table.external_paths import ExternalPaths
 from paimond.table.layout import partition_matches, partition_text, partition_value_text
@@ -46,6 +47,8 @@ class CompactionPlan:
     picker_states: Mapping[tuple[bytes, int], PickerState] = field(default_factory=dict)
     full: bool = False  # every bucket to one sorted run: asked for, or due by the table's option
     full_reason: str | None = None  # why a full compaction the caller did not ask for is due
+    # the tasks' buckets as planned: the commit's conflict check starts from them
+    commit_base: PlannedBuckets | None = None
 
     def describe(self) -> str:
         lines = [f"{self.table_name}: {len(self.tasks)} of {self.buckets_seen} buckets to compact "
@@ -134,13 +137,17 @@ def plan_compaction(table: Table, *, full: bool = False,
     if record_expiry is not None:  # the picker reads every file's value statistics
         scanned = scan_snapshot(table, snapshot)
         planned.tasks = plan_buckets(scanned.buckets().values(), scanned.index_entries)
+        planned.base.add_scan(scanned, ((t.partition, t.bucket) for t in planned.tasks))
     else:  # statistics-free files, a window of partitions at a time; tasks read back whole
         for budget in (window_entries, None):
             try:
                 for live in scan_live_windows(table, snapshot, schema if budget else None,
                                               budget=budget or window_entries):
-                    planned.tasks += _with_full_entries(
+                    tasks = _with_full_entries(
                         table, live, plan_buckets(live.buckets(), live.index_entries))
+                    planned.tasks += tasks
+                    planned.base.add_window(table, live, ((t.partition, t.bucket) for t in tasks),
+                                            (e for t in tasks for e in t.inputs))
                 break
             except PartitionStatsMismatchError:  # plan again, every file at once
                 planned = _Planned()
@@ -148,7 +155,8 @@ def plan_compaction(table: Table, *, full: bool = False,
              for task in sorted(planned.tasks, key=lambda t: (t.partition, t.bucket))]
     return CompactionPlan(table.name, snapshot.id, tuple(tasks), planned.seen,
                           tuple(text for _, text in sorted(planned.skipped, key=lambda s: s[0])),
-                          dict(sorted(planned.states.items())), full, full_reason)
+                          dict(sorted(planned.states.items())), full, full_reason,
+                          planned.base.build(snapshot))
 
 
 @dataclass
@@ -159,6 +167,7 @@ class _Planned:
     skipped: list[tuple[tuple[bytes, int], str]] = field(default_factory=list)
     seen: int = 0
     states: dict[tuple[bytes, int], PickerState] = field(default_factory=dict)
+    base: PlannedBucketsBuilder = field(default_factory=PlannedBucketsBuilder)
 
 
 def full_compaction_due(table: Table, snapshot: Snapshot, every: int) -> bool:

@@ -167,6 +167,13 @@ class LiveIndex:
             self._buckets[(entry.partition, entry.bucket)][f.level][key])[7:9]
         return int(manifest), int(position)
 
+    def bucket_entries(self, partition: bytes, bucket: int) -> list[ManifestEntry]:
+        """The live files of one bucket as :meth:`buckets` gives them (no statistics, no max
+        key), in no particular order; empty when it has none."""
+        levels = self._buckets.get((partition, bucket), {})
+        return [self._slim_entry(partition, bucket, level, key, packed)[2]
+                for level, files in levels.items() for key, packed in files.items()]
+
     def full_entries(self, table: Table, slim: Iterable[ManifestEntry], *,
                      parallelism: int = 8) -> dict[tuple[object, ...], ManifestEntry]:
         """The live ADD entries, whole, of the files ``slim`` names (entries of

@@ -39,10 +39,11 @@ from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, encode_snapshot
 from paimond.table.catalog import Table
+from paimond.table.commit_base import PlannedBuckets
 from paimond.table.commit_reads import AttemptReads, LiveSet
 from paimond.table.layout import LATEST_HINT
 from paimond.table.manifest_files import ManifestWriter
-from paimond.table.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
+from paimond.table.manifest_merge import ManifestMergeOptions, RollingWriter, merge_manifests
 from paimond.table.options import TableOptions
 from paimond.table.scan import (
     SnapshotFiles,
@@ -80,6 +81,9 @@ class CommitChanges:
     # The scan the changes were planned from, if the job still holds it: the conflict check
     # starts from its live files and reads only the snapshots committed since.
     base: SnapshotFiles | None = None
+    # A compaction plan's buckets (``table.commit_base``): the check starts from their files at
+    # the planned snapshot when the changes touch no other bucket.
+    planned: PlannedBuckets | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -181,8 +185,10 @@ class Committer:
             raise
         published = self._publish(writer, snapshot)
         if published is not None and live is not None:
+            scope = self._known.scope if self._known is not None else None
             self._known = LiveSet(published, live, reads.base_written, reads.delta_written,
-                                  len(reads.base_written or ()) + len(reads.delta_written or ()))
+                                  len(reads.base_written or ()) + len(reads.delta_written or ()),
+                                  scope)
         return published
 
     def _try_compact_manifests_once(self, forced: bool) -> Snapshot | ManifestsUnchanged | None:
@@ -251,11 +257,14 @@ class Committer:
                          reads: AttemptReads) -> dict[tuple[object, ...], ManifestEntry]:
         """Raise CommitConflictError unless ``changes`` apply to ``latest``; returns the live
         files once they are applied (the new snapshot's)."""
-        base = LiveSet.of_scan(changes.base) if changes.base is not None else None
-        current = reads.live_at(latest, (self._known, base))
+        buckets = {(e.partition, e.bucket)
+                   for e in (*changes.added, *changes.deleted, *changes.changelog)}
+        base = LiveSet.of_scan(changes.base) if changes.base is not None else (
+            LiveSet.of_planned(changes.planned) if changes.planned is not None else None)
+        current = reads.live_at(latest, (self._known, base), buckets)
         self.reads_log.extend(reads.read_log)
         self._known = current  # a lost race's retry starts from here
-        live = dict(current.entries)
+        live = dict(current.entries)  # of every bucket, or of those the changes touch
         for entry in changes.deleted:
             if entry.identifier not in live:
                 raise CommitConflictError(
@@ -268,7 +277,9 @@ class Committer:
                                           f"is already live in snapshot {latest.id}")
             live[entry.identifier] = entry
         data_names = {e.file.file_name for e in live.values()}
-        for entry in changes.changelog:  # a changelog file is never a data file too
+        # a changelog file is never a data file too (of its bucket, when only the touched
+        # buckets' files are known: the same name elsewhere is another file)
+        for entry in changes.changelog:
             if entry.file.file_name in data_names:
                 raise CommitConflictError(f"{self.table.name}: changelog file "
                                           f"{entry.file.file_name} is live as a data file")
@@ -328,7 +339,7 @@ class Committer:
         where = self.table.snapshots.path(latest.id)
         return merge_manifests(
             metas, options, read or (lambda meta: read_manifest(self.table, meta, where)),
-            lambda entries: write_rolling(writer, entries, options.target_file_size_bytes),
+            RollingWriter(writer, options.target_file_size_bytes),
             schema.partition_type.field_types)
 
     def _check_same_live_files(self, latest: Snapshot, previous: list[ManifestFileMeta],
@@ -376,7 +387,7 @@ class Committer:
             if self.merge_manifests:
                 base_metas = self._merged(
                     writer, latest, schema, base_metas, forced=False,
-                    read=reads.reader(self.table.snapshots.path(latest.id)))
+                    read=reads.passing_reader(self.table.snapshots.path(latest.id)))
         delta_metas = [writer.write_manifest(delta_entries)] if delta_entries else []
         reads.base_written, reads.delta_written = base_metas, delta_metas
         crash_point("commit.manifests_written")

@@ -8,7 +8,10 @@ planned from (``CommitChanges.base``), or what this committer read or committed 
 snapshot in between is loaded, and the set it starts from must still be the snapshot of its id
 (a rollback may have replaced it); a snapshot of kind OVERWRITE in between (as Java), one no
 longer there (expired), or more snapshots than the full scan costs in manifests, and the
-latest snapshot is scanned whole as before.
+latest snapshot is scanned whole as before. A compaction's plan hands over the live files of
+the buckets its tasks touch only (``table.commit_base``): the set then holds those buckets,
+and only their entries of each delta manifest are applied; a change touching another bucket
+cannot start from it.
 
 Each attempt reads each manifest list and manifest at most once (they are immutable and
 uniquely named): the check, the merge of the base manifests and the index manifest share them.
@@ -16,7 +19,7 @@ uniquely named): the check, the merge of the base manifests and the index manife
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +30,7 @@ from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEnt
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.snapshot import Snapshot
 from paimond.table.catalog import Table
+from paimond.table.commit_base import PlannedBuckets
 from paimond.table.scan import (
     SnapshotFiles,
     merge_entries,
@@ -49,11 +53,24 @@ class LiveSet:
     base_manifests: Sequence[ManifestFileMeta] | None = None
     delta_manifests: Sequence[ManifestFileMeta] | None = None
     manifest_count: int = 0
+    # the (partition, bucket)s ``entries`` holds; None: every one (the whole table)
+    scope: frozenset[tuple[bytes, int]] | None = None
 
     @classmethod
     def of_scan(cls, files: SnapshotFiles) -> LiveSet:
         return cls(files.snapshot, {f.entry.identifier: f.entry for f in files.files},
                    files.base_manifests, files.delta_manifests, len(files.manifests))
+
+    @classmethod
+    def of_planned(cls, planned: PlannedBuckets) -> LiveSet:
+        return cls(planned.snapshot, planned.entries, planned.base_manifests,
+                   planned.delta_manifests, planned.manifest_count, planned.buckets)
+
+    def covers(self, buckets: Iterable[tuple[bytes, int]]) -> bool:
+        return self.scope is None or all(b in self.scope for b in buckets)
+
+    def describe(self) -> str:
+        return "" if self.scope is None else f" ({len(self.scope)} buckets)"
 
 
 class AttemptReads:
@@ -109,19 +126,30 @@ class AttemptReads:
     def reader(self, where: str) -> Callable[[ManifestFileMeta], list[ManifestEntry]]:
         return lambda meta: self.manifest(meta, where)
 
+    def passing_reader(self, where: str) -> Callable[[ManifestFileMeta], list[ManifestEntry]]:
+        """Reads what this attempt has not read yet without keeping it (a manifest merge
+        reads each base manifest once; keeping them would hold the whole table)."""
+        def read(meta: ManifestFileMeta) -> list[ManifestEntry]:
+            found = self._manifests.get(meta.file_name)
+            return found if found is not None else read_manifest(self.table, meta, where)
+        return read
+
     def index_entries(self, snapshot: Snapshot) -> list[IndexManifestEntry]:
         name = snapshot.index_manifest or ""
         if name not in self._index:
             self._index[name] = read_index_manifest(self.table, snapshot)
         return self._index[name]
 
-    def live_at(self, latest: Snapshot, known: Sequence[LiveSet | None]) -> LiveSet:
-        """The live files of ``latest``: from the newest usable set in ``known``, plus the
-        deltas of the snapshots since, else from a scan of ``latest`` whole."""
-        start = max((k for k in known if k is not None and k.snapshot.id <= latest.id),
-                    key=lambda k: k.snapshot.id, default=None)
+    def live_at(self, latest: Snapshot, known: Sequence[LiveSet | None],
+                buckets: Iterable[tuple[bytes, int]] = ()) -> LiveSet:
+        """The live files of ``latest`` (at least those of ``buckets``): from the newest usable
+        set in ``known``, plus the deltas of the snapshots since, else from a scan of
+        ``latest`` whole."""
+        needed = set(buckets)
+        start = max((k for k in known if k is not None and k.snapshot.id <= latest.id
+                     and k.covers(needed)), key=lambda k: k.snapshot.id, default=None)
         if start is not None and same_snapshot(start.snapshot, latest):
-            self.read_log.append(f"known at {latest.id}")
+            self.read_log.append(f"known at {latest.id}{start.describe()}")
             self.prime_lists(latest, start)
             return start
         # each snapshot since costs ~3 reads (snapshot, delta list, manifest): more than a
@@ -159,17 +187,20 @@ class AttemptReads:
                 delta = self.manifest_list(snapshot, snapshot.delta_manifest_list,
                                            snapshot.delta_manifest_list_size)
                 for meta, entries in zip(delta, self.manifests(delta, where), strict=True):
-                    _apply(live, entries, meta.file_name)
+                    _apply(live, entries, meta.file_name, start.scope)
         except MissingFileError:
             return None  # expired meanwhile: scan the latest snapshot whole
-        self.read_log.append(f"{start.snapshot.id} + deltas to {latest.id}")
-        return LiveSet(latest, live, manifest_count=start.manifest_count)
+        self.read_log.append(f"{start.snapshot.id} + deltas to {latest.id}{start.describe()}")
+        return LiveSet(latest, live, manifest_count=start.manifest_count, scope=start.scope)
 
 
 def _apply(live: dict[Identifier, ManifestEntry], entries: Sequence[ManifestEntry],
-           manifest_name: str) -> None:
-    """Java ``FileEntry.mergeEntries`` onto a live set (as ``scan.merge_entries``)."""
+           manifest_name: str, scope: frozenset[tuple[bytes, int]] | None = None) -> None:
+    """Java ``FileEntry.mergeEntries`` onto a live set (as ``scan.merge_entries``); only the
+    entries of ``scope``'s buckets when the set holds those alone."""
     for entry in entries:
+        if scope is not None and (entry.partition, entry.bucket) not in scope:
+            continue
         identifier = entry.identifier
         if entry.kind == FILE_KIND_ADD:
             if identifier in live:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,6 +34,8 @@ ReadManifest = Callable[[ManifestFileMeta], list[ManifestEntry]]
 WriteManifests = Callable[[Sequence[ManifestEntry]], list[ManifestFileMeta]]
 ROLLING_CHECK_RECORDS = 1000  # Java RollingFileWriter.CHECK_ROLLING_RECORD_CNT
 _READ_PARALLELISM = 8
+_KEEP_ENTRIES = 100_000  # a merge keeps the manifests with DELETEs it reads twice up to this
+_CHUNK_ENTRIES = 20_000  # a streamed merge reads manifests ahead up to this many entries
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +111,63 @@ def _rolling_cut(entries: Sequence[ManifestEntry], start: int, target: int,
     return points[index]
 
 
+@dataclass(frozen=True, slots=True)
+class RollingWriter:
+    """``write_rolling`` as a ``WriteManifests``; given to :func:`merge_manifests`, a full
+    compaction writes its surviving entries as they come (the same files), holding about one
+    target-size file of them, not the whole table."""
+
+    writer: ManifestWriter
+    target_file_size_bytes: int
+
+    def __call__(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
+        return write_rolling(self.writer, entries, self.target_file_size_bytes)
+
+    def write_full_files(self, entries: list[ManifestEntry]) -> tuple[list[ManifestFileMeta],
+                                                                      int]:
+        """Writes the files ``write_rolling(entries + more)`` would close within ``entries``
+        whatever ``more`` is, removes their entries from the front of ``entries``, and says
+        at how many entries held a file may be full (when to call again)."""
+        written: list[ManifestFileMeta] = []
+        while len(entries) > ROLLING_CHECK_RECORDS:
+            held = len(encode_manifest(entries, compression=self.writer.compression))
+            if held < self.target_file_size_bytes:  # guess from the bytes per entry so far
+                ratio = min(2.0, max(1.1, self.target_file_size_bytes / max(1, held)))
+                return written, int(len(entries) * ratio) + 1
+            cut = _rolling_cut(entries, 0, self.target_file_size_bytes, self.writer.compression)
+            if cut is None:
+                break
+            written.append(self.writer.write_manifest(entries[:cut]))
+            del entries[:cut]
+        return written, len(entries) + ROLLING_CHECK_RECORDS
+
+
 def merge_manifests(metas: Sequence[ManifestFileMeta], options: ManifestMergeOptions,
                     read: ReadManifest, write: WriteManifests,
                     partition_types: Sequence[DataType]) -> list[ManifestFileMeta]:
     """The merged manifest list for ``metas`` (returned as is when nothing merges)."""
     full = _full_compaction(metas, options, read, write, partition_types)
     return full if full is not None else _minor_compaction(metas, options, read, write)
+
+
+def _read_chunks(read: ReadManifest, metas: Sequence[ManifestFileMeta]
+                 ) -> Iterator[tuple[ManifestFileMeta, list[ManifestEntry]]]:
+    """Each manifest with its entries, in order, read up to ``_READ_PARALLELISM`` at a time
+    (fewer when they hold more than ``_CHUNK_ENTRIES`` entries)."""
+    start = 0
+    while start < len(metas):
+        end, entries = start, 0
+        while end < len(metas) and end - start < _READ_PARALLELISM and (
+                end == start or entries + _entries(metas[end]) <= _CHUNK_ENTRIES):
+            entries += _entries(metas[end])
+            end += 1
+        chunk = metas[start:end]
+        yield from zip(chunk, _read_all(read, chunk), strict=True)
+        start = end
+
+
+def _entries(meta: ManifestFileMeta) -> int:
+    return meta.num_added_files + meta.num_deleted_files
 
 
 def _read_all(read: ReadManifest, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
@@ -146,10 +199,61 @@ def _merge_candidates(candidates: Sequence[ManifestFileMeta], read: ReadManifest
                       write: WriteManifests) -> list[ManifestFileMeta]:
     if len(candidates) == 1:
         return list(candidates)
+    if isinstance(write, RollingWriter):
+        return _merge_streamed(candidates, read, write)
     contents = _read_all(read, candidates)
     merged = cancel_entries((e, m.file_name) for m, entries in zip(candidates, contents, strict=True)
                             for e in entries)
     return write(merged) if merged else []
+
+
+def _merge_streamed(candidates: Sequence[ManifestFileMeta], read: ReadManifest,
+                    stream: RollingWriter) -> list[ManifestFileMeta]:
+    """``cancel_entries`` over the candidates' entries, written as they come: the same files,
+    holding a few manifests and about one output file of entries (and the identifiers of the
+    ADDs passed, to find one added twice). The manifests counting DELETE entries are read
+    first: an entry is written where ``cancel_entries`` would leave it unless a later DELETE
+    of its file cancels it."""
+    with_deletes = [m for m in candidates if m.num_deleted_files > 0]
+    keep = sum(m.num_added_files + m.num_deleted_files for m in with_deletes) <= _KEEP_ENTRIES
+    read_before: dict[str, list[ManifestEntry]] = {}
+    index_of = {m.file_name: i for i, m in enumerate(candidates)}
+    deletes: dict[tuple[object, ...], tuple[int, int]] = {}  # the last DELETE of each file
+    for meta, entries in _read_chunks(read, with_deletes):
+        for position, e in enumerate(entries):
+            if e.kind == FILE_KIND_DELETE:
+                deletes[e.identifier] = (index_of[meta.file_name], position)
+        if keep:
+            read_before[meta.file_name] = entries
+    held: set[tuple[object, ...]] = set()  # files an ADD or a lone DELETE is held for
+    survivors: list[ManifestEntry] = []
+    written: list[ManifestFileMeta] = []
+    next_try = 2 * ROLLING_CHECK_RECORDS
+    chunks = _read_chunks(lambda m: read_before.pop(m.file_name, None) or read(m), candidates)
+    for index, (meta, entries) in enumerate(chunks):
+        for position, e in enumerate(entries):
+            identifier = e.identifier
+            last_delete = deletes.get(identifier)
+            if e.kind == FILE_KIND_ADD:
+                if identifier in held:
+                    raise CorruptFileError(meta.file_name, f"adds file {e.file.file_name} (bucket "
+                                           f"{e.bucket}, level {e.file.level}) a second time")
+                held.add(identifier)
+                if last_delete is None or last_delete < (index, position):
+                    survivors.append(e)
+            elif last_delete is None:
+                raise CorruptFileError(meta.file_name, "holds DELETE entries its manifest list "
+                                       "does not count")
+            elif identifier in held:
+                held.discard(identifier)
+            else:
+                held.add(identifier)
+                if last_delete == (index, position):
+                    survivors.append(e)
+        if len(survivors) >= next_try:
+            files, next_try = stream.write_full_files(survivors)  # what is left stays
+            written += files
+    return written + (stream(survivors) if survivors else [])
 
 
 def _must_change(meta: ManifestFileMeta, options: ManifestMergeOptions) -> bool:
@@ -165,24 +269,36 @@ def _full_compaction(metas: Sequence[ManifestFileMeta], options: ManifestMergeOp
     if sum(m.file_size for m in must_change) < options.full_compaction_threshold_bytes:
         return None
     with_deletes = [m for m in metas if m.num_deleted_files > 0]
-    deleted = {e.identifier for m, entries in zip(with_deletes, _read_all(read, with_deletes),
-                                                  strict=True)
-               for e in entries if e.kind == FILE_KIND_DELETE}
+    # read again below: kept unless they are many entries (then read twice, memory bounded)
+    keep = sum(m.num_added_files + m.num_deleted_files for m in with_deletes) <= _KEEP_ENTRIES
+    read_before: dict[str, list[ManifestEntry]] = {}
+    deleted: set[tuple[object, ...]] = set()
+    for meta, entries in _read_chunks(read, with_deletes):
+        deleted.update(e.identifier for e in entries if e.kind == FILE_KIND_DELETE)
+        if keep:
+            read_before[meta.file_name] = entries
     may_hit = _deleted_partition_test([i[0] for i in deleted], partition_types)
     result = [m for m in metas if not _must_change(m, options) and not may_hit(m)]
     kept = {m.file_name for m in result}
     to_merge = [m for m in metas if m.file_name not in kept]
     if len(to_merge) <= 1:
         return None
+    stream = write if isinstance(write, RollingWriter) else None
     survivors: list[ManifestEntry] = []
-    for meta, entries in zip(to_merge, _read_all(read, to_merge), strict=True):
+    written: list[ManifestFileMeta] = []
+    next_try = 2 * ROLLING_CHECK_RECORDS  # each try encodes what is held: not too often
+    for meta, entries in _read_chunks(lambda m: read_before.pop(m.file_name, None) or read(m),
+                                      to_merge):
         adds = [e for e in entries if e.kind == FILE_KIND_ADD]
         live = [e for e in adds if e.identifier not in deleted]
         if _must_change(meta, options) or len(live) < len(adds):
             survivors += live
+            if stream is not None and len(survivors) >= next_try:
+                files, next_try = stream.write_full_files(survivors)  # what is left stays
+                written += files
         else:
             result.append(meta)
-    return result + (write(survivors) if survivors else [])
+    return result + written + (write(survivors) if survivors else [])
 
 
 def _deleted_partition_test(partitions: Sequence[Any], types: Sequence[DataType]

@@ -188,3 +188,97 @@ def test_rolling_files_reach_the_target_before_the_cut() -> None:
     assert [m.num_added_files for m in metas] == [2000, 2000, 1000]
     assert all(m.file_size >= target for m in metas[:-1])
     writer.remove_written()
+
+
+def test_a_streamed_full_compaction_writes_the_files_of_one_written_at_the_end() -> None:
+    """``RollingWriter``: survivors written as they come (holding about one file of them)
+    give the same manifests, entry for entry, as the survivors written once at the end; the
+    manifests with DELETE entries are read once."""
+    from paimond.table.manifest_merge import RollingWriter
+
+    storage = open_storage(f"memory://stream-{uuid.uuid4()}")
+    writer = ManifestWriter(storage, storage.root, TYPES, compression="null")
+    store = Store()
+    metas = [store.manifest([entry(f"file-{m:02d}-{i:05d}", partition=m % 3)
+                             for i in range(1700)], 1000) for m in range(9)]
+    metas.append(store.manifest([entry(f"file-{m:02d}-{i:05d}", FILE_KIND_DELETE, m % 3)
+                                 for m in (1, 4) for i in range(0, 1700, 7)], 1000))
+    options = dataclasses.replace(OPTIONS, full_compaction_threshold_bytes=1)
+    whole = write_rolling(writer, [entry(f"file-with-a-longer-name-{i:06d}")
+                                   for i in range(4000)], 1 << 30)[0].file_size
+    target = whole // 3
+    written: dict[str, list[str]] = {}
+    for name, write in (("at the end", lambda es: write_rolling(writer, es, target)),
+                        ("streamed", RollingWriter(writer, target))):
+        store.reads.clear()
+        after = merge_manifests(metas, dataclasses.replace(options, target_file_size_bytes=target),
+                                store.read, write, TYPES)
+        assert sorted(store.reads) == sorted(m.file_name for m in metas), name
+        written[name] = [m.file_name for m in after]
+    assert len(written["streamed"]) > 2, "several files were cut"
+    from paimond.format.manifest import decode_manifest
+
+    def contents(names: list[str]) -> list[list[str]]:
+        return [[e.file.file_name for e in decode_manifest(
+            storage.read_bytes(storage.join(storage.root, "manifest", n)))] for n in names]
+
+    assert contents(written["streamed"]) == contents(written["at the end"])
+    writer.remove_written()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_streamed_minor_merge_writes_what_cancel_entries_gives(seed: int) -> None:
+    """``RollingWriter`` in the minor merge: random runs of ADDs, DELETEs of earlier ADDs,
+    lone DELETEs, re-adds after a DELETE, and a file added twice (corrupt); the same files,
+    entry for entry, or the same error, as the run merged at once."""
+    import random
+
+    from paimond.format.manifest import decode_manifest
+    from paimond.table.manifest_merge import RollingWriter
+
+    rng = random.Random(seed)
+    storage = open_storage(f"memory://stream-minor-{uuid.uuid4()}")
+    writer = ManifestWriter(storage, storage.root, TYPES, compression="null")
+    store = Store()
+    live: list[str] = []
+    gone: list[str] = []
+    metas = []
+    for m in range(6):
+        entries = []
+        for i in range(rng.randint(300, 1200)):
+            roll = rng.random()
+            if roll < 0.15 and live:
+                name = live.pop(rng.randrange(len(live)))
+                gone.append(name)
+                entries.append(entry(name, FILE_KIND_DELETE))
+            elif roll < 0.18:
+                entries.append(entry(f"lone-{m}-{i}", FILE_KIND_DELETE))
+            elif roll < 0.2 and gone:
+                name = gone.pop(rng.randrange(len(gone)))
+                live.append(name)
+                entries.append(entry(name))
+            else:
+                live.append(f"file-with-a-longer-name-{m:02d}-{i:06d}")
+                entries.append(entry(live[-1]))
+        if seed == 5 and m == 4:
+            entries.append(entry(live[0]))  # added a second time
+        metas.append(store.manifest(entries, 1000))
+    options = ManifestMergeOptions(target_file_size_bytes=1 << 30, merge_min_count=2,
+                                   full_compaction_threshold_bytes=1 << 40)
+    target = 40_000  # a few hundred entries a file
+    outcome: dict[str, object] = {}
+    for name, write in (("at once", lambda es: write_rolling(writer, es, target)),
+                        ("streamed", RollingWriter(writer, target))):
+        try:
+            after = merge_manifests(metas, options, store.read, write, TYPES)
+        except CorruptFileError as error:
+            outcome[name] = str(error)
+            continue
+        outcome[name] = [[(e.kind, e.file.file_name) for e in decode_manifest(
+            storage.read_bytes(storage.join(storage.root, "manifest", m.file_name)))]
+            for m in after]
+    assert outcome["streamed"] == outcome["at once"]
+    assert isinstance(outcome["at once"], str) == (seed == 5)
+    if seed != 5:
+        assert len(outcome["at once"]) > 2  # type: ignore[arg-type]
+    writer.remove_written()
