@@ -15,6 +15,11 @@ child process too). Prints medians and the issue's ratios with their targets.
 
     .venv/bin/python bench/compact_process.py [--rows 2000000 [10000000]] [--runs 3]
                                               [--deletes 0.1] [--only paimond,rewrite]
+                                              [--keep DIR] [--before DIR]
+
+``--before DIR`` also runs the command of an older tree (``DIR/paimond``, e.g. ``git archive
+<commit>`` unpacked there) as the contender ``before``, interleaved, and prints after / before.
+``--keep DIR`` keeps the generated warehouses there and reuses them on the next run.
 """
 
 from __future__ import annotations
@@ -88,17 +93,18 @@ CHILDREN = {"rewrite": run_rewrite, "polars": run_polars}
 
 
 def _argv(name: str, warehouse: Path) -> list[str]:
-    if name == "paimond":
+    if name in ("paimond", "before"):
         return [sys.executable, "-m", "paimond.cli", "compact", str(warehouse), "--table", TABLE,
                 "--full"]
     return [sys.executable, __file__, "--child", name, str(warehouse)]
 
 
-def _measure(argv: list[str]) -> dict[str, float]:
+def _measure(argv: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
     """Wall, CPU (user + system) and peak RSS of one process (and the children it reaped)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as output:
-        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, text=True,
+                                   env=env)
         _, status, usage = os.wait4(process.pid, 0)  # reaps it, with its rusage
         wall = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -108,12 +114,14 @@ def _measure(argv: list[str]) -> dict[str, float]:
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
 
-def _run_once(name: str, source: Path, scratch: Path) -> dict[str, float]:
+def _run_once(name: str, source: Path, scratch: Path, before: Path | None
+              ) -> dict[str, float]:
     copy = scratch / f"run-{name}"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(source, copy)
+    env = {**os.environ, "PYTHONPATH": str(before)} if name == "before" and before else None
     try:
-        return _measure(_argv(name, copy))
+        return _measure(_argv(name, copy), env)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
 
@@ -142,6 +150,8 @@ def main() -> None:
                         help="also a table with this fraction of -D rows (goal 3)")
     parser.add_argument("--only", default="", help="comma-separated contenders")
     parser.add_argument("--keep", help="keep the generated warehouses in this directory")
+    parser.add_argument("--before", type=Path,
+                        help="also run an older tree's command (DIR/paimond), interleaved")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--generate", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -153,7 +163,7 @@ def main() -> None:
         path, rows, commits, deletes = args.generate
         generate(Path(path), int(rows), int(commits), float(deletes))
         return
-    contenders = ["paimond", "rewrite"]
+    contenders = ["paimond", "rewrite"] + (["before"] if args.before else [])
     if importlib.util.find_spec("polars") is not None:
         contenders.append("polars")
     else:
@@ -179,7 +189,7 @@ def main() -> None:
                 for deletes, source in sources.items():
                     for name in contenders:
                         results.setdefault((name, deletes), []).append(
-                            _run_once(name, source, scratch))
+                            _run_once(name, source, scratch, args.before))
             print(f"\n== {rows:,} rows in {args.commits} commits, medians of {args.runs} "
                   "interleaved runs, each a whole process")
             for (name, deletes), runs in results.items():
@@ -189,6 +199,11 @@ def main() -> None:
                 continue
             p = results[("paimond", 0.0)]
             paimond_rss[rows] = _median(p, "rss")
+            if ("before", 0.0) in results:
+                b = results[("before", 0.0)]
+                for key, unit in (("wall", "wall"), ("cpu", "CPU"), ("rss", "peak RSS")):
+                    print(_line(f"paimond after / before {unit}",
+                                _median(p, key) / _median(b, key), None))
             if ("rewrite", 0.0) in results:
                 r = results[("rewrite", 0.0)]
                 wall_target = 0.5 if rows >= 10_000_000 else 0.7 if rows >= 2_000_000 else None
