@@ -187,6 +187,10 @@ def main() -> None:
                   f"{serial:.2f} s serial and the rest halved: {bound:.2f}x; the rest keeps "
                   f"{rest_cores:.2f} cores busy at parallelism 1, so two cores give at best "
                   f"{two_cores:.2f}x")
+        load = os.getloadavg()[0]
+        if load > (os.cpu_count() or 1):
+            print(f"load average {load:.1f} is above the core count: the walls, their ratios "
+                  "and the bounds are unreliable (other processes take the cores); CPU holds")
         if args.before is not None:
             for n in (1, 2):
                 print(f"parallelism {n}, after / before: wall "
