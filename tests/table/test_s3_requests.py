@@ -126,3 +126,40 @@ def test_deletes_go_in_batches_without_asking_first(endpoint: CountingEndpoint, 
     assert kinds(requests) == {"BATCH-DELETE": 3}  # no HEAD before, no error for the absent
     assert seen == [*paths, absent]
     assert warehouse.list_dir(warehouse.join("scratch")) == []
+
+
+def test_the_compaction_job_commit_reads_no_manifest(endpoint: CountingEndpoint,
+                                                      tmp_path_factory: pytest.TempPathFactory,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job hands its plan's buckets to the commit: with nothing committed since the plan,
+    the conflict check and the manifest merge (below its thresholds) read no manifest list
+    nor manifest; the compaction is committed."""
+    from s3_requests import Request
+
+    from paimond.clock import Clock
+    from paimond.format.snapshot import Snapshot
+    from paimond.maintenance.compact import CompactJob
+    from paimond.table.commit import CommitChanges, Committer
+
+    local = tmp_path_factory.mktemp("job_commit") / "wh"
+    write_pk_table(str(local), 5, "db.c")
+    uri = endpoint.make_bucket("job-commit") + "/wh"
+    endpoint.upload(str(local), uri)
+    storage = open_storage(uri, endpoint.storage_options)
+    (table,) = list_tables(storage, storage.root, lambda name: name == "db.c")
+    inside: list[list[Request]] = []
+    commit = Committer.commit
+
+    def counted(self: Committer, changes: CommitChanges) -> Snapshot:
+        with endpoint.log.counting() as requests:
+            result = commit(self, changes)
+        inside.append(list(requests))
+        return result
+
+    monkeypatch.setattr(Committer, "commit", counted)
+    summary = CompactJob(table, full=True, clock=Clock(fixed_ms=1_700_000_000_000),
+                         use_processes=False, parallelism=1).run()
+    assert summary.snapshot is not None and summary.files_in == 5
+    (requests,) = inside
+    assert [r.key for r in requests if r.kind == "GET" and "/manifest/" in r.key] == []
+    assert kinds(requests)["GET"] == 2  # LATEST and the latest snapshot
