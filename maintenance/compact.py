@@ -134,10 +134,11 @@ class CompactJob:
     picker_states: MutableMapping[tuple[bytes, int], PickerState] | None = None
     memory: MemoryBudget | None = None  # the local pool admits tasks within it
 
-    def plan(self) -> CompactionPlan:
+    def plan(self, *, for_commit: bool = False) -> CompactionPlan:
+        """``for_commit``: the plan also keeps its tasks' buckets for the commit's check."""
         return plan_compaction(self.table, full=self.full, partitions=self.partitions,
                                moment=self.clock.local_now(),
-                               picker_states=self.picker_states)
+                               picker_states=self.picker_states, commit_base=for_commit)
 
     def run(self) -> CompactionSummary:
         """Runs as a recorded job: a run killed midway leaves files the next run deletes."""
@@ -152,7 +153,7 @@ class CompactJob:
 
         def attempt(number: int) -> Attempt:
             summary.attempts = number
-            summary.plan = self.plan()
+            summary.plan = self.plan(for_commit=True)
             summary.results, summary.failures = self._execute(summary.plan.tasks,
                                                               recorded.journal)
             if not summary.results:

@@ -65,13 +65,15 @@ def plan_compaction(table: Table, *, full: bool = False,
                     moment: datetime.datetime,
                     snapshot: Snapshot | None = None,
                     picker_states: Mapping[tuple[bytes, int], PickerState] | None = None,
-                    window_entries: int = WINDOW_ENTRIES) -> CompactionPlan:
+                    window_entries: int = WINDOW_ENTRIES,
+                    commit_base: bool = False) -> CompactionPlan:
     """Plan every bucket of the latest snapshot (or ``snapshot``). ``partitions`` keeps only
     partitions whose path components match (``{"dt": "2024-01-01"}``). ``moment``: the local
     wall date-time the plan is made at (off-peak hours, the forced-compaction interval), data
     from the caller's clock. ``picker_states``: what earlier plans left per (partition,
     bucket); the plan holds the states after it. ``window_entries``: about how many manifest
-    entries a window of partitions holds (``table.partition_windows``; memory)."""
+    entries a window of partitions holds (``table.partition_windows``; memory). ``commit_base``:
+    keep the files of the tasks' buckets for the commit (``CompactionPlan.commit_base``)."""
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)  # before anything is planned or written
     if not schema.primary_keys:  # an append table has no LSM tree
@@ -137,7 +139,8 @@ def plan_compaction(table: Table, *, full: bool = False,
     if record_expiry is not None:  # the picker reads every file's value statistics
         scanned = scan_snapshot(table, snapshot)
         planned.tasks = plan_buckets(scanned.buckets().values(), scanned.index_entries)
-        planned.base.add_scan(scanned, ((t.partition, t.bucket) for t in planned.tasks))
+        if commit_base:
+            planned.base.add_scan(scanned, ((t.partition, t.bucket) for t in planned.tasks))
     else:  # statistics-free files, a window of partitions at a time; tasks read back whole
         for budget in (window_entries, None):
             try:
@@ -146,8 +149,10 @@ def plan_compaction(table: Table, *, full: bool = False,
                     tasks = _with_full_entries(
                         table, live, plan_buckets(live.buckets(), live.index_entries))
                     planned.tasks += tasks
-                    planned.base.add_window(table, live, ((t.partition, t.bucket) for t in tasks),
-                                            (e for t in tasks for e in t.inputs))
+                    if commit_base:
+                        planned.base.add_window(table, live,
+                                                ((t.partition, t.bucket) for t in tasks),
+                                                (e for t in tasks for e in t.inputs))
                 break
             except PartitionStatsMismatchError:  # plan again, every file at once
                 planned = _Planned()
@@ -156,7 +161,7 @@ def plan_compaction(table: Table, *, full: bool = False,
     return CompactionPlan(table.name, snapshot.id, tuple(tasks), planned.seen,
                           tuple(text for _, text in sorted(planned.skipped, key=lambda s: s[0])),
                           dict(sorted(planned.states.items())), full, full_reason,
-                          planned.base.build(snapshot))
+                          planned.base.build(snapshot) if commit_base else None)
 
 
 @dataclass

@@ -81,7 +81,7 @@ def test_the_plan_holds_the_files_of_its_tasks_buckets_with_their_key_ranges(
     scan = _scan(tbl)
     for window_entries in (200_000, 1):
         plan = plan_compaction(tbl, full=True, moment=CLOCK.local_now(),
-                               window_entries=window_entries)
+                               window_entries=window_entries, commit_base=True)
         base = plan.commit_base
         assert base is not None and plan.tasks
         touched = {(t.partition, t.bucket) for t in plan.tasks}
@@ -99,7 +99,8 @@ def test_the_plan_holds_the_files_of_its_tasks_buckets_with_their_key_ranges(
 def test_a_concurrent_delete_of_an_input_conflicts_from_the_planned_buckets(
         table: tuple[Table, Any, str]) -> None:
     tbl, _, _ = table
-    plan = plan_compaction(tbl, full=True, moment=CLOCK.local_now())
+    assert plan_compaction(tbl, full=True, moment=CLOCK.local_now()).commit_base is None
+    plan = plan_compaction(tbl, full=True, moment=CLOCK.local_now(), commit_base=True)
     assert plan.commit_base is not None
     task = plan.tasks[0]
     Committer(tbl, clock=CLOCK).commit(_upgrade(task.inputs[:1], 4))  # another job took one
