@@ -6,9 +6,13 @@ starts `paimond run` on them as a real process, lets the first full pass finish 
 then samples the process's CPU time over a window of idle running (default 120 s: two rounds
 of the 60 s compaction interval, whose no-op runs every idle table gets, besides the check
 every 10 s and discovery every 60 s). Prints CPU seconds per wall second, as % of one core,
-and the growth per doubling of the tables.
+and the growth per doubling of the tables. An unchanged table's periodic compaction is skipped
+(daemon/compact_skip.py) but still runs once an hour: the share of that, estimated from the
+first pass's CPU per table, is printed besides (not in the window). ``--before DIR`` runs an
+older tree (DIR/paimond, e.g. from ``git archive``) on the same tables, interleaved.
 
     .venv/bin/python bench/daemon_idle.py [--tables 1000 4000] [--window-s 120] [--settle-s 30]
+        [--before DIR]
 """
 
 from __future__ import annotations
@@ -57,12 +61,19 @@ def build(warehouse: Path, tables: int) -> None:
         shutil.copytree(source, warehouse / "idle.db" / f"t{i}")
 
 
-def measure(scratch: Path, tables: int, args: argparse.Namespace) -> float:
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def measure(scratch: Path, tables: int, args: argparse.Namespace, label: str = "",
+            env: dict[str, str] | None = None) -> float:
     """% of one core the daemon spends over the window, idle watching ``tables`` tables."""
     warehouse = scratch / f"wh-{tables}"
-    started = time.monotonic()
-    build(warehouse, tables)
-    print(f"{tables} tables built in {time.monotonic() - started:.1f} s")
+    if not warehouse.exists():
+        started = time.monotonic()
+        build(warehouse, tables)
+        print(f"{tables} tables built in {time.monotonic() - started:.1f} s")
+    print(f"{label}: {_load()}")
     config = scratch / f"paimond-{tables}.toml"
     config.write_text(f'[[warehouses]]\nuri = "{warehouse}"\n[http]\nport = 0\n'
                       f"[daemon]\ncheck_interval_s = {args.check_interval_s}\n"
@@ -70,7 +81,8 @@ def measure(scratch: Path, tables: int, args: argparse.Namespace) -> float:
                       '[log]\nlevel = "warning"\n'
                       f"[jobs.compact]\ninterval_s = {args.compact_interval_s}\n")
     process = subprocess.Popen([sys.executable, "-m", "paimond.cli", "run",
-                                "--config", str(config)], stderr=subprocess.PIPE, text=True)
+                                "--config", str(config)], stderr=subprocess.PIPE, text=True,
+                               env=env)
     assert process.stderr is not None
     match = None
     while match is None:
@@ -86,8 +98,10 @@ def measure(scratch: Path, tables: int, args: argparse.Namespace) -> float:
         done = sum(1 for t in states.values() if "compact" in t["last_run"])
         if len(states) == tables and done == tables:
             break
+    first_cpu = _cpu_seconds(process.pid)
     print(f"first pass over {done} tables done after {time.monotonic() - settle_started:.0f} s "
-          f"({_cpu_seconds(process.pid):.1f} CPU s); settling {args.settle_s:.0f} s")
+          f"({first_cpu:.1f} CPU s, start-up included: {100 * first_cpu / 3600:.2f}% of one "
+          f"core if repeated each hour); settling {args.settle_s:.0f} s")
     time.sleep(args.settle_s)
     cpu_before, wall_before = _cpu_seconds(process.pid), time.monotonic()
     time.sleep(args.window_s)
@@ -96,9 +110,9 @@ def measure(scratch: Path, tables: int, args: argparse.Namespace) -> float:
     process.send_signal(signal.SIGTERM)
     process.wait(60)
     share = 100 * cpu / wall
-    print(f"idle watching of {tables} tables: {cpu:.2f} CPU s in {wall:.0f} s = "
+    print(f"{label} idle watching of {tables} tables: {cpu:.2f} CPU s in {wall:.0f} s = "
           f"{share:.2f}% of one core, check interval {args.check_interval_s} s, compaction "
-          f"interval {args.compact_interval_s} s")
+          f"interval {args.compact_interval_s} s; {_load()}")
     return share
 
 
@@ -111,19 +125,31 @@ def main() -> None:
     parser.add_argument("--compact-interval-s", type=float, default=60.0,
                         help="[jobs.compact] interval_s (60 s, the default: every idle table "
                              "gets a no-op compaction run each minute)")
+    parser.add_argument("--before", type=Path, help="also run an older tree (DIR/paimond) on "
+                        "the same tables, before each run of this one")
     args = parser.parse_args()
-    shares = []
+    shares, before = [], []
     with tempfile.TemporaryDirectory(prefix="paimond-idle-") as scratch:
         for tables in args.tables:
-            shares.append(measure(Path(scratch), tables, args))
-    cells = "  ".join(f"{t}: {s:.2f}%" for t, s in zip(args.tables, shares, strict=True))
+            if args.before is not None:
+                env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
+                before.append(measure(Path(scratch), tables, args, "before", env))
+            shares.append(measure(Path(scratch), tables, args, "after" if before else ""))
+    if before:
+        _summary("before", args.tables, before)
+    _summary("after" if before else "", args.tables, shares)
+
+
+def _summary(label: str, tables: list[int], shares: list[float]) -> None:
+    cells = "  ".join(f"{t}: {s:.2f}%" for t, s in zip(tables, shares, strict=True))
     growth = [(b / max(a, 1e-9)) ** (1 / max(math.log2(tb / ta), 1e-9))
-              for (ta, a), (tb, b) in itertools.pairwise(zip(args.tables, shares, strict=True))]
+              for (ta, a), (tb, b) in itertools.pairwise(zip(tables, shares, strict=True))]
     factors = ", ".join(f"{g:.2f}x" for g in growth)
-    first = shares[0] if args.tables[0] == 1000 else None
+    first = shares[0] if tables[0] == 1000 else None
     target = "" if first is None else (f"; 1,000 tables {first:.2f}% (goal < 1%: "
                                        f"{'ok' if first < 1 else 'MISSED'})")
-    print(f"idle daemon, % of one core  {cells}   per doubling {factors} (goal <= 2.0x){target}")
+    print(f"{label} idle daemon, % of one core  {cells}   per doubling {factors} "
+          f"(goal <= 2.0x){target}")
 
 
 if __name__ == "__main__":
