@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from pypaimon import Schema
 from pypaimon.schema.schema_change import SchemaChange
 from pypaimon_tables import catalog_for
+from structlog.testing import capture_logs
 from write_only_writer import SCHEMA, Writer
 
 from paimond.clock import Clock
@@ -139,8 +140,12 @@ def test_an_unchanged_table_is_not_planned_again_until_a_new_snapshot(setup: Any
     runs = s.tick(0)
     assert [r.reports["compact"].outcome for r in runs] == ["success"]
     assert len(s.plans) == 1 and len(s.leases) == 1
-    for at in (61, 122, 600):
-        assert s.tick(at) == [], "skipped: no lease, no plan"
+    with capture_logs() as logs:
+        assert s.tick(61) == [], "skipped: no lease, no plan"
+    assert [(e["event"], e["snapshot_id"]) for e in logs if e["log_level"] == "debug"] == [
+        ("compaction_skipped", 1)]
+    for at in (122, 600):
+        assert s.tick(at) == []
     assert len(s.plans) == 1 and len(s.leases) == 1
     assert "unchanged since snapshot 1" in s.why()
     s.writer.commit()
