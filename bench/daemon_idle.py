@@ -73,7 +73,7 @@ def measure(scratch: Path, tables: int, args: argparse.Namespace, label: str = "
         started = time.monotonic()
         build(warehouse, tables)
         print(f"{tables} tables built in {time.monotonic() - started:.1f} s")
-    print(f"{label}: {_load()}")
+    print(f"{label + ': ' if label else ''}{_load()}")
     config = scratch / f"paimond-{tables}.toml"
     config.write_text(f'[[warehouses]]\nuri = "{warehouse}"\n[http]\nport = 0\n'
                       f"[daemon]\ncheck_interval_s = {args.check_interval_s}\n"
@@ -110,8 +110,8 @@ def measure(scratch: Path, tables: int, args: argparse.Namespace, label: str = "
     process.send_signal(signal.SIGTERM)
     process.wait(60)
     share = 100 * cpu / wall
-    print(f"{label} idle watching of {tables} tables: {cpu:.2f} CPU s in {wall:.0f} s = "
-          f"{share:.2f}% of one core, check interval {args.check_interval_s} s, compaction "
+    print(f"{label + ' ' if label else ''}idle watching of {tables} tables: {cpu:.2f} CPU s in "
+          f"{wall:.0f} s = {share:.2f}% of one core, check interval {args.check_interval_s} s, compaction "
           f"interval {args.compact_interval_s} s; {_load()}")
     return share
 
@@ -148,7 +148,7 @@ def _summary(label: str, tables: list[int], shares: list[float]) -> None:
     first = shares[0] if tables[0] == 1000 else None
     target = "" if first is None else (f"; 1,000 tables {first:.2f}% (goal < 1%: "
                                        f"{'ok' if first < 1 else 'MISSED'})")
-    print(f"{label} idle daemon, % of one core  {cells}   per doubling {factors} "
+    print(f"{label + ' ' if label else ''}idle daemon, % of one core  {cells}   per doubling {factors} "
           f"(goal <= 2.0x){target}")
 
 
