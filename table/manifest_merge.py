@@ -88,10 +88,11 @@ def write_rolling(writer: ManifestWriter, entries: Sequence[ManifestEntry],
 
 
 def _rolling_cut(entries: Sequence[ManifestEntry], start: int, target: int,
-                 compression: str) -> int | None:
+                 compression: str, per_entry: float | None = None) -> int | None:
     """The first cut point (a multiple of 1000 records, counted from the first entry) at
     which ``entries[start:cut]`` encodes to ``target`` bytes or more; None if no cut point
-    before the end gets there."""
+    before the end gets there. ``per_entry``: encoded bytes per entry, if known (where the
+    walk starts; it finds the same point from anywhere)."""
     def size(cut: int) -> int:
         return len(encode_manifest(entries[start:cut], compression=compression))
 
@@ -100,8 +101,13 @@ def _rolling_cut(entries: Sequence[ManifestEntry], start: int, target: int,
         return None
     # Guess from the bytes per entry of the first step, then walk to the first point that
     # reaches the target (the size grows with the cut).
-    first = size(points[0])
-    index = min(len(points) - 1, max(0, math.ceil(target / first) - 1)) if first < target else 0
+    if per_entry:
+        steps = math.ceil(target / per_entry / ROLLING_CHECK_RECORDS) - 1
+        index = min(len(points) - 1, max(0, steps))
+    else:
+        first = size(points[0])
+        index = min(len(points) - 1, max(0, math.ceil(target / first) - 1)) \
+            if first < target else 0
     while index > 0 and size(points[index - 1]) >= target:
         index -= 1
     while size(points[index]) < target:
@@ -134,7 +140,8 @@ class RollingWriter:
             if held < self.target_file_size_bytes:  # guess from the bytes per entry so far
                 ratio = min(2.0, max(1.1, self.target_file_size_bytes / max(1, held)))
                 return written, int(len(entries) * ratio) + 1
-            cut = _rolling_cut(entries, 0, self.target_file_size_bytes, self.writer.compression)
+            cut = _rolling_cut(entries, 0, self.target_file_size_bytes, self.writer.compression,
+                               held / len(entries))
             if cut is None:
                 break
             written.append(self.writer.write_manifest(entries[:cut]))
