@@ -78,7 +78,7 @@ FILE_SOURCE_COMPACT = 1
 # -43 MB peak RSS but +11% CPU at 10M rows, bench/compact_process.py).
 BATCH_ROWS = 32768
 _PREFETCH_THREADS = 4  # decode threads shared by a merge's runs (lsm.pipeline.SharedPrefetch)
-_WRITE_QUEUE_BYTES = 16 << 20  # one row group's worth (32 MB: +13 MB peak RSS, same CPU)
+_WRITE_QUEUE_BYTES = 8 << 20  # half a row group (16 MB: +15 MB peak RSS at 10M rows, same CPU)
 
 
 def file_format_of(file_name: str) -> str:
