@@ -31,6 +31,7 @@ encodes, so a bucket uses about two cores; memory stays at a few batches per run
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
@@ -133,6 +134,7 @@ class _BucketRewrite:
         self.writers: list[RollingDataFileWriter] = []
         self.rows_read = self.rows_written = self.rewritten = self.upgraded = 0
         self.rows_expired = 0
+        self._expired_lock = threading.Lock()  # runs are read ahead on shared threads
         # Only deduplicate without a sequence field can ignore the superseded values.
         self.merges_superseded = not (config.engine == "deduplicate" and not config.sequence_fields)
         # Java LookupMergeFunction: level-0 keys merged with their lowest higher version
@@ -179,7 +181,8 @@ class _BucketRewrite:
         for batch in self._read(meta, columns):
             kept = expiry.filter(batch)
             if projection is None:  # the merge's read (level-0 key reads are not counted)
-                self.rows_expired += batch.num_rows - kept.num_rows
+                with self._expired_lock:
+                    self.rows_expired += batch.num_rows - kept.num_rows
             yield kept if projection is None else kept.select(list(projection))
 
     def _run_batches(self, run: Sequence[DataFileMeta]) -> Iterator[pa.RecordBatch]:
