@@ -4,7 +4,9 @@ the budget.
 
 A task's estimate (:func:`estimate_task_bytes`) follows what ``lsm.rewrite`` holds: per sorted
 run, the batch being merged, the one decoded ahead and the file's decoded page (about three
-batches); the merged tables queued for the writer and the Parquet row group it is building;
+batches; a small row group decoded whole, ``table.parquet_groups``, holds less than a
+streaming reader's page and buffers did); the merged tables queued for the writer and the
+Parquet row group it is building;
 the keys of the level-0 inputs a deletion-vector or first-row lookup keeps; and a fixed part
 per task (readers' buffers, threads), measured on pypaimon-written tables. Rows are as wide as
 the schema's fixed-width columns, plus an allowance per variable-width column, and never
@@ -28,7 +30,9 @@ from paimond.table.kv_layout import key_fields, physical_arrow_schema, physical_
 
 MIN_BATCH_ROWS = 1024
 TASK_OVERHEAD_BYTES = 64 << 20  # RSS beyond Arrow's pool: decompression, numpy orders, threads
-WRITER_BYTES = 48 << 20  # lsm.rewrite's write queue (32 MB) + a Parquet row group (16 MB)
+# lsm.rewrite's write queue (8 MB) + a Parquet row group (16 MB), with room to spare (the queue
+# was 32 MB when this was measured)
+WRITER_BYTES = 48 << 20
 _BATCHES_PER_RUN = 3
 _VARIABLE_WIDTH_BYTES = 32  # a string or binary value of unknown length
 _COMPRESSION_FACTOR = 2  # decoded bytes per compressed byte, at least
