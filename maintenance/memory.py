@@ -6,9 +6,9 @@ A task's estimate (:func:`estimate_task_bytes`) follows what ``lsm.rewrite`` hol
 run, the batch being merged, the one decoded ahead and the file's decoded page (about three
 batches; a small row group decoded whole, ``table.parquet_groups``, holds less than a
 streaming reader's page and buffers did); the merged tables queued for the writer and the
-Parquet row group it is building;
-the keys of the level-0 inputs a deletion-vector or first-row lookup keeps; and a fixed part
-per task (readers' buffers, threads), measured on pypaimon-written tables. Rows are as wide as
+Parquet row group it is building; the keys of the level-0 inputs a deletion-vector or
+first-row lookup keeps; and a fixed part per task (readers' buffers, threads), measured on
+pypaimon-written tables. Rows are as wide as
 the schema's fixed-width columns, plus an allowance per variable-width column, and never
 narrower than twice their compressed size in the input files.
 
