@@ -8,9 +8,9 @@ batches; a small row group decoded whole, ``table.parquet_groups``, holds less t
 streaming reader's page and buffers did); the merged tables queued for the writer and the
 Parquet row group it is building; the keys of the level-0 inputs a deletion-vector or
 first-row lookup keeps; and a fixed part per task (readers' buffers, threads), measured on
-pypaimon-written tables. Rows are as wide as
-the schema's fixed-width columns, plus an allowance per variable-width column, and never
-narrower than twice their compressed size in the input files.
+pypaimon-written tables. Rows are as wide as the schema's fixed-width columns, plus an
+allowance per variable-width column, and never narrower than twice their compressed size in
+the input files.
 
 A task that does not fit the budget at the default batch size runs with smaller batches
 (:func:`fit_batch_rows`, halving down to :data:`MIN_BATCH_ROWS`); one that does not fit even
