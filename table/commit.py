@@ -7,11 +7,14 @@ delta manifest (DELETE entries first, copied verbatim from the live ADD entries,
 a base list of the latest base + delta manifests (merged as Java's ``ManifestFileMerger``
 does at every commit), the index manifest if index files changed, and creates
 ``snapshot-<latest+1>`` exclusively. The live files of the latest snapshot come from the
-job's own scan (``CommitChanges.base``) or this committer's last attempt or commit, plus the
-delta manifests of the snapshots committed since (``paimond.table.commit_reads``, as Java's
-retries do), not from a scan of every manifest. Losing the race retries with backoff; a
-conflict raises :class:`CommitConflictError` so the job re-plans. A snapshot is never overwritten and a
-concurrent writer's commit is never lost: it becomes part of our base.
+job's own scan (``CommitChanges.base``), the files of the buckets a compaction plan's tasks
+touch (``CommitChanges.planned``, ``paimond.table.commit_base``: every check concerns those
+buckets alone) or this committer's last attempt or commit, plus the delta manifests of the
+snapshots committed since (``paimond.table.commit_reads``, as Java's retries do), not from a
+scan of every manifest. The base manifests' merge streams (``manifest_merge.RollingWriter``).
+Losing the race retries with backoff; a conflict raises :class:`CommitConflictError` so the
+job re-plans. A snapshot is never overwritten and a concurrent writer's commit is never lost:
+it becomes part of our base.
 
 ``compact_manifests`` is Java's ``compactManifestOnce`` through the same attempt loop: the
 latest base + delta manifests merged with forced settings become the base of a COMPACT
