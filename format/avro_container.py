@@ -310,3 +310,71 @@ def write_records(schema: Schema, records: Iterable[dict[str, Any]], *,
         packed = _compress(codec, bytes(block), zstd_level)
         out += [_zigzag(count), _zigzag(len(packed)), packed, sync]
     return b"".join(out)
+
+
+class PrefixSizes:
+    """The size of the container :func:`write_records` writes for each prefix of ``records``
+    (same schema, codec and level), computed only as far as asked: each record is encoded
+    once and each closed block compressed once; only a prefix's open block is compressed
+    for it. Blocks close as fastavro's writer closes them, after the record that brings the
+    block to the sync interval, so a prefix's closed blocks are those of any longer one.
+    What a rolling writer needs to find its cut points without encoding every prefix whole."""
+
+    def __init__(self, schema: Schema, records: Iterable[dict[str, Any]], *, compression: str,
+                 zstd_level: int) -> None:
+        self._codec = avro_codec(compression)
+        self._zstd_level = zstd_level
+        self._schema = fastavro.parse_schema(schema)
+        self._records = iter(records)
+        self._header = len(write_records(schema, [], compression=compression,
+                                         zstd_level=zstd_level))
+        self._raw = io.BytesIO()  # every record encoded so far, one after another
+        self._ends: list[int] = []  # each record's end in _raw
+        self._block_starts = [0]  # record index each block starts at (the last one is open)
+        self._closed = [0]  # framed bytes of the closed blocks, cumulative
+
+    def __len__(self) -> int:
+        """Records encoded so far."""
+        return len(self._ends)
+
+    def size(self, count: int) -> int | None:
+        """Bytes of the container holding the first ``count`` records; None when there
+        are fewer records than that."""
+        while len(self._ends) < count:
+            record = next(self._records, None)
+            if record is None:
+                return None
+            self._encode(record)
+        block = bisect.bisect_right(self._block_starts, count) - 1
+        first = self._block_starts[block]
+        size = self._header + self._closed[block]
+        if count > first:
+            start = self._ends[first - 1] if first else 0
+            size += self._framed(count - first, start, self._ends[count - 1])
+        return size
+
+    def _encode(self, record: dict[str, Any]) -> None:
+        try:
+            fastavro.schemaless_writer(self._raw, self._schema, record,
+                                       disable_tuple_notation=True)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ValueError(f"value does not fit the manifest schema: {e}") from e
+        self._ends.append(self._raw.tell())
+        first = self._block_starts[-1]
+        start = self._ends[first - 1] if first else 0
+        if self._ends[-1] - start >= _SYNC_INTERVAL_BYTES:  # the block closes
+            framed = self._framed(len(self._ends) - first, start, self._ends[-1])
+            self._closed.append(self._closed[-1] + framed)
+            self._block_starts.append(len(self._ends))
+
+    def _framed(self, records: int, start: int, end: int) -> int:
+        """Bytes of a block of ``records`` records, ``_raw[start:end]``, as written."""
+        packed = end - start
+        if self._codec != "null":
+            view = self._raw.getbuffer()  # released before the next record is written
+            try:
+                raw = bytes(view[start:end])
+            finally:
+                view.release()
+            packed = len(_compress(self._codec, raw, self._zstd_level))
+        return len(_zigzag(records)) + len(_zigzag(packed)) + packed + _SYNC_SIZE

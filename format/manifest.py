@@ -9,12 +9,12 @@ here decodes them. Reading goes by field name, so files with fewer or more field
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from paimond.errors import CodecError
-from paimond.format.avro_container import read_records, write_records
+from paimond.format.avro_container import PrefixSizes, read_records, write_records
 from paimond.format.avro_schemas import MANIFEST_ENTRY_SCHEMA, int32, optional_int32
 
 MANIFEST_ENTRY_VERSION = 2
@@ -199,3 +199,10 @@ def encode_manifest(entries: Sequence[ManifestEntry], *, compression: str = "zst
     Raises ValueError for an unknown compression or a value outside its Avro type."""
     return write_records(MANIFEST_ENTRY_SCHEMA, map(_entry_to_record, entries),
                          compression=compression, zstd_level=zstd_level)
+
+
+def manifest_sizes(entries: Iterable[ManifestEntry], *, compression: str = "zstd",
+                   zstd_level: int = 1) -> PrefixSizes:
+    """The size :func:`encode_manifest` gives each prefix of ``entries``, as far as asked."""
+    return PrefixSizes(MANIFEST_ENTRY_SCHEMA, map(_entry_to_record, entries),
+                       compression=compression, zstd_level=zstd_level)

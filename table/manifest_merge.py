@@ -22,9 +22,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from paimond.errors import CodecError, CorruptFileError, UnsupportedError
+from paimond.format.avro_container import PrefixSizes
 from paimond.format.binary_row import decode_manifest_row
 from paimond.format.key_order import sort_key_function
-from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry, encode_manifest
+from paimond.format.manifest import (
+    FILE_KIND_ADD,
+    FILE_KIND_DELETE,
+    ManifestEntry,
+    manifest_sizes,
+)
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.types import DataType
 from paimond.table.manifest_files import ManifestWriter
@@ -88,13 +94,21 @@ def write_rolling(writer: ManifestWriter, entries: Sequence[ManifestEntry],
 
 
 def _rolling_cut(entries: Sequence[ManifestEntry], start: int, target: int,
-                 compression: str, per_entry: float | None = None) -> int | None:
+                 compression: str, per_entry: float | None = None,
+                 sizes: PrefixSizes | None = None) -> int | None:
     """The first cut point (a multiple of 1000 records, counted from the first entry) at
     which ``entries[start:cut]`` encodes to ``target`` bytes or more; None if no cut point
     before the end gets there. ``per_entry``: encoded bytes per entry, if known (where the
-    walk starts; it finds the same point from anywhere)."""
+    walk starts; it finds the same point from anywhere). ``sizes``: the sizes of the
+    prefixes of ``entries[start:]``, if already made (each entry is encoded once for all
+    the points the walk tries)."""
+    prefixes = sizes if sizes is not None else manifest_sizes(
+        (entries[i] for i in range(start, len(entries))), compression=compression)
+
     def size(cut: int) -> int:
-        return len(encode_manifest(entries[start:cut], compression=compression))
+        found = prefixes.size(cut - start)
+        assert found is not None  # every point is within the entries
+        return found
 
     points = range(start + ROLLING_CHECK_RECORDS, len(entries), ROLLING_CHECK_RECORDS)
     if not points:
@@ -136,12 +150,13 @@ class RollingWriter:
         at how many entries held a file may be full (when to call again)."""
         written: list[ManifestFileMeta] = []
         while len(entries) > ROLLING_CHECK_RECORDS:
-            held = len(encode_manifest(entries, compression=self.writer.compression))
+            sizes = manifest_sizes(entries, compression=self.writer.compression)
+            held = sizes.size(len(entries)) or 0
             if held < self.target_file_size_bytes:  # guess from the bytes per entry so far
                 ratio = min(2.0, max(1.1, self.target_file_size_bytes / max(1, held)))
                 return written, int(len(entries) * ratio) + 1
             cut = _rolling_cut(entries, 0, self.target_file_size_bytes, self.writer.compression,
-                               held / len(entries))
+                               held / len(entries), sizes)
             if cut is None:
                 break
             written.append(self.writer.write_manifest(entries[:cut]))
