@@ -16,8 +16,8 @@ import io
 import json
 import lzma
 import zlib
-from collections.abc import Collection, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any, Generic, TypeVar
 
 import fastavro
 import zstandard
@@ -30,6 +30,7 @@ _SYNC_INTERVAL_BYTES = 64000  # Avro Java DataFileConstants.DEFAULT_SYNC_INTERVA
 _DEFLATE_LEVEL = 6  # Avro Java deflate default (-1 = zlib's 6)
 _XZ_LEVEL = 6  # Avro Java XZCodec default
 Schema = dict[str, Any]
+_T = TypeVar("_T")
 
 
 
@@ -312,69 +313,72 @@ def write_records(schema: Schema, records: Iterable[dict[str, Any]], *,
     return b"".join(out)
 
 
-class PrefixSizes:
-    """The size of the container :func:`write_records` writes for each prefix of ``records``
-    (same schema, codec and level), computed only as far as asked: each record is encoded
-    once and each closed block compressed once; only a prefix's open block is compressed
-    for it. Blocks close as fastavro's writer closes them, after the record that brings the
-    block to the sync interval, so a prefix's closed blocks are those of any longer one.
-    What a rolling writer needs to find its cut points without encoding every prefix whole."""
+class PrefixSizes(Generic[_T]):
+    """The size of the container :func:`write_records` writes for each prefix of
+    ``items[first:]`` as records (``to_record``; same schema, codec and level), computed only
+    as far as asked. Blocks close as fastavro's writer closes them, after the record that
+    brings the block to the sync interval, so a prefix's closed blocks are those of any
+    longer one: each closed block is encoded and compressed once and only its size kept; a
+    prefix ending inside a block has that block's records up to it encoded and compressed
+    again (at most one block, ~64 KB). What a rolling writer needs to find its cut points
+    without encoding every prefix whole."""
 
-    def __init__(self, schema: Schema, records: Iterable[dict[str, Any]], *, compression: str,
-                 zstd_level: int) -> None:
+    def __init__(self, schema: Schema, items: Sequence[_T], to_record: Callable[[_T], dict[str, Any]],
+                 *, first: int = 0, compression: str, zstd_level: int) -> None:
         self._codec = avro_codec(compression)
         self._zstd_level = zstd_level
         self._schema = fastavro.parse_schema(schema)
-        self._records = iter(records)
+        self._items, self._first, self._to_record = items, first, to_record
         self._header = len(write_records(schema, [], compression=compression,
                                          zstd_level=zstd_level))
-        self._raw = io.BytesIO()  # every record encoded so far, one after another
-        self._ends: list[int] = []  # each record's end in _raw
+        self._count = 0  # records encoded so far
+        self._open = io.BytesIO()  # the open block's records
         self._block_starts = [0]  # record index each block starts at (the last one is open)
         self._closed = [0]  # framed bytes of the closed blocks, cumulative
 
     def __len__(self) -> int:
         """Records encoded so far."""
-        return len(self._ends)
+        return self._count
 
     def size(self, count: int) -> int | None:
         """Bytes of the container holding the first ``count`` records; None when there
         are fewer records than that."""
-        while len(self._ends) < count:
-            record = next(self._records, None)
-            if record is None:
-                return None
-            self._encode(record)
+        if count > len(self._items) - self._first:
+            return None
+        while self._count < count:
+            self._encode_next()
         block = bisect.bisect_right(self._block_starts, count) - 1
-        first = self._block_starts[block]
+        start = self._block_starts[block]
         size = self._header + self._closed[block]
-        if count > first:
-            start = self._ends[first - 1] if first else 0
-            size += self._framed(count - first, start, self._ends[count - 1])
-        return size
+        if count == start:
+            return size
+        if block == len(self._block_starts) - 1 and count == self._count:
+            raw = self._open.getvalue()  # the open block up to here
+        else:  # inside a block: its records up to ``count`` again
+            buffer = io.BytesIO()
+            for index in range(start, count):
+                self._write(buffer, index)
+            raw = buffer.getvalue()
+        return size + self._framed(count - start, raw)
 
-    def _encode(self, record: dict[str, Any]) -> None:
+    def _write(self, out: io.BytesIO, index: int) -> None:
+        record = self._to_record(self._items[self._first + index])
         try:
-            fastavro.schemaless_writer(self._raw, self._schema, record,
-                                       disable_tuple_notation=True)
+            fastavro.schemaless_writer(out, self._schema, record, disable_tuple_notation=True)
         except (TypeError, ValueError, OverflowError) as e:
             raise ValueError(f"value does not fit the manifest schema: {e}") from e
-        self._ends.append(self._raw.tell())
-        first = self._block_starts[-1]
-        start = self._ends[first - 1] if first else 0
-        if self._ends[-1] - start >= _SYNC_INTERVAL_BYTES:  # the block closes
-            framed = self._framed(len(self._ends) - first, start, self._ends[-1])
-            self._closed.append(self._closed[-1] + framed)
-            self._block_starts.append(len(self._ends))
 
-    def _framed(self, records: int, start: int, end: int) -> int:
-        """Bytes of a block of ``records`` records, ``_raw[start:end]``, as written."""
-        packed = end - start
-        if self._codec != "null":
-            view = self._raw.getbuffer()  # released before the next record is written
-            try:
-                raw = bytes(view[start:end])
-            finally:
-                view.release()
-            packed = len(_compress(self._codec, raw, self._zstd_level))
+    def _encode_next(self) -> None:
+        self._write(self._open, self._count)
+        self._count += 1
+        if self._open.tell() >= _SYNC_INTERVAL_BYTES:  # the block closes
+            records = self._count - self._block_starts[-1]
+            self._closed.append(self._closed[-1] + self._framed(records, self._open.getvalue()))
+            self._block_starts.append(self._count)
+            self._open = io.BytesIO()
+
+    def _framed(self, records: int, raw: bytes) -> int:
+        """Bytes of a block of ``records`` records encoded as ``raw``, as written."""
+        packed = len(raw) if self._codec == "null" else len(
+            _compress(self._codec, raw, self._zstd_level))
         return len(_zigzag(records)) + len(_zigzag(packed)) + packed + _SYNC_SIZE

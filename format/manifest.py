@@ -9,7 +9,7 @@ here decodes them. Reading goes by field name, so files with fewer or more field
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -201,8 +201,10 @@ def encode_manifest(entries: Sequence[ManifestEntry], *, compression: str = "zst
                          compression=compression, zstd_level=zstd_level)
 
 
-def manifest_sizes(entries: Iterable[ManifestEntry], *, compression: str = "zstd",
-                   zstd_level: int = 1) -> PrefixSizes:
-    """The size :func:`encode_manifest` gives each prefix of ``entries``, as far as asked."""
-    return PrefixSizes(MANIFEST_ENTRY_SCHEMA, map(_entry_to_record, entries),
+def manifest_sizes(entries: Sequence[ManifestEntry], *, first: int = 0,
+                   compression: str = "zstd", zstd_level: int = 1
+                   ) -> PrefixSizes[ManifestEntry]:
+    """The size :func:`encode_manifest` gives each prefix of ``entries[first:]``, as far as
+    asked."""
+    return PrefixSizes(MANIFEST_ENTRY_SCHEMA, entries, _entry_to_record, first=first,
                        compression=compression, zstd_level=zstd_level)

@@ -95,15 +95,15 @@ def write_rolling(writer: ManifestWriter, entries: Sequence[ManifestEntry],
 
 def _rolling_cut(entries: Sequence[ManifestEntry], start: int, target: int,
                  compression: str, per_entry: float | None = None,
-                 sizes: PrefixSizes | None = None) -> int | None:
+                 sizes: PrefixSizes[ManifestEntry] | None = None) -> int | None:
     """The first cut point (a multiple of 1000 records, counted from the first entry) at
     which ``entries[start:cut]`` encodes to ``target`` bytes or more; None if no cut point
     before the end gets there. ``per_entry``: encoded bytes per entry, if known (where the
     walk starts; it finds the same point from anywhere). ``sizes``: the sizes of the
     prefixes of ``entries[start:]``, if already made (each entry is encoded once for all
     the points the walk tries)."""
-    prefixes = sizes if sizes is not None else manifest_sizes(
-        (entries[i] for i in range(start, len(entries))), compression=compression)
+    prefixes = sizes if sizes is not None else manifest_sizes(entries, first=start,
+                                                              compression=compression)
 
     def size(cut: int) -> int:
         found = prefixes.size(cut - start)

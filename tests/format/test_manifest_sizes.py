@@ -47,9 +47,17 @@ def test_each_prefix_size_equals_the_prefix_encoded_whole(compression: str) -> N
     assert len(sizes) == 1500
 
 
+def test_prefixes_from_a_first_entry_on() -> None:
+    entries = _entries(1200, seed=5)
+    sizes = manifest_sizes(entries, first=700)
+    for count in (500, 0, 1, 250, 499):
+        assert sizes.size(count) == len(encode_manifest(entries[700:700 + count])), count
+    assert sizes.size(501) is None
+
+
 def test_a_prefix_longer_than_the_entries_has_no_size() -> None:
     entries = _entries(10, seed=1)
-    sizes = manifest_sizes(iter(entries))
+    sizes = manifest_sizes(entries)
     assert sizes.size(5) == len(encode_manifest(entries[:5]))
     assert len(sizes) == 5  # encoded only as far as asked
     assert sizes.size(11) is None
