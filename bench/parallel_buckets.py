@@ -40,6 +40,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from startup import environment  # noqa: E402  (bench/ is not a package)
+
 GOAL_RATIO = 0.55
 BUCKETS = 8
 TABLE = "bench.t"
@@ -91,21 +94,6 @@ def _run(argv: list[str], env: dict[str, str] | None) -> tuple[float, float, flo
     if process.returncode != 0:
         raise SystemExit(f"{argv} failed ({process.returncode}):\n{output}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output
-
-
-def environment(pyc: str, scratch: Path, tree: Path | None) -> dict[str, str]:
-    """The commands' environment: ``tree`` first on the path; with ``pyc`` "cached", a
-    byte-code cache under ``scratch`` (else no ``.pyc`` is read or written)."""
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-    if pyc == "cached":
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
-    else:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env.pop("PYTHONPYCACHEPREFIX", None)
-    return env
 
 
 def compact(source: Path, scratch: Path, parallelism: int, env: dict[str, str]

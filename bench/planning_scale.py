@@ -279,6 +279,12 @@ def main() -> None:
         for name, (wall, cpu, rss) in figures[size].items():
             print(f"{size:>9,} files  {name:<18} wall {wall:6.2f} s  CPU {cpu:6.2f} s  "
                   f"peak RSS {rss:7.1f} MB", flush=True)
+    report(figures, sizes)
+
+
+def report(figures: dict[int, dict[str, tuple[float, float, float]]], sizes: list[int]) -> None:
+    """Per size each command's CPU over the baseline's (``read manifests``) and its RSS less
+    the 1k-file table's; then the growth per doubling of CPU, wall and RSS above start-up."""
     small = figures[sizes[0]]
     print("\nsize        command            CPU vs baseline  RSS less 1k-file table")
     for size in sizes[1:]:
@@ -298,6 +304,7 @@ def main() -> None:
                for a, b in zip(sizes[1:], sizes[2:], strict=False)]
         print(f"  {name:<18} CPU {', '.join(cpu)}  wall {', '.join(wall)}  "
               f"RSS above start-up {', '.join(rss)}")
+
 
 
 if __name__ == "__main__":

@@ -151,22 +151,7 @@ def main() -> None:
         for name, (wall, cpu, rss) in figures[size].items():
             print(f"{size:>9,} files  {name:<18} wall {wall:6.2f} s  CPU {cpu:6.2f} s  "
                   f"peak RSS {rss:7.1f} MB", flush=True)
-    small = figures[sizes[0]]
-    print("\nsize        command            CPU vs baseline  RSS less 1k-file table")
-    for size in sizes[1:]:
-        base_cpu = figures[size]["read manifests"][1]
-        for name, (_, cpu, rss) in figures[size].items():
-            extra = rss - small[name][2]
-            print(f"{size:>9,}  {name:<18} {cpu / base_cpu:6.2f}x          {extra:7.1f} MB "
-                  f"({extra * 2**20 / size:.0f} B/file)")
-    print("\ngrowth per doubling (target <= 2.0x for CPU; memory bounded or far below 2.0x)")
-    for name in figures[sizes[1]]:
-        cpu = [f"{figures[b][name][1] / figures[a][name][1]:.2f}x"
-               for a, b in zip(sizes[1:], sizes[2:], strict=False)]
-        above = {size: figures[size][name][2] - small[name][2] for size in sizes[1:]}
-        rss = [f"{above[b] / max(1e-9, above[a]):.2f}x"
-               for a, b in zip(sizes[1:], sizes[2:], strict=False)]
-        print(f"  {name:<18} CPU {', '.join(cpu)}  RSS above start-up {', '.join(rss)}")
+    planning_scale.report(figures, sizes)
 
 
 if __name__ == "__main__":

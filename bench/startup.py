@@ -40,8 +40,12 @@ PANDAS_PROBE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
                 "'PANDAS=%d\\n' % ('pandas' in sys.modules)))")
 
 
-def _environment(pyc: str, scratch: Path) -> dict[str, str]:
+def environment(pyc: str, scratch: Path, tree: Path | None = None) -> dict[str, str]:
+    """The commands' environment: ``tree`` first on the path; with ``pyc`` "cached", a
+    byte-code cache under ``scratch`` (else no ``.pyc`` is read or written)."""
     env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     if pyc == "cached":
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
@@ -124,9 +128,9 @@ def main() -> None:
         subprocess.run([sys.executable, __file__, "--build", str(small), "--commits", "3"],
                        check=True)
         fresh = _FreshCopy(small, copy)
-        env = _environment(args.pyc, Path(scratch))
+        env = environment(args.pyc, Path(scratch))
         before_env = (None if args.before is None
-                      else {**_environment(args.pyc, Path(scratch)), "PYTHONPATH": str(args.before)})
+                      else environment(args.pyc, Path(scratch), args.before))
         cases: dict[str, tuple[list[str], bool, dict[str, str]]] = {
             "baseline: import pyarrow.parquet": (
                 [sys.executable, "-c", f"{PANDAS_PROBE}; import pyarrow.parquet"], False, env),
