@@ -20,6 +20,10 @@ child process too). Prints medians and the issue's ratios with their targets.
 ``--before DIR`` also runs the command of an older tree (``DIR/paimond``, e.g. ``git archive
 <commit>`` unpacked there) as the contender ``before``, interleaved, and prints after / before.
 ``--keep DIR`` keeps the generated warehouses there and reuses them on the next run.
+``--pyc cached`` (the default) gives every contender a byte-code cache (``PYTHONPYCACHEPREFIX``
+in the scratch directory, filled by one untimed round), as an installed package has; ``--pyc
+none`` compiles every imported module in every process (this checkout's
+``PYTHONDONTWRITEBYTECODE=1``: how session 7 and earlier rows were measured).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compact import SCHEMA_FIELDS, run_rewrite  # noqa: E402  (bench/compact.py)
+from startup import environment  # noqa: E402  (bench/startup.py)
 
 TABLE = "bench.t"
 
@@ -114,12 +119,12 @@ def _measure(argv: list[str], env: dict[str, str] | None = None) -> dict[str, fl
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
 
-def _run_once(name: str, source: Path, scratch: Path, before: Path | None
+def _run_once(name: str, source: Path, scratch: Path, before: Path | None, pyc: str
               ) -> dict[str, float]:
     copy = scratch / f"run-{name}"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(source, copy)
-    env = {**os.environ, "PYTHONPATH": str(before)} if name == "before" and before else None
+    env = environment(pyc, scratch, before if name == "before" else None)
     try:
         return _measure(_argv(name, copy), env)
     finally:
@@ -152,6 +157,8 @@ def main() -> None:
     parser.add_argument("--keep", help="keep the generated warehouses in this directory")
     parser.add_argument("--before", type=Path,
                         help="also run an older tree's command (DIR/paimond), interleaved")
+    parser.add_argument("--pyc", choices=("cached", "none"), default="cached",
+                        help="byte code: cached (as installed) or none (compile every module)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--generate", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -184,14 +191,18 @@ def main() -> None:
                     print(f"generated {rows:,} rows, -D {deletes:.0%}, {len(_data_files(source))} "
                           f"files in {time.perf_counter() - started:.1f} s")
                 sources[deletes] = source
+            if args.pyc == "cached" and rows == args.rows[0]:
+                for name in contenders:  # untimed: fills the byte-code cache
+                    _run_once(name, sources[0.0], scratch, args.before, args.pyc)
             results: dict[tuple[str, float], list[dict[str, float]]] = {}
             for _ in range(args.runs):
                 for deletes, source in sources.items():
                     for name in contenders:
                         results.setdefault((name, deletes), []).append(
-                            _run_once(name, source, scratch, args.before))
+                            _run_once(name, source, scratch, args.before, args.pyc))
             print(f"\n== {rows:,} rows in {args.commits} commits, medians of {args.runs} "
-                  "interleaved runs, each a whole process")
+                  f"interleaved runs, each a whole process; byte code {args.pyc}; load average "
+                  f"{os.getloadavg()[0]:.1f}")
             for (name, deletes), runs in results.items():
                 print(f"  {name:<8} -D {deletes:>4.0%}  wall {_median(runs, 'wall'):7.2f} s  "
                       f"CPU {_median(runs, 'cpu'):7.2f} s  peak RSS {_median(runs, 'rss'):7.1f} MB")
