@@ -88,7 +88,7 @@ def _job_context(clock: Clock, **context: Any) -> JobContext:
 
 
 def parse_duration_ms(text: str) -> int:
-    from paimond.table.options import parse_duration_millis
+    from paimond.table.option_reader import parse_duration_millis
 
     return parse_duration_millis(text)
 
@@ -124,7 +124,7 @@ def _open_executor(args: argparse.Namespace) -> AbstractContextManager[TaskExecu
 
 def _compact(args: argparse.Namespace) -> int:
     from paimond.maintenance.execution import LookupCacheSettings
-    from paimond.table.options import parse_memory_size
+    from paimond.table.option_reader import parse_memory_size
 
     table = open_table_of(args)
     cache = None

@@ -67,7 +67,8 @@ from paimond.maintenance.references import FileTally
 from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired
 from paimond.table.catalog import Table
 from paimond.table.layout import EARLIEST_HINT
-from paimond.table.options import INT_MAX, TableOptions
+from paimond.table.option_reader import INT_MAX
+from paimond.table.options import TableOptions
 from paimond.table.semantic_options import refuse
 
 

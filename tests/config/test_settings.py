@@ -16,7 +16,7 @@ from paimond.config.settings import (
 )
 from paimond.config.values import DURATION_UNITS_MS, duration_ms
 from paimond.errors import ConfigError
-from paimond.table.options import parse_duration_millis
+from paimond.table.option_reader import parse_duration_millis
 
 GOOD = """
 [[warehouses]]

@@ -21,7 +21,8 @@ from paimond.lsm.picker import (
     pick_universal,
 )
 from paimond.table.compaction_options import CompactionOptions
-from paimond.table.options import TableOptions, parse_duration_millis
+from paimond.table.option_reader import parse_duration_millis
+from paimond.table.options import TableOptions
 
 _names = itertools.count()
 

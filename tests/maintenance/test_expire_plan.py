@@ -13,8 +13,8 @@ from paimond.maintenance.expire import (
     changelog_decoupled,
     plan_expiration,
 )
+from paimond.table.option_reader import parse_duration_millis as parse_duration_ms
 from paimond.table.options import TableOptions
-from paimond.table.options import parse_duration_millis as parse_duration_ms
 
 HOUR_MS = 3_600_000
 NOW = 1_000 * HOUR_MS
