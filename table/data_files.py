@@ -216,6 +216,11 @@ class DataFileWriter:
                             thin_key_names=[f.name for f in key_fields(schema)] if self._thin else ())
         self._collectors = [ColumnStatsCollector(f.type, m)
                             for f, m in zip(self._row_type.fields, modes, strict=True)]
+        # Min and max the format's own metadata gives are not computed again.
+        self._bounded = self._format.track_bounds(
+            [i for i, c in enumerate(self._collectors) if c.wants_bounds])
+        for i in self._bounded:
+            self._collectors[i].defer_bounds(self._arrow_schema.field(i).type)
         self.row_count = 0
         self._sequence_start = self._min_sequence = self._max_sequence = sequence_start
         self._delete_rows = 0
@@ -300,6 +305,8 @@ class DataFileWriter:
                 self._index.discard(index)
             raise
         crash_point("data_files.file_written")
+        for i in self._bounded:
+            self._collectors[i].set_bounds(self._format.bounds(i))
         stats = [c.result() for c in self._collectors]
         fields = self._row_type.fields
         if self._key_value:

@@ -18,8 +18,8 @@ char/varchar), no ``paimon.id`` attributes and no ZSTD level (pyarrow's ORC writ
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import BinaryIO, Protocol
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,6 +39,7 @@ from paimond.format.types import RowType
 from paimond.table.avro_data import AvroDataWriter, avro_codec, read_avro_batches
 from paimond.table.kv_layout import conform, physical_arrow_schema
 from paimond.table.options import TableOptions
+from paimond.table.parquet_bounds import ParquetBounds, bounded_type
 
 FORMATS = ("parquet", "orc", "avro", "row")
 _PARQUET_CODECS = {"zstd": "zstd", "none": "none", "uncompressed": "none", "snappy": "snappy",
@@ -58,6 +59,26 @@ class FormatWriter(Protocol):
     def estimated_size_bytes(self) -> int: ...
 
     def finish(self) -> None: ...
+
+    def track_bounds(self, columns: Sequence[int]) -> frozenset[int]:
+        """Before the first write: which of these top-level columns' min and max the file's
+        own metadata will give (``bounds``) after ``finish``."""
+        ...
+
+    def bounds(self, index: int) -> tuple[Any, Any] | None:
+        """After ``finish``: (min, max) of a tracked column's non-null values as
+        ``pc.min_max(...).as_py()`` gives them, (None, None) if it has none, None if unknown."""
+        ...
+
+
+class _NoBounds:
+    """Formats whose metadata paimond does not read back: statistics are computed."""
+
+    def track_bounds(self, columns: Sequence[int]) -> frozenset[int]:
+        return frozenset()
+
+    def bounds(self, index: int) -> tuple[Any, Any] | None:
+        raise KeyError(index)
 
 
 def open_format_writer(file_format: str, sink: BinaryIO, row_type: RowType, *, compression: str,
@@ -91,7 +112,10 @@ class _ParquetWriter:
     Dictionary encoding is chosen per column from the first row group: a flat column whose
     first rows hardly repeat (keys, sequence numbers, measurements) would fill the 1 MB
     dictionary, fall back to plain, and have paid for hashing every value and written both;
-    it is written plain from the start. Readers see standard Parquet either way."""
+    it is written plain from the start. Readers see standard Parquet either way.
+
+    Column bounds come from the statistics the writer puts in the footer
+    (:mod:`paimond.table.parquet_bounds`)."""
 
     def __init__(self, sink: BinaryIO, row_type: RowType, codec: str, zstd_level: int) -> None:
         self._sink, self._codec, self._zstd_level = sink, codec, zstd_level
@@ -102,6 +126,21 @@ class _ParquetWriter:
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.RecordBatch] = []
         self._pending_bytes = 0
+        self._bounds = ParquetBounds({})
+
+    def track_bounds(self, columns: Sequence[int]) -> frozenset[int]:
+        leaves, leaf = {}, 0
+        for index, field in enumerate(self._schema):
+            leaves[index] = leaf
+            leaf += len(parquet_leaf_paths(field))
+        int96 = {p[0] for p in self._int96_paths}
+        self._bounds = ParquetBounds({
+            i: (leaves[i], self._schema.field(i).type) for i in columns
+            if bounded_type(self._schema.field(i).type) and self._schema.field(i).name not in int96})
+        return self._bounds.columns
+
+    def bounds(self, index: int) -> tuple[Any, Any] | None:
+        return self._bounds.bounds(index)
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self._int96_paths:
@@ -118,6 +157,7 @@ class _ParquetWriter:
             table = pa.Table.from_batches(self._pending)
             if self._writer is None:
                 self._writer = self._open(table)
+            self._bounds.note(table)
             self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self._pending, self._pending_bytes = [], 0
 
@@ -149,10 +189,11 @@ class _ParquetWriter:
             self._writer = self._open(self._schema.empty_table())
         if self._footer is None:
             self._writer.close()
-            return
-        self._footer.capturing = True
-        self._writer.close()
-        self._sink.write(self._footer.declared_tail(self._int96_paths, self._logical))
+        else:
+            self._footer.capturing = True
+            self._writer.close()
+            self._sink.write(self._footer.declared_tail(self._int96_paths, self._logical))
+        self._bounds.resolve(self._writer.writer.metadata)
 
 
 def _fixed_len_decimal(arrow_type: pa.DataType) -> bool:
@@ -185,7 +226,7 @@ def parquet_leaf_paths(field: pa.Field) -> list[str]:
             for prefix, child in children for path in parquet_leaf_paths(child)]
 
 
-class _OrcWriter:
+class _OrcWriter(_NoBounds):
     def __init__(self, sink: BinaryIO, row_type: RowType, codec: str) -> None:
         self._schema = physical_arrow_schema(row_type)
         self._sink = sink
@@ -222,7 +263,7 @@ def _orc_type(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type
 
 
-class _AvroWriter:
+class _AvroWriter(_NoBounds):
     def __init__(self, sink: BinaryIO, row_type: RowType, codec: str, zstd_level: int) -> None:
         self._sink = sink
         self._writer = AvroDataWriter(sink, row_type, codec=codec, zstd_level=zstd_level)
@@ -238,7 +279,7 @@ class _AvroWriter:
         self._writer.close()
 
 
-class _RowWriter:
+class _RowWriter(_NoBounds):
     def __init__(self, sink: BinaryIO, row_type: RowType, options: TableOptions) -> None:
         self._writer = RowFileWriter(
             sink, row_type, block_size_bytes=options.file_block_size_bytes,

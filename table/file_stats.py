@@ -6,7 +6,9 @@ Modes are ``none``, ``counts`` (null count only), ``full`` and ``truncate(N)`` (
 binary cut to N code points / bytes; the max is then incremented so it stays an upper
 bound, and when no upper bound exists both min and max are null). Statistics are computed
 per Arrow batch with pyarrow.compute and merged across batches; only two values per batch
-and column reach Python.
+and column reach Python. Where the file format's writer records exact bounds of a column
+(Parquet's footer statistics: :mod:`paimond.table.parquet_bounds`), the min and max are
+taken from there instead (``defer_bounds``); null counts are always counted here.
 
 Deliberate differences from Java, all of them still valid bounds: a FLOAT/DOUBLE column
 holding NaN gets null min/max (Java's order puts NaN last, Parquet drops such stats);
@@ -132,9 +134,11 @@ NONE_STATS = ColumnStats(None, None, None)
 
 
 class ColumnStatsCollector:
-    """Statistics of one column over the batches of one file."""
+    """Statistics of one column over the batches of one file. With ``defer_bounds`` the
+    min and max come from the file format's own metadata (``set_bounds``), not each batch."""
 
-    __slots__ = ("_data_type", "_has_nan", "_max", "_min", "_mode", "_null_count", "_unit")
+    __slots__ = ("_data_type", "_deferred", "_max", "_min", "_mode", "_null_count", "_unbounded",
+                 "_unit")
 
     def __init__(self, data_type: DataType, mode: StatsMode) -> None:
         self._data_type = data_type
@@ -142,14 +146,34 @@ class ColumnStatsCollector:
         self._null_count = 0
         self._min: Any = None
         self._max: Any = None
-        self._has_nan = False
+        self._unbounded = False  # NaN seen, or the format's bounds are unknown
+        self._deferred = False
         self._unit: str | None = None  # Arrow unit of a timestamp column
+
+    @property
+    def wants_bounds(self) -> bool:
+        """Does this column's mode keep a min and max (which ``update`` would compute)?"""
+        return self._mode.kind in ("full", "truncate") and isinstance(self._data_type, _ORDERED)
+
+    def defer_bounds(self, arrow_type: pa.DataType) -> None:
+        """``update`` counts nulls only; ``set_bounds`` gives min and max before ``result``."""
+        self._deferred = True
+        if pa.types.is_timestamp(arrow_type):
+            self._unit = arrow_type.unit
+
+    def set_bounds(self, bounds: tuple[Any, Any] | None) -> None:
+        """Min and max of the non-null values (None, None if none; None if unknown), in the
+        conventions ``update`` compares in (timestamps as integers of the Arrow unit)."""
+        if bounds is None:
+            self._unbounded = True
+        else:
+            self._min, self._max = bounds
 
     def update(self, array: pa.Array | pa.ChunkedArray) -> None:
         if self._mode.kind == "none":
             return
         self._null_count += array.null_count
-        if self._mode.kind == "counts" or not isinstance(self._data_type, _ORDERED):
+        if self._mode.kind == "counts" or self._deferred or not isinstance(self._data_type, _ORDERED):
             return
         if array.null_count == len(array):
             return
@@ -159,8 +183,8 @@ class ColumnStatsCollector:
             array = array.cast(pa.int64())
         elif pa.types.is_date32(array.type) or pa.types.is_time32(array.type):
             array = array.cast(pa.int32())  # epoch days, millis of the day
-        elif pa.types.is_floating(array.type) and not self._has_nan:
-            self._has_nan = bool(pc.any(pc.is_nan(array)).as_py())
+        elif pa.types.is_floating(array.type) and not self._unbounded:
+            self._unbounded = bool(pc.any(pc.is_nan(array)).as_py())
         low, high = (s.as_py() for s in pc.min_max(array).values())
         if low is not None and (self._min is None or low < self._min):
             self._min = low
@@ -170,7 +194,7 @@ class ColumnStatsCollector:
     def result(self) -> ColumnStats:
         if self._mode.kind == "none":
             return NONE_STATS
-        if self._min is None or self._has_nan:
+        if self._min is None or self._unbounded:
             return ColumnStats(None, None, self._null_count)
         low, high = self._value(self._min), self._value(self._max)
         if self._mode.kind == "truncate":
