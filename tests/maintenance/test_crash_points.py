@@ -436,19 +436,23 @@ from paimond.daemon.lease import Leases
 from paimond.table.storage import open_storage
 
 warehouse = sys.argv[1]
-for cycle in range(6):  # enough epochs for one batched cleanup of the old ones
-    now = [cycle * 10.0]
-    leases = Leases(open_storage(warehouse), warehouse, "a", 60.0, lambda: now[0])
+now = [0.0]
+leases = Leases(open_storage(warehouse), warehouse, "a", 60.0, lambda: now[0])
+for cycle in range(7):  # enough aged epochs for one batched cleanup of the old ones
+    now[0] = cycle * 400.0  # past the LIST-free window: this acquisition lists
     assert leases.acquire("db.t")
     now[0] += 31  # past half the TTL: the renewal writes the next epoch
     assert leases.renew("db.t")
+    leases.release("db.t")
+    assert leases.acquire("db.t")  # right after our release: no LIST
     leases.release("db.t")
 """
 
 
 @pytest.mark.crash_campaign
 def test_a_crash_while_taking_a_lease_leaves_it_to_be_taken(tmp_path: Path) -> None:
-    """Acquire, renew, release (six times: old epochs get deleted): killed at any step,
+    """Acquire, renew, release, acquire again without listing, release (seven times, minutes
+    apart: old epochs get deleted once listed long enough ago): killed at any step,
     the lease still reads, its owner takes it again, and another owner once it expired."""
     job = Job("lease", "db.t", tmp_path / "unused", driver=LEASE_DRIVER)
     trace = tmp_path / "trace.txt"
