@@ -67,7 +67,7 @@ class _Counting:
 
 
 def _instrument_storage() -> None:
-    from paimond.table.storage import FsspecStorage
+    from paimond.table.fsspec_storage import FsspecStorage
 
     open_input, read_bytes = FsspecStorage.open_input, FsspecStorage.read_bytes
 

@@ -150,7 +150,7 @@ def _in_commits(endpoint: CountingEndpoint, action: Callable[[], Any]
 def _compaction(endpoint: CountingEndpoint, storage: Any, run: Callable[..., Any]
                 ) -> dict[str, list[Request]]:
     """A full compaction of the large table (one output file above the part size)."""
-    from paimond.table.storage import _UPLOAD_PART_BYTES
+    from paimond.table.fsspec_storage import _UPLOAD_PART_BYTES
 
     everything, commit = _in_commits(endpoint, lambda: run("compact", full=True, table="db.big"))
     written = sum(1 for r in everything if r.kind in ("PUT", "MPU-COMPLETE")

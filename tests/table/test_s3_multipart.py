@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds
 
-import paimond.table.storage as storage_module
+import paimond.table.fsspec_storage as storage_module
 from paimond.table.storage import Storage, open_storage
 
 pytestmark = pytest.mark.s3

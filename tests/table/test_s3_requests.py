@@ -113,7 +113,7 @@ def test_discovery_lists_no_excluded_table(endpoint: CountingEndpoint,
 
 def test_deletes_go_in_batches_without_asking_first(endpoint: CountingEndpoint, warehouse: Storage,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from paimond.table import storage as storage_module
+    from paimond.table import fsspec_storage as storage_module
 
     assert storage_module._DELETE_BATCH == 1000  # S3's limit per DeleteObjects
     monkeypatch.setattr(storage_module, "_DELETE_BATCH", 3)  # 7 keys: 3 requests

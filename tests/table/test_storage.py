@@ -29,7 +29,7 @@ from paimond.errors import (
     StorageUnavailableError,
     UnsupportedError,
 )
-from paimond.table import storage as storage_module
+from paimond.table import fsspec_storage as storage_module
 from paimond.table.storage import Storage, open_storage
 
 
