@@ -79,7 +79,10 @@ FILE_SOURCE_COMPACT = 1
 # -43 MB peak RSS but +11% CPU at 10M rows, bench/compact_process.py).
 BATCH_ROWS = 32768
 _PREFETCH_THREADS = 4  # decode threads shared by a merge's runs (lsm.pipeline.SharedPrefetch)
-_WRITE_QUEUE_BYTES = 8 << 20  # half a row group (16 MB: +15 MB peak RSS at 10M rows, same CPU)
+# A whole row group (table.file_formats: 16 MB) may wait while the one before it is encoded.
+# With half of one (8 MB) the merge and the encoder took turns instead of overlapping:
+# the merge waited ~1 s of a 2.6 s compaction of 10M rows (bench/compact_process.py).
+_WRITE_QUEUE_BYTES = 16 << 20
 
 
 def file_format_of(file_name: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import random
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -67,3 +68,39 @@ def test_projection_reads_only_the_columns_asked_for() -> None:
 
     assert got.column_names == ["d", "k"]
     assert got.column("k").to_pylist() == expected.column("k").to_pylist()
+
+
+def test_a_local_file_is_read_by_arrow_itself_and_closed(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    data, expected = _file([300, 40, 200], seed=3)
+    path = tmp_path / "data.parquet"
+    path.write_bytes(data)
+    opened: list[pa.NativeFile] = []
+    real_osfile = pa.OSFile
+
+    def recording_osfile(name: str) -> pa.NativeFile:
+        opened.append(real_osfile(name))
+        return opened[-1]
+
+    monkeypatch.setattr(pa, "OSFile", recording_osfile)
+    with open(path, "rb") as source:
+        got = pa.Table.from_batches(list(read_parquet_batches(source, COLUMNS, 64)))
+        assert [f.closed for f in opened] == [True]  # read through Arrow's file, then closed
+
+        early = read_parquet_batches(source, COLUMNS, 64)
+        next(early)
+        early.close()  # a merge that stops early (a failure) closes its runs
+    assert [f.closed for f in opened] == [True, True]
+    assert got.column("k").to_pylist() == expected.column("k").to_pylist()
+    assert got.column("s").to_pylist() == expected.column("s").to_pylist()
+
+
+def test_a_python_stream_is_read_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    data, expected = _file([100], seed=4)
+
+    def no_osfile(name: str) -> pa.NativeFile:
+        raise AssertionError(f"{name} is not a local file")
+
+    monkeypatch.setattr(pa, "OSFile", no_osfile)
+    got = pa.Table.from_batches(list(read_parquet_batches(io.BytesIO(data), COLUMNS, 64)))
+    assert got.column("d").to_pylist() == expected.column("d").to_pylist()
