@@ -21,7 +21,8 @@ from paimond.format.snapshot import Snapshot
 from paimond.maintenance.job_cleanup import recorded_job
 from paimond.maintenance.references import MANIFEST, MANIFEST_LIST, FileTally
 from paimond.table.catalog import Table
-from paimond.table.commit import CommitJournal, Committer, ManifestsUnchanged
+from paimond.table.commit import CommitJournal, Committer
+from paimond.table.commit_manifests import ManifestsUnchanged
 from paimond.table.manifest_files import ManifestWriter
 from paimond.table.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
 from paimond.table.scan import read_manifest, read_manifest_list

@@ -16,9 +16,8 @@ Losing the race retries with backoff; a conflict raises :class:`CommitConflictEr
 job re-plans. A snapshot is never overwritten and a concurrent writer's commit is never lost:
 it becomes part of our base.
 
-``compact_manifests`` is Java's ``compactManifestOnce`` through the same attempt loop: the
-latest base + delta manifests merged with forced settings become the base of a COMPACT
-snapshot with an empty delta, checked to describe exactly the latest snapshot's live files.
+``compact_manifests`` (table/commit_manifests.py) is Java's ``compactManifestOnce`` through the
+same attempt loop; the conflict check is in table/commit_checks.py.
 """
 
 from __future__ import annotations
@@ -26,41 +25,33 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, TypeVar
 
 from paimond import __version__
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError, PaimondError
 from paimond.faults import crash_point
-from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
-from paimond.format.key_order import max_key_order, min_key_order
+from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
 from paimond.format.manifest_list import ManifestFileMeta
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, encode_snapshot
 from paimond.table.catalog import Table
 from paimond.table.commit_base import PlannedBuckets
+from paimond.table.commit_checks import ConflictChecks
+from paimond.table.commit_manifests import ManifestCompaction
 from paimond.table.commit_reads import AttemptReads, LiveSet
+from paimond.table.index_combiner import combine_index_entries
 from paimond.table.layout import LATEST_HINT
 from paimond.table.manifest_files import ManifestWriter
 from paimond.table.manifest_merge import ManifestMergeOptions, RollingWriter, merge_manifests
 from paimond.table.options import TableOptions
-from paimond.table.scan import (
-    SnapshotFiles,
-    merge_entries,
-    read_manifest,
-    read_manifest_list,
-)
+from paimond.table.scan import SnapshotFiles, read_manifest
 
 WRITER_VERSION = f"paimond-{__version__}"
 T = TypeVar("T")
-
-
-class ManifestsUnchanged:
-    """What ``compact_manifests`` found: merging would change nothing, so nothing was committed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +107,7 @@ class RetryPolicy:
 
 
 @dataclass
-class Committer:
+class Committer(ConflictChecks, ManifestCompaction):
     """Commits changes to one table. One fresh ``commit_user`` per instance (per job run)."""
 
     table: Table
@@ -139,14 +130,6 @@ class Committer:
         if changes.is_empty:
             raise ValueError("nothing to commit")
         return self._retry(lambda: self._try_once(changes))
-
-    def compact_manifests(self, *, forced: bool = True) -> Snapshot | ManifestsUnchanged:
-        """Rewrite the latest snapshot's manifests (Java ``compact_manifest``: ``forced``,
-        else by the table's own merge thresholds) as a COMPACT snapshot with an empty delta;
-        ``ManifestsUnchanged`` if merging changes nothing."""
-        # mypy cannot solve T for a union; the attempt returns exactly this union or None.
-        return cast("Snapshot | ManifestsUnchanged",
-                    self._retry(lambda: self._try_compact_manifests_once(forced)))
 
     def _retry(self, attempt: Callable[[], T | None]) -> T:
         """Run ``attempt`` until it returns something other than None (a lost race)."""
@@ -194,29 +177,6 @@ class Committer:
                                   scope)
         return published
 
-    def _try_compact_manifests_once(self, forced: bool) -> Snapshot | ManifestsUnchanged | None:
-        table = self.table
-        latest = table.snapshots.latest()
-        if latest is None:
-            return ManifestsUnchanged()
-        schema = table.latest_schema()
-        writer = self._writer(schema)
-        try:
-            before = self._latest_manifests(latest)
-            read = _once_each(self.table, self.table.snapshots.path(latest.id))
-            after = self._merged(writer, latest, schema, before, forced=forced, read=read)
-            if {m.file_name for m in after} == {m.file_name for m in before}:
-                writer.remove_written()
-                return ManifestsUnchanged()
-            crash_point("commit.manifests_compacted")
-            if self.check_conflicts:
-                self._check_same_live_files(latest, before, after, read)
-            snapshot = self._manifest_compaction_snapshot(writer, latest, after)
-        except BaseException:
-            writer.remove_written()
-            raise
-        return self._publish(writer, snapshot)
-
     def _publish(self, writer: ManifestWriter, snapshot: Snapshot) -> Snapshot | None:
         """Create the snapshot file exclusively; None if another commit took its id."""
         table = self.table
@@ -256,82 +216,6 @@ class Committer:
         except PaimondError:
             pass  # hints are advisory; readers fall back to listing
 
-    def _check_conflicts(self, latest: Snapshot, schema: TableSchema, changes: CommitChanges,
-                         reads: AttemptReads) -> dict[tuple[object, ...], ManifestEntry]:
-        """Raise CommitConflictError unless ``changes`` apply to ``latest``; returns the live
-        files once they are applied (the new snapshot's)."""
-        buckets = {(e.partition, e.bucket)
-                   for e in (*changes.added, *changes.deleted, *changes.changelog)}
-        base = LiveSet.of_scan(changes.base) if changes.base is not None else (
-            LiveSet.of_planned(changes.planned) if changes.planned is not None else None)
-        current = reads.live_at(latest, (self._known, base), buckets)
-        self.reads_log.extend(reads.read_log)
-        self._known = current  # a lost race's retry starts from here
-        live = dict(current.entries)  # of every bucket, or of those the changes touch
-        for entry in changes.deleted:
-            if entry.identifier not in live:
-                raise CommitConflictError(
-                    f"{self.table.name}: file {entry.file.file_name} (bucket {entry.bucket}, "
-                    f"level {entry.file.level}) is no longer live in snapshot {latest.id}")
-            live.pop(entry.identifier)
-        for entry in changes.added:
-            if entry.identifier in live:
-                raise CommitConflictError(f"{self.table.name}: file {entry.file.file_name} "
-                                          f"is already live in snapshot {latest.id}")
-            live[entry.identifier] = entry
-        data_names = {e.file.file_name for e in live.values()}
-        # a changelog file is never a data file too (of its bucket, when only the touched
-        # buckets' files are known: the same name elsewhere is another file)
-        for entry in changes.changelog:
-            if entry.file.file_name in data_names:
-                raise CommitConflictError(f"{self.table.name}: changelog file "
-                                          f"{entry.file.file_name} is live as a data file")
-        if changes.index_base:
-            self._check_index_base(latest, changes.index_base, reads)
-        if not schema.primary_keys and changes.deleted:
-            self._check_no_vector_of_deleted_files(latest, schema, changes, reads)
-        if schema.primary_keys:
-            touched = {(e.partition, e.bucket) for e in (*changes.added, *changes.deleted)}
-            _check_levels_do_not_overlap(self.table.name, schema,
-                                         [e for e in live.values()
-                                          if (e.partition, e.bucket) in touched])
-        return live
-
-    def _check_no_vector_of_deleted_files(self, latest: Snapshot, schema: TableSchema,
-                                          changes: CommitChanges, reads: AttemptReads) -> None:
-        """An append table: once committed, no deletion vector may name a data file this
-        commit deletes; one that does was added meanwhile (a concurrent delete), and the
-        rewrite computed without it would bring the deleted rows back."""
-        removed = ({e.file.file_name for e in changes.deleted}
-                   - {e.file.file_name for e in changes.added})
-        unaware = TableOptions.of(schema).bucket_mode(schema) == "BUCKET_UNAWARE"
-        combined = combine_index_entries(reads.index_entries(latest),
-                                         changes.index_deleted, changes.index_added,
-                                         by_file_name=unaware)
-        for entry in combined:
-            for dv in entry.index_file.dv_ranges or ():
-                if dv.data_file_name in removed:
-                    raise CommitConflictError(
-                        f"{self.table.name}: data file {dv.data_file_name} got a deletion "
-                        f"vector in snapshot {latest.id} (index file "
-                        f"{entry.index_file.file_name})")
-
-    def _check_index_base(self, latest: Snapshot,
-                          base: Mapping[tuple[bytes, int, str], str | None],
-                          reads: AttemptReads) -> None:
-        current = {(e.partition, e.bucket, e.index_file.index_type): e.index_file.file_name
-                   for e in reads.index_entries(latest)}
-        for key, expected in base.items():
-            if current.get(key) != expected:
-                raise CommitConflictError(
-                    f"{self.table.name}: the {key[2]} index of bucket {key[1]} changed to "
-                    f"{current.get(key)} in snapshot {latest.id} (computed from {expected})")
-
-    def _latest_manifests(self, latest: Snapshot) -> list[ManifestFileMeta]:
-        where = self.table.snapshots.path(latest.id)
-        return (read_manifest_list(self.table, latest.base_manifest_list, where)
-                + read_manifest_list(self.table, latest.delta_manifest_list, where))
-
     def _merged(self, writer: ManifestWriter, latest: Snapshot, schema: TableSchema,
                 metas: list[ManifestFileMeta], *, forced: bool,
                 read: Callable[[ManifestFileMeta], list[ManifestEntry]] | None = None
@@ -344,20 +228,6 @@ class Committer:
             metas, options, read or (lambda meta: read_manifest(self.table, meta, where)),
             RollingWriter(writer, options.target_file_size_bytes),
             schema.partition_type.field_types)
-
-    def _check_same_live_files(self, latest: Snapshot, previous: list[ManifestFileMeta],
-                               metas: list[ManifestFileMeta],
-                               read: Callable[[ManifestFileMeta], list[ManifestEntry]]) -> None:
-        """Merged manifests must describe exactly the live files of ``latest`` (its
-        ``previous`` manifests). Each manifest is read once for the merge and this check;
-        the new ones are read back from storage."""
-        where = self.table.snapshots.path(latest.id)
-        before, after = ({f.entry.identifier for f in merge_entries(
-            ((e, m.file_name) for m in group for e in read(m)), where)}
-            for group in (previous, metas))
-        if before != after:
-            raise AssertionError(f"{self.table.name}: merged manifests describe "
-                                 f"{len(after)} live files, snapshot {latest.id} has {len(before)}")
 
     def _manifest_compaction_snapshot(self, writer: ManifestWriter, latest: Snapshot,
                                       base_metas: list[ManifestFileMeta]) -> Snapshot:
@@ -430,78 +300,3 @@ class Committer:
             next_row_id=(latest.next_row_id or 0) if latest else 0,
             properties=dict(changes.properties) if changes.properties else None,
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
-
-
-def combine_index_entries(previous: Sequence[IndexManifestEntry],
-                          deleted: Sequence[IndexManifestEntry],
-                          added: Sequence[IndexManifestEntry], *,
-                          by_file_name: bool = False) -> list[IndexManifestEntry]:
-    """Java's bucketed combiner: one index file per (partition, bucket, index type); a DELETE
-    removes it, an ADD puts or replaces it. Entries of other buckets stay as they were.
-    ``by_file_name`` (a bucket-unaware table): the deletion-vector files combine by name
-    instead (Java ``GlobalCombiner``), several per partition."""
-    if by_file_name:
-        def is_dv(entry: IndexManifestEntry) -> bool:
-            return entry.index_file.index_type == INDEX_TYPE_DELETION_VECTORS
-        return (_combine_by_file_name([e for e in previous if is_dv(e)],
-                                      [e for e in deleted if is_dv(e)],
-                                      [e for e in added if is_dv(e)])
-                + combine_index_entries([e for e in previous if not is_dv(e)],
-                                        [e for e in deleted if not is_dv(e)],
-                                        [e for e in added if not is_dv(e)]))
-    combined: dict[tuple[bytes, int, str], IndexManifestEntry] = {}
-    for entry in previous:
-        combined[(entry.partition, entry.bucket, entry.index_file.index_type)] = entry
-    for entry in deleted:
-        key = (entry.partition, entry.bucket, entry.index_file.index_type)
-        if key in combined and combined[key].index_file.file_name == entry.index_file.file_name:
-            del combined[key]
-    for entry in added:
-        combined[(entry.partition, entry.bucket, entry.index_file.index_type)] = replace(
-            entry, kind=FILE_KIND_ADD)
-    return list(combined.values())
-
-
-def _combine_by_file_name(previous: Sequence[IndexManifestEntry],
-                          deleted: Sequence[IndexManifestEntry],
-                          added: Sequence[IndexManifestEntry]) -> list[IndexManifestEntry]:
-    """A deleted file must still be listed: else a concurrent commit replaced it, and what
-    this commit computed from it is stale (Java fails the commit likewise)."""
-    combined = {e.index_file.file_name: e for e in previous}
-    for entry in deleted:
-        if combined.pop(entry.index_file.file_name, None) is None:
-            raise CommitConflictError(f"index file {entry.index_file.file_name} is no longer "
-                                      "in the latest index manifest")
-    for entry in added:
-        combined[entry.index_file.file_name] = replace(entry, kind=FILE_KIND_ADD)
-    return list(combined.values())
-
-
-def _check_levels_do_not_overlap(table_name: str, schema: TableSchema,
-                                 entries: Sequence[ManifestEntry]) -> None:
-    """Java's LSM conflict check: per (partition, bucket, level >= 1), files sorted by min key
-    must satisfy max(a) < min(b)."""
-    key_types = schema.key_type.field_types
-    min_of, max_of = min_key_order(key_types), max_key_order(key_types)
-    by_level: dict[tuple[bytes, int, int], list[ManifestEntry]] = defaultdict(list)
-    for entry in entries:
-        if entry.file.level > 0:
-            by_level[(entry.partition, entry.bucket, entry.file.level)].append(entry)
-    for (_, bucket, level), files in by_level.items():
-        ordered = sorted(files, key=lambda e: min_of(e.file))
-        for a, b in zip(ordered, ordered[1:], strict=False):
-            if not max_of(a.file) < min_of(b.file):
-                raise CommitConflictError(
-                    f"{table_name}: LSM conflict in bucket {bucket} level {level}: "
-                    f"{a.file.file_name} overlaps {b.file.file_name}")
-
-
-def _once_each(table: Table, where: str) -> Callable[[ManifestFileMeta], list[ManifestEntry]]:
-    """A manifest reader that reads each manifest (immutable, uniquely named) at most once."""
-    read: dict[str, list[ManifestEntry]] = {}
-
-    def once(meta: ManifestFileMeta) -> list[ManifestEntry]:
-        if meta.file_name not in read:
-            read[meta.file_name] = read_manifest(table, meta, where)
-        return read[meta.file_name]
-    return once

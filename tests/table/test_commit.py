@@ -19,7 +19,8 @@ from paimond.format.index_manifest import IndexFileMeta, IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
 from paimond.maintenance.compact import CompactJob
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import CommitChanges, Committer, RetryPolicy, combine_index_entries
+from paimond.table.commit import CommitChanges, Committer, RetryPolicy
+from paimond.table.index_combiner import combine_index_entries
 from paimond.table.scan import LiveFile, read_manifest, read_manifest_list, scan_snapshot
 from paimond.table.storage import open_storage
 
