@@ -1,6 +1,7 @@
 """What the daemon reads of a table besides its status, from the same scan: the items its
 regenerating jobs have (stale file indexes, buckets missing vectors) and the lag and health
-figures (``maintenance/health.py``). Read again at a new snapshot, a new schema (options
+figures (``maintenance/health.py``), a window of partitions at a time
+(``daemon/watch_windows.py``). Read again at a new snapshot, a new schema (options
 changed: metadata only, one listing of schema/ at most every minute) and every
 :data:`RECHECK_MS` (a lost DV file changes neither)."""
 
@@ -9,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from paimond.daemon.watch_windows import WatchWindows
 from paimond.errors import PaimondError
-from paimond.maintenance.health import HealthInputs, file_figures, health_score
+from paimond.format.schema import TableSchema
+from paimond.maintenance.health import FileFigures, HealthInputs, file_figures, health_score
 from paimond.maintenance.regeneration import EXISTS_RECHECK_MS, RegenerationMemory, table_needs
 from paimond.maintenance.status import TableStatus, table_status
 from paimond.table.catalog import Table
@@ -33,26 +36,45 @@ class Watch:
 
 def watch(table: Table, status: TableStatus, files: SnapshotFiles | None,
           memory: RegenerationMemory, now_ms: int) -> Watch:
-    """The figures of ``files`` (the latest snapshot ``status`` describes; None: no
-    snapshot). A table whose metadata cannot be read has none (its status says why)."""
+    """The figures of ``files`` (the latest snapshot ``status`` describes, scanned whole;
+    None: no snapshot). A table whose metadata cannot be read has none (its status says
+    why). The daemon reads them a window at a time instead (:meth:`Watcher.read`)."""
     if status.error is not None or status.schema_id is None:
         return Watch()
     try:
         schema = table.schema(status.schema_id)
-        options = TableOptions.of(schema)
         needs = {} if files is None else table_needs(table, files, memory, now_ms)
         figures = file_figures(schema, [] if files is None else files.buckets().values())
-        manifests = status.manifests
-        score = health_score(HealthInputs(
-            max_sorted_runs=max((b.sorted_runs for b in status.buckets), default=0)
-            if schema.primary_keys else 0,
-            stop_trigger=status.stop_trigger if schema.primary_keys else None,
-            data_files=figures.data_files, small_files=figures.small_files,
-            snapshots=status.snapshot_count, snapshot_limit=options.snapshot_num_retained_max,
-            manifest_files=(manifests.base_files + manifests.delta_files) if manifests else 0,
-            manifest_merge_min_count=options.manifest_merge_min_count))
     except PaimondError:
         return Watch()
+    return _scored(schema, status, needs, figures)
+
+
+def windowed_watch(table: Table, status: TableStatus, found: WatchWindows) -> Watch:
+    """:func:`watch` of what ``found`` read beside ``status``, window by window."""
+    if status.error is not None or status.schema_id is None:
+        return Watch()
+    try:
+        schema = table.schema(status.schema_id)
+        read = found.found()
+    except PaimondError:
+        return Watch()
+    needs, figures = read if read is not None else ({}, file_figures(schema, []))
+    return _scored(schema, status, needs, figures)
+
+
+def _scored(schema: TableSchema, status: TableStatus, needs: Mapping[str, frozenset[str]],
+            figures: FileFigures) -> Watch:
+    options = TableOptions.of(schema)
+    manifests = status.manifests
+    score = health_score(HealthInputs(
+        max_sorted_runs=max((b.sorted_runs for b in status.buckets), default=0)
+        if schema.primary_keys else 0,
+        stop_trigger=status.stop_trigger if schema.primary_keys else None,
+        data_files=figures.data_files, small_files=figures.small_files,
+        snapshots=status.snapshot_count, snapshot_limit=options.snapshot_num_retained_max,
+        manifest_files=(manifests.base_files + manifests.delta_files) if manifests else 0,
+        manifest_merge_min_count=options.manifest_merge_min_count))
     return Watch(needs, {"small_files": figures.small_files, "health": score},
                  figures.oldest_level0_millis, figures.changelog_pending_millis)
 
@@ -87,10 +109,11 @@ class Watcher:
         return bool(ids) and ids[-1] != self.schema_id
 
     def read(self, table: Table, now_ms: int) -> TableStatus:
-        """The table's status, with this watch's figures read from the same scan."""
-        files: list[SnapshotFiles] = []
-        status = table_status(table, verify_files=False, parallelism=4, on_files=files.append)
-        self.last = watch(table, status, files[0] if files else None, self.memory, now_ms)
+        """The table's status, with this watch's figures read from the same scan, a window
+        of partitions at a time (``daemon/watch_windows.py``)."""
+        found = WatchWindows(table, self.memory, now_ms)
+        status = table_status(table, verify_files=False, parallelism=4, also=found)
+        self.last = windowed_watch(table, status, found)
         self.schema_id, self.read_at_ms = status.schema_id, now_ms
         self.schema_checked_ms = now_ms
         return status

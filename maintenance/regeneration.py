@@ -33,6 +33,7 @@ from paimond.format.file_index import FileIndexBuilder, decode_file_index
 from paimond.format.file_index.bloom import BLOOM_FILTER
 from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.manifest import DataFileMeta, ManifestEntry
+from paimond.format.schema import TableSchema
 from paimond.table.catalog import Table
 from paimond.table.deletion_vectors import index_file_path
 from paimond.table.layout import FILE_INDEX_SUFFIX
@@ -88,16 +89,20 @@ class IndexStaleness:
     def stale(self, entries: Iterable[ManifestEntry]) -> dict[str, ManifestEntry]:
         """Item key -> entry, for every eligible entry whose index is stale."""
         out: dict[str, ManifestEntry] = {}
-        keyed = bool(self.schema.primary_keys)
         for entry in entries:
-            meta = entry.file
-            if meta.write_cols is not None or (keyed and meta.level == 0):
-                continue
-            if self._actual(entry) != self.expected(meta.schema_id):
+            if self.is_stale(entry):
+                meta = entry.file
                 key = _digest(entry.partition, entry.bucket, meta.file_name, meta.extra_files,
                               meta.embedded_index, self.fingerprint)
                 out[f"index/{key}"] = entry
         return out
+
+    def is_stale(self, entry: ManifestEntry) -> bool:
+        """Whether one live entry is eligible and its index stale."""
+        meta = entry.file
+        if meta.write_cols is not None or (meta.level == 0 and bool(self.schema.primary_keys)):
+            return False
+        return self._actual(entry) != self.expected(meta.schema_id)
 
     def expected(self, schema_id: int) -> IndexHeader:
         """The head the rewrite would build for a file of ``schema_id``: the configured
@@ -179,10 +184,12 @@ class BucketNeed:
 
 def vector_needs(table: Table, buckets: Iterable[BucketFiles],
                  index_entries: Iterable[IndexManifestEntry],
-                 exists: Callable[[str], bool]) -> dict[str, BucketNeed]:
+                 exists: Callable[[str], bool], schema: TableSchema | None = None
+                 ) -> dict[str, BucketNeed]:
     """Item key -> bucket, for the buckets of a deletion-vector table whose vectors are
-    missing; nothing for other tables. ``exists`` answers for a DV index file's path."""
-    schema = table.latest_schema()
+    missing; nothing for other tables. ``exists`` answers for a DV index file's path;
+    ``schema``: the table's latest, if already read (a caller going bucket batch by batch)."""
+    schema = schema if schema is not None else table.latest_schema()
     if not schema.primary_keys or not TableOptions.of(schema).deletion_vectors_enabled:
         return {}
     before: dict[int, bool] = {}  # schema id -> written without deletion vectors

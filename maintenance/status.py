@@ -19,6 +19,7 @@ from paimond.table.options import TableOptions
 if TYPE_CHECKING:  # scan, duties and refusals load with the first table described
     from paimond.format.index_manifest import IndexManifestEntry
     from paimond.format.schema import TableSchema
+    from paimond.maintenance.status_windows import WindowReader
     from paimond.table.duties import DutyStatus
     from paimond.table.scan import BucketFiles, SnapshotFiles
 
@@ -153,19 +154,22 @@ def refusals_by_job(options: TableOptions) -> dict[str, tuple[str, ...]]:
 
 
 def table_status(table: Table, *, verify_files: bool = True, parallelism: int = 8,
-                 on_files: Callable[[SnapshotFiles], None] | None = None) -> TableStatus:
+                 on_files: Callable[[SnapshotFiles], None] | None = None,
+                 also: WindowReader | None = None) -> TableStatus:
     """Describe one table; any PaimondError is reported in ``error`` instead of raised.
-    ``on_files`` also gets the latest snapshot's files (the daemon's further figures): the
-    whole scan (every live entry in memory at once); without it the files are read a window
-    of partitions at a time (``maintenance.status_windows``), with the same result."""
+    ``on_files`` also gets the latest snapshot's files: the whole scan (every live entry in
+    memory at once); without it the files are read a window of partitions at a time
+    (``maintenance.status_windows``), with the same result, and ``also`` (the daemon's
+    further figures) reads each window too."""
     try:
-        return _table_status(table, verify_files, parallelism, on_files)
+        return _table_status(table, verify_files, parallelism, on_files, also)
     except PaimondError as error:
         return TableStatus(table.name, table.path, error=f"{type(error).__name__}: {error}")
 
 
 def _table_status(table: Table, verify_files: bool, parallelism: int,
-                  on_files: Callable[[SnapshotFiles], None] | None) -> TableStatus:
+                  on_files: Callable[[SnapshotFiles], None] | None,
+                  also: WindowReader | None = None) -> TableStatus:
     from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS, INDEX_TYPE_HASH
     from paimond.table.duties import duties
     from paimond.table.scan import scan_snapshot, verify_data_files
@@ -199,7 +203,7 @@ def _table_status(table: Table, verify_files: bool, parallelism: int,
         from paimond.maintenance.status_windows import windowed_status
 
         manifests, buckets = windowed_status(table, schema, latest, verify_files=verify_files,
-                                             parallelism=parallelism)
+                                             parallelism=parallelism, also=also)
         return replace(status, manifests=manifests, buckets=buckets,
                        latest_commit_kind=latest.commit_kind, latest_time_millis=latest.time_millis,
                        total_record_count=latest.total_record_count)

@@ -3,12 +3,14 @@ one window of partitions at a time as statistics-free records (``table.bucket_sc
 ``table.window_scan``), each bucket summed into its :class:`BucketStatus` and its files
 checked on storage, then dropped. Gives what :func:`maintenance.status.table_status` gives
 from a whole scan (``scan_snapshot``): the same buckets in the same order, the same figures,
-the same first missing file."""
+the same first missing file. A :class:`WindowReader` (the daemon's figures,
+``daemon/watch_windows.py``) reads each window too, from the same scan."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from paimond.errors import MissingFileError
 from paimond.format.index_manifest import (
@@ -17,6 +19,7 @@ from paimond.format.index_manifest import (
     IndexManifestEntry,
 )
 from paimond.format.manifest_list import ManifestFileMeta
+from paimond.format.manifest_slim import SlimEntry
 from paimond.format.schema import TableSchema
 from paimond.format.snapshot import Snapshot
 from paimond.maintenance.status import (
@@ -32,6 +35,19 @@ from paimond.table.options import TableOptions
 from paimond.table.partition_windows import WINDOW_ENTRIES
 from paimond.table.scan import BucketFiles, SnapshotFiles, verify_data_files
 from paimond.table.window_scan import over_windows
+
+
+class WindowReader(Protocol):
+    """Reads each window status reads, from the same scan."""
+
+    def start(self) -> None:
+        """A pass over the windows starts (again: forget what earlier windows gave)."""
+
+    def whole(self, entry: SlimEntry) -> bool:
+        """Whether to keep this ADD entry whole as it is first read (``LiveIndex.whole``)."""
+
+    def read(self, live: LiveIndex) -> None:
+        """One window, after status summed it."""
 
 
 @dataclass
@@ -54,11 +70,13 @@ def _verify(table: Table, schema: TableSchema, snapshot: Snapshot, files: Bucket
 
 
 def windowed_status(table: Table, schema: TableSchema, snapshot: Snapshot, *,
-                    verify_files: bool, parallelism: int = 8, budget: int = WINDOW_ENTRIES
+                    verify_files: bool, parallelism: int = 8, budget: int = WINDOW_ENTRIES,
+                    also: WindowReader | None = None
                     ) -> tuple[ManifestStatus, tuple[BucketStatus, ...]]:
     """The manifest and bucket figures of ``snapshot``; raises what ``scan_snapshot`` and
     ``verify_data_files`` raise (a missing file once every window was read, the one of the
-    first bucket in bucket order, as the whole scan finds it first)."""
+    first bucket in bucket order, as the whole scan finds it first). ``also`` reads every
+    window too."""
     small = TableOptions.of(schema).compaction_file_size_bytes
 
     def each(state: _Summed, live: LiveIndex) -> None:
@@ -73,9 +91,16 @@ def windowed_status(table: Table, schema: TableSchema, snapshot: Snapshot, *,
                     state.missing = (key, error)
             state.buckets.append((key, bucket_status(schema, files, state.dvs.get(key, {}),
                                                      small)))
+        if also is not None:
+            also.read(live)
 
-    summed = over_windows(table, snapshot, schema, _Summed, each, budget=budget,
-                          parallelism=parallelism)
+    def start() -> _Summed:
+        if also is not None:
+            also.start()
+        return _Summed()
+
+    summed = over_windows(table, snapshot, schema, start, each, budget=budget,
+                          parallelism=parallelism, whole=also.whole if also else None)
     if summed.missing is not None:
         raise summed.missing[1]
     base_path = table.file_path(MANIFEST_DIR, snapshot.base_manifest_list)
