@@ -12,16 +12,18 @@ held it is provably gone (another host, a pid that no longer runs here, or our o
 earlier process: a restarted container). Two live daemons with one replica id on one host still
 exclude each other; another replica always waits for expiry.
 
-A table run costs two PUTs (acquire, release) and, at most every ``_UNLISTED_RUNS`` runs or
-``_UNLISTED_FOR_S`` seconds, a LIST: acquiring again right after our own release (or while we
-hold the lease) creates ``our epoch + 1`` at once. That is sound only while that epoch cannot
+A table run costs two PUTs (acquire, release): acquiring again after our own release (or while
+we hold the lease) creates ``our epoch + 1`` at once, without listing. It lists (and deletes old
+epochs) after ``_UNLISTED_RUNS`` acquisitions without a LIST, or once our last write started
+``_UNLISTED_FOR_S`` seconds ago, or when the create fails. That is sound only while that epoch cannot
 have been created by someone else and deleted again, which a bare "it does not exist" cannot
 tell. So old epochs are deleted only once the deleting instance listed them at least
 ``_OLD_EPOCH_AGE_S`` (twice the LIST-free window) before, and the window runs from a moment when
 the epoch after ours provably had not been created yet (the LIST that showed the newest epoch,
 or the start of our own last exclusive create): an epoch another replica created after ours is
-still there for the whole window, so our create fails and we list as before. Clocks are compared
-only with themselves (durations), never across hosts.
+still there for the whole window, so our create fails and we list as before. The window and the
+age are durations on one instance's clock (a clock stepped by minutes could break that, as it
+breaks the TTL). Replicas must all run this rule: an older one deletes old epochs at once.
 """
 
 from __future__ import annotations
