@@ -12,7 +12,7 @@ deletion vectors were enabled) are kept whole as the manifests are first read (a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from paimond.errors import PaimondError
@@ -83,10 +83,12 @@ class WatchWindows:
     stale: set[str] = field(default_factory=set)
     vectors: dict[str, BucketNeed] = field(default_factory=dict)
     figures: FileFigures = NO_FILES
-    _unvectored: dict[int, bool] = field(default_factory=dict)
+    _unvectored: dict[int, bool] = field(default_factory=dict)  # schema id -> no vectors
+    _expects_index: dict[int, bool] = field(default_factory=dict)  # schema id -> configured
 
     def start(self) -> None:
         self.started, self.error, self.staleness = True, None, None
+        self._expects_index = {}
         self.stale, self.vectors, self.figures = set(), {}, NO_FILES
         try:
             self.schema = self.table.latest_schema()
@@ -119,41 +121,55 @@ class WatchWindows:
         return self._unvectored[schema_id]
 
     def _maybe_stale(self, e: SlimEntry) -> bool:
-        staleness = self.staleness
-        if staleness is None or self.error is not None:
-            return False
-        if e.level == 0 and staleness.schema.primary_keys:
-            return False
-        if e.embedded_index is None and not any(n.endswith(FILE_INDEX_SUFFIX)
-                                                for n in e.extra_files):
-            return staleness.expected(e.schema_id) != frozenset()  # no index: stale if any
-        return staleness.is_stale(_entry(e))
-
-    def read(self, live: LiveIndex) -> None:
         if self.error is not None:
-            return
+            return False
+        return self._stale_but_write_cols(e.level, e.schema_id, e.embedded_index,
+                                          e.extra_files, e)
+
+    def _stale_but_write_cols(self, level: int, schema_id: int, embedded: bytes | None,
+                              extra: tuple[str, ...], entry: ManifestEntry | SlimEntry
+                              ) -> bool:
+        """``IndexStaleness.is_stale`` of a file whose ``write_cols`` is not known."""
+        staleness = self.staleness
+        if staleness is None or (level == 0 and staleness.schema.primary_keys):
+            return False
+        if embedded is None and not any(n.endswith(FILE_INDEX_SUFFIX) for n in extra):
+            expects = self._expects_index.get(schema_id)  # no index: stale if one is due
+            if expects is None:
+                expects = self._expects_index[schema_id] = bool(staleness.expected(schema_id))
+            return expects
+        return staleness.is_stale(_entry(entry) if isinstance(entry, SlimEntry) else entry)
+
+    def read(self, live: LiveIndex, buckets: Iterator[BucketFiles]) -> Iterator[BucketFiles]:
         batch: list[BucketFiles] = []
         held = 0
-        try:
-            for bucket in live.buckets():
+        for bucket in buckets:
+            yield bucket
+            if self.error is None:
                 batch.append(bucket)
                 held += sum(len(files) for files in bucket.levels.values())
                 if held >= self.batch_files:
                     self._read_batch(live, batch)
                     batch, held = [], 0
-            if batch:
-                self._read_batch(live, batch)
+        if batch and self.error is None:
+            self._read_batch(live, batch)
+
+    def _read_batch(self, live: LiveIndex, buckets: list[BucketFiles]) -> None:
+        try:
+            self._read_buckets(live, buckets)
         except PaimondError as error:
             self.error = error
 
-    def _read_batch(self, live: LiveIndex, buckets: list[BucketFiles]) -> None:
+    def _read_buckets(self, live: LiveIndex, buckets: list[BucketFiles]) -> None:
         assert self.schema is not None and self.exists is not None
         staleness = self.staleness
         maybe_stale: list[ManifestEntry] = []
         if staleness is not None:
             try:  # stale but for write_cols, which only the whole entry has
                 maybe_stale = [f.entry for b in buckets for f in b.files
-                               if staleness.is_stale(f.entry)]
+                               if self._stale_but_write_cols(
+                                   f.meta.level, f.meta.schema_id, f.meta.embedded_index,
+                                   f.meta.extra_files, f.entry)]
             except PaimondError:
                 self.staleness = staleness = None  # as the whole scan: no index items
         old = [f.entry for b in buckets for level, files in b.levels.items() if level > 0

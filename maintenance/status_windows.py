@@ -9,6 +9,7 @@ the same first missing file. A :class:`WindowReader` (the daemon's figures,
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -46,8 +47,9 @@ class WindowReader(Protocol):
     def whole(self, entry: SlimEntry) -> bool:
         """Whether to keep this ADD entry whole as it is first read (``LiveIndex.whole``)."""
 
-    def read(self, live: LiveIndex) -> None:
-        """One window, after status summed it."""
+    def read(self, live: LiveIndex, buckets: Iterator[BucketFiles]) -> Iterator[BucketFiles]:
+        """One window: ``buckets`` (its buckets, as ``live.buckets()`` builds them) passed on
+        to status as they come, read on the way."""
 
 
 @dataclass
@@ -83,7 +85,8 @@ def windowed_status(table: Table, schema: TableSchema, snapshot: Snapshot, *,
         state.manifests, state.index_entries = live.manifests, live.index_entries
         if state.dvs is None:
             state.dvs = dv_cardinality_by_bucket(live.index_entries)
-        for files in live.buckets():
+        buckets = live.buckets()
+        for files in buckets if also is None else also.read(live, buckets):
             key = (files.partition, files.bucket)
             if verify_files and (state.missing is None or key < state.missing[0]):
                 error = _verify(table, schema, snapshot, files)
@@ -91,8 +94,6 @@ def windowed_status(table: Table, schema: TableSchema, snapshot: Snapshot, *,
                     state.missing = (key, error)
             state.buckets.append((key, bucket_status(schema, files, state.dvs.get(key, {}),
                                                      small)))
-        if also is not None:
-            also.read(live)
 
     def start() -> _Summed:
         if also is not None:

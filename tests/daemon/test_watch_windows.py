@@ -153,7 +153,7 @@ def test_without_write_cols_and_delete_counts_the_figures_differ(
     (nothing read back whole) would not give the whole scan's."""
     table = _regenerating(tmp_path, 1, monkeypatch)
     before = _whole(table, RegenerationMemory())
-    monkeypatch.setattr(WatchWindows, "_read_batch", _slim_only)
+    monkeypatch.setattr(WatchWindows, "_read_buckets", _slim_only)
     slim = Watcher()
     assert slim.read(table, NOW_MS).error is None
     assert slim.last.needs["rewrite_index"] > before.needs["rewrite_index"]
