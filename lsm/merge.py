@@ -148,21 +148,46 @@ def _key_changes(sorted_keys: Sequence[pa.Array]) -> np.ndarray:
     return np.asarray(changed.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _oldest_first(pieces: Sequence[pa.Table]) -> tuple[pa.Table, bool]:
+SequenceRange = tuple[int, int]
+
+
+def _sequence_range(table: pa.Table) -> SequenceRange | None:
+    """The lowest and highest ``_SEQUENCE_NUMBER`` of ``table`` (None if one is NULL)."""
+    column = table.column(SEQUENCE_COLUMN)
+    if column.null_count or not len(column):
+        return None
+    low, high = pc.min_max(column).values()
+    return low.as_py(), high.as_py()
+
+
+def _oldest_first(pieces: Sequence[pa.Table],
+                  bounds: Sequence[SequenceRange | None] | None = None) -> tuple[pa.Table, bool]:
     """The pieces concatenated by ascending first sequence number, and whether their
     sequence ranges are then disjoint and ascending (each piece's last below the next one's
-    first: level-0 files, one per commit, always are)."""
-    ranges = []
-    for piece in pieces:
-        column = piece.column(SEQUENCE_COLUMN)
-        low, high = pc.min_max(column).values()
-        ranges.append((low.as_py(), high.as_py(), column.null_count))
-    ranking = sorted(range(len(pieces)), key=lambda i: ranges[i][0])
-    ordered = [ranges[i] for i in ranking]
-    disjoint = all(r[2] == 0 for r in ordered) and all(
-        before[1] < after[0] for before, after in itertools.pairwise(ordered))
+    first: level-0 files, one per commit, always are).
+
+    ``bounds``: per piece, a range holding its sequence numbers (the batch it was cut from),
+    or None. When those ranges are disjoint, so are the pieces', and the pieces are not read:
+    a merge of 20 runs cuts about 16 pieces per run and batch."""
+    known = [b for b in bounds or () if b is not None]
+    if len(known) == len(pieces) and _disjoint_ascending(sorted(known)):
+        ranking = sorted(range(len(pieces)), key=lambda i: known[i][0])
+        return pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive"), True
+    ranges = [_sequence_range(piece) for piece in pieces]
+    ranking = sorted(range(len(pieces)), key=lambda i: _low(ranges[i], pieces[i]))
+    ordered = [r for r in (ranges[i] for i in ranking) if r is not None]
+    disjoint = len(ordered) == len(pieces) and _disjoint_ascending(ordered)
     rows = pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive")
     return rows, disjoint
+
+
+def _low(found: SequenceRange | None, piece: pa.Table) -> Any:
+    """A piece's lowest sequence number, for ordering (pieces with a NULL one: its min)."""
+    return found[0] if found is not None else pc.min(piece.column(SEQUENCE_COLUMN)).as_py()
+
+
+def _disjoint_ascending(ranges: Sequence[SequenceRange]) -> bool:
+    return all(before[1] < after[0] for before, after in itertools.pairwise(ranges))
 
 
 def stable_int_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -218,12 +243,13 @@ def _presorted(rows: pa.Table, key_columns: Sequence[str], disjoint: bool = Fals
 
 
 def sort_slice(pieces: Sequence[pa.Table], key_columns: Sequence[str],
-               user_sequence: Sequence[tuple[str, str]] = ()) -> SortedSlice:
+               user_sequence: Sequence[tuple[str, str]] = (),
+               bounds: Sequence[SequenceRange | None] | None = None) -> SortedSlice:
     """Order the rows of ``pieces`` by key (NULL first), then user sequence fields, then
     ``_SEQUENCE_NUMBER``, with retractions before additions on a tie (Java's order); rows
-    equal in all of these keep the order of ``pieces``."""
+    equal in all of these keep the order of ``pieces``. ``bounds``: see ``_oldest_first``."""
     if not user_sequence and sum(p.num_rows for p in pieces):
-        rows, disjoint = _oldest_first(pieces)
+        rows, disjoint = _oldest_first(pieces, bounds)
         found = _presorted(rows, key_columns, disjoint)
         if found is not None:
             return _sorted_slice(rows, key_columns, *found)
@@ -285,6 +311,7 @@ class _RunCursor:
         self._keys = pa.table({})
         self._ints: np.ndarray | None = None
         self.exhausted = False
+        self.sequences: SequenceRange | None = None  # bounds the pending rows' sequences
 
     def _key_at(self, index: int) -> SortKey:
         if self._ints is not None:
@@ -298,6 +325,8 @@ class _RunCursor:
                 self.exhausted = True
             elif batch.num_rows:
                 self.pending = pa.Table.from_batches([batch])
+                self.sequences = _sequence_range(self.pending) \
+                    if SEQUENCE_COLUMN in self.pending.column_names else None
                 self._ints = _int_keys(self.pending, self._key_columns) if self._plain_ints \
                     else None
                 if self._ints is None:
@@ -353,11 +382,13 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.RecordBatch]], key_columns: Seq
         per_run = max(1, slice_rows // max(1, len(live)))
         bounds = [k for k in (c.key_within(per_run) for c in live) if k is not None]
         bound = min(bounds) if live else None
-        pieces = [t for t in (c.take_up_to(bound) for c in cursors) if t is not None]
+        cut = [(c.take_up_to(bound), c.sequences) for c in cursors]
+        pieces = [piece for piece, _ in cut if piece is not None]
         if not pieces:
             if all(c.exhausted for c in cursors):
                 return
             continue
-        reduced = reducer(sort_slice(pieces, key_columns, user_sequence))
+        reduced = reducer(sort_slice(pieces, key_columns, user_sequence,
+                                     [sequences for piece, sequences in cut if piece is not None]))
         if reduced.num_rows:
             yield reduced

@@ -152,3 +152,35 @@ def test_disjoint_sequence_ranges_skip_the_check_only_when_they_are_disjoint(
     merge.sort_slice([newer, piece([2, 3, 4], [1, 5, 2])], KEY)  # 5 in both ranges
     merge.sort_slice([newer, piece([2, 3, 4], [1, None, 2])], KEY)
     assert seen == [True, False, False]
+
+
+def test_pieces_of_batches_with_disjoint_sequences_are_not_read_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranges holding each piece's sequence numbers (its batch's) order the pieces and skip
+    the check when they are disjoint; overlapping ranges fall back to the pieces' own."""
+    read: list[int] = []
+    own_range = merge._sequence_range
+
+    def spy(table: pa.Table) -> Any:
+        read.append(table.num_rows)
+        return own_range(table)
+
+    monkeypatch.setattr(merge, "_sequence_range", spy)
+
+    def piece(keys: list[int], sequences: list[int]) -> pa.Table:
+        return pa.table({"_KEY_k": pa.array(keys, pa.int64()),
+                         "_SEQUENCE_NUMBER": pa.array(sequences, pa.int64()),
+                         "_VALUE_KIND": pa.array([0] * len(keys), pa.int8())})
+
+    newer, older = piece([1, 2, 3], [7, 5, 6]), piece([2, 3, 4], [1, 4, 2])
+    expected = [(1, 7), (2, 1), (2, 5), (3, 4), (3, 6), (4, 2)]
+
+    def merged(bounds: list[tuple[int, int] | None] | None) -> list[tuple[int, int]]:
+        sorted_slice = merge.sort_slice([newer, older], KEY, (), bounds)
+        keys = sorted_slice.rows.column("_KEY_k").take(pa.array(sorted_slice.order)).to_pylist()
+        return list(zip(keys, sorted_slice.column("_SEQUENCE_NUMBER").to_pylist(), strict=True))
+
+    assert merged([(5, 9), (0, 4)]) == expected and read == []
+    assert merged([(5, 9), (0, 5)]) == expected and read == [3, 3]  # overlap: pieces read
+    assert merged([(5, 9), None]) == expected and read == [3, 3, 3, 3]
+    assert merged(None) == expected and len(read) == 6
