@@ -230,6 +230,18 @@ def test_long_values_left_out_of_the_footer_are_bounded_by_min_max() -> None:
     assert bounds.bounds(1) == (b"\x00" * 5000, b"q")
 
 
+def test_values_up_to_the_limit_come_exact_from_the_footer() -> None:
+    low, high = "a" * LONG_VALUE_BYTES, "\U0001f600" * (LONG_VALUE_BYTES // 4)
+    schema = pa.schema([("s", pa.string()), ("b", pa.binary())])
+    table = pa.table({"s": [high, "b" * 300, low], "b": [b"\xff" * 4096, b"\x01" * 200, b"\x00" * 70]},
+                     schema=schema)
+    bounds, data = _parquet_file([table])
+    stats = pq.ParquetFile(io.BytesIO(data)).metadata.row_group(0).column(0).statistics
+    assert (stats.min_raw, stats.max_raw) == (low.encode(), high.encode())  # from the footer
+    assert bounds.bounds(0) == (low, high)
+    assert bounds.bounds(1) == (b"\x00" * 70, b"\xff" * 4096)
+
+
 def test_missing_statistics_make_bounds_unknown_and_all_nulls_none() -> None:
     table = pa.table({"i": pa.array([3, 1, None], pa.int64()), "n": pa.array([None] * 3, pa.string())})
     bounds, _ = _parquet_file([table], statistics=False)
