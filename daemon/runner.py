@@ -87,7 +87,7 @@ class Runner:
             try:
                 self._sweep_once(work)
                 for job in work.jobs:
-                    if self._stopping():
+                    if self._stopping() or stream.lease_lost:
                         break
                     if job != "compact":  # writers went on during the jobs before it
                         stream.compact_if_due()
@@ -99,9 +99,12 @@ class Runner:
                     finished_at[job] = self.clock.wall_ms() / 1000
                     if job == "compact":
                         stream.compacted_by(report, before)
-                    leases.renew(name)
+                    stream.keep_lease()
             finally:
                 leases.release(name)
+            if stream.lease_lost:
+                log.warning("lease_lost", table=name, jobs_done=list(reports),
+                            jobs_left=[j for j in work.jobs if j not in reports])
         except Exception as error:  # the table's boundary: a job's failure was its event
             message = f"{type(error).__name__}: {error}"
             if not in_job:
@@ -186,6 +189,13 @@ class _Stream:
         self.finished_at: dict[str, float] = {}
         self.compacted: int | None = None  # the latest id a successful compaction covered
         self.compacted_at: int | None = None  # latest id when the last compaction ended
+        self.lease_lost = False  # expired and taken over: no job more in this run
+
+    def keep_lease(self) -> None:
+        """Renew the table's lease between jobs; once another replica holds it, the run
+        starts nothing more (its commits would race that replica's)."""
+        if not self.runner.leases[self.work.warehouse].renew(self.work.table.name):
+            self.lease_lost = True
 
     def compacted_by(self, report: JobOutcome, before: int | None) -> None:
         """A compaction of the run ended: its outcome decides whether it runs again."""
@@ -199,7 +209,7 @@ class _Stream:
     def compact_if_due(self) -> None:
         """Compact now if writers committed enough since the run's last compaction. Never
         raises: a failed compaction (its event emitted) is left to the next run."""
-        if self.compacted_at is None or self.runner._stopping():
+        if self.compacted_at is None or self.runner._stopping() or self.lease_lost:
             return
         table = self.work.table
         try:
@@ -209,7 +219,7 @@ class _Stream:
             self.reports["compact"] = report = self.runner._run_job(self.work, "compact")
             self.finished_at["compact"] = self.runner.clock.wall_ms() / 1000
             self.compacted_by(report, before)
-            self.runner.leases[self.work.warehouse].renew(table.name)
+            self.keep_lease()
         except Exception:  # noqa: BLE001 - the job's failure was its event
             self.compacted_at = None
 
