@@ -9,6 +9,7 @@ raw ``long`` of millis.
 
 from __future__ import annotations
 
+import array
 import bisect
 import bz2
 import functools
@@ -318,23 +319,27 @@ class PrefixSizes(Generic[_T]):
     ``items[first:]`` as records (``to_record``; same schema, codec and level), computed only
     as far as asked. Blocks close as fastavro's writer closes them, after the record that
     brings the block to the sync interval, so a prefix's closed blocks are those of any
-    longer one: each closed block is encoded and compressed once and only its size kept; a
-    prefix ending inside a block has that block's records up to it encoded and compressed
-    again (at most one block, ~64 KB). What a rolling writer needs to find its cut points
-    without encoding every prefix whole."""
+    longer one: each record is encoded once, each closed block compressed once and kept so
+    (about the container's size), with where each record ends in it; a prefix ending inside
+    a block has that block's records up to it compressed again (at most one block, ~64 KB).
+    What a rolling writer needs to find its cut points, then :meth:`container` writes the
+    file and :meth:`rest` goes on after it, without encoding a record again."""
 
     def __init__(self, schema: Schema, items: Sequence[_T], to_record: Callable[[_T], dict[str, Any]],
                  *, first: int = 0, compression: str, zstd_level: int) -> None:
         self._codec = avro_codec(compression)
-        self._zstd_level = zstd_level
-        self._schema = fastavro.parse_schema(schema)
+        self._compression, self._zstd_level = compression, zstd_level
+        self._schema_json, self._schema = schema, fastavro.parse_schema(schema)
         self._items, self._first, self._to_record = items, first, to_record
         self._header = len(write_records(schema, [], compression=compression,
                                          zstd_level=zstd_level))
         self._count = 0  # records encoded so far
+        self._last: _T | None = None  # the last of them
         self._open = io.BytesIO()  # the open block's records
         self._block_starts = [0]  # record index each block starts at (the last one is open)
         self._closed = [0]  # framed bytes of the closed blocks, cumulative
+        self._packed: list[bytes] = []  # each closed block's records, compressed
+        self._ends = array.array("I")  # per record: where it ends in its block's records
 
     def __len__(self) -> int:
         """Records encoded so far."""
@@ -352,33 +357,89 @@ class PrefixSizes(Generic[_T]):
         size = self._header + self._closed[block]
         if count == start:
             return size
-        if block == len(self._block_starts) - 1 and count == self._count:
-            raw = self._open.getvalue()  # the open block up to here
-        else:  # inside a block: its records up to ``count`` again
-            buffer = io.BytesIO()
-            for index in range(start, count):
-                self._write(buffer, index)
-            raw = buffer.getvalue()
-        return size + self._framed(count - start, raw)
+        packed = self._pack(self._records_to(block, count))
+        return size + len(_zigzag(count - start)) + len(_zigzag(len(packed))) + len(packed) \
+            + _SYNC_SIZE
 
-    def _write(self, out: io.BytesIO, index: int) -> None:
-        record = self._to_record(self._items[self._first + index])
-        try:
-            fastavro.schemaless_writer(out, self._schema, record, disable_tuple_notation=True)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise ValueError(f"value does not fit the manifest schema: {e}") from e
+    def container(self, count: int) -> bytes:
+        """The container of the first ``count`` records: :func:`write_records`' bytes but
+        for the random sync marker. Raises ValueError when there are fewer records."""
+        if self.size(count) is None:
+            raise ValueError(f"fewer than {count} records")
+        empty = write_records(self._schema_json, [], compression=self._compression,
+                              zstd_level=self._zstd_level)  # the header, a fresh sync marker
+        sync = empty[-_SYNC_SIZE:]
+        out = [empty]
+        block = bisect.bisect_right(self._block_starts, count) - 1
+        for index in range(block):
+            records = self._block_starts[index + 1] - self._block_starts[index]
+            packed = self._packed[index]
+            out += [_zigzag(records), _zigzag(len(packed)), packed, sync]
+        start = self._block_starts[block]
+        if count > start:
+            packed = self._pack(self._records_to(block, count))
+            out += [_zigzag(count - start), _zigzag(len(packed)), packed, sync]
+        return b"".join(out)
+
+    def rest(self, count: int, items: Sequence[_T], first: int) -> PrefixSizes[_T]:
+        """The prefixes of the records after the first ``count``, which are ``items[first:]``
+        (the same records; the caller may have cut the sequence), starting from the records
+        already encoded here."""
+        after = PrefixSizes(self._schema_json, items, self._to_record, first=first,
+                            compression=self._compression, zstd_level=self._zstd_level)
+        block = bisect.bisect_right(self._block_starts, count) - 1
+        for index in range(block, len(self._block_starts)):
+            last = index == len(self._block_starts) - 1
+            raw = self._open.getvalue() if last else _decompress(self._codec, self._packed[index])
+            low = max(count, self._block_starts[index])
+            high = self._count if last else self._block_starts[index + 1]
+            end = 0 if low == self._block_starts[index] else self._ends[low - 1]
+            for record in range(low, high):
+                after._add(raw[end:self._ends[record]])
+                end = self._ends[record]
+        if after._count:
+            after._last = items[first + after._count - 1]
+        return after
+
+    def follows(self, items: Sequence[_T]) -> bool:
+        """Whether ``items`` is still the sequence these are the prefixes of, with each
+        record encoded at its place (a list only appended to since)."""
+        encoded = self._first + self._count
+        return items is self._items and len(items) >= encoded and (
+            self._count == 0 or items[encoded - 1] is self._last)
+
+    def _records_to(self, block: int, count: int) -> bytes:
+        """The encoded records of ``block`` up to record ``count`` (within it)."""
+        end = self._ends[count - 1]
+        if block == len(self._block_starts) - 1:
+            return self._open.getvalue()[:end]
+        return _decompress(self._codec, self._packed[block])[:end]
 
     def _encode_next(self) -> None:
-        self._write(self._open, self._count)
+        item = self._items[self._first + self._count]
+        try:
+            fastavro.schemaless_writer(self._open, self._schema, self._to_record(item),
+                                       disable_tuple_notation=True)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ValueError(f"value does not fit the manifest schema: {e}") from e
+        self._last = item
+        self._written()
+
+    def _add(self, record: bytes) -> None:
+        self._open.write(record)
+        self._written()
+
+    def _written(self) -> None:
         self._count += 1
+        self._ends.append(self._open.tell())
         if self._open.tell() >= _SYNC_INTERVAL_BYTES:  # the block closes
             records = self._count - self._block_starts[-1]
-            self._closed.append(self._closed[-1] + self._framed(records, self._open.getvalue()))
+            packed = self._pack(self._open.getvalue())
+            self._closed.append(self._closed[-1] + len(_zigzag(records))
+                                + len(_zigzag(len(packed))) + len(packed) + _SYNC_SIZE)
+            self._packed.append(packed)
             self._block_starts.append(self._count)
             self._open = io.BytesIO()
 
-    def _framed(self, records: int, raw: bytes) -> int:
-        """Bytes of a block of ``records`` records encoded as ``raw``, as written."""
-        packed = len(raw) if self._codec == "null" else len(
-            _compress(self._codec, raw, self._zstd_level))
-        return len(_zigzag(records)) + len(_zigzag(packed)) + packed + _SYNC_SIZE
+    def _pack(self, raw: bytes) -> bytes:
+        return raw if self._codec == "null" else _compress(self._codec, raw, self._zstd_level)

@@ -78,8 +78,13 @@ class ManifestWriter:
         self.written.append(path)
         return name, len(data)
 
-    def write_manifest(self, entries: Sequence[ManifestEntry]) -> ManifestFileMeta:
-        name, size = self._write(MANIFEST_PREFIX, encode_manifest(entries, compression=self.compression))
+    def write_manifest(self, entries: Sequence[ManifestEntry], encoded: bytes | None = None
+                       ) -> ManifestFileMeta:
+        """``encoded``: the file's bytes if already made (``encode_manifest(entries)``'s with
+        this writer's compression, but for the sync marker: ``manifest_sizes``' container)."""
+        if encoded is None:
+            encoded = encode_manifest(entries, compression=self.compression)
+        name, size = self._write(MANIFEST_PREFIX, encoded)
         files = [e.file for e in entries]
         return ManifestFileMeta(
             file_name=name, file_size=size,

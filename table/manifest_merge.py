@@ -18,7 +18,7 @@ import math
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from paimond.errors import CodecError, CorruptFileError, UnsupportedError
@@ -79,18 +79,27 @@ def cancel_entries(entries: Iterable[tuple[ManifestEntry, str]]) -> list[Manifes
 
 
 def write_rolling(writer: ManifestWriter, entries: Sequence[ManifestEntry],
-                  target_file_size_bytes: int) -> list[ManifestFileMeta]:
+                  target_file_size_bytes: int,
+                  sizes: PrefixSizes[ManifestEntry] | None = None) -> list[ManifestFileMeta]:
     """Java's rolling manifest writer: a file is closed at the first multiple of 1000 records
-    at which it has reached the target size, so every file but the last is at least that big."""
-    cuts, start = [], 0
+    at which it has reached the target size, so every file but the last is at least that big.
+    Each entry is encoded once: the sizes that find the cuts give the files' bytes too.
+    ``sizes``: the prefixes of ``entries`` if already begun."""
+    if sizes is None:
+        sizes = manifest_sizes(entries, compression=writer.compression)
+    metas, start = [], 0
     while len(entries) - start > ROLLING_CHECK_RECORDS:
-        end = _rolling_cut(entries, start, target_file_size_bytes, writer.compression)
+        end = _rolling_cut(entries, start, target_file_size_bytes, writer.compression,
+                           sizes=sizes)
         if end is None:
             break
-        cuts.append((start, end))
+        metas.append(writer.write_manifest(entries[start:end], sizes.container(end - start)))
+        sizes = sizes.rest(end - start, entries, end)
         start = end
-    cuts.append((start, len(entries)))
-    return [writer.write_manifest(entries[a:b]) for a, b in cuts if b > a]
+    if start < len(entries):
+        metas.append(writer.write_manifest(entries[start:],
+                                           sizes.container(len(entries) - start)))
+    return metas
 
 
 def _rolling_cut(entries: Sequence[ManifestEntry], start: int, target: int,
@@ -139,9 +148,18 @@ class RollingWriter:
 
     writer: ManifestWriter
     target_file_size_bytes: int
+    # the prefixes of the held entries a call of write_full_files left, for the next call
+    _held: list[PrefixSizes[ManifestEntry]] = field(default_factory=list, compare=False)
 
     def __call__(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
-        return write_rolling(self.writer, entries, self.target_file_size_bytes)
+        return write_rolling(self.writer, entries, self.target_file_size_bytes,
+                             self._sizes(entries))
+
+    def _sizes(self, entries: Sequence[ManifestEntry]) -> PrefixSizes[ManifestEntry] | None:
+        """The prefixes the last call left if ``entries`` are still those it held (more
+        appended), once."""
+        held = self._held.pop() if self._held else None
+        return held if held is not None and held.follows(entries) else None
 
     def write_full_files(self, entries: list[ManifestEntry]) -> tuple[list[ManifestFileMeta],
                                                                       int]:
@@ -149,18 +167,23 @@ class RollingWriter:
         whatever ``more`` is, removes their entries from the front of ``entries``, and says
         at how many entries held a file may be full (when to call again)."""
         written: list[ManifestFileMeta] = []
-        while len(entries) > ROLLING_CHECK_RECORDS:
+        sizes = self._sizes(entries)
+        if sizes is None:
             sizes = manifest_sizes(entries, compression=self.writer.compression)
+        while len(entries) > ROLLING_CHECK_RECORDS:
             held = sizes.size(len(entries)) or 0
             if held < self.target_file_size_bytes:  # guess from the bytes per entry so far
                 ratio = min(2.0, max(1.1, self.target_file_size_bytes / max(1, held)))
+                self._held.append(sizes)
                 return written, int(len(entries) * ratio) + 1
             cut = _rolling_cut(entries, 0, self.target_file_size_bytes, self.writer.compression,
                                held / len(entries), sizes)
             if cut is None:
                 break
-            written.append(self.writer.write_manifest(entries[:cut]))
+            written.append(self.writer.write_manifest(entries[:cut], sizes.container(cut)))
             del entries[:cut]
+            sizes = sizes.rest(cut, entries, 0)
+        self._held.append(sizes)
         return written, len(entries) + ROLLING_CHECK_RECORDS
 
 
