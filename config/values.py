@@ -2,28 +2,19 @@
 checked into its Python type; every failure is a ConfigError naming the key.
 
 Durations use Paimon's grammar (Java ``TimeUtils.parseDuration``, apache/paimon release-1.0):
-``30 min``, ``1h``, ``500ms``, ``2 d``; a bare number is milliseconds. ``table/options.py``
-parses table options with the same grammar; config may import nothing of ours but errors, so
-the unit table is repeated here and tests/config/test_settings.py checks that the two agree.
+``30 min``, ``1h``, ``500ms``, ``2 d``; a bare number is milliseconds. Table options are read
+with the same grammar (both use ``paimond.durations``).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar
 
+from paimond.durations import duration_millis
 from paimond.errors import ConfigError
 
 N = TypeVar("N", int, float)
 
-_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-DURATION_UNITS_MS = {
-    "": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
@@ -59,11 +50,10 @@ def choice(raw: Any, key: str, choices: tuple[str, ...]) -> str:
 
 def duration_ms(raw: Any, key: str, minimum_ms: int = 0) -> int:
     """A Paimon duration (``1 d``, ``30 min``) in milliseconds, at least ``minimum_ms``."""
-    match = None if isinstance(raw, bool) else _DURATION.match(str(raw))
-    if match is None or match.group(2).lower() not in DURATION_UNITS_MS:
+    value = None if isinstance(raw, bool) else duration_millis(str(raw))
+    if value is None:
         raise ConfigError(key, f"expected a duration such as '30 min', '1 h' or '2 d', "
                                f"got {raw!r}")
-    value = int(match.group(1)) * DURATION_UNITS_MS[match.group(2).lower()]
     if value < minimum_ms:
         raise ConfigError(key, f"must be at least {minimum_ms // 1000} s, got {raw!r}")
     return value

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from paimond.durations import duration_millis
 from paimond.errors import ConfigError, UnsupportedError
 
 INT_MAX = 2**31 - 1
@@ -26,22 +27,12 @@ def parse_memory_size(text: str) -> int:
     return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
 
 
-_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-_DURATION_UNITS_MS = {
-    "": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
-
-
 def parse_duration_millis(text: str) -> int:
     """Paimon ``TimeUtils.parseDuration`` forms: ``30 min``, ``1h``, ``500ms``, ``2 d``."""
-    match = _DURATION.match(text)
-    if not match or match.group(2).lower() not in _DURATION_UNITS_MS:
+    millis = duration_millis(text)
+    if millis is None:
         raise ValueError(f"not a duration: {text!r}")
-    return int(match.group(1)) * _DURATION_UNITS_MS[match.group(2).lower()]
+    return millis
 
 
 class OptionReader:

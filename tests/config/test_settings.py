@@ -14,7 +14,8 @@ from paimond.config.settings import (
     RemoveOrphansJobSettings,
     load_settings,
 )
-from paimond.config.values import DURATION_UNITS_MS, duration_ms
+from paimond.config.values import duration_ms
+from paimond.durations import UNITS_MS as DURATION_UNITS_MS
 from paimond.errors import ConfigError
 from paimond.table.option_reader import parse_duration_millis
 
