@@ -42,6 +42,7 @@ from paimond.format.types import (
     VarCharType,
 )
 from paimond.format.values import Timestamp
+from paimond.table import data_files
 from paimond.table.data_files import (
     FILE_SOURCE_APPEND,
     FILE_SOURCE_COMPACT,
@@ -375,6 +376,26 @@ def test_thin_mode_files_have_no_key_columns_but_read_with_them(storage: Storage
     assert read_all(storage, meta, schema, key_value=True).equals(pa.Table.from_batches([batch]))
     largest = max(batch.column("id").to_pylist())
     assert decode_manifest_row(meta.key_stats.max_values, [IntType()]) == (largest,)
+
+
+def test_a_key_and_its_value_column_are_decoded_once(storage: Storage,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    schema = schema_of([("id", IntType(nullable=False)), ("v", STRING)], primary_keys=("id",))
+    batch = kv_batch(schema, 50, seed=3)
+    (meta,) = write(storage, schema, [batch], key_value=True)
+    decoded: list[list[str]] = []
+    real = data_files.read_parquet_batches
+
+    def recording(source: Any, columns: RowType, batch_rows: int) -> Any:
+        decoded.append(list(columns.field_names))
+        return real(source, columns, batch_rows)
+
+    monkeypatch.setattr(data_files, "read_parquet_batches", recording)
+    assert read_all(storage, meta, schema, key_value=True).equals(pa.Table.from_batches([batch]))
+    values = read_all(storage, meta, schema, key_value=True, projection=["id", "v"])
+    assert values.equals(pa.Table.from_batches([batch.select(["id", "v"])]))
+    # the file's "id" column is read only where its key twin is not
+    assert decoded == [["_KEY_id", "_SEQUENCE_NUMBER", "_VALUE_KIND", "v"], ["id", "v"]]
 
 
 def test_file_format_and_compression_per_level(storage: Storage) -> None:
