@@ -34,6 +34,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,7 +56,6 @@ from paimond.lsm.deletion_vectors import BucketDeletionVectors, filter_deleted
 from paimond.lsm.interval_partition import Section, partition_intervals
 from paimond.lsm.key_lookup import KeyIndex, ScanKeyIndex, without_keys
 from paimond.lsm.level0_lookup import Level0Lookup
-from paimond.lsm.lookup_cache import CachedKeyIndex, LookupCache
 from paimond.lsm.merge import VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.merge_engines import make_reducer
 from paimond.lsm.pipeline import BackgroundWriter, SharedPrefetch
@@ -72,6 +72,9 @@ from paimond.table.kv_layout import (
 )
 from paimond.table.merge_options import MergeConfig
 from paimond.table.storage import Storage
+
+if TYPE_CHECKING:  # the cache's module (and hashlib, mmap) only where a task uses it
+    from paimond.lsm.lookup_cache import LookupCache
 
 FILE_SOURCE_COMPACT = 1
 # Rows per batch read from a file. Memory holds about two batches per run plus each file
@@ -240,6 +243,8 @@ class _BucketRewrite:
 
         index: KeyIndex = ScanKeyIndex(read_keys, self.key_columns)
         if self.lookup_cache is not None:
+            from paimond.lsm.lookup_cache import CachedKeyIndex
+
             index = CachedKeyIndex(self.lookup_cache, self.table.path, read_keys,
                                    self.key_columns)
         self.level0.run(sections, [e.file for e in self.task.lookup_files], index,

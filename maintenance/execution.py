@@ -16,20 +16,12 @@ import collections
 import dataclasses
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import (
-    FIRST_COMPLETED,
-    BrokenExecutor,
-    Future,
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-    wait,
-)
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, wait
 from dataclasses import dataclass
 from typing import Protocol
 
 from paimond.clock import Clock
 from paimond.errors import PaimondError, WorkerError
-from paimond.lsm.lookup_cache import LookupCache
 from paimond.lsm.rewrite import execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.append_rewrite import execute_append_compaction
@@ -69,6 +61,8 @@ def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
                                              batch_rows=batch_rows)
         cache = None
         if lookup_cache is not None and task.lookup_files:
+            from paimond.lsm.lookup_cache import LookupCache
+
             cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
         return execute_compaction(task, storage, now_millis=clock.local_ms,
                                   batch_rows=batch_rows, lookup_cache=cache)
@@ -107,6 +101,7 @@ def _before_fork() -> None:
     another of the parent's threads (the daemon's) held at the fork. (Not pyarrow's first
     conversion of a Python value, which imports dateutil: in a caller's process it would
     import pandas too.)"""
+    from paimond.lsm import lookup_cache  # noqa: F401  (a task with level-0 lookups)
     from paimond.table import file_index_options  # noqa: F401  (TableOptions imports it late)
 
 
@@ -145,11 +140,16 @@ def run_in_local_pool(tasks: Sequence[CompactTask], runner: TaskRunner, parallel
     failures: list[BucketFailure] = []
     workers = max(1, min(parallelism, len(tasks)))
     processes = use_processes and workers > 1
-    if processes:
+    pool: Executor
+    if processes:  # concurrent.futures.process imports multiprocessing: only when used
+        from concurrent.futures import ProcessPoolExecutor
+
         _before_fork()
-    pool: ProcessPoolExecutor | ThreadPoolExecutor = (
-        ProcessPoolExecutor(max_workers=workers, initializer=prepare_worker)
-        if processes else ThreadPoolExecutor(max_workers=workers))
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=prepare_worker)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers)
     pending = collections.deque(tasks)
     running: list[tuple[CompactTask, Future[CompactResult]]] = []
     with pool:
@@ -177,7 +177,7 @@ def run_in_local_pool(tasks: Sequence[CompactTask], runner: TaskRunner, parallel
     return results, failures
 
 
-def _admit(pool: ProcessPoolExecutor | ThreadPoolExecutor, task: CompactTask, runner: TaskRunner,
+def _admit(pool: Executor, task: CompactTask, runner: TaskRunner,
            budget: MemoryBudget | None, *, wait_for_room: bool) -> Future[CompactResult] | None:
     """Submit the task once its memory is reserved (released when it ends); None when it does
     not fit now and ``wait_for_room`` is off (this job still has tasks running)."""
