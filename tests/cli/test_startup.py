@@ -56,7 +56,8 @@ def test_the_cli_offers_the_executors_spark_executor_knows() -> None:
 
 
 # What ``compact`` must not load: the other jobs' code (the registry imports a job's modules
-# when it runs), status code, the daemon, Spark, pandas.
+# when it runs), status code, the daemon, Spark, pandas; without worker processes nor level-0
+# lookups (a deduplicate table), the process pool and the lookup cache.
 NOT_FOR_COMPACT = (
     "paimond.maintenance.expire", "paimond.maintenance.expire_rounds",
     "paimond.maintenance.tags", "paimond.maintenance.sort_compact",
@@ -65,6 +66,7 @@ NOT_FOR_COMPACT = (
     "paimond.maintenance.partition_expire", "paimond.maintenance.consumers",
     "paimond.maintenance.manifests", "paimond.maintenance.status",
     "paimond.daemon", "paimond.spark", "paimond.config",
+    "concurrent.futures.process", "multiprocessing", "paimond.lsm.lookup_cache",
 )
 
 FULL_PROBE = """
