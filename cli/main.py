@@ -402,6 +402,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.whole_process = argv is None  # the paimond command itself, not a caller's main(argv)
+    if args.whole_process:
+        # paimond uses no linear algebra: numpy's OpenBLAS would start a thread per core
+        # that spins ~0.1 CPU s after the import (bench/startup.py)
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         return int(args.run(args))
     except ConfigError as error:  # usage and configuration: exit 2 everywhere

@@ -1,7 +1,7 @@
-"""``Storage`` (table/storage.py) over fsspec: local files, S3 through s3fs, memory://, and any
-other fsspec file system. Java counterparts: ``LocalFileIO``, the S3 FileIO, and the atomic step
-of ``RenamingSnapshotCommit``: a hard link locally, a conditional PUT (``If-None-Match: *``) on
-S3.
+"""``Storage`` (table/storage.py) over fsspec: S3 through s3fs, memory://, and any other fsspec
+file system; local files through ``os`` (table/local_files.py), without fsspec. Java
+counterparts: ``LocalFileIO``, the S3 FileIO, and the atomic step of ``RenamingSnapshotCommit``:
+a hard link locally, a conditional PUT (``If-None-Match: *``) on S3.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,6 +26,8 @@ from paimond.errors import (
 from paimond.table.local_files import (
     create_file_exclusive,
     discard_temp,
+    list_directory,
+    local_uri_path,
     open_temp_beside,
     publish_temp,
     replace_file,
@@ -207,6 +210,8 @@ class FsspecStorage:
         p = self._path(path)
         try:
             with self._errors(p):
+                if self._kind == "local":
+                    return self._list_local(p)
                 infos = self._list(p)
         except MissingFileError:
             return []
@@ -217,9 +222,22 @@ class FsspecStorage:
                 children[status.name] = status  # a ``dir/`` marker and its prefix: one dir
         return sorted(children.values(), key=lambda s: s.name)
 
+    def _list_local(self, p: str) -> list[FileStatus]:
+        try:
+            entries = list_directory(p)
+        except NotADirectoryError:
+            return []  # a file has no children
+        base = p.rstrip("/")
+        return sorted((self._local_status(f"{base}/{name}", status) for name, status in entries),
+                      key=lambda s: s.name)
+
+    def _local_status(self, p: str, status: os.stat_result) -> FileStatus:
+        is_dir = stat.S_ISDIR(status.st_mode)
+        return FileStatus(path=self._uri(p), name=p.rsplit("/", 1)[-1],
+                          size_bytes=0 if is_dir else status.st_size, mtime_s=status.st_mtime,
+                          is_dir=is_dir)
+
     def _list(self, p: str) -> list[dict[str, Any]]:
-        if self._kind == "local":
-            return cast(list[dict[str, Any]], self._fs.ls(p, detail=True))
         if self._kind == "s3" and "/" in p:
             # One LIST: s3fs's ls lists the parent as well when a folder is empty or missing
             # (to find a file of that name), which list_dir answers with [] anyway.
@@ -343,6 +361,8 @@ class FsspecStorage:
     def _status(self, path: str) -> FileStatus:
         p = self._path(path)
         with self._errors(p):
+            if self._kind == "local":
+                return self._local_status(p, os.stat(p))
             return self._file_status(self._fs.info(p))
 
     def _file_status(self, info: Mapping[str, Any]) -> FileStatus:
@@ -360,11 +380,13 @@ class FsspecStorage:
 
     def _path(self, path: str) -> str:
         """A full URI or root-relative path -> the path this fsspec file system takes."""
-        if "://" in path or (self._kind == "local" and path.startswith("file:")):
+        if "://" in path or (self._kind == "local" and path.startswith(("file:", "local:"))):
             scheme = path.split(":", 1)[0]
-            protocol = self._fs.protocol
+            protocol = ("file", "local") if self._kind == "local" else self._fs.protocol
             if scheme not in ((protocol,) if isinstance(protocol, str) else protocol):
                 raise UnsupportedError(f"a {scheme} path in storage at {self.root}", path)
+            if self._kind == "local":
+                return local_uri_path(path)
             return cast(str, self._fs._strip_protocol(path)).rstrip("/") or "/"
         if self._kind == "local" and os.path.isabs(path):
             return os.path.normpath(path)

@@ -1,5 +1,5 @@
-"""Atomic local file writes: complete-or-absent files (whole or streamed), and exclusive
-creation without locks.
+"""Local files without fsspec: atomic writes (complete-or-absent files, whole or streamed),
+exclusive creation without locks, directory listings and ``file:`` URIs.
 
 Java ``LocalFileIO`` renames under a JVM-local lock, which does not exclude other processes;
 here ``link(2)`` of a synced temp file refuses an existing target across processes.
@@ -121,3 +121,37 @@ def _fsync_dir(directory: str) -> None:
 def _remove_quietly(path: str) -> None:
     with suppress(FileNotFoundError):
         os.remove(path)
+
+
+def list_directory(directory: str) -> list[tuple[str, os.stat_result]]:
+    """(name, status) of each entry of ``directory``, symbolic links followed (a link to
+    nothing: the link's own status). An entry removed while the directory is read is left
+    out, rather than failing the listing. Raises FileNotFoundError and NotADirectoryError."""
+    found = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            try:
+                found.append((entry.name, _status(entry)))
+            except FileNotFoundError:
+                continue
+    return found
+
+
+def _status(entry: os.DirEntry[str]) -> os.stat_result:
+    try:
+        return entry.stat()
+    except FileNotFoundError:
+        return entry.stat(follow_symlinks=False)
+
+
+def local_uri_path(uri: str) -> str:
+    """The absolute path of a ``file:`` or ``local:`` URI (``file:///a``, ``file:/a``,
+    ``local://a``...), as fsspec's local file system reads it: a relative one is taken from
+    the working directory, ``~`` is expanded; trailing slashes are dropped."""
+    for prefix in ("file://", "file:", "local://", "local:"):
+        if uri.startswith(prefix):
+            uri = uri[len(prefix):]
+            break
+    if not uri.startswith("/"):
+        uri = os.path.abspath(os.path.expanduser(uri))
+    return uri.rstrip("/") or "/"

@@ -16,8 +16,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO, Protocol
 
-import fsspec
-
 from paimond.table.fsspec_storage import FsspecStorage
 from paimond.table.output_stream import OutputStream
 from paimond.table.s3_options import parse_option_values, s3_unavailable_errors, s3fs_arguments
@@ -70,8 +68,10 @@ def open_storage(uri: str, options: Mapping[str, Any] | None = None) -> Storage:
 def _open_fsspec(protocol: str, rest: str, uri: str, options: dict[str, Any]) -> FsspecStorage:
     if protocol in ("", "file", "local"):
         prefix = "file://" if protocol else ""
-        fs = fsspec.filesystem("file")
-        return FsspecStorage(fs, "local", prefix, os.path.abspath(rest), frozenset())
+        # local files go through os (table/local_files.py): fsspec is not even imported
+        return FsspecStorage(None, "local", prefix, os.path.abspath(rest), frozenset())
+    import fsspec
+
     if protocol in ("s3", "s3a"):
         kwargs, secrets, attempts = s3fs_arguments(options)
         fs = fsspec.filesystem("s3", **kwargs)

@@ -42,9 +42,12 @@ def test_help_and_version_import_no_job_code(argv: list[str]) -> None:
 
 def test_status_of_a_warehouse_without_tables_imports_no_daemon_or_pandas(
         tmp_path: Path) -> None:
-    loaded = _top_level_modules("status", str(tmp_path))
-    assert "fsspec" in loaded  # it did open the warehouse
-    assert not loaded & {*NEVER_AT_START, "pyarrow"}
+    done = subprocess.run([sys.executable, "-c", FULL_PROBE, "status", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert "paimond.table.storage" in loaded  # it did open the warehouse
+    assert not {name.split(".")[0] for name in loaded} & {*NEVER_AT_START, "pyarrow", "fsspec"}
 
 
 def test_the_cli_offers_the_executors_spark_executor_knows() -> None:
@@ -67,12 +70,14 @@ NOT_FOR_COMPACT = (
     "paimond.maintenance.manifests", "paimond.maintenance.status",
     "paimond.daemon", "paimond.spark", "paimond.config",
     "concurrent.futures.process", "multiprocessing", "paimond.lsm.lookup_cache",
+    "fsspec",  # a local warehouse is read and written through os
 )
 
 FULL_PROBE = """
-import json, sys
+import json, os, sys
 from paimond.cli.main import main
 code = main()  # as the paimond command: arguments from sys.argv
+print(json.dumps({"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}), file=sys.stderr)
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 sys.exit(code)
 """
@@ -96,3 +101,5 @@ def test_compact_loads_only_compaction_code(tmp_path: Path) -> None:
         assert not unexpected, (extra, sorted(unexpected))
         assert not {name.split(".")[0] for name in loaded} & set(NEVER_AT_START)
         assert ("paimond.cli.report" in loaded) == (extra == ["--dry-run"])  # its refusals
+        # numpy was imported with one OpenBLAS thread: none spinning beside the work
+        assert json.loads(done.stderr.strip().splitlines()[-2]) == {"OPENBLAS_NUM_THREADS": "1"}

@@ -30,6 +30,7 @@ from paimond.errors import (
     UnsupportedError,
 )
 from paimond.table import fsspec_storage as storage_module
+from paimond.table import local_files
 from paimond.table.storage import Storage, open_storage
 
 
@@ -404,6 +405,48 @@ def test_local_root_forms_reach_the_same_files(
     assert s.read_bytes(str(tmp_path / "wh" / "t" / "f")) == b"1"
     with pytest.raises(UnsupportedError):
         s.read_bytes("s3://bucket/t/f")
+
+
+def test_local_paths_as_file_and_local_uris(tmp_path: Path) -> None:
+    s = open_storage(str(tmp_path / "wh"))
+    s.write_bytes("t/f", b"1")
+    for uri in (f"file://{tmp_path}/wh/t/f", f"file:{tmp_path}/wh/t/f", f"local://{tmp_path}/wh/t/f"):
+        assert s.read_bytes(uri) == b"1"
+        assert s.size(uri) == 1
+    assert [c.name for c in s.list_dir(f"file://{tmp_path}/wh/t/")] == ["f"]
+
+
+def test_local_list_dir_keeps_a_dangling_link_and_skips_a_vanished_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = open_storage(str(tmp_path / "wh"))
+    s.write_bytes("t/a", b"12")
+    s.write_bytes("t/gone", b"1")
+    os.symlink(tmp_path / "nothing", tmp_path / "wh" / "t" / "link")
+    real_scandir = os.scandir
+
+    def scandir_then_delete(path: str) -> object:  # "gone" is deleted once listed
+        entries = real_scandir(path)
+        os.remove(tmp_path / "wh" / "t" / "gone")
+        return entries
+
+    monkeypatch.setattr(local_files.os, "scandir", scandir_then_delete)
+    listed = s.list_dir("t")
+    assert [(c.name, c.size_bytes, c.is_dir) for c in listed] == [
+        ("a", 2, False), ("link", len(str(tmp_path / "nothing")), False)]
+    assert s.list_dir("t/a") == []  # a file has no children
+
+
+def test_local_storage_does_not_import_fsspec(tmp_path: Path) -> None:
+    probe = (
+        "import sys; from paimond.table.storage import open_storage\n"
+        f"s = open_storage({str(tmp_path)!r}); s.write_bytes('t/f', b'1')\n"
+        "assert [c.name for c in s.list_dir('t')] == ['f'] and s.size('t/f') == 1\n"
+        "assert s.mtime('t/f') and s.delete('t/f') and s.delete_dir_if_empty('t')\n"
+        "print('fsspec' in sys.modules)")
+    answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            check=True)
+    assert answer.stdout.strip() == "False"
 
 
 def _closed_port() -> int:
