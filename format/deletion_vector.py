@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap, BitMap64
 
 from paimond.errors import CodecError
-from paimond.format.file_index.roaring import bitmap_end, read_bitmap, serialize_bitmap
 from paimond.format.index_manifest import DeletionVectorMeta
 from paimond.format.java_order import java_hashmap_order, java_string_hash
+from paimond.format.roaring import bitmap_end, read_bitmap, serialize_bitmap
 
 VERSION_ID_V1 = 1
 MAGIC_32 = 1581511376

@@ -19,8 +19,8 @@ import pyarrow as pa
 from pyroaring import BitMap64
 
 from paimond.format.deletion_vector import DeletionVector
-from paimond.format.file_index.roaring import bitmap_of
 from paimond.format.index_manifest import IndexManifestEntry
+from paimond.format.roaring import bitmap_of
 from paimond.table.catalog import Table
 from paimond.table.deletion_vectors import read_deletion_vectors, write_deletion_vectors
 

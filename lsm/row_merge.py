@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from paimond.errors import UnsupportedError
-from paimond.format.file_index.roaring import read_bitmap, serialize_bitmap
+from paimond.format.roaring import read_bitmap, serialize_bitmap
 from paimond.format.row_kind import RowKind
 from paimond.lsm.merge import SEQUENCE_COLUMN, VALUE_KIND_COLUMN, SortedSlice
 from paimond.table.merge_options import MergeConfig

@@ -23,7 +23,6 @@ from typing import Any, BinaryIO, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from paimond.errors import UnsupportedError
@@ -34,7 +33,6 @@ from paimond.format.parquet_int96 import (
     parquet_paths,
     storage_schema,
 )
-from paimond.format.row_file import RowFileReader, RowFileWriter
 from paimond.format.types import RowType
 from paimond.table.avro_data import AvroDataWriter, avro_codec, read_avro_batches
 from paimond.table.kv_layout import conform, physical_arrow_schema
@@ -230,6 +228,8 @@ class _OrcWriter(_NoBounds):
     def __init__(self, sink: BinaryIO, row_type: RowType, codec: str) -> None:
         self._schema = physical_arrow_schema(row_type)
         self._sink = sink
+        import pyarrow.orc as orc  # ORC tables only, as every format but Parquet
+
         self._writer = orc.ORCWriter(sink, compression=codec, stripe_size=_ORC_STRIPE_BYTES)
         self._unflushed_bytes, self._flushed_at = 0, sink.tell()
 
@@ -281,6 +281,8 @@ class _AvroWriter(_NoBounds):
 
 class _RowWriter(_NoBounds):
     def __init__(self, sink: BinaryIO, row_type: RowType, options: TableOptions) -> None:
+        from paimond.format.row_file import RowFileWriter
+
         self._writer = RowFileWriter(
             sink, row_type, block_size_bytes=options.file_block_size_bytes,
             zstd_level=options.file_compression_zstd_level)
@@ -314,6 +316,8 @@ def read_format_batches(file_format: str, source: BinaryIO, file_row: RowType, c
         batches = read_avro_batches(source, columns, schema, batch_rows=batch_rows)
     elif file_format == "row":
         # A .row file holds whole rows of the file's row type: project by position.
+        from paimond.format.row_file import RowFileReader
+
         reader = RowFileReader(source, file_row, path=path, file_size=file_size)
         positions = {f.name: i for i, f in enumerate(file_row.fields)}
         batches = reader.read_batches(projection=[positions[n] for n in columns.field_names],
@@ -336,6 +340,8 @@ def _read_parquet(source: BinaryIO, row_type: RowType, batch_rows: int) -> Itera
 
 
 def _read_orc(source: BinaryIO, row_type: RowType, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    import pyarrow.orc as orc
+
     orc_file = orc.ORCFile(source)
     present = set(orc_file.schema.names)
     names = [n for n in row_type.field_names if n in present]

@@ -30,8 +30,8 @@ from paimond.format.file_index.bloom import (
 from paimond.format.file_index.columns import ColumnIndexes, IndexColumn, IndexSettings
 from paimond.format.file_index.range_bitmap import RANGE_BITMAP, RangeBitmapSettings
 from paimond.format.java_order import java_hashmap_order, java_string_hash
+from paimond.table.file_options import FILE_INDEX_PREFIX
 
-FILE_INDEX_PREFIX = "file-index."
 COLUMNS_SUFFIX = ".columns"
 IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
 DEFAULT_IN_MANIFEST_THRESHOLD_BYTES = 500
@@ -170,8 +170,3 @@ def in_manifest_threshold_bytes(table_options: Mapping[str, str]) -> int:
     raw = table_options.get(IN_MANIFEST_THRESHOLD)
     return DEFAULT_IN_MANIFEST_THRESHOLD_BYTES if raw is None else _size(
         table_options, IN_MANIFEST_THRESHOLD, raw)
-
-
-def has_file_index_options(table_options: Mapping[str, str]) -> bool:
-    """Cheap test before building anything: no ``file-index.*`` key, no index."""
-    return any(key.startswith(FILE_INDEX_PREFIX) for key in table_options)

@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from paimond.errors import UnsupportedError
 from paimond.faults import crash_point
-from paimond.format.file_index import FileIndexBuilder
 from paimond.format.types import DataField
 from paimond.table.layout import FILE_INDEX_SUFFIX
 from paimond.table.options import TableOptions
@@ -89,6 +88,8 @@ class DataFileIndexWriter:
     def __init__(self, storage: Storage, path: str, fields: Sequence[DataField],
                  options: TableOptions) -> None:
         self._storage, self._path = storage, path
+        from paimond.format.file_index import FileIndexBuilder  # tables with file indexes only
+
         self._builder = FileIndexBuilder({f.name: f.type for f in fields},
                                          options.file_index_columns)
         self._columns = self._builder.columns

@@ -13,6 +13,8 @@ from paimond.table.option_reader import OptionReader
 if TYPE_CHECKING:  # the index codecs (numpy, pyarrow) load when an index is asked for
     from paimond.format.file_index.columns import ColumnIndexes
 
+FILE_INDEX_PREFIX = "file-index."  # every Java FileIndexOptions key
+
 
 class FileOptions(OptionReader):
     __slots__ = ()
@@ -77,10 +79,8 @@ class FileOptions(OptionReader):
 
     @property
     def has_file_index(self) -> bool:
-        """Any ``file-index.*`` option at all (cheap; nothing is parsed)."""
-        from paimond.table.file_index_options import has_file_index_options
-
-        return has_file_index_options(self.raw)
+        """Any ``file-index.*`` option at all (cheap: nothing is parsed, no codec imported)."""
+        return any(key.startswith(FILE_INDEX_PREFIX) for key in self.raw)
 
     @property
     def file_index_columns(self) -> ColumnIndexes:

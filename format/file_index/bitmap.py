@@ -27,8 +27,8 @@ from pyroaring import BitMap
 
 from paimond.errors import CodecError, UnsupportedError
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
-from paimond.format.file_index.roaring import read_bitmap, serialize_bitmap
 from paimond.format.java_order import java_hashmap_order
+from paimond.format.roaring import read_bitmap, serialize_bitmap
 from paimond.format.types import DataType
 
 BITMAP = "bitmap"

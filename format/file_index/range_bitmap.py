@@ -36,7 +36,7 @@ from paimond.format.file_index.bit_slices import (
     encode_bit_slices,
 )
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
-from paimond.format.file_index.roaring import bitmap_of
+from paimond.format.roaring import bitmap_of
 from paimond.format.types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
 
 RANGE_BITMAP = "range-bitmap"
