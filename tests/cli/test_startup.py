@@ -60,7 +60,8 @@ def test_the_cli_offers_the_executors_spark_executor_knows() -> None:
 
 # What ``compact`` must not load: the other jobs' code (the registry imports a job's modules
 # when it runs), status code, the daemon, Spark, pandas; without worker processes nor level-0
-# lookups (a deduplicate table), the process pool and the lookup cache.
+# lookups (a deduplicate table), the process pool and the lookup cache; nor, on a local
+# warehouse, fsspec.
 NOT_FOR_COMPACT = (
     "paimond.maintenance.expire", "paimond.maintenance.expire_rounds",
     "paimond.maintenance.tags", "paimond.maintenance.sort_compact",
@@ -71,6 +72,9 @@ NOT_FOR_COMPACT = (
     "paimond.daemon", "paimond.spark", "paimond.config",
     "concurrent.futures.process", "multiprocessing", "paimond.lsm.lookup_cache",
     "fsspec",  # a local warehouse is read and written through os
+    # a Parquet table without file indexes: no index codecs, no other format's code
+    "paimond.format.file_index", "paimond.table.file_index_options", "pyarrow.orc",
+    "paimond.format.row_file",
 )
 
 FULL_PROBE = """
