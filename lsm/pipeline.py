@@ -1,16 +1,20 @@
 """Threads of a bucket compaction: each run decoded ahead of the merge (``Prefetch`` on a
 thread of its own, or ``SharedPrefetch``: the runs of a merge on a few shared threads), and
 merged tables encoded behind it (``BackgroundWriter``). Arrow releases the GIL while it
-decodes and encodes, so these overlap with the merge on the task's thread."""
+decodes and encodes, so these overlap with the merge, which runs on the task's thread or, at
+a lower priority, on one of its own (``run_at_lower_priority``)."""
 
 from __future__ import annotations
 
 import collections
+import contextvars
+import os
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import pyarrow as pa
 
@@ -23,6 +27,48 @@ class _Failed:
 
 
 _END = object()
+T = TypeVar("T")
+
+# The merge's nice value above its caller's: its CPU share against an encoder or decoder
+# thread on the same core falls to ~1/4 (CFS weights 1024 and 335). Not 19: a merge that holds
+# the GIL while it waits for a core would hold up the writer's Python steps.
+MERGE_NICENESS = 5
+
+
+def run_at_lower_priority(work: Callable[[], T], niceness: int = MERGE_NICENESS) -> T:
+    """``work()`` on a thread of its own whose nice value is ``niceness`` above the caller's,
+    its result returned and its exception raised here; threads it starts inherit that
+    priority, so start the decoders and the writer first.
+
+    For a merge between decoders and an encoder: on a busy machine (2 cores at 10M rows) the
+    encoder is the slowest stage and the merge has slack (it waits on the writer's full
+    queue), so letting the encoder and decoders win the cores shortens the whole
+    (bench/compact_process.py: 10M rows, 0.95x wall). Only Linux sets a thread's own
+    priority; elsewhere ``work`` runs on the caller's thread as it is."""
+    if not sys.platform.startswith("linux") or niceness <= 0:
+        return work()
+    outcome: list[Any] = []
+    context = contextvars.copy_context()  # the caller's log context (structlog) goes along
+
+    def lowered() -> None:
+        try:
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
+                               os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+                               + niceness)
+            except OSError:  # a sandbox that refuses it: the same work at the same priority
+                pass
+            outcome.append(context.run(work))
+        except BaseException as error:  # noqa: B036 - re-raised on the caller's thread
+            outcome.append(_Failed(error))
+
+    thread = threading.Thread(target=lowered, daemon=True, name="paimond-merge")
+    thread.start()
+    thread.join()
+    result = outcome[0]
+    if isinstance(result, _Failed):
+        raise result.error
+    return cast(T, result)
 
 
 class Prefetch:
@@ -78,10 +124,16 @@ class SharedPrefetch:
     a batch on its own thread pool, so a thread per run adds no speed; each thread that
     allocates keeps an allocator heap of its own, and 20 runs' threads held ~25 MB more at
     peak than 4 shared ones, for a little more CPU (bench/compact_process.py). ``run`` wraps
-    one run; leaving the ``with`` block waits for the decoding still under way."""
+    one run; leaving the ``with`` block waits for the decoding still under way.
+
+    The threads start here, so they run at their creator's priority, not at that of a merge
+    (``run_at_lower_priority``) that submits to them."""
 
     def __init__(self, threads: int) -> None:
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="paimond-prefetch")
+        started = threading.Barrier(threads)
+        for _ in range(threads):  # a busy pool starts a thread per submit, up to ``threads``
+            self._executor.submit(started.wait)
 
     def run(self, batches: Iterator[pa.RecordBatch]) -> PrefetchedRun:
         return PrefetchedRun(batches, self._executor)

@@ -58,7 +58,7 @@ from paimond.lsm.key_lookup import KeyIndex, ScanKeyIndex, without_keys
 from paimond.lsm.level0_lookup import Level0Lookup
 from paimond.lsm.merge import VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.merge_engines import make_reducer
-from paimond.lsm.pipeline import BackgroundWriter, SharedPrefetch
+from paimond.lsm.pipeline import BackgroundWriter, SharedPrefetch, run_at_lower_priority
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files import RollingDataFileWriter, file_format_for_level, read_data_file
@@ -316,35 +316,40 @@ class _BucketRewrite:
         put = writer.write if write_data else _discard
         with BackgroundWriter(put, _WRITE_QUEUE_BYTES) as background, \
                 SharedPrefetch(_PREFETCH_THREADS) as prefetch:
-            for section in sections:
-                runs = [prefetch.run(self._run_batches(run)) for run in section.runs]
-                inputs = [self._counted(r) for r in runs]
-                superseded = self.level0.superseded_run(section)
-                if superseded is not None:
-                    inputs.append(self._counted(iter(superseded.to_batches())))
-                existing = self.level0.existing_keys_of(section)
-                try:
-                    for merged in merge_sorted_runs(inputs,
-                                                    self.key_columns, self.sort_key,
-                                                    self.reducer, self.user_sequence):
-                        if existing is not None:
-                            merged = without_keys(merged, existing, self.key_columns)
-                        self._write_changelog(existing)
-                        if write_data:
-                            background.put(merged.select(self.output_columns))
-                            self.rows_written += merged.num_rows
-                finally:
-                    for run in runs:
-                        run.close()
-                if not write_data:
-                    continue
-                for meta in section.files:
-                    self.deleted.append(self.entries[meta.file_name])
-                    self.rewritten_names.add(meta.file_name)
-                    self.rewritten += 1
+            run_at_lower_priority(lambda: self._merge_sections(sections, background, prefetch,
+                                                               write_data))
         for meta in writer.close():
             self.added.append(ManifestEntry(FILE_KIND_ADD, self.task.partition, self.task.bucket,
                                             self.task.total_buckets, meta))
+
+    def _merge_sections(self, sections: Sequence[Section], background: BackgroundWriter,
+                        prefetch: SharedPrefetch, write_data: bool) -> None:
+        for section in sections:
+            runs = [prefetch.run(self._run_batches(run)) for run in section.runs]
+            inputs = [self._counted(r) for r in runs]
+            superseded = self.level0.superseded_run(section)
+            if superseded is not None:
+                inputs.append(self._counted(iter(superseded.to_batches())))
+            existing = self.level0.existing_keys_of(section)
+            try:
+                for merged in merge_sorted_runs(inputs,
+                                                self.key_columns, self.sort_key,
+                                                self.reducer, self.user_sequence):
+                    if existing is not None:
+                        merged = without_keys(merged, existing, self.key_columns)
+                    self._write_changelog(existing)
+                    if write_data:
+                        background.put(merged.select(self.output_columns))
+                        self.rows_written += merged.num_rows
+            finally:
+                for run in runs:
+                    run.close()
+            if not write_data:
+                continue
+            for meta in section.files:
+                self.deleted.append(self.entries[meta.file_name])
+                self.rewritten_names.add(meta.file_name)
+                self.rewritten += 1
 
     def _write_changelog(self, existing: pa.Table | None) -> None:
         """The changelog of the last merged table (first-row: keys found above left out)."""

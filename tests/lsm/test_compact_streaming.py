@@ -3,8 +3,12 @@ the task's thread, and a failing task leaves no file behind, finished or half wr
 
 from __future__ import annotations
 
+import contextvars
 import datetime
+import os
 import shutil
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +19,13 @@ from pypaimon_tables import build_pk_deduplicate
 
 from paimond.errors import CorruptFileError
 from paimond.lsm import rewrite
-from paimond.lsm.pipeline import BackgroundWriter, Prefetch, SharedPrefetch
+from paimond.lsm.pipeline import (
+    MERGE_NICENESS,
+    BackgroundWriter,
+    Prefetch,
+    SharedPrefetch,
+    run_at_lower_priority,
+)
 from paimond.lsm.rewrite import execute_compaction
 from paimond.maintenance.compact_plan import plan_compaction
 from paimond.table import data_files
@@ -238,3 +248,41 @@ def test_background_writer_holds_at_most_max_bytes_waiting() -> None:
         for _ in range(5):
             writer.put(big)
     assert len(held) == 45 and max(held[40:]) <= big.nbytes
+
+
+def _nice() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority: Linux")
+def test_the_merge_runs_at_a_lower_priority_and_the_decoders_at_their_creators() -> None:
+    caller = _nice()
+    tag: contextvars.ContextVar[str] = contextvars.ContextVar("tag")
+    tag.set("bucket 3")
+    seen: dict[str, Any] = {}
+
+    def decode() -> Iterator[pa.RecordBatch]:
+        seen["decoder"] = _nice()
+        yield pa.record_batch({"i": [1]})
+
+    with SharedPrefetch(2) as shared:  # its threads start here, at the caller's priority
+
+        def merge() -> int:
+            seen["merge"], seen["thread"], seen["tag"] = _nice(), threading.get_native_id(), tag.get()
+            run = shared.run(decode())  # submitted from the lowered thread
+            rows = sum(batch.num_rows for batch in run)
+            run.close()
+            return rows
+
+        assert run_at_lower_priority(merge) == 1
+    assert seen["merge"] == min(19, caller + MERGE_NICENESS) and seen["decoder"] == caller
+    assert seen["thread"] != threading.get_native_id() and seen["tag"] == "bucket 3"
+    assert _nice() == caller  # the caller's own priority is untouched
+
+
+def test_a_lowered_merge_raises_its_error_on_the_callers_thread() -> None:
+    def fail() -> None:
+        raise CorruptFileError("s3://b/t/bucket-0/data-1.parquet", "bad footer")
+
+    with pytest.raises(CorruptFileError, match="bad footer"):
+        run_at_lower_priority(fail)
