@@ -157,6 +157,7 @@ class _ParquetWriter:
                 self._writer = self._open(table)
             self._bounds.note(table)
             self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+            self._sink.flush()  # a row group is done: a local file starts going to disk
         self._pending, self._pending_bytes = [], 0
 
     def _open(self, first: pa.Table) -> pq.ParquetWriter:

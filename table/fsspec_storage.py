@@ -31,6 +31,7 @@ from paimond.table.local_files import (
     open_temp_beside,
     publish_temp,
     replace_file,
+    start_writeback,
 )
 from paimond.table.output_stream import Output, OutputStream
 from paimond.table.s3_options import s3_error_code
@@ -119,7 +120,8 @@ class FsspecStorage:
             if self._kind == "local":
                 file, temp = open_temp_beside(p)
                 return Output(file, partial(publish_temp, file, temp, p),
-                               partial(discard_temp, file, temp), errors)
+                               partial(discard_temp, file, temp), errors,
+                               partial(start_writeback, file))
             if self._kind == "memory":
                 buffer = io.BytesIO()
                 return Output(buffer, lambda: self._fs.pipe_file(p, buffer.getvalue()),

@@ -46,6 +46,16 @@ def discard_temp(file: BinaryIO, temp: str) -> None:
     _remove_quietly(temp)
 
 
+def start_writeback(file: BinaryIO) -> None:
+    """Ask the kernel to start writing the file's flushed bytes to disk, without waiting:
+    the sync at publish then waits only for what came after (an 85 MB data file: 37 -> 3 ms
+    of fsync). Linux's ``POSIX_FADV_DONTNEED`` starts the writeback of dirty pages and drops
+    the clean ones, which this process does not read again (PostgreSQL's ``pg_flush_data``
+    falls back to it without ``sync_file_range``). Elsewhere, nothing."""
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+
+
 def replace_file(target: str, data: bytes) -> None:
     temp = _synced_temp(target, data)
     try:

@@ -27,11 +27,14 @@ class OutputStream(Protocol):
 class Output:
     """An ``OutputStream`` over a file object that ``publish`` or ``discard`` finishes;
     failures are translated as in every ``Storage`` call. A failed publish discards, and an
-    output dropped unfinished is discarded, never published."""
+    output dropped unfinished is discarded, never published. ``write_back``, if given, runs
+    after each ``flush`` (a local file: start writing the flushed bytes to disk)."""
 
     def __init__(self, file: Any, publish: Callable[[], object], discard: Callable[[], object],
-                 errors: Callable[[], AbstractContextManager[None]]) -> None:
+                 errors: Callable[[], AbstractContextManager[None]],
+                 write_back: Callable[[], object] | None = None) -> None:
         self._file, self._publish, self._discard, self._errors = file, publish, discard, errors
+        self._write_back = write_back
         self._finished = False
 
     @property
@@ -51,6 +54,8 @@ class Output:
     def flush(self) -> None:
         with self._errors():
             self._file.flush()
+            if self._write_back is not None:
+                self._write_back()
 
     def close(self) -> None:
         if self._finished:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import BinaryIO, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,8 +30,11 @@ from paimond.errors import (
     StorageUnavailableError,
     UnsupportedError,
 )
+from paimond.format.types import BigIntType, DataField, RowType
+from paimond.table import file_formats, local_files
 from paimond.table import fsspec_storage as storage_module
-from paimond.table import local_files
+from paimond.table.kv_layout import physical_arrow_schema
+from paimond.table.options import TableOptions
 from paimond.table.storage import Storage, open_storage
 
 
@@ -447,6 +451,39 @@ def test_local_storage_does_not_import_fsspec(tmp_path: Path) -> None:
     answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True)
     assert answer.stdout.strip() == "False"
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="no posix_fadvise here")
+def test_a_local_data_file_goes_to_disk_row_group_by_row_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    advised: list[tuple[str, int]] = []
+    real_fadvise = os.posix_fadvise
+
+    def spy(fd: int, offset: int, length: int, advice: int) -> None:
+        advised.append((os.readlink(f"/proc/self/fd/{fd}"), advice))
+        real_fadvise(fd, offset, length, advice)
+
+    monkeypatch.setattr(local_files.os, "posix_fadvise", spy)
+    monkeypatch.setattr(file_formats, "_ROW_GROUP_BYTES", 4000)
+    row_type = RowType(fields=(DataField(0, "id", BigIntType(nullable=False)),))
+    s = open_storage(str(tmp_path))
+    with s.open_output("t/data.parquet") as out:
+        writer = file_formats.open_format_writer("parquet", cast(BinaryIO, out), row_type,
+                                                 compression="zstd", options=TableOptions({}))
+        schema = physical_arrow_schema(row_type)
+        for start in range(0, 3000, 500):
+            writer.write(pa.record_batch([pa.array(range(start, start + 500), pa.int64())],
+                                         schema=schema))
+        writer.finish()
+    parquet = pq.ParquetFile(tmp_path / "t" / "data.parquet")
+    assert parquet.read().column("id").to_pylist() == list(range(3000))
+    groups = parquet.metadata.num_row_groups
+    assert groups > 1
+    # the temp file beside it was advised once per row group, before it was published
+    assert len(advised) == groups
+    assert all(os.path.basename(path).startswith(".data.parquet.") and
+               advice == os.POSIX_FADV_DONTNEED for path, advice in advised)
 
 
 def _closed_port() -> int:
