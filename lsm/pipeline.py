@@ -35,40 +35,44 @@ T = TypeVar("T")
 MERGE_NICENESS = 5
 
 
-def run_at_lower_priority(work: Callable[[], T], niceness: int = MERGE_NICENESS) -> T:
-    """``work()`` on a thread of its own whose nice value is ``niceness`` above the caller's,
-    its result returned and its exception raised here; threads it starts inherit that
-    priority, so start the decoders and the writer first.
+def run_at_lower_priority(work: Callable[[], T]) -> T:
+    """``work()`` on a thread whose nice value is ``MERGE_NICENESS`` above its creator's (a
+    pool of such threads, kept for the process's later merges), its result returned and its
+    exception raised here; threads it starts inherit that priority, so start the decoders
+    and the writer first.
 
     For a merge between decoders and an encoder: on a busy machine (2 cores at 10M rows) the
     encoder is the slowest stage and the merge has slack (it waits on the writer's full
     queue), so letting the encoder and decoders win the cores shortens the whole
-    (bench/compact_process.py: 10M rows, 0.95x wall). Only Linux sets a thread's own
-    priority; elsewhere ``work`` runs on the caller's thread as it is."""
-    if not sys.platform.startswith("linux") or niceness <= 0:
+    (bench/compact_process.py). The threads are kept because a new thread per merge also
+    takes new allocator arenas (8 small buckets: +40 MB peak, bench/parallel_buckets.py).
+    Only Linux sets a thread's own priority; elsewhere ``work`` runs on the caller's thread."""
+    if not sys.platform.startswith("linux"):
         return work()
-    outcome: list[Any] = []
     context = contextvars.copy_context()  # the caller's log context (structlog) goes along
+    return _merge_threads().submit(context.run, work).result()
 
-    def lowered() -> None:
-        try:
-            try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
-                               os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-                               + niceness)
-            except OSError:  # a sandbox that refuses it: the same work at the same priority
-                pass
-            outcome.append(context.run(work))
-        except BaseException as error:  # noqa: B036 - re-raised on the caller's thread
-            outcome.append(_Failed(error))
 
-    thread = threading.Thread(target=lowered, daemon=True, name="paimond-merge")
-    thread.start()
-    thread.join()
-    result = outcome[0]
-    if isinstance(result, _Failed):
-        raise result.error
-    return cast(T, result)
+_MERGE_THREADS = 64  # more merges at once than that wait for one to end
+_merge_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a fork starts anew
+_merge_pool_lock = threading.Lock()
+
+
+def _merge_threads() -> ThreadPoolExecutor:
+    global _merge_pool
+    with _merge_pool_lock:
+        if _merge_pool is None or _merge_pool[0] != os.getpid():
+            _merge_pool = (os.getpid(), ThreadPoolExecutor(
+                _MERGE_THREADS, thread_name_prefix="paimond-merge", initializer=_lower_priority))
+        return _merge_pool[1]
+
+
+def _lower_priority() -> None:
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
+                       os.getpriority(os.PRIO_PROCESS, 0) + MERGE_NICENESS)
+    except OSError:  # a sandbox that refuses it: the same work at the same priority
+        pass
 
 
 class Prefetch:

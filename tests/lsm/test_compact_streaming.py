@@ -7,8 +7,10 @@ import contextvars
 import datetime
 import os
 import shutil
+import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -278,6 +280,22 @@ def test_the_merge_runs_at_a_lower_priority_and_the_decoders_at_their_creators()
     assert seen["merge"] == min(19, caller + MERGE_NICENESS) and seen["decoder"] == caller
     assert seen["thread"] != threading.get_native_id() and seen["tag"] == "bucket 3"
     assert _nice() == caller  # the caller's own priority is untouched
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_worker_runs_lowered_merges_on_threads_of_its_own() -> None:
+    assert run_at_lower_priority(lambda: 1) == 1  # the parent's merge threads exist
+    child = os.fork()
+    if child == 0:  # the parent's threads are gone here: new ones must start
+        os._exit(0 if run_at_lower_priority(lambda: 7) == 7 else 1)
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        pytest.fail("the forked worker's merge never ran")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
 
 
 def test_a_lowered_merge_raises_its_error_on_the_callers_thread() -> None:
