@@ -29,9 +29,10 @@ class _Failed:
 _END = object()
 T = TypeVar("T")
 
-# The merge's nice value above its caller's: its CPU share against an encoder or decoder
-# thread on the same core falls to ~1/4 (CFS weights 1024 and 335). Not 19: a merge that holds
-# the GIL while it waits for a core would hold up the writer's Python steps.
+# How much higher the merge threads' nice value is than that of the thread that started them:
+# a merge's CPU share against an encoder or decoder thread on the same core falls to ~1/4
+# (CFS weights 1024 and 335). Not 19: a merge that holds the GIL while it waits for a core
+# would hold up the writer's Python steps.
 MERGE_NICENESS = 5
 
 

@@ -101,6 +101,9 @@ def _before_fork() -> None:
     another of the parent's threads (the daemon's) held at the fork. (Not pyarrow's first
     conversion of a Python value, which imports dateutil: in a caller's process it would
     import pandas too.)"""
+    import pyarrow.orc  # noqa: F401  (an ORC table's files: table/file_formats.py)
+
+    from paimond.format import row_file  # noqa: F401  (a .row table's files)
     from paimond.lsm import lookup_cache  # noqa: F401  (a task with level-0 lookups)
     from paimond.table import file_index_options  # noqa: F401  (TableOptions imports it late)
 

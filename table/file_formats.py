@@ -229,7 +229,7 @@ class _OrcWriter(_NoBounds):
     def __init__(self, sink: BinaryIO, row_type: RowType, codec: str) -> None:
         self._schema = physical_arrow_schema(row_type)
         self._sink = sink
-        import pyarrow.orc as orc  # ORC tables only, as every format but Parquet
+        import pyarrow.orc as orc  # loaded by ORC tables only (so is the .row format's code)
 
         self._writer = orc.ORCWriter(sink, compression=codec, stripe_size=_ORC_STRIPE_BYTES)
         self._unflushed_bytes, self._flushed_at = 0, sink.tell()

@@ -3,6 +3,7 @@ as a result or a named failure, including those not yet submitted."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,3 +49,20 @@ def test_workers_fork_after_the_parent_imported_what_a_task_imports_late() -> No
     done = subprocess.run([sys.executable, "-c", FORKED_PROBE], capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 0 and "inherited" in done.stdout, done.stdout + done.stderr
+
+
+def test_what_tasks_import_late_is_imported_before_the_workers_fork() -> None:
+    """Workers fork from a process that may have threads (the daemon's); an import a task
+    makes late (a format, the index codecs, the lookup cache) is made in the parent first."""
+    late = ["pyarrow.orc", "paimond.format.row_file", "paimond.format.file_index",
+            "paimond.table.file_index_options", "paimond.lsm.lookup_cache"]
+    probe = ("import json, sys\n"
+             "from paimond.maintenance import execution\n"
+             f"late = {late!r}\n"
+             "before = [name for name in late if name in sys.modules]\n"
+             "execution._before_fork()\n"
+             "print(json.dumps([before, [name for name in late if name in sys.modules]]))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    before, after = json.loads(done.stdout)
+    assert before == [] and after == late
