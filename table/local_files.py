@@ -51,9 +51,11 @@ def start_writeback(file: BinaryIO) -> None:
     the sync at publish then waits only for what came after (an 85 MB data file: 37 -> 3 ms
     of fsync). Linux's ``POSIX_FADV_DONTNEED`` starts the writeback of dirty pages and drops
     the clean ones, which this process does not read again (PostgreSQL's ``pg_flush_data``
-    falls back to it without ``sync_file_range``). Elsewhere, nothing."""
+    falls back to it without ``sync_file_range``). Elsewhere, or where the file system
+    refuses the advice, nothing: it is a hint, and the sync at publish does the work anyway."""
     if hasattr(os, "posix_fadvise"):
-        os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        with suppress(OSError):
+            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 def replace_file(target: str, data: bytes) -> None:

@@ -486,6 +486,21 @@ def test_a_local_data_file_goes_to_disk_row_group_by_row_group(
                advice == os.POSIX_FADV_DONTNEED for path, advice in advised)
 
 
+def test_a_file_system_that_refuses_the_writeback_advice_still_gets_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(fd: int, offset: int, length: int, advice: int) -> None:
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(local_files.os, "posix_fadvise", refuse, raising=False)
+    s = open_storage(str(tmp_path))
+    with s.open_output("t/f") as out:
+        out.write(b"12")
+        out.flush()
+        out.write(b"3")
+    assert s.read_bytes("t/f") == b"123"
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
