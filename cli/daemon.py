@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from paimond.cli.common import EXIT_OK, table_of
+from paimond.cli.common import EXIT_OK, imports_uncollected, table_of
 from paimond.cli.common import EXIT_UNREADABLE as EXIT_FAILED
 from paimond.cli.common import EXIT_USAGE as EXIT_CONFIG
 from paimond.errors import ConfigError, StorageUnavailableError
@@ -28,11 +28,12 @@ def _settings(args: argparse.Namespace) -> Settings | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from prometheus_client import CollectorRegistry
+    with imports_uncollected():
+        from prometheus_client import CollectorRegistry
 
-    from paimond.daemon.logging import configure_logging
-    from paimond.daemon.metrics import Metrics
-    from paimond.daemon.service import Daemon
+        from paimond.daemon.logging import configure_logging
+        from paimond.daemon.metrics import Metrics
+        from paimond.daemon.service import Daemon
 
     settings = _settings(args)
     if settings is None:
@@ -53,12 +54,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_once(args: argparse.Namespace) -> int:
-    from prometheus_client import CollectorRegistry, write_to_textfile
+    with imports_uncollected():
+        from prometheus_client import CollectorRegistry, write_to_textfile
 
-    from paimond.daemon.http import run_to_json
-    from paimond.daemon.logging import configure_logging
-    from paimond.daemon.metrics import Metrics
-    from paimond.daemon.service import Daemon
+        from paimond.daemon.http import run_to_json
+        from paimond.daemon.logging import configure_logging
+        from paimond.daemon.metrics import Metrics
+        from paimond.daemon.service import Daemon
 
     settings = _settings(args)
     if settings is None:

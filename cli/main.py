@@ -20,8 +20,10 @@ from paimond.cli.common import (
     EXIT_UNREADABLE,
     EXIT_USAGE,
     add_storage_option,
+    imports_uncollected,
     open_table_of,
     open_warehouse_of,
+    own_collector,
     progress_bar,
     table_of,
     table_partitions_of,
@@ -49,9 +51,10 @@ def _status(args: argparse.Namespace) -> int:
         if not args.daemon:
             raise ConfigError("status", "give a WAREHOUSE, or --daemon URL to ask a daemon")
         return cli_daemon_status.daemon_status(args)
-    from paimond.cli.report import render_json, render_text
-    from paimond.maintenance.status import TableStatus, table_status
-    from paimond.table.catalog import list_tables, open_table
+    with imports_uncollected():
+        from paimond.cli.report import render_json, render_text
+        from paimond.maintenance.status import TableStatus, table_status
+        from paimond.table.catalog import list_tables, open_table
 
     if args.table:
         table_of(args)  # a bad name is a usage error before storage is touched
@@ -99,7 +102,8 @@ def _task_progress(done: int, total: int, task: CompactTask) -> None:
 
 def _run(job: str, table: Table, context: JobContext, **settings: Any) -> JobReport:
     """Run a registered job and print what it did (a dry run: what refuses the table)."""
-    from paimond.maintenance.jobs import JOBS, JobReport
+    with imports_uncollected():
+        from paimond.maintenance.jobs import JOBS, JobReport
 
     if settings.get("dry_run"):
         from paimond.cli.report import dry_run_refusals  # status rendering: dry runs only
@@ -123,8 +127,9 @@ def _open_executor(args: argparse.Namespace) -> AbstractContextManager[TaskExecu
 
 
 def _compact(args: argparse.Namespace) -> int:
-    from paimond.maintenance.execution import LookupCacheSettings
-    from paimond.table.option_reader import parse_memory_size
+    with imports_uncollected():
+        from paimond.maintenance.execution import LookupCacheSettings
+        from paimond.table.option_reader import parse_memory_size
 
     table = open_table_of(args)
     cache = None
@@ -406,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # paimond uses no linear algebra: numpy's OpenBLAS would start a thread per core
         # that spins ~0.1 CPU s after the import (bench/startup.py)
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        own_collector()
     try:
         return int(args.run(args))
     except ConfigError as error:  # usage and configuration: exit 2 everywhere

@@ -9,6 +9,7 @@ from typing import Any
 from paimond.cli.common import (
     EXIT_OK,
     add_storage_option,
+    imports_uncollected,
     open_table_of,
     progress_bar,
     table_partitions_of,
@@ -18,8 +19,9 @@ from paimond.clock import SYSTEM_CLOCK
 
 
 def _rebuild_dv(args: argparse.Namespace) -> int:
-    from paimond.cli.report import dry_run_refusals
-    from paimond.maintenance.jobs import JOBS, JobContext
+    with imports_uncollected():
+        from paimond.cli.report import dry_run_refusals
+        from paimond.maintenance.jobs import JOBS, JobContext
 
     job = JOBS["rebuild_dv"]
     table = open_table_of(args)

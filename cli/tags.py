@@ -6,7 +6,13 @@ import argparse
 import datetime
 from typing import Any
 
-from paimond.cli.common import EXIT_OK, add_storage_option, open_table_of, usage_errors_exit_2
+from paimond.cli.common import (
+    EXIT_OK,
+    add_storage_option,
+    imports_uncollected,
+    open_table_of,
+    usage_errors_exit_2,
+)
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError
 
@@ -23,7 +29,8 @@ def _one_moment() -> Clock:
 
 
 def _run(name: str, args: argparse.Namespace, **settings: Any) -> int:
-    from paimond.maintenance.jobs import JOBS, JobContext
+    with imports_uncollected():
+        from paimond.maintenance.jobs import JOBS, JobContext
 
     job = JOBS[name]
     report = job.run(open_table_of(args), job.settings(dry_run=args.dry_run, **settings),

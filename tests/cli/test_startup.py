@@ -43,7 +43,7 @@ def test_help_and_version_import_no_job_code(argv: list[str]) -> None:
 
 def test_status_of_a_warehouse_without_tables_imports_no_daemon_or_pandas(
         tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", FULL_PROBE, "status", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-c", AS_COMMAND, "status", str(tmp_path)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
@@ -79,13 +79,16 @@ NOT_FOR_COMPACT = (
 )
 
 FULL_PROBE = """
-import json, os, sys
+import gc, json, os, sys
 from paimond.cli.main import main
-code = main()  # as the paimond command: arguments from sys.argv
-print(json.dumps({"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}), file=sys.stderr)
+code = main({argv})  # None: as the paimond command, arguments from sys.argv
+print(json.dumps({{"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+                  "collecting": gc.isenabled(), "frozen": gc.get_freeze_count()}}), file=sys.stderr)
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 sys.exit(code)
 """
+AS_COMMAND = FULL_PROBE.format(argv="")
+AS_CALLER = FULL_PROBE.format(argv="sys.argv[1:]")
 
 
 def test_compact_loads_only_compaction_code(tmp_path: Path) -> None:
@@ -96,7 +99,7 @@ def test_compact_loads_only_compaction_code(tmp_path: Path) -> None:
     unset = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     for extra in (["--dry-run"], ["--parallelism", "1"]):
         done = subprocess.run(
-            [sys.executable, "-c", FULL_PROBE, "compact", warehouse, "--table", spec.name,
+            [sys.executable, "-c", AS_COMMAND, "compact", warehouse, "--table", spec.name,
              "--full", *extra], capture_output=True, text=True, timeout=120, check=False,
             env=unset)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -108,5 +111,24 @@ def test_compact_loads_only_compaction_code(tmp_path: Path) -> None:
         assert not unexpected, (extra, sorted(unexpected))
         assert not {name.split(".")[0] for name in loaded} & set(NEVER_AT_START)
         assert ("paimond.cli.report" in loaded) == (extra == ["--dry-run"])  # its refusals
+        state = json.loads(done.stderr.strip().splitlines()[-2])
         # numpy was imported with one OpenBLAS thread: none spinning beside the work
-        assert json.loads(done.stderr.strip().splitlines()[-2]) == {"OPENBLAS_NUM_THREADS": "1"}
+        assert state["OPENBLAS_NUM_THREADS"] == "1"
+        # the job's imports were made without the collector and frozen; it collects again
+        assert state["collecting"] and state["frozen"] > 10_000, state
+
+
+def test_a_caller_of_main_keeps_its_collector_as_it_was(tmp_path: Path) -> None:
+    """``main(argv)`` in someone's process: nothing of theirs is frozen (the command freezes
+    what its own imports made: test above)."""
+    from pypaimon_tables import build_pk_deduplicate
+
+    warehouse = str(tmp_path / "wh")
+    spec = build_pk_deduplicate(warehouse)
+    done = subprocess.run([sys.executable, "-c", AS_CALLER, "compact", warehouse, "--table",
+                           spec.name, "--full"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "paimond.maintenance.compact" in json.loads(done.stderr.strip().splitlines()[-1])
+    state = json.loads(done.stderr.strip().splitlines()[-2])
+    assert state["collecting"] and state["frozen"] == 0, state
