@@ -25,11 +25,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
+from growth_report import report_growth  # noqa: E402  (bench/growth_report.py)
 from s3_requests import write_pk_table  # noqa: E402
 
 
@@ -204,18 +204,6 @@ def _expire_cpu_s(scratch: Path, snapshots: int) -> float:
     return sorted(runs)[1]
 
 
-def _report(name: str, sizes: list[int], measure: Callable[[int], float]) -> None:
-    figures = [measure(size) for size in sizes]
-    growth = [later / max(earlier, 1e-9) for earlier, later in zip(figures, figures[1:],
-                                                                    strict=False)]
-    cells = "  ".join(f"{size}: {cpu:.3f} s" for size, cpu in zip(sizes, figures, strict=True))
-    factors = ", ".join(f"{g:.2f}x" for g in growth)
-    verdict = ("ok" if all(g <= 2.0 for g in growth) else
-               "near linear, above the goal" if all(g <= 2.3 for g in growth) else
-               "FASTER THAN LINEAR")
-    print(f"{name:<28} {cells}   per doubling {factors} (goal <= 2.0x) {verdict}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", type=int, default=250, help="the smallest table count")
@@ -227,9 +215,9 @@ def main() -> None:
     print(f"CPU seconds; {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory(prefix="paimond-growth-") as scratch:
         root = Path(scratch)
-        _report("status, N tables", tables, lambda n: _status_cpu_s(root, n))
-        _report("idle check x30, N tables", tables, lambda n: _idle_cpu_s(root, n))
-        _report("expire, S snapshots", snapshots, lambda n: _expire_cpu_s(root, n))
+        report_growth("status, N tables", tables, lambda n: _status_cpu_s(root, n))
+        report_growth("idle check x30, N tables", tables, lambda n: _idle_cpu_s(root, n))
+        report_growth("expire, S snapshots", snapshots, lambda n: _expire_cpu_s(root, n))
 
 
 if __name__ == "__main__":

@@ -26,11 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
+from growth_report import report_growth  # noqa: E402  (bench/growth_report.py)
 from s3_requests import write_pk_table  # noqa: E402
 
 ORPHAN_BUCKETS = 16
@@ -104,16 +104,6 @@ def _manifests_cpu_s(scratch: Path, commits: int) -> float:
     return sorted(runs)[1]
 
 
-def _report(name: str, sizes: list[int], measure: Callable[[int], float]) -> None:
-    figures = [measure(size) for size in sizes]
-    growth = [later / max(earlier, 1e-9) for earlier, later in zip(figures, figures[1:],
-                                                                    strict=False)]
-    cells = "  ".join(f"{size}: {cpu:.3f} s" for size, cpu in zip(sizes, figures, strict=True))
-    factors = ", ".join(f"{g:.2f}x" for g in growth)
-    verdict = "ok" if all(g <= 2.3 for g in growth) else "FASTER THAN LINEAR"
-    print(f"{name:<30} {cells}   per doubling {factors} (goal <= 2.0x) {verdict}", flush=True)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=50_000, help="the smallest orphan count")
@@ -127,12 +117,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="paimond-growth-jobs-") as scratch:
         root = Path(scratch)
         if "orphans" in cases:
-            _report("remove-orphans, F files", [args.files, 2 * args.files, 4 * args.files],
-                    lambda n: _orphans_cpu_s(root, n))
+            report_growth("remove-orphans, F files", [args.files, 2 * args.files, 4 * args.files],
+                          lambda n: _orphans_cpu_s(root, n), width=30)
         if "manifests" in cases:
-            _report("merge-manifests, M manifests",
-                    [args.manifests, 2 * args.manifests, 4 * args.manifests],
-                    lambda n: _manifests_cpu_s(root, n))
+            report_growth("merge-manifests, M manifests",
+                          [args.manifests, 2 * args.manifests, 4 * args.manifests],
+                          lambda n: _manifests_cpu_s(root, n), width=30)
 
 
 if __name__ == "__main__":
