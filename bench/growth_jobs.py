@@ -7,7 +7,9 @@ quadratic). Baselines are the same command on the same table without the work.
 
 - ``remove-orphans``: ``paimond remove-orphans --older-than '1 s' --force`` of a one-bucket
   table (pypaimon-written) whose 16 bucket directories hold F synthetic orphan files (empty,
-  made just before each run), minus the same command on the table without them.
+  made just before each run), minus the same command on the table without them. Its baseline,
+  printed below it: a bare ``os.scandir`` / ``stat`` / ``os.remove`` of the same files (the file
+  system's own growth), less the same on no orphans.
 - ``merge-manifests``: ``paimond merge-manifests`` (forced, as Java's compact_manifest) of a
   primary-key table with M writer commits, never merged (M manifests: ``bench/growth.py``'s
   ``write_history`` when it has one, else pypaimon, slower), minus the same command on a
@@ -48,7 +50,21 @@ def _paimond(*args: str) -> list[str]:
     return [sys.executable, "-m", "paimond.cli", *args]
 
 
-def _orphans_once_cpu_s(scratch: Path, files: int, attempt: int) -> float:
+# The least any orphan removal does, as a baseline: list each bucket directory, stat every
+# entry, remove the orphans. How this grows with F is the file system's share of the growth.
+BARE_REMOVAL = """
+import os, sys
+for bucket in sys.argv[1:]:
+    with os.scandir(bucket) as entries:
+        for entry in entries:
+            entry.stat(follow_symlinks=False)
+            if "-orphan-" in entry.name:
+                os.remove(entry.path)
+"""
+
+
+def _orphans_once_cpu_s(scratch: Path, files: int, attempt: int, *, bare: bool = False
+                        ) -> float:
     source = scratch / "source"
     if not source.exists():
         write_pk_table(str(source), 1, "db.t0")
@@ -61,19 +77,23 @@ def _orphans_once_cpu_s(scratch: Path, files: int, attempt: int) -> float:
             bucket.mkdir(exist_ok=True)
         (bucket / f"data-orphan-{i}-0.parquet").touch()
     time.sleep(1.1)  # every file older than the 1 s window
-    cpu = _process_cpu_s(_paimond("remove-orphans", str(copy), "--table", "db.t0",
-                                  "--older-than", "1 s", "--force"))
+    if bare:
+        argv = [sys.executable, "-c", BARE_REMOVAL, *map(str, sorted(table.glob("bucket-*")))]
+    else:
+        argv = _paimond("remove-orphans", str(copy), "--table", "db.t0", "--older-than", "1 s",
+                        "--force")
+    cpu = _process_cpu_s(argv)
     left = sum(1 for bucket in table.glob("bucket-*") for _ in bucket.iterdir())
     if left != 1:  # the table's own data file stays
-        raise SystemExit(f"remove-orphans left {left} files in the bucket directories")
+        raise SystemExit(f"{argv[:4]} left {left} files in the bucket directories")
     shutil.rmtree(copy)
     return cpu
 
 
-def _orphans_cpu_s(scratch: Path, files: int) -> float:
+def _orphans_cpu_s(scratch: Path, files: int, *, bare: bool = False) -> float:
     """Less the same command on the table without orphans (start-up, the table's reading)."""
-    runs = [_orphans_once_cpu_s(scratch, files, attempt)
-            - _orphans_once_cpu_s(scratch, 0, attempt) for attempt in range(3)]
+    runs = [_orphans_once_cpu_s(scratch, files, attempt, bare=bare)
+            - _orphans_once_cpu_s(scratch, 0, attempt, bare=bare) for attempt in range(3)]
     return sorted(runs)[1]
 
 
@@ -117,8 +137,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="paimond-growth-jobs-") as scratch:
         root = Path(scratch)
         if "orphans" in cases:
-            report_growth("remove-orphans, F files", [args.files, 2 * args.files, 4 * args.files],
-                          lambda n: _orphans_cpu_s(root, n), width=30)
+            sizes = [args.files, 2 * args.files, 4 * args.files]
+            paimond = report_growth("remove-orphans, F files", sizes,
+                                    lambda n: _orphans_cpu_s(root, n), width=30)
+            bare = report_growth("  baseline: bare os.remove", sizes,
+                                 lambda n: _orphans_cpu_s(root, n, bare=True), width=30)
+            print(f"{'  remove-orphans / baseline':<30} " + "  ".join(
+                f"{n}: {p / max(b, 1e-9):.2f}x" for n, p, b in zip(sizes, paimond, bare,
+                                                                   strict=True)), flush=True)
         if "manifests" in cases:
             report_growth("merge-manifests, M manifests",
                           [args.manifests, 2 * args.manifests, 4 * args.manifests],

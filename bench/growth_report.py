@@ -10,7 +10,8 @@ NEAR = 2.3  # above the goal, yet far from quadratic (4.0)
 
 
 def report_growth(name: str, sizes: list[int], measure: Callable[[int], float],
-                  width: int = 28) -> None:
+                  width: int = 28) -> list[float]:
+    """Prints the line; returns the figure at each size."""
     figures = [measure(size) for size in sizes]
     growth = [later / max(earlier, 1e-9)
               for earlier, later in zip(figures, figures[1:], strict=False)]
@@ -21,3 +22,4 @@ def report_growth(name: str, sizes: list[int], measure: Callable[[int], float],
                "FASTER THAN LINEAR")
     print(f"{name:<{width}} {cells}   per doubling {factors} (goal <= {GOAL}x) {verdict}",
           flush=True)
+    return figures
