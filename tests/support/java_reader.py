@@ -1,10 +1,12 @@
 """Apache Paimon's own Java batch read, as a test oracle next to pypaimon.
 
-`tests/java/PaimonReader.java` is compiled once per session with `javac` against the jar of
-the `paimon-python-ali` wheel (Apache Paimon 1.0-SNAPSHOT's classes, with its parquet, orc
-and avro readers). Only the jar is used; the wheel's Python API is never imported. One JVM
-(`PaimonReader --serve`) serves every read of the session, one request a line on stdin, so
-a read costs its I/O and decoding, not a JVM start (~1.5 s).
+`tests/support/java/PaimonReader.java` is compiled once per session and Java Paimon release
+with `javac` against that release's jars (`java_paimon.py`: 1.0 from the `paimon-python-ali`
+wheel, 1.4 and 2.0 from Maven Central; only the jars are used, the wheel's Python API is never
+imported). The `java_reader` fixture is parametrized by release, so every test that reads with
+Java reads with each of them. One JVM per release (`PaimonReader --serve`) serves every read
+of the session, one request a line on stdin, so a read costs its I/O and decoding, not a JVM
+start (~1.5 s).
 
 Rows on both sides are put in one canonical form (`canonical_rows` for Arrow tables from
 pypaimon, `JavaRead.rows` for Java's output): each row a JSON array string of its values:
@@ -19,10 +21,8 @@ The `java_reader` fixture skips when no JDK or jar is here, and fails under `CI=
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -34,9 +34,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from java_paimon import RELEASES, JavaUnavailable, classpath, classpath_text, jdk_missing, wheel_jar
 
 SOURCE = Path(__file__).parent / "java" / "PaimonReader.java"
-JAR_NAME = "paimon-python-java-bridge.jar"
 # Paimon logs through slf4j/log4j without a backend; keep the JVM quiet and small.
 JVM_FLAGS = ("-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              "-Dlog4j2.statusLoggerLevel=OFF")
@@ -47,28 +47,23 @@ class JavaReadError(RuntimeError):
 
 
 def find_jar() -> Path | None:
-    """The wheel's jar, located without importing the package."""
-    spec = importlib.util.find_spec("paimon_python_java")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        jar = Path(location) / "java_dependencies" / JAR_NAME
-        if jar.is_file():
-            return jar
-    return None
+    """The 1.0 wheel's jar (the golden tests compile their helpers against it)."""
+    return wheel_jar()
 
 
 def unavailable_reason() -> str | None:
-    if shutil.which("java") is None or shutil.which("javac") is None:
-        return "no JDK (java/javac) on PATH"
-    if find_jar() is None:
-        return f"paimon-python-ali's {JAR_NAME} is not installed"
+    """Why the 1.0 jar cannot run here, or None."""
+    missing = jdk_missing()
+    if missing is not None:
+        return missing
+    if wheel_jar() is None:
+        return "paimon-python-ali's jar is not installed"
     return None
 
 
-def compile_reader(out_dir: Path, jar: Path) -> Path:
+def compile_reader(out_dir: Path, jars: list[Path]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(["javac", "-nowarn", "-d", str(out_dir), "-cp", str(jar),
+    result = subprocess.run(["javac", "-nowarn", "-d", str(out_dir), "-cp", classpath_text(jars),
                              str(SOURCE)], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise JavaReadError(f"javac failed:\n{result.stdout}\n{result.stderr}")
@@ -93,9 +88,11 @@ class JavaRead:
 
 @dataclass
 class JavaReader:
-    """A `PaimonReader --serve` JVM; `read` sends one request and parses the answer."""
+    """A `PaimonReader --serve` JVM of one Java Paimon `release` ("1.0", "1.4", "2.0");
+    `read` sends one request and parses the answer."""
 
-    jar: Path
+    release: str
+    jars: list[Path]
     classes: Path
     log_dir: Path
     reads: int = 0
@@ -105,7 +102,7 @@ class JavaReader:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def command(self, *args: str) -> list[str]:
-        return ["java", *JVM_FLAGS, "-cp", f"{self.jar}{os.pathsep}{self.classes}",
+        return ["java", *JVM_FLAGS, "-cp", classpath_text(self.jars, self.classes),
                 "PaimonReader", *args]
 
     def _start(self) -> subprocess.Popen:
@@ -301,23 +298,53 @@ def multiset_diff(left: Sequence[str], right: Sequence[str], limit: int = 6) -> 
 # ---- fixture -----------------------------------------------------------------------------
 
 
-def start_reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaReader]:
-    """One compiled PaimonReader and one JVM. Skips when no JDK or jar is here; under
-    CI=true that is a failure instead."""
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Java reader unavailable under CI: {reason}")
-        pytest.skip(reason)
-    jar = find_jar()
-    assert jar is not None
-    root = tmp_path_factory.mktemp("java_reader")
-    reader = JavaReader(jar, compile_reader(root / "classes", jar), root)
+@dataclass
+class JavaReaders:
+    """One reader per Java Paimon release, each started when first asked for."""
+
+    tmp_path_factory: pytest.TempPathFactory
+    _readers: dict[str, JavaReader] = field(default_factory=dict)
+
+    def get(self, release: str) -> JavaReader:
+        """The reader of `release`; raises JavaUnavailable when it cannot run here."""
+        if release not in self._readers:
+            jars = classpath(release)
+            root = self.tmp_path_factory.mktemp(f"java_reader_{release}")
+            self._readers[release] = JavaReader(
+                release, jars, compile_reader(root / "classes", jars), root)
+        return self._readers[release]
+
+    def every(self) -> list[JavaReader]:
+        """A reader of each release (oldest first); skips the test when one cannot run here,
+        fails it under CI=true."""
+        return [available(self, release) for release in RELEASES]
+
+    def close(self) -> None:
+        for reader in self._readers.values():
+            reader.close()
+
+
+def available(readers: JavaReaders, release: str) -> JavaReader:
     try:
-        yield reader
+        return readers.get(release)
+    except JavaUnavailable as e:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"Java Paimon {release} unavailable under CI: {e}")
+        pytest.skip(f"Java Paimon {release}: {e}")
+
+
+@pytest.fixture(scope="session", name="java_readers")
+def java_readers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaReaders]:
+    """The session's readers, one JVM per release (conftest re-exports it)."""
+    readers = JavaReaders(tmp_path_factory)
+    try:
+        yield readers
     finally:
-        reader.close()
+        readers.close()
 
 
-# The session fixture, for a conftest to re-export (`from java_reader import java_reader`).
-java_reader = pytest.fixture(scope="session", name="java_reader")(start_reader)
+@pytest.fixture(scope="session", name="java_reader", params=RELEASES, ids=lambda r: f"java{r}")
+def java_reader(java_readers: JavaReaders, request: pytest.FixtureRequest) -> JavaReader:
+    """The reader of each Java Paimon release in turn: a test that takes it runs once per
+    release (conftest re-exports it)."""
+    return available(java_readers, request.param)

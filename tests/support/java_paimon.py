@@ -1,0 +1,112 @@
+"""Apache Paimon's Java classes as test oracles, several releases side by side.
+
+The one place that pins them. `classpath(release)` gives the jars of one release:
+
+- "1.0": the jar inside the `paimon-python-ali==0.1.1` wheel (Apache Paimon 1.0-SNAPSHOT, 2024,
+  with its own Hadoop classes): the oldest live reader.
+- "1.4": `paimon-bundle` 1.4.2 from Maven Central, with Hadoop's shaded client jars.
+- "2.0": Paimon 2.0.0. Maven Central serves no `paimon-bundle` 2.x (nor any 2.1 artifact) and
+  not `paimon-common` 2.0.0 on its own; it serves the Flink 2.0 connector jar, which bundles
+  every class of `paimon-bundle` (core, common, formats) shaded as the bundle ships them. Only
+  those classes are used; Flink's are never loaded.
+
+Maven fetches a jar once (`mvn dependency:get -Dtransitive=false`) into its local repository
+(`~/.m2/repository`, or `$MAVEN_REPO_LOCAL`), which is the cache: a jar already there costs
+no Maven start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+# Hadoop's configuration and file-system classes, which Paimon's parquet and ORC readers use
+# unshaded, plus the compression codecs and logging API the bundle declares as dependencies.
+HADOOP_AND_CODECS = (
+    "org.apache.hadoop:hadoop-client-api:3.3.6",
+    "org.apache.hadoop:hadoop-client-runtime:3.3.6",
+    "org.xerial.snappy:snappy-java:1.1.10.8",
+    "at.yawk.lz4:lz4-java:1.10.4",
+    "org.slf4j:slf4j-api:1.7.32",
+    "commons-logging:commons-logging:1.1.3",
+)
+MAVEN_RELEASES = {
+    "1.4": ("org.apache.paimon:paimon-bundle:1.4.2", *HADOOP_AND_CODECS),
+    "2.0": ("org.apache.paimon:paimon-flink-2.0:2.0.0", *HADOOP_AND_CODECS),
+}
+WHEEL_RELEASE = "1.0"
+# Oldest first. Every Java oracle test runs once per release.
+RELEASES = (WHEEL_RELEASE, *MAVEN_RELEASES)
+WHEEL_JAR = "paimon-python-java-bridge.jar"
+
+
+class JavaUnavailable(RuntimeError):
+    """A JDK, Maven or a jar is missing; the message says which."""
+
+
+def wheel_jar() -> Path | None:
+    """The paimon-python-ali wheel's jar, located without importing the package."""
+    spec = importlib.util.find_spec("paimon_python_java")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        jar = Path(location) / "java_dependencies" / WHEEL_JAR
+        if jar.is_file():
+            return jar
+    return None
+
+
+def maven_repository() -> Path:
+    return Path(os.environ.get("MAVEN_REPO_LOCAL", Path.home() / ".m2" / "repository"))
+
+
+def _artifact_path(coordinates: str) -> Path:
+    group, artifact, version = coordinates.split(":")
+    return (maven_repository() / group.replace(".", "/") / artifact / version
+            / f"{artifact}-{version}.jar")
+
+
+def _fetch(coordinates: str) -> Path:
+    path = _artifact_path(coordinates)
+    if path.is_file():
+        return path
+    if shutil.which("mvn") is None:
+        raise JavaUnavailable(f"no Maven (mvn) on PATH to fetch {coordinates}")
+    result = subprocess.run(
+        ["mvn", "-q", "-B", f"-Dmaven.repo.local={maven_repository()}",
+         "org.apache.maven.plugins:maven-dependency-plugin:2.8:get", "-Dtransitive=false",
+         f"-Dartifact={coordinates}"],
+        capture_output=True, text=True, check=False, cwd=maven_repository().parent)
+    if result.returncode != 0 or not path.is_file():
+        raise JavaUnavailable(f"Maven could not fetch {coordinates}:\n"
+                              f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return path
+
+
+def jdk_missing() -> str | None:
+    if shutil.which("java") is None or shutil.which("javac") is None:
+        return "no JDK (java/javac) on PATH"
+    return None
+
+
+def classpath(release: str) -> list[Path]:
+    """The jars of one Java Paimon release, fetched if need be."""
+    missing = jdk_missing()
+    if missing is not None:
+        raise JavaUnavailable(missing)
+    if release == WHEEL_RELEASE:
+        jar = wheel_jar()
+        if jar is None:
+            raise JavaUnavailable(f"paimon-python-ali's {WHEEL_JAR} is not installed")
+        return [jar]
+    if release not in MAVEN_RELEASES:
+        raise ValueError(f"unknown Java Paimon release {release!r}; known: {RELEASES}")
+    maven_repository().mkdir(parents=True, exist_ok=True)
+    return [_fetch(c) for c in MAVEN_RELEASES[release]]
+
+
+def classpath_text(jars: list[Path], *more: Path) -> str:
+    return os.pathsep.join(str(p) for p in [*jars, *more])
