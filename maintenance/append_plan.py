@@ -39,6 +39,7 @@ from paimond.lsm.task import CompactTask, TaskTable
 from paimond.maintenance.compact_plan import CompactionPlan
 from paimond.table.catalog import Table
 from paimond.table.external_paths import ExternalPaths
+from paimond.table.file_index_versions import keeping_bitmap_version
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options import TableOptions
 from paimond.table.partition_windows import WINDOW_ENTRIES
@@ -267,7 +268,7 @@ class AppendPlanner:
                  moment: datetime.datetime, partitions: Mapping[str, str] | None) -> None:
         self.table, self.snapshot, self.options = table, snapshot, options
         self.schema = table.latest_schema()
-        self.table_options = TableOptions.of(self.schema)
+        self.table_options = keeping_bitmap_version(table, TableOptions.of(self.schema), snapshot)
         self.spec = TaskTable(table.name, table.path, table.location, self.schema,
                               self.table_options)
         self.dv = self.table_options.deletion_vectors_enabled

@@ -26,6 +26,7 @@ from paimond.table.catalog import Table
 from paimond.table.commit_base import PlannedBuckets, PlannedBucketsBuilder
 from paimond.table.deletion_vectors import bucket_dv_entry
 from paimond.table.external_paths import ExternalPaths
+from paimond.table.file_index_versions import keeping_bitmap_version
 from paimond.table.layout import partition_matches, partition_text, partition_value_text
 from paimond.table.options import BUCKET_POSTPONE, TableOptions
 from paimond.table.partition_windows import WINDOW_ENTRIES
@@ -87,6 +88,7 @@ def plan_compaction(table: Table, *, full: bool = False,
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)
+    options = keeping_bitmap_version(table, options, snapshot)
     full_reason = None
     every, setting = options.full_compaction_delta_commits, "full-compaction.delta-commits"
     if every is None and options.changelog_producer == "full-compaction":

@@ -102,6 +102,7 @@ class IndexRewriteTask:
     retired: Mapping[FileKey, tuple[ManifestEntry, ...]]
     entries: tuple[ManifestEntry, ...]
     batch_rows: int
+    bitmap_version: int | None = None
 
 
 def rewrite_bucket_indexes(task: IndexRewriteTask) -> list[FileIndexChange | None]:
@@ -110,19 +111,20 @@ def rewrite_bucket_indexes(task: IndexRewriteTask) -> list[FileIndexChange | Non
     if task.journal is not None:
         storage = task.journal.recording(storage)
     rebuild = FileIndexRebuild(Table(storage, task.table_path, task.table_name), task.retired,
-                               dry_run=False, batch_rows=task.batch_rows)
+                               dry_run=False, batch_rows=task.batch_rows,
+                               bitmap_version=task.bitmap_version)
     return [rebuild(entry) for entry in task.entries]
 
 
 def index_rewrite_tasks(table: Table, journal: JobJournal | None,
                         retired: Mapping[FileKey, tuple[ManifestEntry, ...]],
-                        files: Sequence[ManifestEntry], batch_rows: int
-                        ) -> list[IndexRewriteTask]:
+                        files: Sequence[ManifestEntry], batch_rows: int,
+                        bitmap_version: int | None = None) -> list[IndexRewriteTask]:
     """One task per bucket, holding the bucket's files and their retired entries."""
     by_bucket: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     for entry in files:
         by_bucket.setdefault((entry.partition, entry.bucket), []).append(entry)
     return [IndexRewriteTask(table.location, table.path, table.name, journal,
                              {k: v for k, v in retired.items() if k[:2] == bucket},
-                             tuple(entries), batch_rows)
+                             tuple(entries), batch_rows, bitmap_version)
             for bucket, entries in by_bucket.items()]

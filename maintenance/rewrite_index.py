@@ -56,8 +56,10 @@ from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit import CommitChanges, CommitJournal, Committer
 from paimond.table.file_index_rebuild import FileIndexChange, FileIndexRebuild, FileKey
+from paimond.table.file_index_versions import keeping_bitmap_version
 from paimond.table.job_records import JobJournal
 from paimond.table.layout import FILE_INDEX_SUFFIX, partition_matches, partition_text
+from paimond.table.options import TableOptions
 from paimond.table.scan import merge_entries, read_manifest_list
 from paimond.table.semantic_options import refuse
 
@@ -74,6 +76,8 @@ class IndexRewritePlan:
     # DELETE entries the base snapshot's manifests still hold, per planned file: readers take
     # an ADD with the identifier of any of them for deleted, so no new entry may repeat one.
     retired: Mapping[FileKey, tuple[ManifestEntry, ...]] = field(default_factory=dict)
+    # The bitmap index version the table's files use (table/file_index_versions.py).
+    bitmap_version: int | None = None
 
 
 def _index_state(meta: DataFileMeta) -> str:
@@ -157,8 +161,9 @@ def plan_index_rewrite(table: Table, partitions: Mapping[str, str] | None = None
     for entry, _ in entries:
         if entry.kind == FILE_KIND_DELETE and _key(entry) in keys:
             retired.setdefault(_key(entry), []).append(entry)
+    kept = keeping_bitmap_version(table, TableOptions.of(schema), snapshot)
     return IndexRewritePlan(table.name, snapshot.id, tuple(files),
-                            {k: tuple(v) for k, v in retired.items()})
+                            {k: tuple(v) for k, v in retired.items()}, kept.bitmap_version_in_use)
 
 
 def _key(entry: ManifestEntry) -> FileKey:
@@ -244,7 +249,7 @@ class IndexRewriteJob:
         if mapper is not None and not self.dry_run:
             return self._execute_in_tasks(mapper, plan)
         rebuild = FileIndexRebuild(writing, plan.retired, dry_run=self.dry_run,
-                                   batch_rows=self.batch_rows)
+                                   batch_rows=self.batch_rows, bitmap_version=plan.bitmap_version)
         pool = ThreadPoolExecutor(max_workers=max(1, min(self.parallelism, len(files))))
         futures: list[Future[FileIndexChange | None]] = [pool.submit(rebuild, e) for e in files]
         changes: list[FileIndexChange] = []
@@ -271,7 +276,7 @@ class IndexRewriteJob:
         """One task per bucket on the executor. A failed task fails the attempt: what the
         others wrote is noted in the job's record, deleted when the job ends."""
         tasks = index_rewrite_tasks(self.table, self._journal, plan.retired, plan.files,
-                                    self.batch_rows)
+                                    self.batch_rows, plan.bitmap_version)
         results = mapper.map_tasks(rewrite_bucket_indexes, tasks,
                                    f"paimond rewrite-index {self.table.name}: {len(tasks)} buckets")
         changes = [c for per_task in results for c in per_task if c is not None]

@@ -87,14 +87,16 @@ def _bad(key: str, raw: str, what: str) -> int:
     raise UnsupportedError(f"file index option {key}={raw!r} is not {what}")
 
 
-def index_settings(index_type: str, options: Mapping[str, str]) -> IndexSettings:
+def index_settings(index_type: str, options: Mapping[str, str],
+                   bitmap_version: int = VERSION_2) -> IndexSettings:
     """The typed settings of one index from its ``<option> -> value`` map (Java's defaults
-    for what is not set). Raises UnsupportedError for a value Java would not parse."""
+    for what is not set; ``bitmap_version`` is the bitmap ``version`` when the map has none).
+    Raises UnsupportedError for a value Java would not parse."""
     if index_type == BLOOM_FILTER:
         return BloomFilterSettings(_int(options, "items", DEFAULT_ITEMS),
                                    _float(options, "fpp", DEFAULT_FPP))
     if index_type == BITMAP:
-        return BitmapSettings(_int(options, "version", VERSION_2),
+        return BitmapSettings(_int(options, "version", bitmap_version),
                               _size(options, "index-block-size", "16kb"))
     if index_type == RANGE_BITMAP:
         chunk = options.get("chunk-size")
@@ -102,9 +104,12 @@ def index_settings(index_type: str, options: Mapping[str, str]) -> IndexSettings
     return None
 
 
-def file_index_columns(table_options: Mapping[str, str]) -> ColumnIndexes:
+def file_index_columns(table_options: Mapping[str, str],
+                       bitmap_version: int | None = None) -> ColumnIndexes:
     """Column -> index type -> that index's settings, in Java's map orders. A key of a MAP
-    column also takes the options set on the whole column (its own win).
+    column also takes the options set on the whole column (its own win). A bitmap index
+    without a ``version`` option is written in ``bitmap_version`` (the version the table's
+    files already use, table/file_index_versions.py), else in Java's default, version 2.
 
     Raises UnsupportedError where ``FileIndexOptions`` throws (an empty column name, an
     option for a column its index type does not declare)."""
@@ -132,7 +137,8 @@ def file_index_columns(table_options: Mapping[str, str]) -> ColumnIndexes:
             if column.nested_key is not None:
                 options = {**_map_column_options(table_options, column.name, index_type),
                            **options}
-            typed[column][index_type] = index_settings(index_type, options)
+            typed[column][index_type] = index_settings(index_type, options,
+                                                       bitmap_version or VERSION_2)
     return typed
 
 

@@ -53,11 +53,12 @@ class FileIndexRebuild:
     the DELETE entries the manifests still hold."""
 
     def __init__(self, table: Table, retired: Mapping[FileKey, tuple[ManifestEntry, ...]], *,
-                 dry_run: bool, batch_rows: int) -> None:
+                 dry_run: bool, batch_rows: int, bitmap_version: int | None = None) -> None:
         self.table, self.retired, self.dry_run, self.batch_rows = (
             table, retired, dry_run, batch_rows)
         self.schema = table.latest_schema()
-        self.options = TableOptions.of(self.schema)
+        self.options = dataclasses.replace(TableOptions.of(self.schema),
+                                           bitmap_version_in_use=bitmap_version)
         self.threshold_bytes = self.options.file_index_in_manifest_threshold_bytes
 
     def __call__(self, entry: ManifestEntry) -> FileIndexChange | None:

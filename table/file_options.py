@@ -84,10 +84,12 @@ class FileOptions(OptionReader):
 
     @property
     def file_index_columns(self) -> ColumnIndexes:
-        """The indexed columns and each index's typed settings, in Java's map orders."""
+        """The indexed columns and each index's typed settings, in Java's map orders; a
+        bitmap index without a ``version`` option keeps the version the table's files use
+        (``bitmap_version_in_use``, when a planner found one)."""
         from paimond.table.file_index_options import file_index_columns
 
-        return file_index_columns(self.raw)
+        return file_index_columns(self.raw, self.bitmap_version_in_use)
 
     @property
     def file_index_in_manifest_threshold_bytes(self) -> int:

@@ -42,6 +42,7 @@ class OptionReader:
     raw: Mapping[str, str]
     schema_version: int
     has_primary_key: bool
+    bitmap_version_in_use: int | None
 
     def _int(self, key: str, default: int) -> int:
         value = self.raw.get(key)

@@ -29,6 +29,9 @@ class TableOptions(RetentionOptions, FileOptions):
     raw: Mapping[str, str]
     schema_version: int = 3
     has_primary_key: bool = False
+    # The bitmap file-index version the table's files use, where a planner looked
+    # (table/file_index_versions.py); None: Java's default.
+    bitmap_version_in_use: int | None = None
 
     @classmethod
     def of(cls, schema: TableSchema) -> TableOptions:
