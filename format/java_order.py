@@ -14,8 +14,12 @@ comparison, so such pathological inputs may differ.
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import math
+import struct
 from collections.abc import Callable, Hashable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -125,3 +129,103 @@ def java_copy_capacity(size: int) -> int:
     while capacity < wanted:
         capacity *= 2
     return capacity
+
+
+# ---- hashCode of the objects Paimon's InternalArray.ElementGetter returns --------------------
+
+_EPOCH_DAY = datetime.date(1970, 1, 1)
+
+
+def _float_bits_hash(value: float) -> int:
+    """``Float.hashCode``: ``floatToIntBits`` (every NaN the canonical one)."""
+    if math.isnan(value):
+        return 0x7FC00000
+    return int(struct.unpack(">i", struct.pack(">f", value))[0])
+
+
+def _double_bits_hash(value: float) -> int:
+    """``Double.hashCode``: ``doubleToLongBits`` folded (every NaN the canonical one)."""
+    bits = 0x7FF8000000000000 if math.isnan(value) else struct.unpack(
+        ">q", struct.pack(">d", value))[0]
+    return java_long_hash(bits)
+
+
+def _binary_string_hash(value: str) -> int:
+    """``BinaryString.hashCode``: Paimon's Murmur hash of the UTF-8 bytes."""
+    from paimond.format.file_index.hashing import murmur_hash  # strings in a set only
+
+    return murmur_hash(value.encode("utf-8"))
+
+
+def _epoch_nanos(value: Any) -> int:
+    if isinstance(value, datetime.datetime):
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=value.tzinfo)
+        delta = value - epoch
+        return ((delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds) * 1000
+    return int(value.value)  # a pandas Timestamp (nanosecond arrays)
+
+
+def _timestamp_hash(value: Any) -> int:
+    """``Timestamp.hashCode``: ``31 * Long.hashCode(millis) + nanoOfMillisecond``."""
+    millis, nanos = divmod(_epoch_nanos(value), 10**6)
+    return int32(31 * java_long_hash(millis) + nanos)
+
+
+def _big_integer_hash(value: int) -> int:
+    """``BigInteger.hashCode``: the magnitude's 32-bit words folded by 31, times the sign."""
+    magnitude, words = abs(value), []
+    while magnitude:
+        words.append(magnitude & 0xFFFFFFFF)
+        magnitude >>= 32
+    h = 0
+    for word in reversed(words):
+        h = int32(31 * h + word)
+    return int32(h * (1 if value > 0 else -1 if value < 0 else 0))
+
+
+def _decimal_hash(scale: int) -> Callable[[Any], int]:
+    """``Decimal.hashCode``: ``BigDecimal.hashCode`` of the value at the type's scale."""
+
+    def hash_code(value: decimal.Decimal) -> int:
+        unscaled = int(value.scaleb(scale).to_integral_value())
+        return int32(31 * _big_integer_hash(unscaled) + scale)
+
+    return hash_code
+
+
+def _time_hash(value: datetime.time) -> int:
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+
+
+def boxed_hash(type_: Any) -> Callable[[Any], int] | None:
+    """The ``hashCode`` of a value of the Arrow type ``type_`` as Paimon boxes it (``Integer``,
+    ``Long``, ``BinaryString``, ``Decimal``, ``Timestamp``, ...), taking the Python value
+    ``to_pylist`` gives; None hashes to 0 as in ``HashMap``. None for types whose Java
+    object has no value hash (``byte[]``: identity) or is a constructed type."""
+    import pyarrow as pa  # the callers hold Arrow data already
+
+    scalar: Callable[[Any], int] | None = None
+    if pa.types.is_boolean(type_):
+        scalar = java_boolean_hash
+    elif pa.types.is_int8(type_) or pa.types.is_int16(type_) or pa.types.is_int32(type_):
+        scalar = int
+    elif pa.types.is_int64(type_):
+        scalar = java_long_hash
+    elif pa.types.is_float32(type_):
+        scalar = _float_bits_hash
+    elif pa.types.is_float64(type_):
+        scalar = _double_bits_hash
+    elif pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        scalar = _binary_string_hash
+    elif pa.types.is_date32(type_):
+        scalar = lambda d: (d - _EPOCH_DAY).days  # noqa: E731
+    elif pa.types.is_time(type_):
+        scalar = _time_hash
+    elif pa.types.is_timestamp(type_):
+        scalar = _timestamp_hash
+    elif pa.types.is_decimal(type_):
+        scalar = _decimal_hash(type_.scale)
+    if scalar is None:
+        return None
+    hash_code = scalar
+    return lambda value: 0 if value is None else hash_code(value)

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from paimond.errors import UnsupportedError
+from paimond.format.java_order import boxed_hash, java_hashmap_order
 from paimond.format.roaring import read_bitmap, serialize_bitmap
 from paimond.format.row_kind import RowKind
 from paimond.lsm.merge import SEQUENCE_COLUMN, VALUE_KIND_COLUMN, SortedSlice
@@ -207,12 +208,16 @@ def _hashable(value: Any) -> Any:
 
 
 class _Collect(FieldAgg):
-    """ARRAY concatenation; ``distinct`` keeps the first of equal elements. Java's distinct
-    result is in ``HashSet`` order (unspecified); paimond keeps first-seen order."""
+    """ARRAY concatenation; ``distinct`` keeps the first of equal elements, in the iteration
+    order of the ``HashSet`` Java's ``FieldCollectAgg`` fills (the acc's elements, then the
+    input's) where the element's Java object hashes by value (``element_hash``); constructed
+    elements (Java compares them in a list) and BINARY ones (``byte[]`` hashes by identity,
+    so Java's own order differs from run to run) keep first-seen order."""
 
-    def __init__(self, name: str, distinct: bool) -> None:
+    def __init__(self, name: str, distinct: bool,
+                 element_hash: Callable[[Any], int] | None = None) -> None:
         super().__init__(name, "collect")
-        self.distinct = distinct
+        self.distinct, self.element_hash = distinct, element_hash
 
     def agg_reversed(self, acc: Any, value: Any) -> Any:
         return self.agg(acc, value)
@@ -225,6 +230,8 @@ class _Collect(FieldAgg):
         out = list(acc or ()) + list(value or ())
         if not self.distinct:
             return out
+        if self.element_hash is not None:
+            return java_hashmap_order(out, self.element_hash)
         seen: set[Any] = set()
         unique = []
         for element in out:
@@ -251,14 +258,25 @@ class _Collect(FieldAgg):
 
 
 class _MergeMap(FieldAgg):
-    """MAP union, the later value winning; Python maps are lists of (key, value)."""
+    """MAP union, the later value winning; Python maps are lists of (key, value). The
+    entries come in the iteration order of the ``HashMap`` Java's ``FieldMergeMapAgg`` fills
+    where the key's Java object hashes by value (``key_hash``), else first-seen."""
+
+    def __init__(self, name: str, function: str,
+                 key_hash: Callable[[Any], int] | None = None) -> None:
+        super().__init__(name, function)
+        self.key_hash = key_hash
+
+    def _ordered(self, merged: dict[Any, Any], calls: list[Any]) -> list[tuple[Any, Any]]:
+        keys = list(merged) if self.key_hash is None else java_hashmap_order(calls, self.key_hash)
+        return [(k, merged[k]) for k in keys]
 
     def agg(self, acc: Any, value: Any) -> Any:
         if acc is None or value is None:
             return value if acc is None else acc
         merged = dict(acc)
         merged.update(value)
-        return list(merged.items())
+        return self._ordered(merged, [k for k, _ in acc] + [k for k, _ in value])
 
     def retract(self, acc: Any, value: Any) -> Any:
         if acc is None:
@@ -266,7 +284,8 @@ class _MergeMap(FieldAgg):
         if not value:
             return acc
         gone = {k for k, _ in value}
-        return [(k, v) for k, v in acc if k not in gone]
+        kept = [(k, v) for k, v in acc if k not in gone]
+        return self._ordered(dict(kept), [k for k, _ in kept])
 
 
 class _Rbm32(FieldAgg):
@@ -338,11 +357,11 @@ def make_field_agg(name: str, function: str, type_: pa.DataType, config: MergeCo
     elif function == "collect":
         if not pa.types.is_list(type_):
             raise UnsupportedError(f"collect on {type_} (field {name}): Paimon takes arrays")
-        agg = _Collect(name, name in config.distinct)
+        agg = _Collect(name, name in config.distinct, boxed_hash(type_.value_type))
     elif function == "merge_map":
         if not pa.types.is_map(type_):
             raise UnsupportedError(f"merge_map on {type_} (field {name}): Paimon takes maps")
-        agg = _MergeMap(name, function)
+        agg = _MergeMap(name, function, boxed_hash(type_.key_type))
     elif function == "rbm32":
         if not pa.types.is_binary(type_) and not pa.types.is_large_binary(type_):
             raise UnsupportedError(f"rbm32 on {type_} (field {name}): Paimon takes VARBINARY")

@@ -294,7 +294,10 @@ def _ag_model(versions: list[dict[str, Any]], distinct: bool, remove: bool
         row["t"] = _listagg(row["t"], v["t"], "|", distinct)
         if v["arr"] is not None or (distinct and row["arr"] is not None):
             merged = (row["arr"] or []) + (v["arr"] or [])
-            row["arr"] = list(dict.fromkeys(merged)) if distinct else merged
+            # Java collects distinct elements in a HashSet: an Integer 0..15 (or null, hash
+            # 0) lands in the bucket of its value, each bucket in insertion order.
+            row["arr"] = sorted(dict.fromkeys(merged), key=lambda e: e or 0) if distinct \
+                else merged
         if v["m"] is not None:
             row["m"] = list({**dict(row["m"] or []), **dict(v["m"])}.items())
         if v["n"] is not None:
