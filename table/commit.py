@@ -31,7 +31,7 @@ from typing import Protocol, TypeVar
 
 from paimond import __version__
 from paimond.clock import Clock
-from paimond.errors import CommitConflictError, PaimondError
+from paimond.errors import CommitConflictError, CorruptFileError, PaimondError
 from paimond.faults import crash_point
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
@@ -51,6 +51,8 @@ from paimond.table.options import TableOptions
 from paimond.table.scan import SnapshotFiles, read_manifest
 
 WRITER_VERSION = f"paimond-{__version__}"
+# Java's SequenceSnapshotProperties.MAX_SEQUENCE_NUMBER.
+MAX_SEQUENCE_NUMBER_PROPERTY = "sequence.generation.max-sequence-number"
 T = TypeVar("T")
 
 
@@ -104,6 +106,26 @@ class RetryPolicy:
     def wait_s(self, attempt: int, rng: random.Random) -> float:
         base: float = min(self.min_wait_s * 2.0 ** attempt, self.max_wait_s)
         return base + base * 0.2 * rng.random()
+
+
+def merged_properties(latest: Snapshot | None, changes: CommitChanges,
+                      where: str) -> dict[str, str] | None:
+    """The new snapshot's ``properties``: the commit's own (paimond's markers) and what Java
+    (``SequenceSnapshotProperties``) merges into every commit: the highest sequence number
+    written so far, the latest snapshot's (at ``where``) or the added files' if higher, which
+    ``write.sequence-number-init-mode = snapshot`` writers start from."""
+    properties = dict(changes.properties) if changes.properties else {}
+    highest = [e.file.max_sequence_number for e in changes.added]
+    known = (latest.properties or {}).get(MAX_SEQUENCE_NUMBER_PROPERTY) if latest else None
+    if known is not None:
+        try:
+            highest.append(int(known))
+        except ValueError:
+            raise CorruptFileError(where, f"property {MAX_SEQUENCE_NUMBER_PROPERTY} = "
+                                          f"{known!r} is not a number") from None
+    if highest:
+        properties[MAX_SEQUENCE_NUMBER_PROPERTY] = str(max(highest))
+    return properties or None
 
 
 @dataclass
@@ -298,5 +320,6 @@ class Committer(ConflictChecks, ManifestCompaction):
             watermark=latest.watermark if latest else None,
             statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
             next_row_id=(latest.next_row_id or 0) if latest else 0,
-            properties=dict(changes.properties) if changes.properties else None,
+            properties=merged_properties(
+                latest, changes, table.snapshots.path(latest.id) if latest else table.path),
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)

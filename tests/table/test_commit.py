@@ -14,12 +14,19 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_deduplicate, sort_rows
 
 from paimond.clock import Clock
-from paimond.errors import CommitConflictError
+from paimond.errors import CommitConflictError, CorruptFileError
 from paimond.format.index_manifest import IndexFileMeta, IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
 from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact_plan import FULL_COMPACTION_PROPERTY
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import CommitChanges, Committer, RetryPolicy
+from paimond.table.commit import (
+    MAX_SEQUENCE_NUMBER_PROPERTY,
+    CommitChanges,
+    Committer,
+    RetryPolicy,
+    merged_properties,
+)
 from paimond.table.index_combiner import combine_index_entries
 from paimond.table.scan import LiveFile, read_manifest, read_manifest_list, scan_snapshot
 from paimond.table.storage import open_storage
@@ -238,3 +245,35 @@ def test_a_fixed_clock_stamps_the_snapshot_and_the_compacted_files(
     assert {live[f.file_name] for f in added} == {local_ms}, "as committed in the manifests"
     assert sort_rows(read_rows(warehouse, spec.name), spec.sort_columns).equals(
         sort_rows(before_rows, spec.sort_columns))
+
+
+def test_commits_carry_the_highest_sequence_number_as_java_does(
+        table: tuple[Table, Any, str]) -> None:
+    """Java merges `sequence.generation.max-sequence-number` into every commit: the latest
+    snapshot's value or the added files' highest, whichever is higher; paimond's own markers
+    stay beside it. pypaimon's snapshots have none, so the first commit starts it from the
+    files it adds."""
+    tbl, _, _ = table
+    before = tbl.snapshots.latest()
+    assert before is not None and MAX_SEQUENCE_NUMBER_PROPERTY not in (before.properties or {})
+    files = _oldest_level0_per_bucket(tbl)
+    upgraded = Committer(tbl, clock=CLOCK).commit(_upgrade(files, 5))
+    highest = max(f.meta.max_sequence_number for f in files)
+    assert upgraded.properties == {MAX_SEQUENCE_NUMBER_PROPERTY: str(highest)}
+    # A higher value in the latest snapshot wins over the added files'; markers stay beside.
+    higher = dataclasses.replace(upgraded, properties={MAX_SEQUENCE_NUMBER_PROPERTY: "10000000"})
+    marked = dataclasses.replace(_upgrade(files, 6), properties={"paimond.marker": "x"})
+    assert merged_properties(higher, marked, "snapshot-x") == {
+        "paimond.marker": "x", MAX_SEQUENCE_NUMBER_PROPERTY: "10000000"}
+    with pytest.raises(CorruptFileError, match="snapshot-x.*max-sequence-number"):
+        merged_properties(dataclasses.replace(upgraded, properties={
+            MAX_SEQUENCE_NUMBER_PROPERTY: "ten"}), marked, "snapshot-x")
+    # A full compaction: the property survives beside paimond's full-compaction marker.
+    summary = CompactJob(tbl, full=True, use_processes=False, clock=CLOCK).run()
+    assert not summary.failures
+    latest = tbl.snapshots.latest()
+    assert latest is not None and latest.properties is not None
+    live = scan_snapshot(tbl, latest).files
+    assert int(latest.properties[MAX_SEQUENCE_NUMBER_PROPERTY]) == max(
+        highest, *(f.meta.max_sequence_number for f in live))
+    assert latest.properties[FULL_COMPACTION_PROPERTY] == "true"
