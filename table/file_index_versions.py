@@ -9,7 +9,7 @@ byte of a bitmap payload is its version) and hands that to ``TableOptions``.
 
 Bounded: at most ``MAX_MANIFESTS`` manifests of the snapshot (newest first) and
 ``MAX_INDEX_FILES`` index files are read; a table whose newest files have no bitmap index
-gets Java's default.
+gets Java's default. The index codecs load only for a table with file-index options.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ import dataclasses
 from collections.abc import Iterator
 
 from paimond.errors import CodecError, CorruptFileError
-from paimond.format.file_index.bitmap import BITMAP, VERSION_1, VERSION_2
-from paimond.format.file_index.container import decode_file_index
 from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.snapshot import Snapshot
 from paimond.table.catalog import Table
@@ -36,6 +34,8 @@ def needs_bitmap_version(options: TableOptions) -> bool:
     """Whether some bitmap index takes its version from the default (no option names it)."""
     if not options.has_file_index:
         return False
+    from paimond.format.file_index.bitmap import BITMAP  # tables with file indexes only
+
     columns = options.raw.get(f"file-index.{BITMAP}.columns")
     if not columns:
         return False
@@ -51,6 +51,8 @@ def keeping_bitmap_version(table: Table, options: TableOptions,
     same options when an option names the version or no file has a bitmap index)."""
     if snapshot is None or not needs_bitmap_version(options):
         return options
+    from paimond.format.file_index.bitmap import VERSION_2
+
     version = bitmap_version_in_use(table, snapshot)
     if version is None or version == VERSION_2:
         return options
@@ -96,6 +98,9 @@ def _newest_added(table: Table, snapshot: Snapshot) -> Iterator[ManifestEntry]:
 
 
 def _bitmap_version(where: str, container: bytes) -> int | None:
+    from paimond.format.file_index.bitmap import BITMAP, VERSION_1, VERSION_2
+    from paimond.format.file_index.container import decode_file_index
+
     try:
         indexes = decode_file_index(container)
     except CodecError as error:
