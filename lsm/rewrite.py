@@ -341,6 +341,9 @@ class _BucketRewrite:
                     if write_data:
                         background.put(merged.select(self.output_columns))
                         self.rows_written += merged.num_rows
+                # a last piece whose merged rows were all dropped (retractions at the max
+                # level) yields no table, but its changelog (a -D of the before) stands
+                self._write_changelog(existing)
             finally:
                 for run in runs:
                     run.close()

@@ -16,6 +16,7 @@ TESTS = Path(__file__).resolve().parent
 SHARED_FOLDERS = (TESTS / "support", TESTS / "format", TESTS / "maintenance")
 sys.path[:0] = [str(folder) for folder in SHARED_FOLDERS]
 
+from java_maintainer import java_maintainer  # noqa: E402, F401
 from java_reader import java_reader, java_readers  # noqa: E402, F401
 from s3_endpoint import s3_endpoint, s3_storage  # noqa: E402, F401
 from spark_session import spark  # noqa: E402, F401
@@ -43,8 +44,10 @@ def oracle_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, lis
 # oracle are collected. A file needs one when it, or a helper module of tests/ it imports,
 # imports an oracle or asks for a fixture that builds tables with one.
 ORACLE_MODULES = {"pypaimon", "pypaimon_rust", "pyspark", "pyfory", "kubernetes_validate",
-                  "paimon_python_java", "java_reader", "java_paimon"}
-ORACLE_FIXTURES = {"oracle_warehouse", "spark", "java_reader", "java_readers"}
+                  "paimon_python_java", "java_reader", "java_paimon",
+                  "java_maintainer"}
+ORACLE_FIXTURES = {"oracle_warehouse", "spark", "java_reader", "java_readers",
+                   "java_maintainer"}
 
 
 def _needs_oracle(path: Path, seen: set[Path]) -> bool:

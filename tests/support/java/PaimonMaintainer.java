@@ -1,0 +1,221 @@
+/*
+ * Test oracle: Apache Paimon's own Java writer and dedicated compaction, as the reference the
+ * differential tests hold paimond's maintenance against (tests/support/java_maintainer.py).
+ *
+ * --serve: one request a line on stdin, tab-separated, one answer line on stdout:
+ *   write TABLE ROWS [ASSIGNER]
+ *                       a batch commit of ROWS with write-only=true (what writers that leave
+ *                       maintenance to an external compactor run); ROWS is a JSON array of
+ *                       [rowKind, field values in the table's order] ("+I", "-U", "+U", "-D");
+ *                       values: numbers, strings, booleans, null, arrays (ARRAY) and arrays of
+ *                       [key, value] pairs (MAP). A dynamic-bucket table's rows get their
+ *                       bucket from a SimpleHashBucketAssigner (the table's target row
+ *                       number) kept in this JVM under the name ASSIGNER, so that commits to
+ *                       copies of one table assign each key the bucket it had (no hash index
+ *                       files are written)
+ *   compact TABLE FULL  Java's dedicated compaction (write-only=false, as Paimon's compact
+ *                       action and procedure run it): TableWrite.compact(partition, bucket,
+ *                       FULL) of every bucket of the latest snapshot, one commit
+ * Answers: "#OK <latest snapshot id or 0>" or "#ERROR <JSON string of the stack trace>".
+ */
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.paimon.data.BinaryRow;
+import org.apache.paimon.data.BinaryString;
+import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.GenericArray;
+import org.apache.paimon.data.GenericMap;
+import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.fs.Path;
+import org.apache.paimon.fs.local.LocalFileIO;
+import org.apache.paimon.index.SimpleHashBucketAssigner;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.paimon.table.FileStoreTable;
+import org.apache.paimon.table.FileStoreTableFactory;
+import org.apache.paimon.table.sink.BatchTableCommit;
+import org.apache.paimon.table.sink.BatchTableWrite;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.RowKeyExtractor;
+import org.apache.paimon.table.source.DataSplit;
+import org.apache.paimon.types.ArrayType;
+import org.apache.paimon.types.DataType;
+import org.apache.paimon.types.DecimalType;
+import org.apache.paimon.types.MapType;
+import org.apache.paimon.types.RowKind;
+import org.apache.paimon.types.RowType;
+
+public class PaimonMaintainer {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Map<String, SimpleHashBucketAssigner> ASSIGNERS = new HashMap<>();
+
+    public static void main(String[] args) throws Exception {
+        PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isEmpty()) {
+                continue;
+            }
+            try {
+                out.println("#OK " + handle(line.split("\t", -1)));
+            } catch (Throwable t) {
+                StringWriter w = new StringWriter();
+                t.printStackTrace(new PrintWriter(w));
+                System.err.println(w);
+                System.err.flush();
+                out.println("#ERROR " + JSON.writeValueAsString(w.toString()));
+            }
+            out.flush();
+        }
+    }
+
+    private static long handle(String[] request) throws Exception {
+        FileStoreTable table =
+                FileStoreTableFactory.create(LocalFileIO.create(), new Path(request[1]));
+        switch (request[0]) {
+            case "write":
+                write(table, JSON.readTree(request[2]), request.length > 3 ? request[3] : request[1]);
+                break;
+            case "compact":
+                compact(table, Boolean.parseBoolean(request[2]));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown request " + request[0]);
+        }
+        Long latest = table.snapshotManager().latestSnapshotId();
+        return latest == null ? 0 : latest;
+    }
+
+    private static void write(FileStoreTable table, JsonNode rows, String assignerName)
+            throws Exception {
+        FileStoreTable writing = table.copy(Collections.singletonMap("write-only", "true"));
+        RowType type = writing.rowType();
+        boolean dynamic = writing.coreOptions().bucket() == -1 && !writing.primaryKeys().isEmpty();
+        RowKeyExtractor keys = writing.createRowKeyExtractor();
+        SimpleHashBucketAssigner assigner =
+                dynamic
+                        ? ASSIGNERS.computeIfAbsent(
+                                assignerName,
+                                n ->
+                                        new SimpleHashBucketAssigner(
+                                                1,
+                                                0,
+                                                writing.coreOptions().dynamicBucketTargetRowNum(),
+                                                -1))
+                        : null;
+        BatchWriteBuilder builder = writing.newBatchWriteBuilder();
+        try (BatchTableWrite write = withDisk(builder.newWrite());
+                BatchTableCommit commit = builder.newCommit()) {
+            for (JsonNode row : rows) {
+                GenericRow internal = new GenericRow(type.getFieldCount());
+                internal.setRowKind(RowKind.fromShortString(row.get(0).asText()));
+                for (int i = 0; i < type.getFieldCount(); i++) {
+                    internal.setField(i, value(type.getTypeAt(i), row.get(i + 1)));
+                }
+                if (assigner == null) {
+                    write.write(internal);
+                } else {
+                    keys.setRecord(internal);
+                    int hash = keys.trimmedPrimaryKey().hashCode();
+                    write.write(internal, assigner.assign(keys.partition(), hash));
+                }
+            }
+            commit.commit(write.prepareCommit());
+        }
+    }
+
+    private static void compact(FileStoreTable table, boolean full) throws Exception {
+        FileStoreTable compacting = table.copy(Collections.singletonMap("write-only", "false"));
+        Set<List<Object>> buckets = new LinkedHashSet<>();
+        Map<List<Object>, BinaryRow> partitions = new LinkedHashMap<>();
+        for (DataSplit split : compacting.newSnapshotReader().read().dataSplits()) {
+            List<Object> key = new ArrayList<>();
+            key.add(split.partition());
+            key.add(split.bucket());
+            buckets.add(key);
+            partitions.put(key, split.partition());
+        }
+        BatchWriteBuilder builder = compacting.newBatchWriteBuilder();
+        try (BatchTableWrite write = withDisk(builder.newWrite());
+                BatchTableCommit commit = builder.newCommit()) {
+            for (List<Object> key : buckets) {
+                write.compact(partitions.get(key), (Integer) key.get(1), full);
+            }
+            List<CommitMessage> messages = write.prepareCommit();
+            commit.commit(messages);
+        }
+    }
+
+    /** Spill and lookup files (lookup changelog, deletion vectors) go to java.io.tmpdir. */
+    private static BatchTableWrite withDisk(BatchTableWrite write) {
+        return write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+    }
+
+    private static Object value(DataType type, JsonNode node) {
+        if (node == null || node.isNull()) {
+            return null;
+        }
+        switch (type.getTypeRoot()) {
+            case BOOLEAN:
+                return node.asBoolean();
+            case TINYINT:
+                return (byte) node.asInt();
+            case SMALLINT:
+                return (short) node.asInt();
+            case INTEGER:
+            case DATE:
+                return node.asInt();
+            case BIGINT:
+                return node.asLong();
+            case FLOAT:
+                return (float) node.asDouble();
+            case DOUBLE:
+                return node.asDouble();
+            case CHAR:
+            case VARCHAR:
+                return BinaryString.fromString(node.asText());
+            case DECIMAL:
+                DecimalType d = (DecimalType) type;
+                return Decimal.fromBigDecimal(
+                        new BigDecimal(node.asText()), d.getPrecision(), d.getScale());
+            case ARRAY:
+                DataType element = ((ArrayType) type).getElementType();
+                Object[] values = new Object[node.size()];
+                for (int i = 0; i < node.size(); i++) {
+                    values[i] = value(element, node.get(i));
+                }
+                return new GenericArray(values);
+            case MAP:
+                MapType map = (MapType) type;
+                Map<Object, Object> entries = new LinkedHashMap<>();
+                for (JsonNode pair : node) {
+                    entries.put(
+                            value(map.getKeyType(), pair.get(0)),
+                            value(map.getValueType(), pair.get(1)));
+                }
+                return new GenericMap(entries);
+            default:
+                throw new IllegalArgumentException("no JSON conversion for " + type);
+        }
+    }
+}

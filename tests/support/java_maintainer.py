@@ -1,0 +1,118 @@
+"""Apache Paimon's own Java writer and dedicated compaction, the reference of the differential
+tests (tests/interop/test_java_differential.py).
+
+`tests/support/java/PaimonMaintainer.java` is compiled against the newest Java Paimon release
+the suite has (`java_paimon.REFERENCE`) and serves requests on one JVM: `write` commits rows
+with `write-only=true`, as a writer that leaves maintenance to paimond does; `compact` runs
+Java's dedicated compaction (`write-only=false`, `TableWrite.compact` of every bucket, as
+Paimon's compact action and procedure do). The `java_maintainer` fixture skips without a JDK
+or Maven, and fails under `CI=true`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from java_paimon import JavaUnavailable, classpath, classpath_text
+
+SOURCE = Path(__file__).parent / "java" / "PaimonMaintainer.java"
+REFERENCE = "2.0"  # the newest Java Paimon Maven Central serves (java_paimon.py)
+JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.statusLoggerLevel=OFF")
+
+
+class JavaMaintenanceError(RuntimeError):
+    """Java's write or compaction failed; the message is its stack trace."""
+
+
+@dataclass
+class JavaMaintainer:
+    release: str
+    jars: list[Path]
+    classes: Path
+    log_dir: Path
+    _process: subprocess.Popen | None = field(default=None, repr=False)
+    _stderr: Any = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def _start(self) -> subprocess.Popen:
+        if self._process is None or self._process.poll() is not None:
+            self._stderr = tempfile.TemporaryFile(dir=self.log_dir)
+            self._process = subprocess.Popen(
+                ["java", *JVM_FLAGS, "-cp", classpath_text(self.jars, self.classes),
+                 "PaimonMaintainer"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=self._stderr, text=True, encoding="utf-8", bufsize=1)
+        return self._process
+
+    def _ask(self, *request: str) -> int:
+        with self._lock:
+            process = self._start()
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write("\t".join(request) + "\n")
+            process.stdin.flush()
+            line = process.stdout.readline()
+            if not line:
+                process.wait()
+                self._stderr.seek(0)
+                raise JavaMaintenanceError(f"the JVM exited ({process.returncode}):\n"
+                                           + self._stderr.read().decode("utf-8", "replace"))
+            if line.startswith("#ERROR "):
+                raise JavaMaintenanceError(json.loads(line[len("#ERROR "):]))
+            assert line.startswith("#OK "), line
+            return int(line[len("#OK "):])
+
+    def write(self, table_path: str | os.PathLike[str], rows: Sequence[Sequence[Any]], *,
+              assigner: str | None = None) -> int:
+        """One write-only batch commit of ``rows`` (each ``[kind, *values]``); the latest
+        snapshot id after it. ``assigner`` names the dynamic-bucket assigner that copies of
+        one table share (default: one per path)."""
+        return self._ask("write", os.fspath(table_path),
+                         json.dumps(rows, separators=(",", ":"), ensure_ascii=False),
+                         assigner or os.fspath(table_path))
+
+    def compact(self, table_path: str | os.PathLike[str], *, full: bool) -> int:
+        """Java's dedicated compaction of every bucket; the latest snapshot id after it."""
+        return self._ask("compact", os.fspath(table_path), "true" if full else "false")
+
+    def close(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._process = None
+
+
+@pytest.fixture(scope="session", name="java_maintainer")
+def java_maintainer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaMaintainer]:
+    """Java Paimon's writer and compaction (the reference release), one JVM (conftest
+    re-exports it)."""
+    try:
+        jars = classpath(REFERENCE)
+    except JavaUnavailable as e:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"Java Paimon {REFERENCE} unavailable under CI: {e}")
+        pytest.skip(f"Java Paimon {REFERENCE}: {e}")
+    root = tmp_path_factory.mktemp("java_maintainer")
+    classes = root / "classes"
+    result = subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp",
+                             classpath_text(jars), str(SOURCE)],
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise JavaMaintenanceError(f"javac failed:\n{result.stdout}\n{result.stderr}")
+    maintainer = JavaMaintainer(REFERENCE, jars, classes, root)
+    try:
+        yield maintainer
+    finally:
+        maintainer.close()
