@@ -82,6 +82,13 @@ class JavaMaintainer:
         """Java's dedicated compaction of every bucket; the latest snapshot id after it."""
         return self._ask("compact", os.fspath(table_path), "true" if full else "false")
 
+    def expire(self, table_path: str | os.PathLike[str], keep: int) -> int:
+        """Java's ExpireSnapshots keeping ``keep`` snapshots, whatever their age."""
+        return self._ask("expire", os.fspath(table_path), str(keep))
+
+    def tag(self, table_path: str | os.PathLike[str], name: str, snapshot_id: int) -> int:
+        return self._ask("tag", os.fspath(table_path), name, str(snapshot_id))
+
     def close(self) -> None:
         if self._process is not None and self._process.poll() is None:
             assert self._process.stdin is not None

@@ -15,7 +15,10 @@
  *                       files are written)
  *   compact TABLE FULL  Java's dedicated compaction (write-only=false, as Paimon's compact
  *                       action and procedure run it): TableWrite.compact(partition, bucket,
- *                       FULL) of every bucket of the latest snapshot, one commit
+ *                       FULL) of every bucket of the latest snapshot, one commit; a
+ *                       bucket-unaware append table runs AppendCompactCoordinator's tasks
+ *   expire TABLE N      ExpireSnapshots keeping N snapshots (no time retention)
+ *   tag TABLE NAME ID   createTag(NAME, ID)
  * Answers: "#OK <latest snapshot id or 0>" or "#ERROR <JSON string of the stack trace>".
  */
 
@@ -27,6 +30,7 @@ import java.io.StringWriter;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.time.Duration;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -35,6 +39,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.paimon.append.AppendCompactCoordinator;
+import org.apache.paimon.append.AppendCompactTask;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.Decimal;
@@ -43,6 +49,8 @@ import org.apache.paimon.data.GenericMap;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
+import org.apache.paimon.operation.BaseAppendFileStoreWrite;
+import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -97,7 +105,25 @@ public class PaimonMaintainer {
                 write(table, JSON.readTree(request[2]), request.length > 3 ? request[3] : request[1]);
                 break;
             case "compact":
-                compact(table, Boolean.parseBoolean(request[2]));
+                if (table.coreOptions().bucket() == -1 && table.primaryKeys().isEmpty()) {
+                    compactUnaware(table);
+                } else {
+                    compact(table, Boolean.parseBoolean(request[2]));
+                }
+                break;
+            case "expire":
+                int keep = Integer.parseInt(request[2]);
+                table.newExpireSnapshots()
+                        .config(
+                                ExpireConfig.builder()
+                                        .snapshotRetainMax(keep)
+                                        .snapshotRetainMin(keep)
+                                        .snapshotTimeRetain(Duration.ZERO)
+                                        .build())
+                        .expire();
+                break;
+            case "tag":
+                table.createTag(request[2], Long.parseLong(request[3]));
                 break;
             default:
                 throw new IllegalArgumentException("unknown request " + request[0]);
@@ -169,6 +195,25 @@ public class PaimonMaintainer {
     /** Spill and lookup files (lookup changelog, deletion vectors) go to java.io.tmpdir. */
     private static BatchTableWrite withDisk(BatchTableWrite write) {
         return write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+    }
+
+    private static void compactUnaware(FileStoreTable table) throws Exception {
+        FileStoreTable compacting = table.copy(Collections.singletonMap("write-only", "false"));
+        List<AppendCompactTask> tasks = new AppendCompactCoordinator(compacting, false).run();
+        if (tasks.isEmpty()) {
+            return;
+        }
+        BaseAppendFileStoreWrite write =
+                (BaseAppendFileStoreWrite) compacting.store().newWrite("paimon-compact");
+        write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+        List<CommitMessage> messages = new ArrayList<>();
+        for (AppendCompactTask task : tasks) {
+            messages.add(task.doCompact(compacting, write));
+        }
+        write.close();
+        try (BatchTableCommit commit = compacting.newBatchWriteBuilder().newCommit()) {
+            commit.commit(messages);
+        }
     }
 
     private static Object value(DataType type, JsonNode node) {
