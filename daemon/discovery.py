@@ -34,11 +34,19 @@ def unready_reason(storages: Sequence[Storage]) -> str | None:
     bucket; ``check_warehouse``) and answers a listing of its root. A warehouse that does not
     exist is not an empty one."""
     for storage in storages:
-        try:
-            check_warehouse(storage)
-            storage.list_dir(storage.root)
-        except PaimondError as error:
-            return str(error)
+        reason = warehouse_unready(storage)
+        if reason is not None:
+            return reason
+    return None
+
+
+def warehouse_unready(storage: Storage) -> str | None:
+    """Why one warehouse is not ready (gone, or its root cannot be listed), or None."""
+    try:
+        check_warehouse(storage)
+        storage.list_dir(storage.root)
+    except PaimondError as error:
+        return str(error)
     return None
 
 

@@ -24,6 +24,16 @@ or the start of our own last exclusive create): an epoch another replica created
 still there for the whole window, so our create fails and we list as before. The window and the
 age are durations on one instance's clock (a clock stepped by minutes could break that, as it
 breaks the TTL). Replicas must all run this rule: an older one deletes old epochs at once.
+
+Storage that disappears and comes back breaks "an epoch, once created, stays": so the
+LIST-free path first checks that our own last epoch is still there (one HEAD: a directory or
+bucket replaced, emptied or restored from a copy without it sends us to the LIST), and any
+storage error in a lease operation forgets what this instance knew (``forget``: the next
+acquisition lists), as does the daemon when it finds a warehouse unreachable. Locally the
+storage never creates a warehouse root that is gone (table/fsspec_storage.py), so no epoch is
+created in an empty stand-in while the real one is away. A live holder whose epoch the storage
+itself lost cannot know it until it lists again (at its next renewal past half the TTL): the
+commit's conflict check is what protects the data then.
 """
 
 from __future__ import annotations
@@ -34,11 +44,13 @@ import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from paimond.errors import PaimondError
 from paimond.faults import crash_point
 from paimond.table.storage import Storage
 
+T = TypeVar("T")
 LEASE_PREFIX = "lease-"
 _CLEANUP_AT = 8  # old epochs gathered before one batched delete removes them
 _UNLISTED_RUNS = 32  # acquisitions without a LIST between two that list (old epochs go then)
@@ -77,6 +89,20 @@ class Leases:
         self._written: dict[str, LeaseRecord] = {}  # table -> the epoch this instance wrote last
         self._unlisted: dict[str, _Unlisted] = {}  # table -> what lets acquire skip the LIST
         self._seen: dict[str, dict[int, float]] = {}  # table -> epoch -> first listed at
+
+    def forget(self) -> None:
+        """Drop everything this instance knew of the epochs: the storage may have lost or
+        replaced them, so the next acquisition, renewal or release lists first."""
+        self._written.clear()
+        self._unlisted.clear()
+        self._seen.clear()
+
+    def _forgetting(self, operation: Callable[[], T]) -> T:
+        try:
+            return operation()
+        except BaseException:
+            self.forget()
+            raise
 
     def _dir(self, table: str) -> str:
         return self._storage.join(self._root, table)
@@ -159,9 +185,13 @@ class Leases:
 
     def acquire(self, table: str) -> bool:
         """Take (or renew) the lease; False if another live owner holds it or won the race."""
+        return self._forgetting(lambda: self._acquire(table))
+
+    def _acquire(self, table: str) -> bool:
         now = self._clock()
         unlisted = self._unlisted_next(table, now)
-        if unlisted is not None and unlisted.runs < _UNLISTED_RUNS:
+        if unlisted is not None and unlisted.runs < _UNLISTED_RUNS and self._storage.exists(
+                self._storage.join(self._dir(table), f"{LEASE_PREFIX}{unlisted.epoch}")):
             # Nobody can have created and deleted the epoch after ours: if it is free, nobody
             # moved past our release (or our live lease). If it is taken, list as below.
             if self._create(table, unlisted.epoch + 1, now + self.ttl_s, free_at=now,
@@ -181,6 +211,9 @@ class Leases:
     def renew(self, table: str) -> bool:
         """Extend our lease; False if it is no longer ours (expired and taken over). While
         more than half its TTL remains it is extended later: nobody takes a live lease."""
+        return self._forgetting(lambda: self._renew(table))
+
+    def _renew(self, table: str) -> bool:
         written = self._written.get(table)
         if written is not None and self._ours(written) \
                 and written.expires_at - self._clock() > self.ttl_s / 2:
@@ -195,6 +228,9 @@ class Leases:
                             free_at=listed_at)
 
     def release(self, table: str) -> None:
+        self._forgetting(lambda: self._release(table))
+
+    def _release(self, table: str) -> None:
         written = self._written.get(table)
         if written is not None and self._ours(written) and written.expires_at > 0:
             # the next epoch, created exclusively: if someone took the lease over, it is there

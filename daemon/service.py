@@ -19,7 +19,12 @@ from paimond.config.settings import Settings
 from paimond.daemon import evaluate, pace
 from paimond.daemon.admission import Admissions
 from paimond.daemon.control import Control
-from paimond.daemon.discovery import check_warehouses, find_tables, unready_reason
+from paimond.daemon.discovery import (
+    check_warehouses,
+    find_tables,
+    unready_reason,
+    warehouse_unready,
+)
 from paimond.daemon.events import Events, log_event
 from paimond.daemon.lease import Leases
 from paimond.daemon.lifecycle import Lifecycle
@@ -73,6 +78,7 @@ class Daemon(Lifecycle, Control, TableRuns):
                                               settings.quarantine_after)
         self.policies = Policies(settings)  # [[policies]], pauses, shares, job outcomes
         self.admissions = Admissions()
+        self._unreachable: set[int] = set()  # warehouses found gone or unreachable
 
     def _wall_s(self) -> float:
         return self.clock.wall_ms() / 1000
@@ -204,11 +210,32 @@ class Daemon(Lifecycle, Control, TableRuns):
             discover = now - self._last_discovery >= self.settings.discovery_interval_s
         if discover:
             self.discover()
+        reachable = self._reachable_warehouses()
         with self._lock:
-            idle = [(s, s.standing()) for s in self.tables.values() if not s.running]
+            idle = [(s, s.standing()) for s in self.tables.values()
+                    if not s.running and s.warehouse in reachable]
             busy = [s for s in self.tables.values() if s.running]
         self._gauge_running(busy)
         return self._submit_due(idle, now)
+
+    def _reachable_warehouses(self) -> set[int]:
+        """The warehouses this tick may work in. One that is gone or cannot be listed gets no
+        run, is logged once (``warehouse_unreachable``, then ``warehouse_reachable`` when it
+        is back), and its leases forget what they knew of its epochs (daemon/lease.py)."""
+        reachable = set()
+        for index, storage in enumerate(self.storages):
+            reason = warehouse_unready(storage)
+            if reason is None:
+                reachable.add(index)
+                if index in self._unreachable:
+                    self._unreachable.discard(index)
+                    log.info("warehouse_reachable", warehouse=storage.root)
+                continue
+            self.leases[index].forget()
+            if index not in self._unreachable:
+                self._unreachable.add(index)
+                log.warning("warehouse_unreachable", warehouse=storage.root, reason=reason)
+        return reachable
 
     def watch(self) -> list[Future[TableRun]]:
         """Between ticks: an idle table that moved lately (daemon.pace) and may have reached its

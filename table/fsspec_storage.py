@@ -42,14 +42,15 @@ _UPLOAD_PART_BYTES = 16 * 2**20  # S3 multipart part size: what a streamed uploa
 _DELETE_BATCH = 1000  # keys per S3 DeleteObjects request, its limit
 _CONFLICT_ATTEMPTS = 5  # S3 409 ConditionalRequestConflict: a concurrent conditional PUT
 _MEMORY_CREATE_LOCK = threading.Lock()  # memory:// lives in this process only
+_LOCAL_ROOTS_SEEN: set[str] = set()  # local roots this process saw: never created again
 
 
 class FsspecStorage:
     """A ``Storage`` over one fsspec file system, with listing caches off so that a file
     another process wrote is seen at once."""
 
-    __slots__ = ("_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable", "location",
-                 "root")
+    __slots__ = ("_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable",
+                 "location", "root")
 
     def __init__(
         self,
@@ -118,6 +119,7 @@ class FsspecStorage:
         errors = partial(self._errors, p)
         with self._errors(p):
             if self._kind == "local":
+                self._local_parent(p)
                 file, temp = open_temp_beside(p)
                 return Output(file, partial(publish_temp, file, temp, p),
                                partial(discard_temp, file, temp), errors,
@@ -146,6 +148,7 @@ class FsspecStorage:
         p = self._path(path)
         with self._errors(p):
             if self._kind == "local":
+                self._local_parent(p)
                 replace_file(p, data)
             else:
                 self._fs.pipe_file(p, data)
@@ -162,6 +165,7 @@ class FsspecStorage:
         p = self._path(path)
         with self._errors(p):
             if self._kind == "local":
+                self._local_parent(p)
                 return create_file_exclusive(p, data)
             if self._kind == "s3":
                 return self._create_s3(p, data)
@@ -177,7 +181,10 @@ class FsspecStorage:
         p = self._path(path)
         with self._errors(p):
             if self._kind == "local":
-                return os.path.exists(p)
+                found = os.path.exists(p)
+                if found and p == self._root_path:
+                    _LOCAL_ROOTS_SEEN.add(p)
+                return found
             if self._kind == "s3" and "/" not in p:  # s3fs.exists hides errors for buckets
                 try:
                     self._fs.call_s3("head_bucket", Bucket=p)
@@ -397,6 +404,16 @@ class FsspecStorage:
 
     def _uri(self, fs_path: str) -> str:
         return self._prefix + fs_path
+
+    def _local_parent(self, p: str) -> None:
+        """A missing parent directory of ``p`` is created only while the root is there, once
+        this process saw the root (any storage on it): a warehouse moved away or deleted is
+        not created again, empty, in its place (FileNotFoundError, which names ``p``). A root
+        never seen yet may be a new one."""
+        if os.path.isdir(os.path.dirname(p)) or os.path.isdir(self._root_path):
+            _LOCAL_ROOTS_SEEN.add(self._root_path)
+        elif self._root_path in _LOCAL_ROOTS_SEEN:
+            raise FileNotFoundError(f"the storage root {self._root_path} is gone")
 
     @contextmanager
     def _errors(self, fs_path: str) -> Iterator[None]:

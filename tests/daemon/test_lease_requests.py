@@ -1,22 +1,27 @@
-"""A lease costs two PUTs per table run (#22 goal 6): acquiring right after our own release
-creates the next epoch without listing first, and lists only every 33rd run or once the moment
-our next epoch was known free lies 5 minutes back. Still safe: another replica that took the
-lease over, a restarted daemon, an expired lease taken over, racers; and a forgotten instance
-cannot create an epoch that cleanup deleted (old epochs go only once listed 10 minutes ago)."""
+"""A lease costs two PUTs and a HEAD per table run (#22 goal 6; the HEAD since #40: the
+storage may have lost our last epoch): acquiring right after our own release checks that our
+last epoch is still there and creates the next one without listing first, and lists only every
+33rd run or once the moment our next epoch was known free lies 5 minutes back. Still safe:
+another replica that took the lease over, a restarted daemon, an expired lease taken over,
+racers, storage that lost our epochs; and a forgotten instance cannot create an epoch that
+cleanup deleted (old epochs go only once listed 10 minutes ago)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from paimond.daemon.lease import Leases
 from paimond.table.storage import Storage, open_storage
 
 TTL_S = 120.0
-COUNTED = ("list_dir", "create_exclusive", "read_bytes", "delete_many", "delete")
+COUNTED = ("list_dir", "create_exclusive", "read_bytes", "delete_many", "delete", "exists")
 
 
 class CountingStorage:
@@ -64,7 +69,9 @@ def test_back_to_back_runs_list_once_per_33(tmp_path: Path) -> None:
     now = [1000.0]
     leases = _leases(storage, "a", now)
     assert all(_run(leases) for _ in range(66))
-    assert storage.calls == {"list_dir": 2, "create_exclusive": 132}, storage.calls
+    # each acquisition without a LIST first checks (exists) that our last epoch is there
+    assert storage.calls == {"list_dir": 2, "create_exclusive": 132, "exists": 64}, \
+        storage.calls
     assert _epochs(tmp_path) == list(range(1, 133))  # nothing deleted: none listed long ago
 
 
@@ -81,7 +88,7 @@ def test_runs_a_minute_apart_list_rarely_and_keep_epoch_files_bounded(tmp_path: 
     assert storage.calls["read_bytes"] == 0
     assert storage.calls["delete_many"] >= 8, "old epochs are deleted at most listings"
     requests = sum(storage.calls.values()) / 330
-    assert requests <= 2.1, requests
+    assert requests <= 3.1, requests
     # the epochs of the runs since the last LIST and of the 10 minutes before it, never growing
     assert most <= 2 * 33 + 2 * 10 + 2, most
     assert _epochs(tmp_path)[-1] == 660
@@ -182,3 +189,35 @@ def test_racers_for_a_released_lease_one_wins(tmp_path: Path) -> None:
         holder = a.current("db.t")
         assert holder is not None
         next(r for r in racers if r.incarnation == holder.incarnation).release("db.t")
+
+
+def test_storage_that_lost_our_epochs_sends_us_to_the_listing(tmp_path: Path) -> None:
+    """The warehouse comes back emptied (or restored from an older copy) and another replica
+    took the lease there: our LIST-free path must not create "our last epoch + 1" beside it.
+    It first checks that our last epoch is still there (#40)."""
+    storage = open_storage(str(tmp_path))
+    now = [1000.0]
+    a, b = _leases(storage, "a", now), _leases(storage, "b", now)
+    assert _run(a)  # a's next acquisition would skip the LIST
+    shutil.rmtree(tmp_path / "_paimond" / "leases" / "db.t")  # the storage lost the epochs
+    now[0] += 1
+    assert b.acquire("db.t")  # b lists, finds nothing, holds epoch 1
+    assert not a.acquire("db.t"), "a took a lease b holds"
+    assert b.renew("db.t")
+    b.release("db.t")
+    assert a.acquire("db.t")
+
+
+def test_a_failed_lease_operation_forgets_the_epochs(tmp_path: Path) -> None:
+    storage = CountingStorage(open_storage(str(tmp_path)))
+    now = [1000.0]
+    a = _leases(storage, "a", now)
+    assert _run(a)
+    (tmp_path / "_paimond").rename(tmp_path / "gone")
+    (tmp_path / "_paimond").write_text("not a directory")  # every lease operation fails
+    with pytest.raises(OSError):
+        a.acquire("db.t")
+    (tmp_path / "_paimond").unlink()
+    (tmp_path / "gone").rename(tmp_path / "_paimond")
+    lists = storage.calls["list_dir"]
+    assert a.acquire("db.t") and storage.calls["list_dir"] == lists + 1  # it listed
