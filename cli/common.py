@@ -118,9 +118,37 @@ def usage_errors_exit_2(run: Callable[[argparse.Namespace], int]
         try:
             return run(args)
         except ConfigError as error:
-            print(f"paimond: {error}", file=sys.stderr)
+            print(f"paimond: {cli_wording(error, args)}", file=sys.stderr)
             return EXIT_USAGE
     return guarded
+
+
+def cli_wording(error: ConfigError, args: argparse.Namespace) -> str:
+    """A settings error in the command line's words: a key the command has as a flag is
+    named as that flag (``older_than`` -> ``--older-than``), others plainly, without the
+    config file's ``config`` prefix."""
+    flags = {dest for dest, value in vars(args).items() if not callable(value)}
+    key, reason = error.key, error.reason
+    if key in flags:
+        key = "--" + key.replace("_", "-")
+    for dest in flags:
+        reason = reason.replace(f"(use {dest})", f"(use --{dest.replace('_', '-')})")
+    return f"{key}: {reason}"
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum`` (exit 2 naming the flag)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
 
 
 def progress_bar(done: int, total: int, label: str) -> None:

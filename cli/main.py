@@ -21,6 +21,7 @@ from paimond.cli.common import (
     EXIT_USAGE,
     add_storage_option,
     imports_uncollected,
+    int_at_least,
     open_table_of,
     open_warehouse_of,
     own_collector,
@@ -235,12 +236,14 @@ def _add_table_maintenance_commands(commands: Any) -> None:
                     "Tags, consumers and branches keep what they use; EARLIEST is written last.")
     expire.add_argument("warehouse", help="warehouse path or URI")
     expire.add_argument("--table", metavar="DB.TABLE", required=True)
-    expire.add_argument("--retain-max", type=int, metavar="N", help="keep at most N snapshots")
-    expire.add_argument("--retain-min", type=int, metavar="N", help="keep at least N snapshots")
+    expire.add_argument("--retain-max", type=int_at_least(1), metavar="N",
+                        help="keep at most N snapshots")
+    expire.add_argument("--retain-min", type=int_at_least(1), metavar="N",
+                        help="keep at least N snapshots")
     expire.add_argument("--older-than", metavar="DURATION|TIMESTAMP",
                         help="expire only snapshots whose successor is older (e.g. '1 h', "
                              "'2024-05-01 12:00:00')")
-    expire.add_argument("--max-deletes", type=int, metavar="N",
+    expire.add_argument("--max-deletes", type=int_at_least(1), metavar="N",
                         help="expire at most N snapshots in this run")
     expire.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
     add_storage_option(expire)
@@ -275,7 +278,7 @@ def _add_table_maintenance_commands(commands: Any) -> None:
     partitions.add_argument("--older-than", metavar="DURATION",
                             help="the expiration time (e.g. '7 d'); default: the table's "
                                  "partition.expiration-time (unset: nothing expires)")
-    partitions.add_argument("--max-num", type=int, metavar="N",
+    partitions.add_argument("--max-num", type=int_at_least(1), metavar="N",
                             help="drop at most N partitions (default: the table's "
                                  "partition.expiration-max-num, 100)")
     partitions.add_argument("--dry-run", action="store_true",
@@ -333,7 +336,7 @@ def _add_rewrite_index_command(commands: Any) -> None:
                          help="only partitions with this value (repeat for several keys)")
     rewrite.add_argument("--dry-run", action="store_true",
                          help="print the files whose index would change; write nothing")
-    rewrite.add_argument("--parallelism", type=int, default=0,
+    rewrite.add_argument("--parallelism", type=int_at_least(1), default=0,
                          help="files read at once (default: CPU count, at most 8)")
     add_storage_option(rewrite)
     rewrite.set_defaults(run=usage_errors_exit_2(_rewrite_index))
@@ -378,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
         order.add_argument(f"--{strategy}-by", metavar="COL,COL",
                            help=f"sort compaction of a bucket-unaware append table: rewrite "
                                 f"the partitions' rows in {strategy} order of these columns")
-    compact.add_argument("--parallelism", type=int, default=0,
+    compact.add_argument("--parallelism", type=int_at_least(1), default=0,
                          help="bucket tasks at once (default: CPU count)")
     compact.add_argument("--executor", choices=EXECUTORS, default="local",
                          help="where bucket tasks run: a local process pool, or Spark tasks "

@@ -10,6 +10,7 @@ from paimond.cli.common import (
     EXIT_OK,
     add_storage_option,
     imports_uncollected,
+    int_at_least,
     open_table_of,
     usage_errors_exit_2,
 )
@@ -114,7 +115,7 @@ def register(commands: Any) -> None:
         "Write <table>/tag/tag-NAME for a snapshot (default the latest). An existing tag is "
         "an error; a tag is never overwritten.")
     create.add_argument("--tag", metavar="NAME", required=True)
-    create.add_argument("--snapshot", type=int, metavar="N", help="snapshot id (default latest)")
+    create.add_argument("--snapshot", type=int_at_least(1), metavar="N", help="snapshot id (default latest)")
     create.add_argument("--time-retained", metavar="DURATION",
                         help="keep the tag this long (e.g. '1 d'; default "
                              "tag.default-time-retained, unset: until deleted)")

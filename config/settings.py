@@ -280,7 +280,7 @@ def _settings(data: dict[str, Any], env: Mapping[str, str]) -> Settings:
                                  int, 64),
         executor=_choice(data.get("executor", "local"), "executor", ("local", "spark")),
         http_host=str(http.get("host", "127.0.0.1")),
-        http_port=_number(http.get("port", 9181), "http.port", int, 0),
+        http_port=_number(http.get("port", 9181), "http.port", int, 0, 65535),
         trigger_token=_token(http, env),
         log_format=_choice(log.get("format", "auto"), "log.format", ("auto", "json", "console")),
         log_level=_choice(log.get("level", "info"), "log.level",

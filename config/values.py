@@ -18,8 +18,10 @@ N = TypeVar("N", int, float)
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
-def number(raw: Any, key: str, kind: type[N], minimum: float) -> N:
-    """An int or float at least ``minimum``; an int setting refuses ``2.5``."""
+def number(raw: Any, key: str, kind: type[N], minimum: float,
+           maximum: float | None = None) -> N:
+    """An int or float at least ``minimum`` (and at most ``maximum``); an int setting
+    refuses ``2.5``."""
     if isinstance(raw, bool) or (kind is int and isinstance(raw, float) and not raw.is_integer()):
         raise ConfigError(key, f"expected a {kind.__name__}, got {raw!r}")
     try:
@@ -28,6 +30,8 @@ def number(raw: Any, key: str, kind: type[N], minimum: float) -> N:
         raise ConfigError(key, f"expected a {kind.__name__}, got {raw!r}") from None
     if value < minimum:
         raise ConfigError(key, f"must be a {kind.__name__} >= {minimum}, got {raw!r}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(key, f"must be a {kind.__name__} <= {maximum}, got {raw!r}")
     return value
 
 

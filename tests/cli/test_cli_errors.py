@@ -231,3 +231,30 @@ def test_config_errors_exit_with_the_status_systemd_does_not_restart(tmp_path: P
     for message, (code, out, err) in zip(messages, results, strict=True):
         assert code == EXIT_CONFIG, err
         assert message in err and "Traceback" not in out + err
+
+
+@pytest.mark.parametrize("command, flag, value", [
+    ("compact", "--parallelism", "-2"), ("compact", "--parallelism", "0"),
+    ("rewrite-index", "--parallelism", "0"), ("expire-snapshots", "--max-deletes", "-1"),
+    ("expire-snapshots", "--max-deletes", "0"), ("expire-snapshots", "--retain-max", "0"),
+    ("expire-partitions", "--max-num", "0")])
+def test_numbers_out_of_range_are_refused_naming_the_flag(
+        command: str, flag: str, value: str, warehouse: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """#40: `--parallelism -2` ran, `--max-deletes -1` turned expiry into a silent no-op."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, str(warehouse), "--table", TABLE, f"{flag}={value}"])
+    assert exit_info.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"argument {flag}: must be an integer >= 1, got '{value}'" in err
+    assert "Traceback" not in err
+
+
+def test_settings_errors_speak_of_flags(tmp_path: Path, warehouse: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """#40: `remove-orphans --older-than 1min` said `config older_than: ... (use force)`."""
+    assert main(["remove-orphans", str(warehouse), "--table", TABLE, "--older-than",
+                 "1 min", "--dry-run"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "paimond: --older-than: a window of" in err and "(use --force)" in err, err
+    assert "config " not in err
