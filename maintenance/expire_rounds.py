@@ -51,10 +51,13 @@ class ExpireRounds:
             return self.last.describe()
         deleted = self.deleted
         name = self.last.plan.table_name
-        lines = [r.describe() for r in self.rounds]
-        lines.append(f"{name}: in total expired {self.expired_snapshots} snapshots in "
-                     f"{len(self.rounds)} rounds (snapshot.expire.limit per round), deleted "
-                     f"{deleted.total_files} files, {deleted.total_bytes:,} bytes")
+        done = [r.work for r in self.rounds if r.work is not None and r.work.begin_id is not None]
+        span = f" {done[0].begin_id}..{done[-1].end_id - 1}" if done else ""
+        # the total first: a log line or an event takes the first line
+        lines = [f"{name}: expired snapshots{span} ({self.expired_snapshots}) in "
+                 f"{len(self.rounds)} rounds (snapshot.expire.limit per round), deleted "
+                 f"{deleted.total_files} files, {deleted.total_bytes:,} bytes"]
+        lines += [r.describe() for r in self.rounds]
         if self.capped:
             lines.append(f"{name}: stopped after {MAX_ROUNDS} rounds with snapshots beyond "
                          "retention left; the next run goes on")
