@@ -69,6 +69,7 @@ from paimond.table.catalog import Table
 from paimond.table.layout import EARLIEST_HINT
 from paimond.table.option_reader import INT_MAX
 from paimond.table.options import TableOptions
+from paimond.table.scan import check_manifest_versions
 from paimond.table.semantic_options import refuse
 
 
@@ -301,6 +302,9 @@ class ExpireJob:
 
     def run(self) -> ExpireResult:
         refuse(self.table.latest_schema(), "expire", self.table.path)
+        latest = self.table.snapshots.latest()
+        if latest is not None:  # a format paimond does not know: refused before any delete
+            check_manifest_versions(self.table, latest)
         settings = self.resolved_settings()
         clean = settings.clean_empty_directories
         mapper = mapper_of(self.executor)

@@ -197,6 +197,20 @@ def scan_snapshot(table: Table, snapshot: Snapshot, *, parallelism: int = 8) -> 
     return SnapshotFiles(snapshot, base, delta, files, read_index_manifest(table, snapshot))
 
 
+def check_manifest_versions(table: Table, snapshot: Snapshot, *, parallelism: int = 8) -> None:
+    """Every manifest of ``snapshot`` decodes as a format paimond knows (its entries'
+    ``_VERSION`` among the checks), through the planning decoder: a job that does not read
+    them all otherwise (expiry reads the deltas of the snapshots it expires) refuses a table
+    a newer Paimon wrote before it deletes anything. CorruptFileError naming the manifest."""
+    where = table.snapshots.path(snapshot.id)
+    metas = (read_manifest_list(table, snapshot.base_manifest_list, where,
+                                snapshot.base_manifest_list_size)
+             + read_manifest_list(table, snapshot.delta_manifest_list, where,
+                                  snapshot.delta_manifest_list_size))
+    _parallel(lambda meta: decode_fetched_slim(table, meta, fetch_manifest(table, meta, where)),
+              metas, parallelism)
+
+
 def bucket_path(table: Table, schema: TableSchema, partition: bytes, bucket: int) -> str:
     """Directory of one bucket's data files (``<table>/<k=v>/bucket-<b>``)."""
     directory = TableOptions.of(schema).data_file_path_directory
