@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from paimond.errors import PaimondError
 from paimond.format.schema import TableSchema
 from paimond.table.compaction_options import CompactionOptions
 from paimond.table.file_options import FileOptions
@@ -233,3 +234,24 @@ class TableOptions(RetentionOptions, FileOptions):
         head, tail = "fields.", f".{suffix}"
         return {key[len(head):-len(tail)]: value.strip() for key, value in self.raw.items()
                 if key.startswith(head) and key.endswith(tail) and len(key) > len(head + tail)}
+
+
+def invalid_options(options: TableOptions) -> list[str]:
+    """What is wrong with the values of the options paimond reads (every typed property of
+    ``TableOptions``; the file-index ones only on a table with ``file-index.*`` options, as
+    only they load the index codecs): a job refuses the table before writing rather than
+    fail, or worse not notice, half way (#40: ``bucket = abc`` was compacted over)."""
+    problems = []
+    for name in _PROPERTIES:
+        if name.startswith("file_index_") and not options.has_file_index:
+            continue
+        try:
+            getattr(options, name)
+        except (PaimondError, ValueError) as error:
+            problems.append(str(error))
+    return list(dict.fromkeys(problems))
+
+
+_PROPERTIES = tuple(dict.fromkeys(
+    name for cls in TableOptions.__mro__ for name, value in vars(cls).items()
+    if isinstance(value, property)))

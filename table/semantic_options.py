@@ -27,7 +27,7 @@ from paimond.errors import RefusedError
 from paimond.format.schema import TableSchema
 from paimond.table.file_formats import FORMATS
 from paimond.table.merge_options import ENGINES
-from paimond.table.options import TableOptions
+from paimond.table.options import TableOptions, invalid_options
 
 Handling = Literal["implemented", "refused", "not affecting"]
 
@@ -327,11 +327,13 @@ def fingerprint(schema: TableSchema) -> str:
 
 
 def refuse(schema: TableSchema, job: str, path: str | None = None) -> None:
-    """Raise RefusedError naming every reason ``job`` refuses the table, if any."""
-    found = refusals(TableOptions.of(schema), job)
-    if found:
-        raise RefusedError(job, "; ".join(r.describe() for r in found), path,
-                           fingerprint(schema))
+    """Raise RefusedError naming every reason ``job`` refuses the table, if any: options it
+    does not implement, and option values it cannot read (``invalid_options``)."""
+    options = TableOptions.of(schema)
+    reasons = [r.describe() for r in refusals(options, job)] + [
+        f"invalid option value: {problem}" for problem in invalid_options(options)]
+    if reasons:
+        raise RefusedError(job, "; ".join(reasons), path, fingerprint(schema))
 
 
 def markdown_table() -> str:

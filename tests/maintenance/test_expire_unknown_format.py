@@ -78,3 +78,23 @@ def test_expire_refuses_an_unknown_manifest_version_before_deleting(
         text = said.out + said.err
         assert target in text and "_VERSION 99" in text, text
     assert _files(warehouse) == before, "nothing deleted"
+
+
+@pytest.mark.parametrize("command", [
+    ["compact", "--full"], ["expire-snapshots", "--retain-max", "1", "--retain-min", "1"],
+    ["merge-manifests"], ["rewrite-index"]])
+def test_a_job_refuses_an_option_value_it_cannot_read_before_writing(
+        command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """#40: with `bucket = abc` status said UNREADABLE but `compact --full` committed."""
+    warehouse = tmp_path / "wh"
+    spec = build_pk_deduplicate(str(warehouse))
+    schema_dir = warehouse / "db.db" / spec.name.split(".")[1] / "schema"
+    latest = max(schema_dir.glob("schema-*"), key=lambda p: int(p.name.split("-")[1]))
+    raw = json.loads(latest.read_text())
+    raw["options"]["bucket"] = "abc"
+    latest.write_text(json.dumps(raw))
+    before = _files(warehouse)
+    assert main([command[0], str(warehouse), "--table", spec.name, *command[1:]]) != 0
+    said = capsys.readouterr()
+    assert "invalid option value: option bucket='abc' is not an integer" in said.out + said.err
+    assert _files(warehouse) == before, "nothing written or deleted"
