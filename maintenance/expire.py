@@ -63,6 +63,7 @@ from paimond.maintenance.expiration_record import (
     finish_interrupted,
     long_lived_changelogs,
 )
+from paimond.maintenance.job_cleanup import TEMP_SWEPT_DIRS
 from paimond.maintenance.references import FileTally
 from paimond.maintenance.snapshot_deletion import ExpireWork, collect_expired
 from paimond.table.catalog import Table
@@ -71,6 +72,7 @@ from paimond.table.option_reader import INT_MAX
 from paimond.table.options import TableOptions
 from paimond.table.scan import check_manifest_versions
 from paimond.table.semantic_options import refuse
+from paimond.table.temp_files import sweep_temp_files
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +314,10 @@ class ExpireJob:
             self.table, clean_empty_directories=clean, mapper=mapper)
         finished_changelogs = (0, FileTally()) if self.dry_run else finish_interrupted_changelogs(
             self.table, clean_empty_directories=clean)
+        if not self.dry_run:  # what a killed run left half written in snapshot/, changelog/
+            sweep_temp_files(self.table.storage,
+                             [self.table.file_path(d) for d in TEMP_SWEPT_DIRS],
+                             self.clock.wall_ms() / 1000)
         plan = self.plan()
         if not plan.expires:
             if plan.write_earliest_hint and plan.earliest_id is not None and not self.dry_run:

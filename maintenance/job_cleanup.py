@@ -30,7 +30,12 @@ from paimond.table.job_records import (
     read_records,
     start_job,
 )
+from paimond.table.layout import CHANGELOG_DIR, SNAPSHOT_DIR, TAG_DIR
 from paimond.table.storage import Storage
+from paimond.table.temp_files import sweep_temp_files
+
+# Metadata folders whose killed writers' temp files go with the dead jobs' records.
+TEMP_SWEPT_DIRS = (SNAPSHOT_DIR, CHANGELOG_DIR, TAG_DIR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +46,12 @@ class JobCleanupResult:
 
 def clean_dead_jobs(table: Table, now_ms: int, dead_after_ms: int = DEFAULT_DEAD_AFTER_MS
                     ) -> JobCleanupResult:
-    """Remove the records of dead jobs with every file they list that nothing references.
-    References are read only when there is a dead record; an unreadable one raises before
-    anything is deleted."""
+    """Remove the records of dead jobs with every file they list that nothing references,
+    and the dead temp files of the metadata folders (table/temp_files.py). References are
+    read only when there is a dead record; an unreadable one raises before anything is
+    deleted."""
+    sweep_temp_files(table.storage, [table.file_path(d) for d in TEMP_SWEPT_DIRS],
+                     now_ms / 1000)
     dead = [r for r in read_records(table) if is_dead(r, now_ms, dead_after_ms)]
     if not dead:
         return JobCleanupResult()

@@ -37,6 +37,7 @@ from paimond.table.layout import (
     TAG_DIR,
 )
 from paimond.table.storage import FileStatus, OutputStream, Storage, StorageLocation
+from paimond.table.temp_files import is_dead_temp, pid_alive
 
 JOB_FILE, FILES_DIR = "job.json", "files"
 DEFAULT_DEAD_AFTER_MS = 6 * 3_600_000  # a record this old is dead whoever owns it
@@ -143,21 +144,14 @@ def read_records(table: Table) -> list[JobRecord]:
             records.append(JobRecord(str(raw["job_id"]), str(raw["job"]), owner,
                                      int(raw["started_ms"]), status.path))
         except (MissingFileError, CorruptFileError, CodecError, ValueError, KeyError, TypeError):
-            # Being created or deleted, or killed meanwhile: dead once the directory is old.
+            # Being created or deleted, or killed meanwhile: dead once the directory is old,
+            # or at once when the temp file of its job.json names a writer that is gone.
             started_ms = int((status.mtime_s or 0) * 1000)
+            if any(is_dead_temp(s, None) for s in table.storage.list_dir(status.path)):
+                started_ms = 0
             records.append(JobRecord(status.name, "", JobOwner("", 0, "", ""), started_ms,
                                      status.path))
     return records
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def is_dead(record: JobRecord, now_ms: int, dead_after_ms: int = DEFAULT_DEAD_AFTER_MS) -> bool:
@@ -172,7 +166,7 @@ def is_dead(record: JobRecord, now_ms: int, dead_after_ms: int = DEFAULT_DEAD_AF
         return bool(_REPLICA[0]) and owner.replica == _REPLICA[0] and owner.process != PROCESS_TOKEN
     if owner.pid == os.getpid():
         return owner.process != PROCESS_TOKEN or record.job_id not in _RUNNING
-    return not _pid_alive(owner.pid)
+    return not pid_alive(owner.pid)
 
 
 def _table_root(record_dir: str) -> str:

@@ -9,20 +9,28 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
 import uuid
 from contextlib import suppress
 from typing import BinaryIO
 
 _NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
 _OUTPUT_BUFFER_BYTES = 1 << 20
+_HOST = socket.gethostname().replace("~", "-").replace("/", "-")
+
+
+def temp_name(name: str) -> str:
+    """``.<name>.<host>~<pid>~<uuid>.tmp``: the writer is named, so that a sweep can tell the
+    temp file of a killed process from one being written (table/temp_files.py)."""
+    return f".{name}.{_HOST}~{os.getpid()}~{uuid.uuid4().hex}.tmp"
 
 
 def open_temp_beside(target: str) -> tuple[BinaryIO, str]:
-    """A new ``.<name>.<uuid>.tmp`` beside ``target``, open for writing, and its path; finish
-    it with :func:`publish_temp` or :func:`discard_temp`."""
+    """A new temp file (``temp_name``) beside ``target``, open for writing, and its path;
+    finish it with :func:`publish_temp` or :func:`discard_temp`."""
     directory, name = os.path.split(target)
     os.makedirs(directory, exist_ok=True)
-    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    temp = os.path.join(directory, temp_name(name))
     return open(temp, "xb", buffering=_OUTPUT_BUFFER_BYTES), temp
 
 
@@ -105,10 +113,10 @@ def _create_exclusive_without_link(target: str, data: bytes) -> bool:
 
 
 def _synced_temp(target: str, data: bytes) -> str:
-    """``data`` in a new ``.<name>.<uuid>.tmp`` beside ``target``, flushed to disk."""
+    """``data`` in a new temp file (``temp_name``) beside ``target``, flushed to disk."""
     directory, name = os.path.split(target)
     os.makedirs(directory, exist_ok=True)
-    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    temp = os.path.join(directory, temp_name(name))
     try:
         with open(temp, "xb") as f:
             f.write(data)
