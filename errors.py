@@ -104,6 +104,16 @@ class CommitConflictError(PaimondError):
     kind: ClassVar[ErrorKind] = "retry"
 
 
+class CommitCancelledError(PaimondError):
+    """The daemon is stopping: a commit not yet published is abandoned (table/commit_gate.py)."""
+
+    kind: ClassVar[ErrorKind] = "retry"
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"{what}: not committed, the daemon is stopping")
+
+
 class StorageUnavailableError(PaimondError):
     """Storage could not be reached: back off and retry later."""
 

@@ -31,26 +31,35 @@ def _run(args: argparse.Namespace) -> int:
     with imports_uncollected():
         from prometheus_client import CollectorRegistry
 
-        from paimond.daemon.logging import configure_logging
+        from paimond.daemon.logging import configure_logging, silence_logging
         from paimond.daemon.metrics import Metrics
         from paimond.daemon.service import Daemon
 
     settings = _settings(args)
     if settings is None:
         return EXIT_CONFIG
-    configure_logging(settings.log_format, settings.log_level)
+    as_json = configure_logging(settings.log_format, settings.log_level)
     daemon = Daemon(settings, Metrics(CollectorRegistry()))
-    try:
-        clean = daemon.run(on_serving=lambda url: print(f"paimond: serving {url}/metrics",
-                                                        file=sys.stderr, flush=True))
+    try:  # JSON logs carry the URL in daemon_started (metrics_url): every line is JSON
+        clean = daemon.run(on_serving=None if as_json else lambda url: print(
+            f"paimond: serving {url}/metrics", file=sys.stderr, flush=True))
     except ConfigError as error:  # a warehouse is not there, the HTTP address cannot be bound
         print(f"paimond: {error}", file=sys.stderr)
         return EXIT_CONFIG  # deploy/systemd/paimond.service: RestartPreventExitStatus=2
-    if daemon.forced:  # a second signal: leave now, abandoning jobs still running
+    # Stopped: jobs still running after the grace period were cancelled and can publish
+    # nothing more (table/commit_gate.py), so the paimond process leaves at once, without
+    # waiting for their threads or a scheduler tick still on its way (which would meet a
+    # finalizing interpreter); daemon_stopped stays the last line. Exit 0 unless a second
+    # signal forced it (commits are atomic: an abandoned job leaves only its own files,
+    # which the next run cleans).
+    code = EXIT_FAILED if daemon.forced else EXIT_OK
+    if args.whole_process or daemon.forced:
+        silence_logging()
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(EXIT_FAILED)  # commits are atomic: an abandoned job leaves only orphans
-    return EXIT_OK if clean else EXIT_FAILED
+        os._exit(code)
+    del clean  # the daemon logged it
+    return code
 
 
 def _run_once(args: argparse.Namespace) -> int:

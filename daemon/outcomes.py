@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from paimond.errors import BucketsFailedError, CommitConflictError, RefusedError, UnsupportedError
+from paimond.errors import (
+    BucketsFailedError,
+    CommitCancelledError,
+    CommitConflictError,
+    RefusedError,
+    UnsupportedError,
+)
 from paimond.maintenance.jobs import Job, JobContext, JobReport
 from paimond.table.catalog import Table
 
@@ -45,7 +51,7 @@ def run_job(job: Job[object], table: Table, settings: object, context: JobContex
     bucket) raises BucketsFailedError after committing the rest."""
     try:
         report = job.run(table, settings, context)
-    except JobCancelledError:
+    except (JobCancelledError, CommitCancelledError):
         return JobOutcome("skipped", "abandoned: the daemon is stopping")
     except RefusedError as error:
         return JobOutcome("skipped", f"refused: {error.reason}", refused=error.fingerprint)

@@ -28,6 +28,7 @@ from paimond.maintenance.memory import MemoryBudget
 from paimond.maintenance.regeneration import RegenerationMemory
 from paimond.spark.executor import daemon_executor
 from paimond.table.catalog import Table
+from paimond.table.commit_gate import commits_cancelled_when
 
 log = get_logger(__name__)
 
@@ -159,7 +160,8 @@ class Runner:
                                                      base_snapshot_id=work.base_snapshot_id):
             self.events.emit(JobStarted(name, job, job_id))
             try:
-                report = run_job(spec, work.table, settings, context)
+                with commits_cancelled_when(self._cancelled):
+                    report = run_job(spec, work.table, settings, context)
             except Exception as error:
                 self.events.emit(JobFailed(name, job, job_id, self.clock.monotonic_s() - started,
                                            kind_of(error), f"{type(error).__name__}: {error}"))

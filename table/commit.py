@@ -31,7 +31,12 @@ from typing import Protocol, TypeVar
 
 from paimond import __version__
 from paimond.clock import Clock
-from paimond.errors import CommitConflictError, CorruptFileError, PaimondError
+from paimond.errors import (
+    CommitCancelledError,
+    CommitConflictError,
+    CorruptFileError,
+    PaimondError,
+)
 from paimond.faults import crash_point
 from paimond.format.index_manifest import IndexManifestEntry
 from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
@@ -41,6 +46,7 @@ from paimond.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, encode_sn
 from paimond.table.catalog import Table
 from paimond.table.commit_base import PlannedBuckets
 from paimond.table.commit_checks import ConflictChecks
+from paimond.table.commit_gate import check_open
 from paimond.table.commit_manifests import ManifestCompaction
 from paimond.table.commit_reads import AttemptReads, LiveSet
 from paimond.table.index_combiner import combine_index_entries
@@ -203,6 +209,11 @@ class Committer(ConflictChecks, ManifestCompaction):
         """Create the snapshot file exclusively; None if another commit took its id."""
         table = self.table
         path = table.snapshots.path(snapshot.id)
+        try:
+            check_open(path)  # a stopping daemon cancelled its jobs: nothing more is published
+        except CommitCancelledError:
+            writer.remove_written()
+            raise
         try:
             created = table.storage.create_exclusive(path, encode_snapshot(snapshot))
         except PaimondError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -55,21 +56,26 @@ def _scrape(url: str) -> dict[str, float]:
     return out
 
 
-def _start(config: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+def _start(config: Path, env: dict[str, str], lines: list[str] | None = None
+           ) -> tuple[subprocess.Popen[str], str]:
+    """The daemon, started; its log lines go on into ``lines``."""
     process = subprocess.Popen([sys.executable, "-m", "paimond.cli", "run", "--config",
                                 str(config)], env=env, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
+    kept = lines if lines is not None else []
     started = time.monotonic()
     while time.monotonic() - started < 60:
         line = process.stderr.readline()
-        match = re.search(r"serving (http://\S+)/metrics", line)
+        kept.append(line)
+        match = re.search(r"serving (http://\S+)/metrics|\"metrics_url\": \"(http://\S+)/metrics",
+                          line)
         if match:
-            threading.Thread(target=process.stderr.read, daemon=True).start()  # drain logs
-            return process, match.group(1)
+            threading.Thread(target=kept.extend, args=(process.stderr,), daemon=True).start()
+            return process, match.group(1) or match.group(2)
         if process.poll() is not None:
             break
     process.kill()
-    raise AssertionError("the daemon did not start")
+    raise AssertionError("the daemon did not start:\n" + "".join(kept))
 
 
 def _maintain_while_writing(tmp_path: Path, warehouse: str, options: dict[str, str] | None,
@@ -179,3 +185,38 @@ def test_a_taken_port_exits_2_naming_the_key(tmp_path: Path,
         assert main(["run", "--config", str(config)]) == 2
     error = capsys.readouterr().err
     assert "http.port" in error and f"127.0.0.1:{port}" in error
+
+
+def test_every_line_is_json_and_a_stop_ends_with_daemon_stopped(tmp_path: Path) -> None:
+    """#40: APScheduler's plain-text lines among the JSON ones, a traceback after
+    `daemon_stopped`, the plain "serving" line: every line the process writes is one JSON
+    object, `daemon_stopped` is the last, and SIGTERM exits 0."""
+    warehouse = str(tmp_path / "wh")
+    _create(warehouse, ["db.t"], None)
+    for i in range(3):
+        _commit(warehouse, "db.t", i * 10, None)
+    config = tmp_path / "paimond.toml"
+    config.write_text(f"""
+[[warehouses]]
+uri = "{warehouse}"
+[daemon]
+check_interval_s = 1
+[http]
+port = 0
+[log]
+format = "json"
+level = "debug"
+""")
+    lines: list[str] = []
+    process, url = _start(config, dict(os.environ), lines)
+    try:
+        time.sleep(3)  # ticks, a compaction, APScheduler at work
+        assert _scrape(url)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+    time.sleep(0.5)  # the reader thread takes the last lines
+    records = [json.loads(line) for line in "".join(lines).splitlines() if line.strip()]
+    assert code == 0
+    assert records[-1]["event"] == "daemon_stopped", records[-3:]
+    assert any(r["event"] == "job_finished" for r in records)

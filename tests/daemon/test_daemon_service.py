@@ -4,6 +4,7 @@ per failed job by error kind, conflicts and re-plans counted apart. Jobs are sta
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import shutil
 import threading
@@ -283,3 +284,31 @@ def test_jobs_get_the_injected_clock_and_the_tables_picker_states(
     assert kept[names[0]] is not kept[names[1]]
     assert [ident for _, ident in seen] == [id(kept[n]) for n in names] * 2, "kept across runs"
     daemon.shutdown(5)
+
+
+def test_a_job_still_running_after_the_grace_period_publishes_nothing(
+        warehouse: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """#40: a job committed after `daemon_stopped`. Once the grace period ended, a real
+    compaction that reaches its commit (no progress check on the way) is refused there: no
+    snapshot appears, and the run says it was abandoned."""
+    path, names = warehouse
+    real = registry_module.JOBS["compact"]
+    started, release = threading.Event(), threading.Event()
+
+    def late(table: Any, settings: Any, context: Any) -> JobReport:
+        started.set()
+        release.wait(WAIT_S)
+        return real.run(table, settings, dataclasses.replace(context, progress=None))
+
+    _stand_in(monkeypatch, late)
+    daemon, _ = _daemon(path, PAIMOND_LIMITS_CONCURRENCY="1")
+    daemon.discover()
+    before = {n: daemon.tables[n].table.snapshots.latest_id() for n in names}
+    futures = daemon.tick()
+    assert started.wait(WAIT_S)
+    assert daemon.shutdown(0.05) is False
+    release.set()
+    runs = [f.result(WAIT_S) for f in futures]
+    assert all(r.reports["compact"].outcome == "skipped" for r in runs), runs
+    assert any("abandoned: the daemon is stopping" in r.reports["compact"].detail for r in runs)
+    assert {n: daemon.tables[n].table.snapshots.latest_id() for n in names} == before
