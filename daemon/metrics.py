@@ -83,6 +83,11 @@ class Metrics:
         since = Gauge("paimond_seconds_since_last_success", "Seconds since the last successful "
                       "run of a job on a table", ["job", "table"], registry=r)
         self._since = since
+        # wall-clock time of the last success: stays meaningful in a textfile written by a
+        # cron job's run-once, where a duration is frozen at the moment it was written (#40)
+        self._last_success_at = Gauge(
+            "paimond_last_success_timestamp_seconds", "Unix time of the last successful run "
+            "of a job on a table", ["job", "table"], registry=r)
         self._lag = Gauge("paimond_table_level0_lag_seconds", "Seconds since the oldest "
                           "level-0 file not yet compacted was written (0: none)", ["table"],
                           registry=r)
@@ -126,6 +131,7 @@ class Metrics:
         self.job_duration.labels(job, table).observe(duration_s)
         if outcome == "success":
             self._last_success[(job, table)] = self.clock.monotonic_s()
+            self._last_success_at.labels(job, table).set(self.clock.wall_ms() / 1000)
 
     def io(self, job: str, table: str, *, read_bytes: int = 0, written_bytes: int = 0,
            read_rows: int = 0, written_rows: int = 0) -> None:

@@ -267,3 +267,24 @@ def test_a_compaction_with_a_failed_bucket_is_a_failed_job(
     compacted = {(f.entry.partition, f.entry.bucket) for f in scan_snapshot(table, after).files
                  if f.meta.level > 0}
     assert compacted and (victim_bucket.partition, victim_bucket.bucket) not in compacted
+
+
+def test_run_once_textfile_carries_the_time_of_the_last_success(
+        warehouse: tuple[str, list[Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """#40: a cron job's textfile had only `paimond_seconds_since_last_success`, frozen at the
+    moment it was written, so the staleness alert never fired for a cron job that stopped.
+    The timestamp keeps ageing in Prometheus (`time() - ...`)."""
+    from paimond.cli.main import main
+
+    path, specs = warehouse
+    textfile = tmp_path / "paimond.prom"
+    monkeypatch.setenv("PAIMOND_WAREHOUSE", path)
+    before = time.time()
+    assert main(["run-once", "--textfile", str(textfile)]) == 0
+    stamps = {}
+    for line in textfile.read_text().splitlines():
+        if line.startswith('paimond_last_success_timestamp_seconds{job="compact"'):
+            labels, value = line.rsplit(" ", 1)
+            stamps[labels] = float(value)
+    assert len(stamps) == len(specs), textfile.read_text()
+    assert all(before - 1 <= stamp <= time.time() + 1 for stamp in stamps.values())

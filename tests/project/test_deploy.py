@@ -52,7 +52,8 @@ GAUGES = {
     "paimond_table_max_sorted_runs", "paimond_table_compaction_trigger",
     "paimond_table_stop_trigger", "paimond_table_compaction_debt_bytes", "paimond_table_snapshots",
     "paimond_table_manifest_files", "paimond_table_dv_cardinality",
-    "paimond_seconds_since_last_success", "paimond_up", "paimond_table_small_files",
+    "paimond_seconds_since_last_success", "paimond_last_success_timestamp_seconds",
+    "paimond_up", "paimond_table_small_files",
     "paimond_table_health", "paimond_table_stale_index_files",
     "paimond_table_buckets_missing_vectors", "paimond_table_level0_lag_seconds",
     "paimond_table_changelog_latency_seconds", "paimond_table_deleted_row_ratio",
@@ -430,7 +431,8 @@ def test_alert_rules_cover_the_required_conditions() -> None:
     required = {
         "PaimondDown": {"paimond_up"},
         "PaimondSortedRunsNearStopTrigger": {"paimond_table_max_sorted_runs", "paimond_table_stop_trigger"},
-        "PaimondCompactionStale": {"paimond_seconds_since_last_success"},
+        # a timestamp, not a duration: a cron job's textfile keeps it meaningful (#40)
+        "PaimondCompactionStale": {"paimond_last_success_timestamp_seconds"},
         "PaimondTableQuarantined": {"paimond_table_quarantined"},
         "PaimondJobFailureRatioHigh": {"paimond_jobs_finished_total"},
         "PaimondCommitConflictsSpiking": {"paimond_commit_conflicts_total"},
