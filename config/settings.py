@@ -75,6 +75,8 @@ class Settings:
     lease_ttl_s: float = 120.0
     grace_s: float = 30.0
     check_interval_s: float = 10.0
+    # /healthz fails once no scheduler tick has finished for this long (a stuck scheduler)
+    liveness_timeout_s: float = 300.0
     discovery_interval_s: float = 60.0
     backoff_base_s: float = 30.0
     backoff_max_s: float = 3600.0
@@ -226,7 +228,7 @@ _SECTION_KEYS = {
     "lease": {"ttl_s"},
     "shutdown": {"grace_s"},
     "daemon": {"check_interval_s", "discovery_interval_s", "backoff_base_s", "backoff_max_s",
-               "quarantine_after", "replica_id"},
+               "quarantine_after", "replica_id", "liveness_timeout_s"},
     "lookup_cache": {"directory", "max_size_mb"},
 }
 
@@ -289,6 +291,8 @@ def _settings(data: dict[str, Any], env: Mapping[str, str]) -> Settings:
         grace_s=_number(data.get("shutdown", {}).get("grace_s", 30), "shutdown.grace_s", float, 0),
         check_interval_s=_number(daemon.get("check_interval_s", 10), "daemon.check_interval_s",
                                  float, 0.1),
+        liveness_timeout_s=_number(daemon.get("liveness_timeout_s", 300),
+                                   "daemon.liveness_timeout_s", float, 1),
         discovery_interval_s=_number(daemon.get("discovery_interval_s", 60),
                                      "daemon.discovery_interval_s", float, 0.1),
         backoff_base_s=_number(daemon.get("backoff_base_s", 30), "daemon.backoff_base_s", float, 0),

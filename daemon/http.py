@@ -84,8 +84,12 @@ class _Handler(BaseHTTPRequestHandler):
         query = urllib.parse.parse_qs(url.query)
         if url.path == "/metrics":
             self._reply(200, generate_latest(self.server.registry), CONTENT_TYPE_LATEST)
-        elif url.path == "/healthz":
-            self._reply(200, {"status": "alive"})
+        elif url.path == "/healthz":  # the scheduler's heartbeat (#40)
+            reason = service.liveness_reason()
+            if reason is None:
+                self._reply(200, {"status": "alive"})
+            else:
+                self._reply(503, {"status": "stuck", "reason": reason})
         elif url.path == "/readyz":
             reason = service.unready_reason()
             if reason is None:

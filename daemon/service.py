@@ -79,6 +79,8 @@ class Daemon(Lifecycle, Control, TableRuns):
         self.policies = Policies(settings)  # [[policies]], pauses, shares, job outcomes
         self.admissions = Admissions()
         self._unreachable: set[int] = set()  # warehouses found gone or unreachable
+        # the scheduler's heartbeat: when the last tick finished (monotonic; /healthz)
+        self.heartbeat_s = clock.monotonic_s()
 
     def _wall_s(self) -> float:
         return self.clock.wall_ms() / 1000
@@ -202,7 +204,23 @@ class Daemon(Lifecycle, Control, TableRuns):
     # ---------------------------------------------------------------- running
 
     def tick(self) -> list[Future[TableRun]]:
-        """Decide and submit due work, most urgent tables first."""
+        """Decide and submit due work, most urgent tables first; a finished tick is the
+        scheduler's heartbeat (``liveness_reason``)."""
+        try:
+            return self._tick()
+        finally:
+            self.heartbeat_s = self.clock.monotonic_s()
+
+    def liveness_reason(self) -> str | None:
+        """Why the daemon is not alive (no tick finished for ``daemon.liveness_timeout_s``:
+        a stuck scheduler, which a restart cures), or None."""
+        silent = self.clock.monotonic_s() - self.heartbeat_s
+        if silent <= self.settings.liveness_timeout_s:
+            return None
+        return (f"no scheduler tick finished for {silent:.0f} s "
+                f"(daemon.liveness_timeout_s = {self.settings.liveness_timeout_s:g})")
+
+    def _tick(self) -> list[Future[TableRun]]:
         if self._stopping.is_set():
             return []
         now = self._wall_s()

@@ -9,8 +9,11 @@ import http.client
 import json
 import shutil
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -155,3 +158,31 @@ def test_an_unreachable_store_is_not_ready_and_run_once_fails(
     assert main(["run-once", "--config", str(config)]) == 1
     err = capsys.readouterr().err
     assert "s3://down-bucket: storage unavailable" in err and "Traceback" not in err
+
+
+def test_liveness_follows_the_schedulers_heartbeat(tmp_path: Path, serve: Serve) -> None:
+    """#40: /healthz said 200 while every tick was skipped behind a stuck one. It fails once
+    no tick has finished for daemon.liveness_timeout_s, and recovers with the next tick."""
+    (tmp_path / "wh").mkdir()
+    settings = load_settings(None, env={"PAIMOND_WAREHOUSE": str(tmp_path / "wh"),
+                                        "PAIMOND_DAEMON_LIVENESS_TIMEOUT_S": "1"})
+    daemon = Daemon(settings, Metrics(CollectorRegistry()))
+    address = serve(daemon)
+    assert _get(address, "/healthz") == (200, {"status": "alive"})
+    release = threading.Event()
+    real_tick = daemon._tick
+
+    def stuck() -> list[Any]:
+        release.wait(30)
+        return real_tick()
+
+    daemon._tick = stuck  # type: ignore[method-assign]
+    ticking = threading.Thread(target=daemon.tick)
+    ticking.start()
+    time.sleep(1.5)
+    status, body = _get(address, "/healthz")
+    assert status == 503 and body["status"] == "stuck"
+    assert "daemon.liveness_timeout_s = 1" in str(body["reason"])
+    release.set()
+    ticking.join(30)
+    assert _get(address, "/healthz") == (200, {"status": "alive"})
