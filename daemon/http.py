@@ -8,12 +8,12 @@ import hmac
 import json
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from paimond.daemon.admission import UnreadableTableError
+from paimond.daemon.http_server import BoundedHttpServer, BufferedHandler
 from paimond.daemon.runner import TableRun
 from paimond.daemon.status_text import render_html
 from paimond.errors import ConfigError, PaimondError
@@ -30,8 +30,8 @@ def run_to_json(run: TableRun) -> dict[str, Any]:
                      for job, r in run.reports.items()}}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+class _Handler(BufferedHandler):
+    server: _Server  # type: ignore[assignment]  # not a socketserver server (http_server.py)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         return  # requests are not worth a log line each; structlog covers the jobs
@@ -167,12 +167,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(202, {"table": table, "accepted": True})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(BoundedHttpServer):
+    """Slow or idle clients cost a socket, never a thread (daemon/http_server.py)."""
 
     def __init__(self, address: tuple[str, int], service: Daemon, registry: CollectorRegistry,
                  token: str | None) -> None:
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, max_body_bytes=MAX_BODY_BYTES)
         self.service, self.registry, self.token = service, registry, token
 
 
