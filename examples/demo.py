@@ -84,13 +84,21 @@ def main() -> int:
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
     _step(f"writing the demo warehouse {warehouse} with pypaimon (every file in level 0)")
     build(warehouse)
-    config = Path(tempfile.mkdtemp(prefix="paimond-demo-")) / "paimond.toml"
+    with tempfile.TemporaryDirectory(prefix="paimond-demo-") as folder:  # gone afterwards
+        code = _serve(warehouse, Path(folder) / "paimond.toml", seconds)
+    print(f"demo finished; inspect with: paimond status {warehouse}")
+    return code
+
+
+def _serve(warehouse: Path, config: Path, seconds: float) -> int:
+    """The daemon on the demo warehouse (its job lines shown) beside an ingestion job that
+    commits every second, for ``seconds`` (0: until Ctrl-C); 0 if the daemon stopped cleanly."""
     config.write_text(f'[[warehouses]]\nuri = "{warehouse}"\n'
                       "[jobs.compact]\ninterval_s = 5\n[jobs.expire]\ninterval_s = 10\n"
                       f"[daemon]\ncheck_interval_s = 2\n[http]\nport = {PORT}\n"
                       f'[lookup_cache]\ndirectory = "{config.parent / "lookup-cache"}"\n'
-                      '[log]\nformat = "console"\nlevel = "warning"\n')
-    _step(f"starting the paimond daemon ({config}) and an ingestion job committing every second")
+                      '[log]\nformat = "console"\nlevel = "info"\n')
+    _step("starting the paimond daemon and an ingestion job (write-only) committing every second")
     daemon = subprocess.Popen([sys.executable, "-m", "paimond.cli", "run", "--config",
                                str(config)])
     url = f"http://127.0.0.1:{PORT}"
@@ -115,9 +123,7 @@ def main() -> int:
         return 1
     _step("stopping the daemon (SIGTERM: a running commit finishes first)")
     daemon.send_signal(signal.SIGTERM)
-    code = daemon.wait(60)
-    print(f"demo finished; inspect with: paimond status {warehouse}")
-    return 0 if code == 0 else 1
+    return 0 if daemon.wait(60) == 0 else 1
 
 
 if __name__ == "__main__":

@@ -32,8 +32,10 @@ SESSIONS = pa.schema([
 ])
 # Readers of a deletion-vector table skip level 0 and read the rest unmerged: it reads empty
 # until paimond compacts it. The bloom filter is written for every file compaction produces.
+# The recommended setup: writers are write-only, paimond does every maintenance job.
+WRITE_ONLY = {"write-only": "true"}
 SESSIONS_OPTIONS = {"bucket": "1", "deletion-vectors.enabled": "true",
-                    "file-index.bloom-filter.columns": "user"}
+                    "file-index.bloom-filter.columns": "user", **WRITE_ONLY}
 EVENTS = pa.schema([
     pa.field("dt", pa.string(), nullable=False),
     pa.field("event", pa.string()),
@@ -79,7 +81,7 @@ def build(warehouse: Path) -> None:
     if "orders" not in existing:
         catalog.create_table("demo.orders", Schema.from_pyarrow_schema(
             ORDERS, partition_keys=["dt"], primary_keys=["order_id", "dt"],
-            options={"bucket": "2", "rowkind.field": "row_kind"}), True)
+            options={"bucket": "2", "rowkind.field": "row_kind", **WRITE_ONLY}), True)
         orders = catalog.get_table("demo.orders")
         for commit_no in range(8):
             _commit(orders, _orders_batch(rng, commit_no))
@@ -91,7 +93,7 @@ def build(warehouse: Path) -> None:
             _commit(sessions, sessions_batch(rng, 60))
     if "events" not in existing:
         catalog.create_table("demo.events", Schema.from_pyarrow_schema(
-            EVENTS, partition_keys=["dt"]), True)
+            EVENTS, partition_keys=["dt"], options=WRITE_ONLY), True)
         events = catalog.get_table("demo.events")
         for day in range(3):
             _commit(events, pa.table({
