@@ -32,7 +32,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from structlog import get_logger
 
@@ -84,14 +84,30 @@ def package_zip(directory: str | None = None) -> str:
 
 
 def ship_package(spark: SparkSession) -> str:
-    """Add the package zip to the session's jobs, once per Spark application."""
+    """Add the package zip to the session's jobs, once per Spark application; on a master
+    whose executors run on this machine, their Python workers run this interpreter."""
     context = spark.sparkContext
+    _workers_run_this_python(context)
     with _ship_lock:
         app_id = context.applicationId
         if app_id not in _shipped:
             _shipped[app_id] = package_zip()
             context.addPyFile(_shipped[app_id])
         return _shipped[app_id]
+
+
+def _workers_run_this_python(context: Any) -> None:
+    """Spark's Python workers start ``context.pythonExec``, fixed when the context started
+    (``PYSPARK_PYTHON``, else ``python3`` on PATH): from a plain SparkSession that is another
+    interpreter than the driver's, which cannot import paimond's dependencies (#40: every
+    bucket failed with "No module named 'fastavro'"). On ``local`` and ``local-cluster``
+    masters the executors run on this machine, so the tasks paimond submits use this
+    interpreter. On a cluster the executors need an interpreter with paimond installed,
+    named by ``spark.pyspark.python`` (README, Spark)."""
+    master = context.master or ""
+    if master.startswith("local") and context.pythonExec != sys.executable:
+        log.info("spark_python_workers", was=context.pythonExec, now=sys.executable)
+        context.pythonExec = sys.executable
 
 
 def _task_attempts(spark: SparkSession) -> int:

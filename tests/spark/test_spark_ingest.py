@@ -6,6 +6,7 @@ the tables read back exactly the rows models of the batches predict."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -93,3 +94,28 @@ def test_the_example_ingests_micro_batches_and_maintains_after_each(spark: Any,
 def test_maintain_refuses_an_unknown_job(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown job 'vacuum'"):
         paimond.spark.maintain(spark, str(tmp_path), "db.t", jobs=("compact", "vacuum"))
+
+
+def test_maintain_from_a_session_whose_workers_run_another_python(
+        spark: Any, tmp_path: Path) -> None:
+    """#40: a plain SparkSession (no PYSPARK_PYTHON, the venv not on PATH) started its Python
+    workers with the system's python3, and every bucket failed with "No module named
+    'fastavro'". On a local master paimond's tasks run the driver's interpreter."""
+    from write_only_writer import Writer
+
+    writer = Writer(str(tmp_path), "db.t", compaction_trigger=2)
+    for _ in range(3):
+        writer.commit()
+    context = spark.sparkContext
+    before = context.pythonExec
+    context.pythonExec = "/usr/bin/python3"  # what a plain session picks from PATH
+    try:
+        summary = paimond.spark.maintain(spark, str(tmp_path), "db.t", jobs=("compact",),
+                                         full=True)
+        assert not summary.failed, summary.describe()
+        assert context.pythonExec == sys.executable
+    finally:
+        context.pythonExec = before
+    table = open_table(open_storage(str(tmp_path)), str(tmp_path), "db.t")
+    latest = table.snapshots.latest()
+    assert latest is not None and latest.commit_kind == "COMPACT"
