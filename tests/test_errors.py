@@ -65,6 +65,7 @@ def test_every_error_names_its_remedy() -> None:
             if cls.__module__ == "paimond.errors"} == {
         "PaimondError": "internal", "CodecError": "data", "CorruptFileError": "data",
         "MissingFileError": "data", "UnsupportedError": "config", "CommitConflictError": "retry",
+        "CommitCancelledError": "retry",
         "StorageUnavailableError": "backoff", "ConfigError": "config", "WorkerError": "internal",
         "BucketsFailedError": "data", "RefusedError": "unsupported"}
     assert {cls.kind for cls in _every_error_class()} <= set(errors.ErrorKind.__args__)
