@@ -96,16 +96,20 @@ def ship_package(spark: SparkSession) -> str:
         return _shipped[app_id]
 
 
+_PLAIN_SESSION_PYTHON = "python3"  # PySpark's pythonExec when PYSPARK_PYTHON is unset
+
+
 def _workers_run_this_python(context: Any) -> None:
     """Spark's Python workers start ``context.pythonExec``, fixed when the context started
     (``PYSPARK_PYTHON``, else ``python3`` on PATH): from a plain SparkSession that is another
     interpreter than the driver's, which cannot import paimond's dependencies (#40: every
     bucket failed with "No module named 'fastavro'"). On ``local`` and ``local-cluster``
     masters the executors run on this machine, so the tasks paimond submits use this
-    interpreter. On a cluster the executors need an interpreter with paimond installed,
+    interpreter, unless the session named one (``PYSPARK_PYTHON``: a packed environment, say,
+    is kept). On a cluster the executors need an interpreter with paimond installed,
     named by ``spark.pyspark.python`` (README, Spark)."""
     master = context.master or ""
-    if master.startswith("local") and context.pythonExec != sys.executable:
+    if master.startswith("local") and context.pythonExec == _PLAIN_SESSION_PYTHON:
         log.info("spark_python_workers", was=context.pythonExec, now=sys.executable)
         context.pythonExec = sys.executable
 

@@ -100,7 +100,8 @@ def test_maintain_from_a_session_whose_workers_run_another_python(
         spark: Any, tmp_path: Path) -> None:
     """#40: a plain SparkSession (no PYSPARK_PYTHON, the venv not on PATH) started its Python
     workers with the system's python3, and every bucket failed with "No module named
-    'fastavro'". On a local master paimond's tasks run the driver's interpreter."""
+    'fastavro'". On a local master paimond's tasks run the driver's interpreter (a session
+    that names one keeps it: test_spark_cluster's packed environment)."""
     from write_only_writer import Writer
 
     writer = Writer(str(tmp_path), "db.t", compaction_trigger=2)
@@ -108,7 +109,7 @@ def test_maintain_from_a_session_whose_workers_run_another_python(
         writer.commit()
     context = spark.sparkContext
     before = context.pythonExec
-    context.pythonExec = "/usr/bin/python3"  # what a plain session picks from PATH
+    context.pythonExec = "python3"  # a plain session's: PYSPARK_PYTHON unset, PATH decides
     try:
         summary = paimond.spark.maintain(spark, str(tmp_path), "db.t", jobs=("compact",),
                                          full=True)
