@@ -410,9 +410,10 @@ class FsspecStorage:
         this process saw the root (any storage on it): a warehouse moved away or deleted is
         not created again, empty, in its place (FileNotFoundError, which names ``p``). A root
         never seen yet may be a new one."""
+        seen = self._root_path in _LOCAL_ROOTS_SEEN  # before looking: seen, then not there
         if os.path.isdir(os.path.dirname(p)) or os.path.isdir(self._root_path):
             _LOCAL_ROOTS_SEEN.add(self._root_path)
-        elif self._root_path in _LOCAL_ROOTS_SEEN:
+        elif seen:
             raise FileNotFoundError(f"the storage root {self._root_path} is gone")
 
     @contextmanager
