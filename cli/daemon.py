@@ -41,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     as_json = configure_logging(settings.log_format, settings.log_level)
     daemon = Daemon(settings, Metrics(CollectorRegistry()))
     try:  # JSON logs carry the URL in daemon_started (metrics_url): every line is JSON
-        clean = daemon.run(on_serving=None if as_json else lambda url: print(
+        daemon.run(on_serving=None if as_json else lambda url: print(
             f"paimond: serving {url}/metrics", file=sys.stderr, flush=True))
     except ConfigError as error:  # a warehouse is not there, the HTTP address cannot be bound
         print(f"paimond: {error}", file=sys.stderr)
@@ -58,8 +58,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-    del clean  # the daemon logged it
-    return code
+    return code  # daemon_stopped said whether every job finished in time
 
 
 def _run_once(args: argparse.Namespace) -> int:

@@ -16,13 +16,14 @@ from typing import BinaryIO
 
 _NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
 _OUTPUT_BUFFER_BYTES = 1 << 20
-_HOST = socket.gethostname().replace("~", "-").replace("/", "-")
+# this host in a temp file's name (table/temp_files.py reads it back)
+TEMP_WRITER_HOST = socket.gethostname().replace("~", "-").replace("/", "-")
 
 
 def temp_name(name: str) -> str:
     """``.<name>.<host>~<pid>~<uuid>.tmp``: the writer is named, so that a sweep can tell the
     temp file of a killed process from one being written (table/temp_files.py)."""
-    return f".{name}.{_HOST}~{os.getpid()}~{uuid.uuid4().hex}.tmp"
+    return f".{name}.{TEMP_WRITER_HOST}~{os.getpid()}~{uuid.uuid4().hex}.tmp"
 
 
 def open_temp_beside(target: str) -> tuple[BinaryIO, str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from java_paimon import JavaUnavailable, classpath, classpath_text
+from java_paimon import JavaUnavailable, classpath, classpath_text, stop_serving
 
 SOURCE = Path(__file__).parent / "java" / "PaimonMaintainer.java"
 REFERENCE = "2.0"  # the newest Java Paimon Maven Central serves (java_paimon.py)
@@ -90,14 +90,7 @@ class JavaMaintainer:
         return self._ask("tag", os.fspath(table_path), name, str(snapshot_id))
 
     def close(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            assert self._process.stdin is not None
-            self._process.stdin.close()
-            try:
-                self._process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        stop_serving(self._process)
         self._process = None
 
 

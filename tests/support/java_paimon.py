@@ -110,3 +110,16 @@ def classpath(release: str) -> list[Path]:
 
 def classpath_text(jars: list[Path], *more: Path) -> str:
     return os.pathsep.join(str(p) for p in [*jars, *more])
+
+
+def stop_serving(process: subprocess.Popen[str] | None) -> None:
+    """End a ``--serve`` JVM: its stdin closed, it exits; killed after 30 s."""
+    if process is None or process.poll() is not None:
+        return
+    assert process.stdin is not None
+    process.stdin.close()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -34,7 +34,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_paimon import RELEASES, JavaUnavailable, classpath, classpath_text, jdk_missing, wheel_jar
+from java_paimon import (
+    RELEASES,
+    JavaUnavailable,
+    classpath,
+    classpath_text,
+    jdk_missing,
+    stop_serving,
+    wheel_jar,
+)
 
 SOURCE = Path(__file__).parent / "java" / "PaimonReader.java"
 # Paimon logs through slf4j/log4j without a backend; keep the JVM quiet and small.
@@ -118,14 +126,7 @@ class JavaReader:
         return self._stderr.read().decode("utf-8", "replace")
 
     def close(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            assert self._process.stdin is not None
-            self._process.stdin.close()
-            try:
-                self._process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        stop_serving(self._process)
         self._process = None
 
     def read(self, table_path: str | os.PathLike[str], *, snapshot_id: int | None = None,
