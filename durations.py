@@ -1,5 +1,5 @@
 """Paimon's durations (``TimeUtils.parseDuration``: ``30 min``, ``1h``, ``500ms``, ``2 d``),
-read alike by table options (``table.option_reader``) and the daemon's settings
+read alike by table options (``table.options.reader``) and the daemon's settings
 (``config.values``). Imports nothing of ours."""
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ class UnsupportedError(PaimondError):
 class RefusedError(UnsupportedError):
     """A job refuses a table at plan time, before writing anything: the table sets options
     that change what the job must produce and paimond does not implement them
-    (``paimond.table.semantic_options``). ``fingerprint`` names the schema and options the
+    (``paimond.table.options.semantic``). ``fingerprint`` names the schema and options the
     refusal was decided on; the same job is not due again until they change."""
 
     kind: ClassVar[ErrorKind] = "unsupported"
@@ -105,7 +105,7 @@ class CommitConflictError(PaimondError):
 
 
 class CommitCancelledError(PaimondError):
-    """The daemon is stopping: a commit not yet published is abandoned (table/commit_gate.py)."""
+    """The daemon is stopping: a commit not yet published is abandoned (table/commit/gate.py)."""
 
     kind: ClassVar[ErrorKind] = "retry"
 

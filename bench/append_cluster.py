@@ -55,15 +55,15 @@ def generate(warehouse: Path, files: int, rows_per_file: int) -> None:
 
 def _table(warehouse: Path) -> Any:
     from paimond.table.catalog import open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     return open_table(open_storage(str(warehouse)), str(warehouse), "bench.t")
 
 
 def live_files(warehouse: Path) -> list[tuple[str, dict[str, tuple[int, int]]]]:
     """(path, column -> (min, max)) of every live file, from the manifests."""
-    from paimond.format.binary_row import decode_manifest_row
-    from paimond.table.scan import data_file_path, scan_snapshot
+    from paimond.format.binary.binary_row import decode_manifest_row
+    from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
 
     table = _table(warehouse)
     schema = table.latest_schema()

@@ -59,7 +59,7 @@ def run_paimond(warehouse: Path, parallelism: int | None = None) -> dict[str, fl
     from paimond.clock import SYSTEM_CLOCK
     from paimond.maintenance.jobs import JOBS, JobContext
     from paimond.table.catalog import open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.t")
     job = JOBS["compact"]

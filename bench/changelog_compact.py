@@ -101,9 +101,9 @@ def set_options(warehouse: Path, options: dict[str, str]) -> None:
 
 def compact(warehouse: Path) -> dict[str, Any]:
     from paimond.clock import Clock
-    from paimond.maintenance.compact import CompactJob
+    from paimond.maintenance.compact.job import CompactJob
     from paimond.table.catalog import open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     table = open_table(open_storage(str(warehouse)), str(warehouse), NAME)
     started = time.perf_counter()

@@ -60,9 +60,9 @@ def _data_files(warehouse: Path) -> list[Path]:
 
 def run_paimond(warehouse: Path) -> dict[str, float]:
     from paimond.clock import SYSTEM_CLOCK
-    from paimond.maintenance.compact import CompactJob
+    from paimond.maintenance.compact.job import CompactJob
     from paimond.table.catalog import open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.t")
     started = time.perf_counter()

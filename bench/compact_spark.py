@@ -67,9 +67,9 @@ def generate(warehouse: Path, rows: int, buckets: int, commits: int) -> None:
 def compact(source: Path, scratch: Path, cores: int, executor: Any, *, processes: bool = True
             ) -> dict[str, float]:
     from paimond.clock import Clock
-    from paimond.maintenance.compact import CompactJob
+    from paimond.maintenance.compact.job import CompactJob
     from paimond.table.catalog import open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.copytree(source, scratch)
@@ -101,9 +101,9 @@ def plant_orphans(warehouse: Path, files: int) -> int:
 
 def remove_orphans(warehouse: Path, executor: Any) -> dict[str, float]:
     from paimond.clock import Clock
-    from paimond.maintenance.orphans import OrphanJob
+    from paimond.maintenance.expire.orphans import OrphanJob
     from paimond.table.catalog import open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.t")
     started = time.perf_counter()

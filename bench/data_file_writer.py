@@ -30,12 +30,12 @@ def child(rows: int, deletes: float, directory: str) -> dict[str, float]:
     import numpy as np
     import pyarrow as pa
 
-    from paimond.format.schema import TableSchema
-    from paimond.format.types import BigIntType, DataField, DoubleType, VarCharType
-    from paimond.table.data_files import FILE_SOURCE_COMPACT, RollingDataFileWriter
-    from paimond.table.kv_layout import to_key_value_batch
-    from paimond.table.options import TableOptions
-    from paimond.table.storage import open_storage
+    from paimond.format.meta.schema import TableSchema
+    from paimond.format.types.data_types import BigIntType, DataField, DoubleType, VarCharType
+    from paimond.table.data_files.arrow_io import FILE_SOURCE_COMPACT, RollingDataFileWriter
+    from paimond.table.data_files.kv_layout import to_key_value_batch
+    from paimond.table.options.core import TableOptions
+    from paimond.table.storage.interface import open_storage
 
     string = VarCharType(length=2147483647)
     fields = (DataField(0, "id", BigIntType(nullable=False)), DataField(1, "name", string),

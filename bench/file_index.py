@@ -23,7 +23,7 @@ def main() -> None:
 
     from paimond.errors import UnsupportedError
     from paimond.format.file_index import build_file_index
-    from paimond.format.types import BigIntType, VarCharType
+    from paimond.format.types.data_types import BigIntType, VarCharType
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)

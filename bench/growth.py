@@ -68,7 +68,7 @@ def _status_cpu_s(scratch: Path, count: int) -> float:
 
 def _idle_cpu_s(scratch: Path, count: int) -> float:
     from paimond.table.catalog import list_tables
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     warehouse = scratch / f"tables-{count}"
     if not warehouse.exists():
@@ -102,7 +102,7 @@ class _ListEncoder:
     record bytes), each record encoded once: a history of S snapshots writes S^2/2 entries."""
 
     def __init__(self) -> None:
-        from paimond.format.manifest_list import encode_manifest_list
+        from paimond.format.meta.manifest_list import encode_manifest_list
 
         self._encode = encode_manifest_list
         empty = encode_manifest_list([], compression="null")
@@ -140,12 +140,12 @@ def write_history(warehouse: str, snapshots: int) -> None:
     import os
     import uuid
 
-    from paimond.format.manifest import encode_manifest
-    from paimond.format.snapshot import encode_snapshot
+    from paimond.format.meta.manifest import encode_manifest
+    from paimond.format.meta.snapshot import encode_snapshot
     from paimond.table.catalog import open_table
     from paimond.table.layout import LATEST_HINT, MANIFEST_DIR
-    from paimond.table.scan import read_manifest, read_manifest_list
-    from paimond.table.storage import open_storage
+    from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
+    from paimond.table.storage.interface import open_storage
 
     write_pk_table(warehouse, 1)
     storage = open_storage(warehouse)

@@ -67,7 +67,7 @@ class _Counting:
 
 
 def _instrument_storage() -> None:
-    from paimond.table.fsspec_storage import FsspecStorage
+    from paimond.table.storage.fsspec_storage import FsspecStorage
 
     open_input, read_bytes = FsspecStorage.open_input, FsspecStorage.read_bytes
 
@@ -110,9 +110,9 @@ def build(warehouse: Path, rows: int) -> Any:
     from pypaimon import CatalogFactory, Schema
 
     from paimond.clock import SYSTEM_CLOCK
-    from paimond.maintenance.compact import CompactJob
+    from paimond.maintenance.compact.job import CompactJob
     from paimond.table.catalog import open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     catalog = CatalogFactory.create({"warehouse": str(warehouse)})
     catalog.create_database("bench", True)
@@ -140,9 +140,9 @@ def write_round(table: Any, rows: int, keys: int, round_no: int) -> None:
 
 def compact(warehouse: Path, cache: Any) -> dict[str, Any]:
     from paimond.clock import Clock
-    from paimond.maintenance.compact import CompactJob
+    from paimond.maintenance.compact.job import CompactJob
     from paimond.table.catalog import open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     paimond_table = open_table(open_storage(str(warehouse)), str(warehouse), "bench.dv")
     _read["bytes"] = 0

@@ -1,4 +1,4 @@
-"""Benchmark: the rolling manifest writer (``table.manifest_merge``; issue #22, goal 7), in
+"""Benchmark: the rolling manifest writer (``table.commit.manifest_merge``; issue #22, goal 7), in
 process, on real entries: the first ``--entries`` live entries of a ``bench/planning_scale.py``
 table (built if missing), written to 8 MB manifests
 
@@ -37,7 +37,7 @@ CHUNK = 10_000
 def _digest(directory: Path) -> str:
     """Of every manifest written, in name order of their sizes and contents less the sync
     marker (the 16 bytes ending the header, repeated after each block)."""
-    from paimond.format.avro_container import read_blocks_uncompressed
+    from paimond.format.meta.avro_container import read_blocks_uncompressed
 
     digest = hashlib.sha1()
     for path in sorted(directory.glob("manifest-*"), key=lambda p: p.stat().st_mtime_ns):
@@ -51,7 +51,7 @@ def _digest(directory: Path) -> str:
 
 def _sync_marker(data: bytes) -> bytes:
     """The container's sync marker: the 16 bytes after its header's metadata map."""
-    from paimond.format import avro_container
+    from paimond.format.meta import avro_container
 
     _, sync, _ = avro_container._read_header(memoryview(data))
     return bytes(sync)
@@ -60,10 +60,10 @@ def _sync_marker(data: bytes) -> bytes:
 def run(warehouse: str, entries_wanted: int, mode: str) -> None:
     """The child: read the entries, then time the writing alone."""
     from paimond.table.catalog import open_table
-    from paimond.table.manifest_files import ManifestWriter
-    from paimond.table.manifest_merge import ROLLING_CHECK_RECORDS, RollingWriter, write_rolling
-    from paimond.table.scan import read_manifest, read_manifest_list
-    from paimond.table.storage import open_storage
+    from paimond.table.commit.manifest_files import ManifestWriter
+    from paimond.table.commit.manifest_merge import ROLLING_CHECK_RECORDS, RollingWriter, write_rolling
+    from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
+    from paimond.table.storage.interface import open_storage
 
     storage = open_storage(warehouse)
     table = open_table(storage, storage.root, "db.t")

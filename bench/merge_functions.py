@@ -10,7 +10,7 @@ does) and paimond compacts it fully, each in a fresh process:
   - sequence-group: partial-update, ``tag,amount`` guarded by ``seq`` (per key in Python);
   - nested_update: aggregation, ``items`` (ARRAY<ROW>, 0-2 rows) keyed by ``id`` (per key,
     lsm/nested_aggregates.py);
-  - rbm64: aggregation, ``bm`` ORed as Java Roaring64Bitmaps (per key, format/roaring64.py;
+  - rbm64: aggregation, ``bm`` ORed as Java Roaring64Bitmaps (per key, format/roaring/bitmap64.py;
     bitmaps of 1-20 values drawn from a pool of 64).
 Prints seconds, input rows/s and peak RSS, and each time over deduplicate's.
 
@@ -46,7 +46,7 @@ def generate(warehouse: Path, rows: int, commits: int) -> None:
     import pyarrow as pa
     from pypaimon import CatalogFactory, Schema
 
-    from paimond.format.roaring64 import encode_values
+    from paimond.format.roaring.bitmap64 import encode_values
 
     item = pa.struct([("id", pa.int32()), ("v", pa.int32())])
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("tag", pa.string()),
@@ -104,9 +104,9 @@ def _switch(warehouse: Path, options: dict[str, str]) -> None:
 
 def child(warehouse: str) -> None:
     from paimond.clock import SYSTEM_CLOCK
-    from paimond.maintenance.compact import CompactJob
+    from paimond.maintenance.compact.job import CompactJob
     from paimond.table.catalog import open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     table = open_table(open_storage(warehouse), warehouse, "bench.t")
     started = time.perf_counter()

@@ -11,7 +11,7 @@ Each measurement is a fresh process; its CPU (user + system) and peak RSS come f
 ``os.wait4``:
 
 - ``read manifests`` (the baseline): decode every manifest of the snapshot one at a time,
-  keeping nothing (``format.manifest.decode_manifest``).
+  keeping nothing (``format.meta.manifest.decode_manifest``).
 - ``compact --dry-run``: ``paimond compact WAREHOUSE --table db.t --dry-run``.
 - ``compact`` (``--compact``): the compaction for real on a fresh copy of the table (built
   with small real data files for the level-0 files the tasks read): tasks run and one
@@ -74,7 +74,7 @@ def _write_data_file(path: Path, schema: Any, min_key: int, max_seq: int) -> int
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from paimond.table.kv_layout import physical_arrow_schema, physical_row_type
+    from paimond.table.data_files.kv_layout import physical_arrow_schema, physical_row_type
 
     arrow_schema = physical_arrow_schema(physical_row_type(schema, key_value=True))
     rows = 100
@@ -92,18 +92,18 @@ def build_table(warehouse: Path, files: int, data: bool = False) -> None:
     """``warehouse/db.db/t``: the synthetic table's metadata (see the module docstring);
     ``data``: with real data files for the level-0 files of the buckets that plan a task."""
     sys.path.insert(0, str(ROOT.parent))
-    from paimond.format.binary_row import encode_manifest_row
-    from paimond.format.manifest import (
+    from paimond.format.binary.binary_row import encode_manifest_row
+    from paimond.format.meta.manifest import (
         FILE_KIND_ADD,
         FILE_KIND_DELETE,
         DataFileMeta,
         ManifestEntry,
         SimpleStats,
     )
-    from paimond.format.schema import decode_schema
-    from paimond.format.snapshot import Snapshot, encode_snapshot
-    from paimond.table.manifest_files import ManifestWriter
-    from paimond.table.storage import open_storage
+    from paimond.format.meta.schema import decode_schema
+    from paimond.format.meta.snapshot import Snapshot, encode_snapshot
+    from paimond.table.commit.manifest_files import ManifestWriter
+    from paimond.table.storage.interface import open_storage
 
     table_dir = warehouse / "db.db" / "t"
     for sub in ("schema", "snapshot", "manifest"):
@@ -175,8 +175,8 @@ def build_table(warehouse: Path, files: int, data: bool = False) -> None:
 def read_manifests(warehouse: str) -> None:
     """The baseline's child: decode every manifest of the latest snapshot, keeping nothing."""
     from paimond.table.catalog import open_table
-    from paimond.table.scan import read_manifest, read_manifest_list
-    from paimond.table.storage import open_storage
+    from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
+    from paimond.table.storage.interface import open_storage
 
     storage = open_storage(warehouse)
     table = open_table(storage, storage.root, "db.t")

@@ -58,12 +58,12 @@ APPEND_SCHEMA = {
 def build_append_table(warehouse: Path, files: int) -> None:
     """``warehouse/db.db/t``: the append table's metadata (see the module docstring)."""
     sys.path.insert(0, str(ROOT.parent))
-    from paimond.format.binary_row import encode_manifest_row
-    from paimond.format.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry, SimpleStats
-    from paimond.format.schema import decode_schema
-    from paimond.format.snapshot import Snapshot, encode_snapshot
-    from paimond.table.manifest_files import ManifestWriter
-    from paimond.table.storage import open_storage
+    from paimond.format.binary.binary_row import encode_manifest_row
+    from paimond.format.meta.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry, SimpleStats
+    from paimond.format.meta.schema import decode_schema
+    from paimond.format.meta.snapshot import Snapshot, encode_snapshot
+    from paimond.table.commit.manifest_files import ManifestWriter
+    from paimond.table.storage.interface import open_storage
 
     table_dir = warehouse / "db.db" / "t"
     for sub in ("schema", "snapshot", "manifest"):

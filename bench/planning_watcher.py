@@ -32,11 +32,11 @@ NOW_MS = 1_800_000_000_000
 def read(warehouse: str, how: str) -> None:
     """The child: one reading of ``db.t``, ``windowed`` or ``whole``."""
     from paimond.daemon.table_watch import Watcher, watch
-    from paimond.maintenance.regeneration import RegenerationMemory
-    from paimond.maintenance.status import table_status
+    from paimond.maintenance.regenerate.pending import RegenerationMemory
     from paimond.table.catalog import open_table
-    from paimond.table.scan import SnapshotFiles
-    from paimond.table.storage import open_storage
+    from paimond.table.scan.snapshot_scan import SnapshotFiles
+    from paimond.table.status.report import table_status
+    from paimond.table.storage.interface import open_storage
 
     storage = open_storage(warehouse)
     table = open_table(storage, storage.root, "db.t")

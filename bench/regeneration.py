@@ -27,12 +27,12 @@ import pyarrow as pa
 
 from paimond.clock import SYSTEM_CLOCK
 from paimond.daemon.table_watch import watch
-from paimond.maintenance.regeneration import RegenerationMemory
-from paimond.maintenance.rewrite_index import IndexRewriteJob
-from paimond.maintenance.status import table_status
+from paimond.maintenance.regenerate.pending import RegenerationMemory
+from paimond.maintenance.regenerate.rewrite_index import IndexRewriteJob
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import SnapshotFiles, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import SnapshotFiles, scan_snapshot
+from paimond.table.status.report import table_status
+from paimond.table.storage.interface import open_storage
 
 
 def _build(warehouse: Path, commits: int) -> str:

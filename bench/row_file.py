@@ -28,8 +28,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paimond.format.row_file import RowFileReader, RowFileWriter
-from paimond.format.types import (
+from paimond.format.row_file.file import RowFileReader, RowFileWriter
+from paimond.format.types.data_types import (
     MAX_LENGTH,
     BigIntType,
     DecimalType,

@@ -57,9 +57,9 @@ def main() -> None:
     os.environ.update(FAKE_AWS_ENV)
     from paimond.clock import SYSTEM_CLOCK
     from paimond.maintenance.jobs import JOBS, JobContext
-    from paimond.maintenance.status import table_status
     from paimond.table.catalog import WATCH_FULL_CHECK_EVERY, list_tables, open_table
-    from paimond.table.storage import open_storage
+    from paimond.table.status.report import table_status
+    from paimond.table.storage.interface import open_storage
 
     with tempfile.TemporaryDirectory(prefix="paimond-s3req-") as scratch, \
             counting_endpoint() as endpoint:
@@ -143,7 +143,7 @@ def _lease_runs(storage: Any, table: str, runs: int, gap_s: float) -> Callable[[
 def _in_commits(endpoint: CountingEndpoint, action: Callable[[], Any]
                 ) -> tuple[list[Request], list[Request]]:
     """All requests of ``action``, and those sent inside ``Committer.commit``."""
-    from paimond.table.commit import Committer
+    from paimond.table.commit.committer import Committer
 
     inner: list[Request] = []
     original = Committer.commit
@@ -165,7 +165,7 @@ def _in_commits(endpoint: CountingEndpoint, action: Callable[[], Any]
 def _compaction(endpoint: CountingEndpoint, storage: Any, run: Callable[..., Any]
                 ) -> dict[str, list[Request]]:
     """A full compaction of the large table (one output file above the part size)."""
-    from paimond.table.fsspec_storage import _UPLOAD_PART_BYTES
+    from paimond.table.storage.fsspec_storage import _UPLOAD_PART_BYTES
 
     everything, commit = _in_commits(endpoint, lambda: run("compact", full=True, table="db.big"))
     written = sum(1 for r in everything if r.kind in ("PUT", "MPU-COMPLETE")
@@ -183,8 +183,8 @@ def _commits(endpoint: CountingEndpoint, storage: Any) -> dict[str, list[Request
 
     from paimond.clock import SYSTEM_CLOCK
     from paimond.table.catalog import open_table
-    from paimond.table.commit import CommitChanges, Committer
-    from paimond.table.scan import scan_snapshot
+    from paimond.table.commit.committer import CommitChanges, Committer
+    from paimond.table.scan.snapshot_scan import scan_snapshot
 
     table = open_table(storage, storage.root, "db.t")
 

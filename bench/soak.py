@@ -71,7 +71,7 @@ class Sampler(threading.Thread):
     def __init__(self, warehouse: Path, tables: int, pid: int, every_s: float) -> None:
         super().__init__(daemon=True)
         from paimond.table.catalog import open_table
-        from paimond.table.storage import open_storage
+        from paimond.table.storage.interface import open_storage
 
         storage = open_storage(str(warehouse))
         self.tables = [open_table(storage, str(warehouse), f"soak.t{i}") for i in range(tables)]
@@ -87,7 +87,7 @@ class Sampler(threading.Thread):
         self.samples = 0
 
     def run(self) -> None:
-        from paimond.maintenance.status import table_status
+        from paimond.table.status.report import table_status
 
         while not self.stopped.wait(self.every_s):
             worst = 0

@@ -14,7 +14,7 @@ from paimond.errors import ConfigError
 
 if TYPE_CHECKING:  # imported by the commands that open storage, not by --help
     from paimond.table.catalog import Table
-    from paimond.table.storage import Storage
+    from paimond.table.storage.interface import Storage
 
 EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = 0, 1, 2
 
@@ -86,7 +86,7 @@ def table_partitions_of(table: Table, pairs: Sequence[str]) -> dict[str, str]:
 def open_warehouse_of(args: argparse.Namespace) -> Storage:
     """The warehouse's storage; ConfigError naming it when it does not exist."""
     from paimond.table.catalog import check_warehouse
-    from paimond.table.storage import open_storage
+    from paimond.table.storage.interface import open_storage
 
     storage = open_storage(args.warehouse, storage_options_of(args.storage_option))
     check_warehouse(storage)

@@ -47,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"paimond: {error}", file=sys.stderr)
         return EXIT_CONFIG  # deploy/systemd/paimond.service: RestartPreventExitStatus=2
     # Stopped: jobs still running after the grace period were cancelled and can publish
-    # nothing more (table/commit_gate.py), so the paimond process leaves at once, without
+    # nothing more (table/commit/gate.py), so the paimond process leaves at once, without
     # waiting for their threads or a scheduler tick still on its way (which would meet a
     # finalizing interpreter); daemon_stopped stays the last line. Exit 0 unless a second
     # signal forced it (commits are atomic: an abandoned job leaves only its own files,

@@ -54,8 +54,8 @@ def _status(args: argparse.Namespace) -> int:
         return cli_daemon_status.daemon_status(args)
     with imports_uncollected():
         from paimond.cli.report import render_json, render_text
-        from paimond.maintenance.status import TableStatus, table_status
         from paimond.table.catalog import list_tables, open_table
+        from paimond.table.status.report import TableStatus, table_status
 
     if args.table:
         table_of(args)  # a bad name is a usage error before storage is touched
@@ -92,7 +92,7 @@ def _job_context(clock: Clock, **context: Any) -> JobContext:
 
 
 def parse_duration_ms(text: str) -> int:
-    from paimond.table.option_reader import parse_duration_millis
+    from paimond.table.options.reader import parse_duration_millis
 
     return parse_duration_millis(text)
 
@@ -130,7 +130,7 @@ def _open_executor(args: argparse.Namespace) -> AbstractContextManager[TaskExecu
 def _compact(args: argparse.Namespace) -> int:
     with imports_uncollected():
         from paimond.maintenance.execution import LookupCacheSettings
-        from paimond.table.option_reader import parse_memory_size
+        from paimond.table.options.reader import parse_memory_size
 
     table = open_table_of(args)
     cache = None

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # a dry run's refusals need no status code (tests/cli/test_startup.py)
-    from paimond.maintenance.status import BucketStatus, TableStatus
     from paimond.table.catalog import Table
-    from paimond.table.semantic_options import Refusal
+    from paimond.table.options.semantic import Refusal
+    from paimond.table.status.report import BucketStatus, TableStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class Refused:
 
 
 def dry_run_refusals(table: Table, job: str) -> Refused | None:
-    from paimond.table.semantic_options import refusals
+    from paimond.table.options.semantic import refusals
 
     found = refusals(table.options(), job)
     return Refused(table.name, job, tuple(found)) if found else None

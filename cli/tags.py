@@ -19,7 +19,7 @@ from paimond.errors import ConfigError
 
 
 def parse_duration_millis(text: str) -> int:
-    from paimond.table.option_reader import parse_duration_millis as parse  # loaded when run
+    from paimond.table.options.reader import parse_duration_millis as parse  # loaded when run
 
     return parse(text)
 

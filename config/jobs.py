@@ -20,7 +20,7 @@ from paimond.errors import ConfigError
 # rewritten what it would.
 JOB_NAMES = ("rebuild_dv", "compact", "rewrite_index", "expire_partitions", "tags",
              "expire_consumers", "expire", "merge_manifests", "remove_orphans")
-# maintenance/orphans.py MIN_WINDOW_MS: shorter windows need --force, which the daemon never uses.
+# maintenance/expire/orphans.py MIN_WINDOW_MS: shorter windows need --force, which the daemon never uses.
 ORPHAN_MIN_WINDOW_MS = 3_600_000
 
 
@@ -87,7 +87,7 @@ class RemoveOrphansJobSettings:
 @dataclass(frozen=True, slots=True)
 class RebuildDvJobSettings:
     """Due only while buckets of a deletion-vector table miss their vectors
-    (maintenance/regeneration.py); each pass rebuilds whole buckets up to ``max_files``."""
+    (maintenance/regenerate/pending.py); each pass rebuilds whole buckets up to ``max_files``."""
 
     enabled: bool = True
     interval_s: float = 10.0  # at least this long between two passes on a table

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from paimond.daemon.evaluate import health
-from paimond.maintenance.status import table_status
 from paimond.table.catalog import Table
+from paimond.table.status.report import table_status
 
 
 @dataclass(frozen=True, slots=True)

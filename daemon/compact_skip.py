@@ -38,9 +38,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from paimond.errors import PaimondError
-from paimond.format.schema import TableSchema
+from paimond.format.meta.schema import TableSchema
 from paimond.lsm.picker import PickerState
-from paimond.table.options import TableOptions
+from paimond.table.options.core import TableOptions
 
 SKIP_AT_MOST_S = 3600.0  # an unchanged table's compaction still runs once an hour
 _DAY_S = 86_400

@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Sequence
 from paimond.daemon.logging import get_logger
 from paimond.errors import PaimondError, StorageUnavailableError, kind_of
 from paimond.table.catalog import Table, check_warehouse, list_tables
-from paimond.table.storage import Storage
+from paimond.table.storage.interface import Storage
 
 log = get_logger(__name__)
 

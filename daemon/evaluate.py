@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from paimond.maintenance.status import TableStatus
+from paimond.table.status.report import TableStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +40,7 @@ class Standing:
     unsettled: Mapping[str, int] = field(default_factory=dict)
 
 
-# Jobs that run only when metadata shows work for them (maintenance/regeneration.py).
+# Jobs that run only when metadata shows work for them (maintenance/regenerate/pending.py).
 REGENERATING = ("rebuild_dv", "rewrite_index")
 
 
@@ -102,7 +102,7 @@ CHANGELOG_LATENCY_AT_STOP_S = 300.0
 
 def changelog_urgency(pending_local_ms: int | None, now_local_ms: int) -> float:
     """What waiting changelog adds to a table's urgency: the age of its oldest file whose
-    changelog compaction has not produced yet (maintenance/health.py), in units of
+    changelog compaction has not produced yet (table/status/health.py), in units of
     :data:`CHANGELOG_LATENCY_AT_STOP_S`; 0 when none waits."""
     if pending_local_ms is None:
         return 0.0

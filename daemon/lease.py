@@ -30,7 +30,7 @@ LIST-free path first checks that our own last epoch is still there (one HEAD: a 
 bucket replaced, emptied or restored from a copy without it sends us to the LIST), and any
 storage error in a lease operation forgets what this instance knew (``forget``: the next
 acquisition lists), as does the daemon when it finds a warehouse unreachable. Locally the
-storage never creates a warehouse root that is gone (table/fsspec_storage.py), so no epoch is
+storage never creates a warehouse root that is gone (table/storage/fsspec_storage.py), so no epoch is
 created in an empty stand-in while the real one is away. A live holder whose epoch the storage
 itself lost cannot know it until it lists again (at its next renewal past half the TTL): the
 commit's conflict check is what protects the data then.
@@ -48,7 +48,7 @@ from typing import TypeVar
 
 from paimond.errors import PaimondError
 from paimond.faults import crash_point
-from paimond.table.storage import Storage
+from paimond.table.storage.interface import Storage
 
 T = TypeVar("T")
 LEASE_PREFIX = "lease-"

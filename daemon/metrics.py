@@ -72,7 +72,7 @@ class Metrics:
             "deleted_row_ratio": "Rows deleted by deletion vectors among the live files' rows",
             "small_files": "Data files under the compaction file size, beyond one per bucket",
             "health": "Health figure, 100 (healthy) to 0: sorted runs vs stop trigger, small "
-                      "files, snapshots, manifests (maintenance/health.py)",
+                      "files, snapshots, manifests (table/status/health.py)",
             "stale_index_files": "Live data files whose file index differs from the "
                                  "file-index options, left for rewrite_index",
             "buckets_missing_vectors": "Buckets of a deletion-vector table whose vectors are "
@@ -157,7 +157,7 @@ class Metrics:
 
     def set_changelog_pending(self, table: str, local_millis: int | None) -> None:
         """The creation time of the oldest file still waiting for its changelog
-        (maintenance/health.py); the latency gauge ages with the clock between refreshes."""
+        (table/status/health.py); the latency gauge ages with the clock between refreshes."""
         if table not in self._changelog_pending:
             self._changelog_latency.labels(table).set_function(
                 lambda: self._changelog_latency_s(table))

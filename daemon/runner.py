@@ -21,14 +21,14 @@ from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
 from paimond.daemon.outcomes import JobCancelledError, JobOutcome, run_job
 from paimond.errors import ErrorKind, PaimondError, kind_of
+from paimond.maintenance.compact.memory import MemoryBudget
 from paimond.maintenance.execution import LookupCacheSettings
 from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.jobs import JOBS, JobContext
-from paimond.maintenance.memory import MemoryBudget
-from paimond.maintenance.regeneration import RegenerationMemory
+from paimond.maintenance.regenerate.pending import RegenerationMemory
 from paimond.spark.executor import daemon_executor
 from paimond.table.catalog import Table
-from paimond.table.commit_gate import commits_cancelled_when
+from paimond.table.commit.gate import commits_cancelled_when
 
 log = get_logger(__name__)
 

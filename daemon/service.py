@@ -36,9 +36,9 @@ from paimond.daemon.table_runs import TableRuns
 from paimond.daemon.table_state import TableState
 from paimond.errors import PaimondError, kind_of
 from paimond.maintenance.jobs import preload as preload_jobs
-from paimond.table.job_records import set_replica
-from paimond.table.semantic_options import fingerprint
-from paimond.table.storage import Storage, open_storage
+from paimond.table.commit.job_records import set_replica
+from paimond.table.options.semantic import fingerprint
+from paimond.table.storage.interface import Storage, open_storage
 
 log = get_logger(__name__)
 

@@ -20,7 +20,7 @@ from paimond.daemon.runner import Runner, TableRun, TableWork, skipped
 from paimond.daemon.table_policy import Policies
 from paimond.daemon.table_state import TableState, schema_of
 from paimond.errors import PaimondError
-from paimond.format.schema import TableSchema
+from paimond.format.meta.schema import TableSchema
 
 STOPPING = "the daemon is stopping"
 

@@ -15,7 +15,7 @@ from paimond.daemon import compact_skip, evaluate
 from paimond.daemon.runner import TableRun
 from paimond.daemon.table_watch import Watcher
 from paimond.errors import PaimondError
-from paimond.format.schema import TableSchema
+from paimond.format.meta.schema import TableSchema
 from paimond.table.catalog import Table
 
 

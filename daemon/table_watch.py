@@ -1,6 +1,6 @@
 """What the daemon reads of a table besides its status, from the same scan: the items its
 regenerating jobs have (stale file indexes, buckets missing vectors) and the lag and health
-figures (``maintenance/health.py``), a window of partitions at a time
+figures (``table/status/health.py``), a window of partitions at a time
 (``daemon/watch_windows.py``). Read again at a new snapshot, a new schema (options
 changed: metadata only, one listing of schema/ at most every minute) and every
 :data:`RECHECK_MS` (a lost DV file changes neither)."""
@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 from paimond.daemon.watch_windows import WatchWindows
 from paimond.errors import PaimondError
-from paimond.format.schema import TableSchema
-from paimond.maintenance.health import FileFigures, HealthInputs, file_figures, health_score
-from paimond.maintenance.regeneration import EXISTS_RECHECK_MS, RegenerationMemory, table_needs
-from paimond.maintenance.status import TableStatus, table_status
+from paimond.format.meta.schema import TableSchema
+from paimond.maintenance.regenerate.pending import EXISTS_RECHECK_MS, RegenerationMemory, table_needs
 from paimond.table.catalog import Table
-from paimond.table.options import TableOptions
-from paimond.table.scan import SnapshotFiles
+from paimond.table.options.core import TableOptions
+from paimond.table.scan.snapshot_scan import SnapshotFiles
+from paimond.table.status.health import FileFigures, HealthInputs, file_figures, health_score
+from paimond.table.status.report import TableStatus, table_status
 
 # the gauge of each regenerating job's unsettled items (daemon/metrics.py)
 NEED_GAUGES = {"rewrite_index": "stale_index_files", "rebuild_dv": "buckets_missing_vectors"}

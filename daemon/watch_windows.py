@@ -1,6 +1,6 @@
 """The daemon's figures of a table (``daemon/table_watch.py``: regeneration items, lag, small
 files) read one window of partitions at a time, beside ``paimond status``'s own summing
-(``maintenance.status_windows``) and from the same scan, in bounded memory. Gives what the
+(``table.status.windows``) and from the same scan, in bounded memory. Gives what the
 whole scan gives (:func:`paimond.daemon.table_watch.watch`).
 
 Windows hold live files without statistics; two figures read a field they lack: a stale
@@ -16,22 +16,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from paimond.errors import PaimondError
-from paimond.format.manifest import EMPTY_STATS, FILE_KIND_ADD, DataFileMeta, ManifestEntry
-from paimond.format.manifest_slim import SlimEntry
-from paimond.format.schema import TableSchema
-from paimond.maintenance.health import FileFigures, file_figures
-from paimond.maintenance.regeneration import (
+from paimond.format.meta.manifest import EMPTY_STATS, FILE_KIND_ADD, DataFileMeta, ManifestEntry
+from paimond.format.meta.manifest_slim import SlimEntry
+from paimond.format.meta.schema import TableSchema
+from paimond.maintenance.regenerate.pending import (
     BucketNeed,
     IndexStaleness,
     RegenerationMemory,
     exists_checked,
     vector_needs,
 )
-from paimond.table.bucket_scan import WHOLE_ENTRIES, LiveIndex
 from paimond.table.catalog import Table
 from paimond.table.layout import FILE_INDEX_SUFFIX
-from paimond.table.options import TableOptions
-from paimond.table.scan import BucketFiles, LiveFile
+from paimond.table.options.core import TableOptions
+from paimond.table.scan.bucket_scan import WHOLE_ENTRIES, LiveIndex
+from paimond.table.scan.snapshot_scan import BucketFiles, LiveFile
+from paimond.table.status.health import FileFigures, file_figures
 
 NO_FILES = FileFigures(0, 0, None)
 
@@ -67,7 +67,7 @@ def _with_whole(bucket: BucketFiles, whole: dict[tuple[object, ...], ManifestEnt
 
 @dataclass
 class WatchWindows:
-    """A ``maintenance.status_windows.WindowReader``: one reading of one table's figures.
+    """A ``table.status.windows.WindowReader``: one reading of one table's figures.
     :meth:`found` gives them once status has read every window."""
 
     table: Table

@@ -32,14 +32,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
-from paimond.format.row_kind import RowKind
+from paimond.format.meta.manifest import FILE_KIND_ADD, ManifestEntry
+from paimond.format.types.row_kind import RowKind
 from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
 from paimond.lsm.task import CompactTask
-from paimond.table.changelog_options import ChangelogOptions, changelog_file_options
-from paimond.table.data_files import RollingDataFileWriter
-from paimond.table.external_paths import external_provider
-from paimond.table.storage import Storage
+from paimond.table.data_files.arrow_io import RollingDataFileWriter
+from paimond.table.data_files.external_paths import external_provider
+from paimond.table.options.changelog import ChangelogOptions, changelog_file_options
+from paimond.table.storage.interface import Storage
 
 LEVEL_COLUMN = "_PAIMOND_LEVEL"
 _ROW_COLUMN = "_PAIMOND_ROW"

@@ -2,7 +2,7 @@
 5dacde516b).
 
 A primary-key bucket has at most one DV index file (read and written by
-``paimond.table.deletion_vectors``); it maps data file names to the row positions deleted from
+``paimond.table.indexes.deletion_vectors``); it maps data file names to the row positions deleted from
 them. Compaction restores that map, drops the vectors of the files it rewrites, adds the
 positions its lookups supersede, and, if the map changed, writes ONE new file for the bucket
 (the version byte alone when the map became empty, as Java does). The index manifest's
@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
-from paimond.format.deletion_vector import DeletionVector
-from paimond.format.index_manifest import IndexManifestEntry
-from paimond.format.roaring import bitmap_of
+from paimond.format.meta.deletion_vector import DeletionVector
+from paimond.format.meta.index_manifest import IndexManifestEntry
+from paimond.format.roaring.bitmap32 import bitmap_of
 from paimond.table.catalog import Table
-from paimond.table.deletion_vectors import read_deletion_vectors, write_deletion_vectors
+from paimond.table.indexes.deletion_vectors import read_deletion_vectors, write_deletion_vectors
 
 
 def deleted_positions(vector: DeletionVector | None) -> np.ndarray:

@@ -13,9 +13,9 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from paimond.format.key_order import SortKey, max_key_order, min_key_order
-from paimond.format.manifest import DataFileMeta
-from paimond.format.types import DataType
+from paimond.format.binary.key_order import SortKey, max_key_order, min_key_order
+from paimond.format.meta.manifest import DataFileMeta
+from paimond.format.types.data_types import DataType
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimond.format.binary_row import decode_manifest_row
-from paimond.format.manifest import DataFileMeta
-from paimond.format.types import DataType
+from paimond.format.binary.binary_row import decode_manifest_row
+from paimond.format.meta.manifest import DataFileMeta
+from paimond.format.types.data_types import DataType
 from paimond.lsm.merge import comparable_keys
 
 POSITION_COLUMN = "_POSITION"

@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimond.format.manifest import DataFileMeta
-from paimond.format.types import DataType
+from paimond.format.meta.manifest import DataFileMeta
+from paimond.format.types.data_types import DataType
 from paimond.lsm.deletion_vectors import BucketDeletionVectors
 from paimond.lsm.interval_partition import Section
 from paimond.lsm.key_lookup import (

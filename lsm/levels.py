@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from paimond.format.manifest import DataFileMeta
+from paimond.format.meta.manifest import DataFileMeta
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ from paimond.format.fory_row.columnar import (
     fixed_stride,
 )
 from paimond.format.fory_row.layout import bitmap_size
-from paimond.format.manifest import DataFileMeta
+from paimond.format.meta.manifest import DataFileMeta
 from paimond.lsm.key_lookup import POSITION_COLUMN, WANTED_COLUMN, ReadKeys, ScanKeyIndex
 from paimond.lsm.merge import comparable_keys
 

@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimond.format.key_order import SortKey
-from paimond.format.row_kind import RowKind
+from paimond.format.binary.key_order import SortKey
+from paimond.format.types.row_kind import RowKind
 
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 VALUE_KIND_COLUMN = "_VALUE_KIND"

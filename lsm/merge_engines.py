@@ -16,10 +16,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimond.errors import UnsupportedError
-from paimond.format.row_kind import RowKind
+from paimond.format.types.row_kind import RowKind
 from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, arrow_of, is_add
 from paimond.lsm.row_merge import ROW_FUNCTIONS, merge_rows, pc_coalesce
-from paimond.table.merge_options import MergeConfig
+from paimond.table.options.merge import MergeConfig
 
 # Aggregate functions with a vectorized implementation: name -> (arrow kernel, skip nulls).
 _ORDERED = {"last_value": False, "last_non_null_value": True, "primary-key": False}

@@ -1,5 +1,5 @@
 """Aggregate functions over nested values and 64-bit bitmaps, per key in Python: Java
-``FieldRoaringBitmap64Agg`` (``rbm64``, format/roaring64.py), ``FieldNestedUpdateAgg``
+``FieldRoaringBitmap64Agg`` (``rbm64``, format/roaring/bitmap64.py), ``FieldNestedUpdateAgg``
 (``nested_update``: fields.<c>.nested-key, nested-key-null-strategy, nested-sequence-field,
 count-limit), ``FieldNestedPartialUpdateAgg`` (``nested_partial_update``) and
 ``FieldMergeMapWithKeyTimeAgg`` (``merge_map_with_keytime``: fields.<c>.ts-field), and the
@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from paimond.errors import CodecError, UnsupportedError
-from paimond.format.roaring64 import Roaring64
+from paimond.format.roaring.bitmap64 import Roaring64
 from paimond.lsm.row_merge import FieldAgg
 
 _INT_MAX = (1 << 31) - 1

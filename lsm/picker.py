@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from paimond.format.manifest import DataFileMeta
+from paimond.format.meta.manifest import DataFileMeta
 from paimond.lsm.levels import SortedRun
-from paimond.table.compaction_options import CompactionOptions
+from paimond.table.options.compaction import CompactionOptions
 
 
 class Trigger(str, Enum):

@@ -12,14 +12,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from paimond.format.index_manifest import IndexManifestEntry
-from paimond.format.key_order import min_key_order
-from paimond.format.manifest import DataFileMeta, ManifestEntry
+from paimond.format.binary.key_order import min_key_order
+from paimond.format.meta.index_manifest import IndexManifestEntry
+from paimond.format.meta.manifest import DataFileMeta, ManifestEntry
 from paimond.lsm.levels import Levels
 from paimond.lsm.picker import PickerState, drop_deletes, pick_full_compaction, pick_step
 from paimond.lsm.record_expire import RecordExpiry
 from paimond.lsm.task import CompactTask, TaskTable
-from paimond.table.compaction_options import CompactionOptions
+from paimond.table.options.compaction import CompactionOptions
 
 
 @dataclass(frozen=True, slots=True)

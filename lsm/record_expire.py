@@ -24,12 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimond.errors import CodecError, ConfigError
-from paimond.format.binary_row import decode_manifest_row
-from paimond.format.manifest import DataFileMeta
-from paimond.format.schema import TableSchema
-from paimond.format.types import BigIntType, IntType, LocalZonedTimestampType, TimestampType
-from paimond.format.values import Timestamp
-from paimond.table.options import TableOptions
+from paimond.format.binary.binary_row import decode_manifest_row
+from paimond.format.meta.manifest import DataFileMeta
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import BigIntType, IntType, LocalZonedTimestampType, TimestampType
+from paimond.format.types.values import Timestamp
+from paimond.table.options.core import TableOptions
 
 MILLIS_THRESHOLD = 1_000_000_000_000  # Java: a BIGINT at least this large holds milliseconds
 _MILLIS_PER_UNIT = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}

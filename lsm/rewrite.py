@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimond.format.index_manifest import IndexManifestEntry
-from paimond.format.key_order import sort_key_function
-from paimond.format.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
-from paimond.format.schema import TableSchema
+from paimond.format.binary.key_order import sort_key_function
+from paimond.format.meta.index_manifest import IndexManifestEntry
+from paimond.format.meta.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
+from paimond.format.meta.schema import TableSchema
 from paimond.lsm.changelog import (
     FULL,
     LEVEL_COLUMN,
@@ -61,17 +61,17 @@ from paimond.lsm.merge_engines import make_reducer
 from paimond.lsm.pipeline import BackgroundWriter, SharedPrefetch, run_at_lower_priority
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
-from paimond.table.data_files import RollingDataFileWriter, file_format_for_level, read_data_file
-from paimond.table.external_paths import external_provider
-from paimond.table.kv_layout import (
+from paimond.table.data_files.arrow_io import RollingDataFileWriter, file_format_for_level, read_data_file
+from paimond.table.data_files.external_paths import external_provider
+from paimond.table.data_files.kv_layout import (
     key_fields,
     physical_arrow_schema,
     physical_row_type,
     retract_mask,
     thin_mode,
 )
-from paimond.table.merge_options import MergeConfig
-from paimond.table.storage import Storage
+from paimond.table.options.merge import MergeConfig
+from paimond.table.storage.interface import Storage
 
 if TYPE_CHECKING:  # the cache's module (and hashlib, mmap) only where a task uses it
     from paimond.lsm.lookup_cache import LookupCache

@@ -22,11 +22,11 @@ import numpy as np
 import pyarrow as pa
 
 from paimond.errors import UnsupportedError
-from paimond.format.java_order import boxed_hash, java_hashmap_order
-from paimond.format.roaring import read_bitmap, serialize_bitmap
-from paimond.format.row_kind import RowKind
+from paimond.format.binary.java_order import boxed_hash, java_hashmap_order
+from paimond.format.roaring.bitmap32 import read_bitmap, serialize_bitmap
+from paimond.format.types.row_kind import RowKind
 from paimond.lsm.merge import SEQUENCE_COLUMN, VALUE_KIND_COLUMN, SortedSlice
-from paimond.table.merge_options import MergeConfig
+from paimond.table.options.merge import MergeConfig
 
 ROW_FUNCTIONS = frozenset({"listagg", "collect", "merge_map", "rbm32", "hll_sketch",
                            "theta_sketch", "nested_update", "nested_partial_update",

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from paimond.format.index_manifest import IndexManifestEntry
-from paimond.format.manifest import ManifestEntry
-from paimond.format.schema import TableSchema
+from paimond.format.meta.index_manifest import IndexManifestEntry
+from paimond.format.meta.manifest import ManifestEntry
+from paimond.format.meta.schema import TableSchema
 from paimond.lsm.record_expire import RecordExpiry
-from paimond.table.options import TableOptions
-from paimond.table.storage import StorageLocation
+from paimond.table.options.core import TableOptions
+from paimond.table.storage.interface import StorageLocation
 
 
 @dataclass(frozen=True, slots=True)

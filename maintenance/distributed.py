@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from paimond.format.manifest import ManifestEntry
+from paimond.format.meta.manifest import ManifestEntry
 from paimond.table.catalog import Table
-from paimond.table.file_index_rebuild import FileIndexChange, FileIndexRebuild, FileKey
-from paimond.table.job_records import JobJournal
-from paimond.table.storage import FileStatus, StorageLocation
+from paimond.table.commit.job_records import JobJournal
+from paimond.table.indexes.file_index_rebuild import FileIndexChange, FileIndexRebuild, FileKey
+from paimond.table.storage.interface import FileStatus, StorageLocation
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -1,7 +1,7 @@
 """Where compaction's bucket tasks run: the executor protocol (Spark implements it in
 ``paimond.spark.executor``), the picklable task runner a worker calls, and the local pool
 (processes, or threads). A task that fails for good is a :class:`BucketFailure`; the other
-buckets still land. Under a :class:`~paimond.maintenance.memory.MemoryBudget` the local pool
+buckets still land. Under a :class:`~paimond.maintenance.compact.memory.MemoryBudget` the local pool
 starts a task only once its estimate fits, with the batch size that makes it fit.
 
 The local pool's worker processes fork after the parent imported what a task imports late
@@ -24,10 +24,10 @@ from paimond.clock import Clock
 from paimond.errors import PaimondError, WorkerError
 from paimond.lsm.rewrite import execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
-from paimond.maintenance.append_rewrite import execute_append_compaction
 from paimond.maintenance.arrow_runtime import skip_pandas
-from paimond.maintenance.memory import MemoryBudget, fit_batch_rows
-from paimond.table.job_records import JobJournal
+from paimond.maintenance.compact.append_rewrite import execute_append_compaction
+from paimond.maintenance.compact.memory import MemoryBudget, fit_batch_rows
+from paimond.table.commit.job_records import JobJournal
 
 Progress = Callable[[int, int, CompactTask], None]
 
@@ -101,11 +101,11 @@ def _before_fork() -> None:
     another of the parent's threads (the daemon's) held at the fork. (Not pyarrow's first
     conversion of a Python value, which imports dateutil: in a caller's process it would
     import pandas too.)"""
-    import pyarrow.orc  # noqa: F401  (an ORC table's files: table/file_formats.py)
+    import pyarrow.orc  # noqa: F401  (an ORC table's files: table/data_files/file_formats.py)
 
-    from paimond.format import row_file  # noqa: F401  (a .row table's files)
+    from paimond.format.row_file import file as row_file  # noqa: F401  (a .row table's files)
     from paimond.lsm import lookup_cache  # noqa: F401  (a task with level-0 lookups)
-    from paimond.table import file_index_options  # noqa: F401  (TableOptions imports it late)
+    from paimond.table.options import file_index as file_index_options  # noqa: F401  (TableOptions imports it late)
 
 
 def prepare_worker() -> None:

@@ -1,6 +1,6 @@
 """A writing job's own garbage, cleaned without orphan removal's window: every job that writes
 files (compact, rewrite-index, rebuild-dv, merge-manifests) runs inside :func:`recorded_job`,
-which notes each file before it is written (``paimond.table.job_records``): data, file-index
+which notes each file before it is written (``paimond.table.commit.job_records``): data, file-index
 and DV index files, and the manifests, manifest lists and index manifests of its commits. When
 the job ends it deletes what it wrote but did not commit. A job killed on the way leaves its
 record; the next writing job on the table (and the daemon, at start) finds it dead and deletes
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 from paimond.clock import Clock
 from paimond.errors import PaimondError
-from paimond.maintenance.references import referencing_snapshots, used_files
+from paimond.maintenance.expire.references import referencing_snapshots, used_files
 from paimond.table.catalog import Table
-from paimond.table.commit import CommitChanges
-from paimond.table.job_records import (
+from paimond.table.commit.committer import CommitChanges
+from paimond.table.commit.job_records import (
     DEFAULT_DEAD_AFTER_MS,
     JobJournal,
     delete_files,
@@ -31,8 +31,8 @@ from paimond.table.job_records import (
     start_job,
 )
 from paimond.table.layout import CHANGELOG_DIR, SNAPSHOT_DIR, TAG_DIR
-from paimond.table.storage import Storage
-from paimond.table.temp_files import sweep_temp_files
+from paimond.table.storage.interface import Storage
+from paimond.table.storage.temp_files import sweep_temp_files
 
 # Metadata folders whose killed writers' temp files go with the dead jobs' records.
 TEMP_SWEPT_DIRS = (SNAPSHOT_DIR, CHANGELOG_DIR, TAG_DIR)
@@ -47,7 +47,7 @@ class JobCleanupResult:
 def clean_dead_jobs(table: Table, now_ms: int, dead_after_ms: int = DEFAULT_DEAD_AFTER_MS
                     ) -> JobCleanupResult:
     """Remove the records of dead jobs with every file they list that nothing references,
-    and the dead temp files of the metadata folders (table/temp_files.py). References are
+    and the dead temp files of the metadata folders (table/storage/temp_files.py). References are
     read only when there is a dead record; an unreadable one raises before anything is
     deleted."""
     sweep_temp_files(table.storage, [table.file_path(d) for d in TEMP_SWEPT_DIRS],
@@ -75,7 +75,7 @@ def committed_names(changes: CommitChanges) -> set[str]:
 @dataclass
 class RecordedJob:
     """The running job's side: ``table`` to write data through, ``keep`` before each commit;
-    also the :class:`~paimond.table.commit.CommitJournal` of its commits (``journal=``)."""
+    also the :class:`~paimond.table.commit.committer.CommitJournal` of its commits (``journal=``)."""
 
     table: Table  # the job's table, writing through the journal
     journal: JobJournal

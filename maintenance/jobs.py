@@ -20,9 +20,9 @@ from paimond.clock import Clock
 
 if TYPE_CHECKING:  # a job's modules are imported when it runs (tests/maintenance/test_jobs.py)
     from paimond.lsm.picker import PickerState
+    from paimond.maintenance.compact.memory import MemoryBudget
     from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
-    from paimond.maintenance.memory import MemoryBudget
-    from paimond.maintenance.regeneration import RegenerationMemory
+    from paimond.maintenance.regenerate.pending import RegenerationMemory
     from paimond.table.catalog import Table
 
 
@@ -165,12 +165,12 @@ class DeleteTagSettings:
 
 
 def _compact(table: Table, settings: CompactSettings, context: JobContext) -> JobReport:
-    from paimond.maintenance.compact import CompactJob
+    from paimond.maintenance.compact.job import CompactJob
 
     if settings.order_strategy is not None:
         return _sort_compact(table, settings, context)
     if not table.latest_schema().primary_keys:
-        from paimond.maintenance.cluster_plan import incremental_clustering
+        from paimond.maintenance.compact.cluster_plan import incremental_clustering
 
         if incremental_clustering(table.options()):
             return _sort_compact(table, settings, context, clustering=True)
@@ -196,8 +196,8 @@ def _compact(table: Table, settings: CompactSettings, context: JobContext) -> Jo
 def _sort_compact(table: Table, settings: CompactSettings, context: JobContext, *,
                   clustering: bool = False) -> JobReport:
     """A sort compaction, or Paimon's incremental clustering of a table that asks for it."""
-    from paimond.maintenance.cluster_plan import plan_incremental_clustering
-    from paimond.maintenance.sort_compact import SortCompactJob
+    from paimond.maintenance.compact.cluster_plan import plan_incremental_clustering
+    from paimond.maintenance.compact.sort_compact import SortCompactJob
 
     planner = (functools.partial(plan_incremental_clustering, table, full=settings.full,
                                  partitions=settings.partitions) if clustering else None)
@@ -212,8 +212,8 @@ def _sort_compact(table: Table, settings: CompactSettings, context: JobContext, 
 
 
 def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> JobReport:
-    from paimond.maintenance.expire import ExpireJob, ExpireSettings
-    from paimond.maintenance.expire_rounds import expire_in_rounds
+    from paimond.maintenance.expire.rounds import expire_in_rounds
+    from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 
     options = ExpireSettings.of(table.options())
     retained_ms = options.time_retained_ms
@@ -234,7 +234,7 @@ def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> Job
 
 def _expire_consumers(table: Table, settings: ConsumerExpireSettings, context: JobContext
                       ) -> JobReport:
-    from paimond.maintenance.consumers import ConsumerExpireJob
+    from paimond.maintenance.expire.consumers import ConsumerExpireJob
 
     job = ConsumerExpireJob(table, clock=context.clock, older_than_ms=settings.older_than_ms,
                             dry_run=settings.dry_run)
@@ -243,7 +243,7 @@ def _expire_consumers(table: Table, settings: ConsumerExpireSettings, context: J
 
 def _expire_partitions(table: Table, settings: ExpirePartitionsSettings, context: JobContext
                        ) -> JobReport:
-    from paimond.maintenance.partition_expire import PartitionExpireJob
+    from paimond.maintenance.expire.partitions import PartitionExpireJob
 
     job = PartitionExpireJob(table, clock=context.clock, older_than_ms=settings.older_than_ms,
                              max_num=settings.max_num, dry_run=settings.dry_run)
@@ -261,7 +261,7 @@ def _merge_manifests(table: Table, settings: ManifestMergeSettings, context: Job
 
 
 def _remove_orphans(table: Table, settings: OrphanSettings, context: JobContext) -> JobReport:
-    from paimond.maintenance.orphans import OrphanJob
+    from paimond.maintenance.expire.orphans import OrphanJob
 
     older_than = settings.older_than_timestamp_ms
     if settings.older_than_ms is not None:
@@ -274,7 +274,7 @@ def _remove_orphans(table: Table, settings: OrphanSettings, context: JobContext)
 
 def _rewrite_index(table: Table, settings: RewriteIndexSettings, context: JobContext
                    ) -> JobReport:
-    from paimond.maintenance.rewrite_index import IndexRewriteJob
+    from paimond.maintenance.regenerate.rewrite_index import IndexRewriteJob
 
     job = IndexRewriteJob(table, clock=context.clock, partitions=settings.partitions,
                           dry_run=settings.dry_run, parallelism=settings.parallelism,
@@ -284,7 +284,7 @@ def _rewrite_index(table: Table, settings: RewriteIndexSettings, context: JobCon
 
 
 def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) -> JobReport:
-    from paimond.maintenance.rebuild_dv import RebuildDvJob
+    from paimond.maintenance.regenerate.rebuild_dv import RebuildDvJob
 
     job = RebuildDvJob(table, clock=context.clock, dry_run=settings.dry_run,
                        discard_existing=settings.discard_existing,
@@ -295,13 +295,13 @@ def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) 
 
 
 def _tags(table: Table, settings: TagsSettings, context: JobContext) -> JobReport:
-    from paimond.maintenance.tags import TagsJob
+    from paimond.maintenance.tags.job import TagsJob
 
     return JobReport(TagsJob(table, clock=context.clock, dry_run=settings.dry_run).run())
 
 
 def _expire_tags(table: Table, settings: ExpireTagsSettings, context: JobContext) -> JobReport:
-    from paimond.maintenance.tags import TagsJob
+    from paimond.maintenance.tags.job import TagsJob
 
     older_than = settings.older_than
     if settings.older_than_ms is not None:
@@ -313,7 +313,7 @@ def _expire_tags(table: Table, settings: ExpireTagsSettings, context: JobContext
 
 
 def _create_tag(table: Table, settings: CreateTagSettings, context: JobContext) -> JobReport:
-    from paimond.maintenance.tags import create_tag
+    from paimond.maintenance.tags.job import create_tag
 
     return JobReport(create_tag(table, clock=context.clock, name=settings.tag,
                                 snapshot_id=settings.snapshot_id,
@@ -322,7 +322,7 @@ def _create_tag(table: Table, settings: CreateTagSettings, context: JobContext) 
 
 
 def _delete_tag(table: Table, settings: DeleteTagSettings, context: JobContext) -> JobReport:
-    from paimond.maintenance.tags import delete_tag
+    from paimond.maintenance.tags.job import delete_tag
 
     return JobReport(delete_tag(table, clock=context.clock, name=settings.tag,
                                 dry_run=settings.dry_run))
@@ -363,12 +363,12 @@ JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
 # Every module a run above imports when it runs (tests/maintenance/test_job_registry.py keeps
 # this equal to the runs' imports).
 JOB_MODULES = (
-    "paimond.maintenance.cluster_plan", "paimond.maintenance.compact",
-    "paimond.maintenance.consumers", "paimond.maintenance.expire",
-    "paimond.maintenance.expire_rounds", "paimond.maintenance.manifests",
-    "paimond.maintenance.orphans", "paimond.maintenance.partition_expire",
-    "paimond.maintenance.rebuild_dv", "paimond.maintenance.rewrite_index",
-    "paimond.maintenance.sort_compact", "paimond.maintenance.tags",
+    "paimond.maintenance.compact.cluster_plan", "paimond.maintenance.compact.job",
+    "paimond.maintenance.expire.consumers", "paimond.maintenance.expire.snapshots",
+    "paimond.maintenance.expire.rounds", "paimond.maintenance.manifests",
+    "paimond.maintenance.expire.orphans", "paimond.maintenance.expire.partitions",
+    "paimond.maintenance.regenerate.rebuild_dv", "paimond.maintenance.regenerate.rewrite_index",
+    "paimond.maintenance.compact.sort_compact", "paimond.maintenance.tags.job",
 )
 
 

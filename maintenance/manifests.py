@@ -16,18 +16,18 @@ import uuid
 from dataclasses import dataclass
 
 from paimond.clock import Clock
-from paimond.format.manifest_list import ManifestFileMeta
-from paimond.format.snapshot import Snapshot
+from paimond.format.meta.manifest_list import ManifestFileMeta
+from paimond.format.meta.snapshot import Snapshot
+from paimond.maintenance.expire.references import MANIFEST, MANIFEST_LIST, FileTally
 from paimond.maintenance.job_cleanup import recorded_job
-from paimond.maintenance.references import MANIFEST, MANIFEST_LIST, FileTally
 from paimond.table.catalog import Table
-from paimond.table.commit import CommitJournal, Committer
-from paimond.table.commit_manifests import ManifestsUnchanged
-from paimond.table.manifest_files import ManifestWriter
-from paimond.table.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
-from paimond.table.scan import read_manifest, read_manifest_list
-from paimond.table.semantic_options import refuse
-from paimond.table.storage import open_storage
+from paimond.table.commit.committer import CommitJournal, Committer
+from paimond.table.commit.manifest_files import ManifestWriter
+from paimond.table.commit.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
+from paimond.table.commit.manifests import ManifestsUnchanged
+from paimond.table.options.semantic import refuse
+from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
+from paimond.table.storage.interface import open_storage
 
 
 @dataclass(frozen=True, slots=True)

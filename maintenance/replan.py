@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from paimond.errors import CommitConflictError
-from paimond.format.snapshot import Snapshot
+from paimond.format.meta.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)

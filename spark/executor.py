@@ -40,8 +40,8 @@ import paimond
 from paimond.errors import ConfigError, CorruptFileError
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.execution import BucketFailure, Progress, TaskExecutor, TaskRunner
-from paimond.table.storage import StorageLocation
-from paimond.table.storage_values import CREDENTIAL_OPTIONS
+from paimond.table.storage.interface import StorageLocation
+from paimond.table.storage.values import CREDENTIAL_OPTIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -14,7 +14,7 @@ Compaction plans on the driver, runs one Spark task per bucket on the session's 
 own credentials) and commits one COMPACT snapshot from the driver. The other jobs plan and
 commit on the driver too; expiry's deletions, orphan removal's listing and deleting and
 rewrite-index's and rebuild-dv's buckets run as Spark tasks (``paimond.maintenance.distributed``,
-``paimond.maintenance.dv_bucket``).
+``paimond.maintenance.regenerate.dv_bucket``).
 ``examples/spark_ingest.py`` is a whole ingestion pipeline calling this after each batch.
 
 Two other ways to maintain after an ingestion commits:
@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from paimond.clock import SYSTEM_CLOCK
 from paimond.errors import ConfigError, PaimondError, RefusedError
-from paimond.maintenance.compact import CompactionSummary
-from paimond.maintenance.expire_rounds import ExpireRounds
+from paimond.maintenance.compact.job import CompactionSummary
+from paimond.maintenance.expire.orphans import OrphanResult
+from paimond.maintenance.expire.rounds import ExpireRounds
 from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS, JobContext, JobReport
 from paimond.maintenance.manifests import ManifestMergeResult
-from paimond.maintenance.orphans import OrphanResult
 from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -12,8 +12,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from paimond.errors import CodecError, ConfigError, CorruptFileError, MissingFileError
-from paimond.format.schema import TableSchema, decode_schema
-from paimond.format.snapshot import Snapshot, decode_snapshot
+from paimond.format.meta.schema import TableSchema, decode_schema
+from paimond.format.meta.snapshot import Snapshot, decode_snapshot
 from paimond.table.layout import (
     BRANCH_DIR,
     BRANCH_PREFIX,
@@ -26,9 +26,9 @@ from paimond.table.layout import (
     TAG_DIR,
     TAG_PREFIX,
 )
-from paimond.table.options import TableOptions
+from paimond.table.options.core import TableOptions
 from paimond.table.snapshots import Snapshots, parse_numbered_name
-from paimond.table.storage import Storage, StorageLocation
+from paimond.table.storage.interface import Storage, StorageLocation
 
 WATCH_FULL_CHECK_EVERY = 30  # idle checks per full one: 5 minutes at a 10 s check interval
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from paimond.table.options import TableOptions
-from paimond.table.semantic_options import refusals
+from paimond.table.options.core import TableOptions
+from paimond.table.options.semantic import refusals
 
 Performer = Literal["paimond", "writers", "refused", "not needed"]
 

@@ -16,9 +16,9 @@ import struct
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
-from paimond.format.binary_row import decode_manifest_row
-from paimond.format.schema import TableSchema
-from paimond.format.types import (
+from paimond.format.binary.binary_row import decode_manifest_row
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import (
     BooleanType,
     DataType,
     DateType,
@@ -28,8 +28,8 @@ from paimond.format.types import (
     TimestampType,
     TimeType,
 )
-from paimond.format.values import Timestamp
-from paimond.table.options import BUCKET_POSTPONE, TableOptions
+from paimond.format.types.values import Timestamp
+from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 
 DB_SUFFIX = ".db"
 SNAPSHOT_DIR, CHANGELOG_DIR, SCHEMA_DIR = "snapshot", "changelog", "schema"

@@ -9,9 +9,9 @@ when that snapshot exists.
 from __future__ import annotations
 
 from paimond.errors import CodecError, CorruptFileError, MissingFileError
-from paimond.format.snapshot import Snapshot, decode_snapshot
+from paimond.format.meta.snapshot import Snapshot, decode_snapshot
 from paimond.table.layout import EARLIEST_HINT, LATEST_HINT, SNAPSHOT_DIR, SNAPSHOT_PREFIX
-from paimond.table.storage import Storage
+from paimond.table.storage.interface import Storage
 
 
 def parse_numbered_name(name: str, prefix: str) -> int | None:

@@ -2,9 +2,9 @@
 
 A tag is a snapshot's JSON kept under a name; it pins the snapshot's files after the snapshot
 itself expires. A tag with a retention also records when it was created (a local date-time)
-and for how long it is kept (``format.snapshot.encode_tag``). Tags are created exclusively:
+and for how long it is kept (``format.meta.snapshot.encode_tag``). Tags are created exclusively:
 an existing tag is never overwritten. :func:`delete_tag_file` deletes only the tag's file;
-``maintenance.tag_deletion`` deletes the files only the tag kept with it (Java's
+``maintenance.tags.deletion`` deletes the files only the tag kept with it (Java's
 ``TagDeletion``).
 """
 
@@ -14,7 +14,7 @@ import datetime
 from dataclasses import dataclass
 
 from paimond.errors import CodecError, ConfigError, CorruptFileError, MissingFileError
-from paimond.format.snapshot import (
+from paimond.format.meta.snapshot import (
     Snapshot,
     decode_snapshot,
     encode_tag,

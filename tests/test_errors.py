@@ -17,10 +17,10 @@ from pypaimon_tables import build_pk_deduplicate
 import paimond
 from paimond.clock import SYSTEM_CLOCK
 from paimond.errors import CorruptFileError, PaimondError, WorkerError
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.scan import data_file_path, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 OPTIONAL_IMPORTS = {"pyspark"}
 

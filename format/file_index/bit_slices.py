@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pyroaring import BitMap
 
 from paimond.errors import CodecError
-from paimond.format.roaring import read_bitmap, serialize_bitmap
+from paimond.format.roaring.bitmap32 import read_bitmap, serialize_bitmap
 
 VERSION_1 = 1
 

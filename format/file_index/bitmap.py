@@ -26,10 +26,10 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from paimond.errors import CodecError, UnsupportedError
+from paimond.format.binary.java_order import java_hashmap_order
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
-from paimond.format.java_order import java_hashmap_order
-from paimond.format.roaring import read_bitmap, serialize_bitmap
-from paimond.format.types import DataType
+from paimond.format.roaring.bitmap32 import read_bitmap, serialize_bitmap
+from paimond.format.types.data_types import DataType
 
 BITMAP = "bitmap"
 VERSION_1 = 1

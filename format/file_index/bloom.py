@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimond.errors import CodecError, UnsupportedError
+from paimond.format.binary.java_order import int32
 from paimond.format.file_index.hash_arrays import thomas_wang_hashes, xxh64_hashes
 from paimond.format.file_index.hashing import thomas_wang_hash, xxh64
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_int_keys, key_type
-from paimond.format.java_order import int32
-from paimond.format.types import DataType
+from paimond.format.types.data_types import DataType
 
 BLOOM_FILTER = "bloom-filter"
 DEFAULT_ITEMS = 1_000_000

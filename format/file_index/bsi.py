@@ -25,8 +25,8 @@ from pyroaring import BitMap
 from paimond.errors import CodecError, UnsupportedError
 from paimond.format.file_index.bit_slices import compare
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
-from paimond.format.roaring import bitmap_of, read_bitmap, serialize_bitmap
-from paimond.format.types import DataType
+from paimond.format.roaring.bitmap32 import bitmap_of, read_bitmap, serialize_bitmap
+from paimond.format.types.data_types import DataType
 
 BSI = "bsi"
 VERSION_1 = 1

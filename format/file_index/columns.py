@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from paimond.format.binary.java_order import int32, java_string_hash
 from paimond.format.file_index.bitmap import BitmapSettings
 from paimond.format.file_index.bloom import BloomFilterSettings
 from paimond.format.file_index.range_bitmap import RangeBitmapSettings
-from paimond.format.java_order import int32, java_string_hash
 
 # None: an index type without settings (``bsi``), or one the writers do not know.
 IndexSettings: TypeAlias = BloomFilterSettings | BitmapSettings | RangeBitmapSettings | None

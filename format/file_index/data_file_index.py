@@ -19,6 +19,7 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 from paimond.errors import UnsupportedError
+from paimond.format.binary.java_order import java_hashmap_order, java_string_hash
 from paimond.format.file_index.bitmap import BITMAP, BitmapIndex, BitmapWriter
 from paimond.format.file_index.bloom import BLOOM_FILTER, BloomFilterIndex, BloomFilterWriter
 from paimond.format.file_index.bsi import BSI, BsiIndex, BsiWriter
@@ -26,8 +27,7 @@ from paimond.format.file_index.columns import ColumnIndexes, IndexSettings
 from paimond.format.file_index.container import encode_file_index
 from paimond.format.file_index.keys import IndexWriter, Key, key_type, keys_of
 from paimond.format.file_index.range_bitmap import RANGE_BITMAP, RangeBitmapIndex, RangeBitmapWriter
-from paimond.format.java_order import java_hashmap_order, java_string_hash
-from paimond.format.types import DataType, MapType
+from paimond.format.types.data_types import DataType, MapType
 
 FileIndex = BloomFilterIndex | BitmapIndex | RangeBitmapIndex | BsiIndex
 Values: TypeAlias = Sequence[Any] | pa.Array | pa.ChunkedArray
@@ -211,7 +211,7 @@ def build_file_index(columns: Mapping[str, tuple[DataType, Values]],
     """The file index container of a data file, or None when no index is configured.
 
     ``columns`` maps column names to their type and the column's values (Python values as
-    in ``paimond.format.values``, or an Arrow array); every column has one value per row.
+    in ``paimond.format.types.values``, or an Arrow array); every column has one value per row.
     Raises UnsupportedError where Paimon refuses a column or its type, ValueError for a
     value that does not fit its column type."""
     builder = FileIndexBuilder({n: t for n, (t, _) in columns.items()}, indexes)

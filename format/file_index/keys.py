@@ -1,6 +1,6 @@
 """Index keys: the Java objects Paimon's file indexes hold for each column type, as Python.
 
-Values (``paimond.format.values``) become keys the way the Java writers' value mappers do:
+Values (``paimond.format.types.values``) become keys the way the Java writers' value mappers do:
 
 | Paimon type                     | key                                | bytes          |
 |---------------------------------|------------------------------------|----------------|
@@ -32,10 +32,10 @@ import numpy as np
 import pyarrow as pa
 
 from paimond.errors import CodecError, UnsupportedError
+from paimond.format.binary.java_order import java_boolean_hash, java_long_hash
 from paimond.format.file_index.hashing import murmur_hash
-from paimond.format.java_order import java_boolean_hash, java_long_hash
-from paimond.format.types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
-from paimond.format.values import Timestamp
+from paimond.format.types.data_types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
+from paimond.format.types.values import Timestamp
 
 Key = int | bytes
 _RANGES = {"b": 1 << 7, "h": 1 << 15, "i": 1 << 31, "q": 1 << 63}
@@ -258,7 +258,7 @@ class IndexWriter(ABC):
         self.empty = True  # nothing written yet, not even a NULL
 
     def write(self, values: Sequence[Any] | pa.Array | pa.ChunkedArray) -> None:
-        """Append rows: Python values (``paimond.format.values``; None is NULL) or Arrow.
+        """Append rows: Python values (``paimond.format.types.values``; None is NULL) or Arrow.
 
         Raises ValueError for a value that does not fit the column type."""
         if isinstance(values, pa.Array | pa.ChunkedArray):

@@ -36,8 +36,8 @@ from paimond.format.file_index.bit_slices import (
     encode_bit_slices,
 )
 from paimond.format.file_index.keys import IndexWriter, Key, KeyType, arrow_key_array, key_type
-from paimond.format.roaring import bitmap_of
-from paimond.format.types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
+from paimond.format.roaring.bitmap32 import bitmap_of
+from paimond.format.types.data_types import DataType, DecimalType, LocalZonedTimestampType, TimestampType
 
 RANGE_BITMAP = "range-bitmap"
 VERSION_1 = 1

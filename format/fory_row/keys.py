@@ -1,7 +1,7 @@
 """Sort keys of flat Fory rows, for sorted key rows searched with ``bisect``.
 
 Paimon's key order (Java's generated ``RecordComparator``, the order
-``paimond.format.key_order`` gives BinaryRow keys): field by field, NULL first, numbers
+``paimond.format.binary.key_order`` gives BinaryRow keys): field by field, NULL first, numbers
 by value, FLOAT and DOUBLE in ``Float.compare`` order (-0.0 < 0.0, every NaN equal and last),
 strings and binary by unsigned bytes (for UTF-8 the same as by code point), decimals by value.
 

@@ -18,10 +18,10 @@ from pypaimon_tables import build_pk_deduplicate, catalog_for, sort_rows
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.scan import data_file_path, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_inputs_removed_meanwhile_make_the_job_replan(copy: tuple[str, Any]) -> 
 
 
 def _compact_then_die(warehouse: str, name: str, stage: str) -> None:
-    import paimond.table.commit as commit
+    import paimond.table.commit.committer as commit
 
     table = open_table(open_storage(warehouse), warehouse, name)
     original = commit.Committer._write_snapshot

@@ -47,7 +47,7 @@ def test_status_of_a_warehouse_without_tables_imports_no_daemon_or_pandas(
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
-    assert "paimond.table.storage" in loaded  # it did open the warehouse
+    assert "paimond.table.storage.interface" in loaded  # it did open the warehouse
     assert not {name.split(".")[0] for name in loaded} & {*NEVER_AT_START, "pyarrow", "fsspec"}
 
 
@@ -64,18 +64,18 @@ def test_the_cli_offers_the_executors_spark_executor_knows() -> None:
 # lookups (a deduplicate table), the process pool and the lookup cache; nor, on a local
 # warehouse, fsspec.
 NOT_FOR_COMPACT = (
-    "paimond.maintenance.expire", "paimond.maintenance.expire_rounds",
-    "paimond.maintenance.tags", "paimond.maintenance.sort_compact",
-    "paimond.maintenance.cluster_plan", "paimond.maintenance.orphans",
-    "paimond.maintenance.rewrite_index", "paimond.maintenance.rebuild_dv",
-    "paimond.maintenance.partition_expire", "paimond.maintenance.consumers",
-    "paimond.maintenance.manifests", "paimond.maintenance.status",
+    "paimond.maintenance.expire.snapshots", "paimond.maintenance.expire.rounds",
+    "paimond.maintenance.tags.job", "paimond.maintenance.compact.sort_compact",
+    "paimond.maintenance.compact.cluster_plan", "paimond.maintenance.expire.orphans",
+    "paimond.maintenance.regenerate.rewrite_index", "paimond.maintenance.regenerate.rebuild_dv",
+    "paimond.maintenance.expire.partitions", "paimond.maintenance.expire.consumers",
+    "paimond.maintenance.manifests", "paimond.table.status.report",
     "paimond.daemon", "paimond.spark", "paimond.config",
     "concurrent.futures.process", "multiprocessing", "paimond.lsm.lookup_cache",
     "fsspec",  # a local warehouse is read and written through os
     # a Parquet table without file indexes: no index codecs, no other format's code
-    "paimond.format.file_index", "paimond.table.file_index_options", "pyarrow.orc",
-    "paimond.format.row_file",
+    "paimond.format.file_index", "paimond.table.options.file_index", "pyarrow.orc",
+    "paimond.format.row_file.file",
 )
 
 FULL_PROBE = """
@@ -105,7 +105,7 @@ def test_compact_loads_only_compaction_code(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         assert "level 5" in done.stdout or "snapshot" in done.stdout
         loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
-        assert "paimond.maintenance.compact" in loaded  # it did run the job
+        assert "paimond.maintenance.compact.job" in loaded  # it did run the job
         unexpected = {name for name in loaded for banned in NOT_FOR_COMPACT
                       if name == banned or name.startswith(banned + ".")}
         assert not unexpected, (extra, sorted(unexpected))
@@ -129,6 +129,6 @@ def test_a_caller_of_main_keeps_its_collector_as_it_was(tmp_path: Path) -> None:
                            spec.name, "--full"], capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "paimond.maintenance.compact" in json.loads(done.stderr.strip().splitlines()[-1])
+    assert "paimond.maintenance.compact.job" in json.loads(done.stderr.strip().splitlines()[-1])
     state = json.loads(done.stderr.strip().splitlines()[-2])
     assert state["collecting"] and state["frozen"] == 0, state

@@ -17,7 +17,7 @@ from paimond.config.settings import (
 from paimond.config.values import duration_ms
 from paimond.durations import UNITS_MS as DURATION_UNITS_MS
 from paimond.errors import ConfigError
-from paimond.table.option_reader import parse_duration_millis
+from paimond.table.options.reader import parse_duration_millis
 
 GOOD = """
 [[warehouses]]

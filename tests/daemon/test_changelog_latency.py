@@ -14,11 +14,11 @@ from pypaimon_tables import _Writer, catalog_for
 from paimond.clock import Clock
 from paimond.daemon.evaluate import CHANGELOG_LATENCY_AT_STOP_S, changelog_urgency
 from paimond.daemon.metrics import Metrics
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.health import file_figures
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.status.health import file_figures
+from paimond.table.storage.interface import open_storage
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
 CLOCK = Clock(fixed_ms=1_700_000_000_000)

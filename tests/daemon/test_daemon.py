@@ -24,7 +24,7 @@ from paimond.daemon.lease import Leases
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +217,7 @@ def test_environment_full_reaches_the_daemons_compaction(
     # PAIMOND_JOBS_COMPACT_FULL=false once became bool("false"): full compactions.
     path, specs = warehouse
     built: list[dict[str, Any]] = []
-    from paimond.maintenance import compact as compact_module  # the registry imports it per run
+    from paimond.maintenance.compact import job as compact_module  # the registry imports it per run
 
     real = compact_module.CompactJob
 
@@ -239,8 +239,8 @@ def test_a_compaction_with_a_failed_bucket_is_a_failed_job(
     """The buckets that succeeded stay committed; the job counts as failed (metric outcome,
     error kind, backoff), not as a success that hides a corrupt file."""
     from paimond.table.catalog import open_table
-    from paimond.table.scan import data_file_path, scan_snapshot
-    from paimond.table.storage import open_storage
+    from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
+    from paimond.table.storage.interface import open_storage
 
     path, specs = warehouse
     victim = specs[0].name

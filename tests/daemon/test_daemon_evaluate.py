@@ -14,7 +14,7 @@ from paimond.daemon.evaluate import (
     decide,
     health,
 )
-from paimond.maintenance.status import BucketStatus, LevelStatus, ManifestStatus, TableStatus
+from paimond.table.status.report import BucketStatus, LevelStatus, ManifestStatus, TableStatus
 
 SCHEDULES = {"compact": Schedule(True, 60), "expire": Schedule(True, 300),
              "merge_manifests": Schedule(False, 600), "remove_orphans": Schedule(True, 86400)}

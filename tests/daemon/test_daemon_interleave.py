@@ -21,9 +21,9 @@ from paimond.daemon.runner import TableRun, TableWork
 from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import CompactSettings, ExpireOverrides, Job, JobReport
-from paimond.maintenance.status import table_status
 from paimond.table.catalog import Table, open_table
-from paimond.table.storage import open_storage
+from paimond.table.status.report import table_status
+from paimond.table.storage.interface import open_storage
 
 NAME = "db.t"
 TRIGGER = 3

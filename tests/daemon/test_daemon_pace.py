@@ -22,9 +22,9 @@ from paimond.daemon.service import Daemon
 from paimond.daemon.table_watch import Watcher
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import CompactSettings, Job, JobReport
-from paimond.maintenance.status import table_status
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.status.report import table_status
+from paimond.table.storage.interface import open_storage
 
 NAME = "db.t"
 TRIGGER = 3

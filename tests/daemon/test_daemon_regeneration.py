@@ -33,11 +33,11 @@ from paimond.daemon.evaluate import Schedule, Standing, decide
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.table.catalog import open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 START_MS = 1_900_000_000_000
 STEP_MS = 15_000  # more than the regenerating jobs' interval between two ticks

@@ -17,8 +17,8 @@ from paimond.config.settings import load_settings
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.table.catalog import Table, open_table
-from paimond.table.job_records import read_records, set_replica, start_job
-from paimond.table.storage import open_storage
+from paimond.table.commit.job_records import read_records, set_replica, start_job
+from paimond.table.storage.interface import open_storage
 
 
 def _killed_job(table: Table, replica: str, host: str, *names: str) -> str:

@@ -31,7 +31,7 @@ from paimond.config.settings import load_settings
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 from paimond.table.tags import list_tags
 
 NAME = "db.events"

@@ -18,7 +18,7 @@ from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import CompactSettings, ExpireOverrides, Job, JobReport
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 NAME = "db.t"
 

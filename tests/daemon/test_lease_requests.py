@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from paimond.daemon.lease import Leases
-from paimond.table.storage import Storage, open_storage
+from paimond.table.storage.interface import Storage, open_storage
 
 TTL_S = 120.0
 COUNTED = ("list_dir", "create_exclusive", "read_bytes", "delete_many", "delete", "exists")

@@ -17,7 +17,7 @@ from paimond.config.settings import load_settings
 from paimond.daemon.lease import Leases
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 TTL_S = 120.0
 
@@ -29,7 +29,7 @@ def _lease_path(warehouse: Path, table: str) -> Path:
 def _killed_holder(warehouse: Path, owner: str, now: float) -> None:
     """A daemon process that took the lease and was then killed (it never released it)."""
     code = ("import sys; from paimond.daemon.lease import Leases; "
-            "from paimond.table.storage import open_storage; "
+            "from paimond.table.storage.interface import open_storage; "
             f"s = open_storage({str(warehouse)!r}); "
             f"assert Leases(s, s.root, {owner!r}, {TTL_S}, lambda: {now}).acquire('db.t')")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -20,16 +20,16 @@ from test_compact_plan_streaming import write_synthetic
 from paimond.daemon.table_watch import Watch, Watcher, watch, windowed_watch
 from paimond.daemon.watch_windows import WatchWindows
 from paimond.format.file_index import FileIndexBuilder
-from paimond.format.manifest import DataFileMeta
-from paimond.format.schema import decode_schema
-from paimond.maintenance.regeneration import RegenerationMemory
-from paimond.maintenance.status import table_status
-from paimond.maintenance.status_windows import windowed_status
+from paimond.format.meta.manifest import DataFileMeta
+from paimond.format.meta.schema import decode_schema
+from paimond.maintenance.regenerate.pending import RegenerationMemory
 from paimond.table.catalog import Table, open_table
-from paimond.table.deletion_vectors import index_file_path
-from paimond.table.options import TableOptions
-from paimond.table.scan import SnapshotFiles, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.indexes.deletion_vectors import index_file_path
+from paimond.table.options.core import TableOptions
+from paimond.table.scan.snapshot_scan import SnapshotFiles, scan_snapshot
+from paimond.table.status.report import table_status
+from paimond.table.status.windows import windowed_status
+from paimond.table.storage.interface import open_storage
 
 NOW_MS = 1_800_000_000_000
 
@@ -161,8 +161,8 @@ def test_without_write_cols_and_delete_counts_the_figures_differ(
 
 
 def _slim_only(self: WatchWindows, live: Any, buckets: list[Any]) -> None:
-    from paimond.maintenance.health import file_figures
-    from paimond.maintenance.regeneration import vector_needs
+    from paimond.maintenance.regenerate.pending import vector_needs
+    from paimond.table.status.health import file_figures
 
     assert self.staleness is not None and self.exists is not None and self.schema is not None
     self.stale.update(self.staleness.stale(f.entry for b in buckets for f in b.files))

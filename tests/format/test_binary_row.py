@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from paimond.errors import CodecError, UnsupportedError
-from paimond.format.binary_row import (
+from paimond.format.binary.binary_row import (
     EMPTY_MANIFEST_ROW,
     EMPTY_ROW,
     decode_manifest_row,
@@ -30,9 +30,7 @@ from paimond.format.binary_row import (
     manifest_row_arity,
     null_bits_size,
 )
-from paimond.format.row_kind import RowKind
-from paimond.format.type_json import parse_type_string
-from paimond.format.types import (
+from paimond.format.types.data_types import (
     ArrayType,
     BigIntType,
     BinaryType,
@@ -59,7 +57,9 @@ from paimond.format.types import (
     VariantType,
     VectorType,
 )
-from paimond.format.values import Timestamp
+from paimond.format.types.row_kind import RowKind
+from paimond.format.types.type_json import parse_type_string
+from paimond.format.types.values import Timestamp
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "java"  # tests/golden: copied in
 ROW_DIR = GOLDEN / "binaryrow"

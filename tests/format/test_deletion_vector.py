@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from pyroaring import BitMap, BitMap64
 
 from paimond.errors import CodecError
-from paimond.format.deletion_vector import (
+from paimond.format.binary.java_order import java_hashmap_order, java_string_hash
+from paimond.format.meta.deletion_vector import (
     MAX_POSITION_32,
     MAX_POSITION_64,
     decode_deletion_vector,
@@ -27,8 +28,7 @@ from paimond.format.deletion_vector import (
     encode_deletion_vector,
     encode_deletion_vector_file,
 )
-from paimond.format.index_manifest import DeletionVectorMeta, decode_index_manifest
-from paimond.format.java_order import java_hashmap_order, java_string_hash
+from paimond.format.meta.index_manifest import DeletionVectorMeta, decode_index_manifest
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "java"  # tests/golden: copied in
 DV_DIR = GOLDEN / "deletionvectors"

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pyroaring import BitMap
 
 from paimond.errors import CodecError, UnsupportedError
-from paimond.format.arrow_types import to_arrow_type
+from paimond.format.binary.java_order import java_hashmap_order, java_string_hash
 from paimond.format.file_index import (
     build_file_index,
     create_index_writer,
@@ -35,8 +35,8 @@ from paimond.format.file_index.columns import ColumnIndexes, IndexColumn
 from paimond.format.file_index.container import decode_java_utf, encode_java_utf
 from paimond.format.file_index.hashing import murmur_hash, thomas_wang_hash, xxh64
 from paimond.format.file_index.keys import IndexWriter, key_type, keys_of
-from paimond.format.java_order import java_hashmap_order, java_string_hash
-from paimond.format.types import (
+from paimond.format.types.arrow_types import to_arrow_type
+from paimond.format.types.data_types import (
     MAX_LENGTH,
     BigIntType,
     BooleanType,
@@ -56,8 +56,8 @@ from paimond.format.types import (
     VarBinaryType,
     VarCharType,
 )
-from paimond.format.values import Timestamp
-from paimond.table.file_index_options import (
+from paimond.format.types.values import Timestamp
+from paimond.table.options.file_index import (
     file_index_columns,
     in_manifest_threshold_bytes,
     index_settings,

@@ -30,10 +30,10 @@ from paimond.format.file_index import (
 from paimond.format.file_index.bitmap import BitmapIndex
 from paimond.format.file_index.bloom import bloom_hash
 from paimond.format.file_index.keys import key_type
-from paimond.format.type_json import parse_type_string
-from paimond.format.types import DataType
-from paimond.format.values import Timestamp
-from paimond.table.file_index_options import file_index_columns, index_settings
+from paimond.format.types.data_types import DataType
+from paimond.format.types.type_json import parse_type_string
+from paimond.format.types.values import Timestamp
+from paimond.table.options.file_index import file_index_columns, index_settings
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "java"  # tests/golden: copied in
 FILEINDEX = GOLDEN / "fileindex"
@@ -69,7 +69,7 @@ def _index_json() -> dict[str, dict[str, Any]]:
 
 
 def golden_value(spec: Any) -> Any:
-    """Python value (paimond.format.values) of a datasets.json value."""
+    """Python value (paimond.format.types.values) of a datasets.json value."""
     if not isinstance(spec, dict):
         return spec
     if "millis" in spec:

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from paimond.errors import CodecError
-from paimond.format.schema import decode_schema, encode_schema
-from paimond.format.snapshot import Snapshot, decode_snapshot, encode_snapshot
-from paimond.format.types import DecimalType, IntType, VarCharType
+from paimond.format.meta.schema import decode_schema, encode_schema
+from paimond.format.meta.snapshot import Snapshot, decode_snapshot, encode_snapshot
+from paimond.format.types.data_types import DecimalType, IntType, VarCharType
 
 JAVA_SCHEMA = {
     "version": 3,

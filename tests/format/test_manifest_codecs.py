@@ -20,13 +20,13 @@ from pypaimon.manifest.schema.manifest_file_meta import MANIFEST_FILE_META_SCHEM
 from pypaimon_manifest_oracle import file_kind, manifest_dir, read_with_pypaimon, write_tables
 
 from paimond.errors import CodecError
-from paimond.format import avro_container
-from paimond.format.avro_schemas import (
+from paimond.format.meta import avro_container
+from paimond.format.meta.avro_schemas import (
     INDEX_MANIFEST_ENTRY_SCHEMA,
     MANIFEST_ENTRY_SCHEMA,
     MANIFEST_FILE_META_SCHEMA,
 )
-from paimond.format.index_manifest import (
+from paimond.format.meta.index_manifest import (
     INDEX_TYPE_DELETION_VECTORS,
     DeletionVectorMeta,
     GlobalIndexMeta,
@@ -35,7 +35,7 @@ from paimond.format.index_manifest import (
     decode_index_manifest,
     encode_index_manifest,
 )
-from paimond.format.manifest import (
+from paimond.format.meta.manifest import (
     EMPTY_STATS,
     FILE_KIND_ADD,
     DataFileMeta,
@@ -44,7 +44,7 @@ from paimond.format.manifest import (
     decode_manifest,
     encode_manifest,
 )
-from paimond.format.manifest_list import (
+from paimond.format.meta.manifest_list import (
     ManifestFileMeta,
     decode_manifest_list,
     encode_manifest_list,

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from test_manifest_sizes import _entries
 
-from paimond.format import avro_container
-from paimond.format.manifest import (
+from paimond.format.meta import avro_container
+from paimond.format.meta.manifest import (
     ManifestEntry,
     decode_manifest,
     encode_manifest,

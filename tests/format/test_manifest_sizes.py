@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from paimond.format.binary_row import encode_manifest_row
-from paimond.format.manifest import (
+from paimond.format.binary.binary_row import encode_manifest_row
+from paimond.format.meta.manifest import (
     EMPTY_STATS,
     FILE_KIND_ADD,
     DataFileMeta,
@@ -17,7 +17,7 @@ from paimond.format.manifest import (
     encode_manifest,
     manifest_sizes,
 )
-from paimond.format.types import IntType
+from paimond.format.types.data_types import IntType
 
 
 def _entries(count: int, seed: int) -> list[ManifestEntry]:

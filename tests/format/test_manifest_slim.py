@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from test_manifest_codecs import codecs, entry_st
 
 from paimond.errors import CodecError
-from paimond.format.avro_container import read_records, read_records_at
-from paimond.format.avro_schemas import MANIFEST_ENTRY_SCHEMA
-from paimond.format.manifest import (
+from paimond.format.meta.avro_container import read_records, read_records_at
+from paimond.format.meta.avro_schemas import MANIFEST_ENTRY_SCHEMA
+from paimond.format.meta.manifest import (
     EMPTY_STATS,
     FILE_KIND_ADD,
     FILE_KIND_DELETE,
@@ -23,7 +23,7 @@ from paimond.format.manifest import (
     decode_manifest,
     encode_manifest,
 )
-from paimond.format.manifest_slim import (
+from paimond.format.meta.manifest_slim import (
     decode_manifest_added,
     decode_manifest_slim,
     decode_manifest_slim_whole,

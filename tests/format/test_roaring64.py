@@ -1,4 +1,4 @@
-"""Java's Roaring64Bitmap layout (format/roaring64.py): golden bytes from Paimon's own classes
+"""Java's Roaring64Bitmap layout (format/roaring/bitmap64.py): golden bytes from Paimon's own classes
 in the Java reader's jar (tests/support/java/Roaring64Golden.java: RoaringBitmap64.bitmapOf
 and FieldRoaringBitmap64Agg.agg) for bitmaps that reach every node type (Node4 to Node256,
 prefixes split), every container type (array, bitmap, run, full), unsigned high keys and
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from java_reader import find_jar, unavailable_reason
 
 from paimond.errors import CodecError
-from paimond.format.roaring64 import Roaring64, encode_values, union_bytes
+from paimond.format.roaring.bitmap64 import Roaring64, encode_values, union_bytes
 
 SOURCE = Path(__file__).parents[1] / "support" / "java" / "Roaring64Golden.java"
 

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from paimond.errors import CodecError, UnsupportedError
-from paimond.format.row_codec import (
+from paimond.format.row_file.codec import (
     decode_delta_varints,
     decode_row,
     decode_varint,
@@ -29,8 +29,7 @@ from paimond.format.row_codec import (
     encode_varint,
     row_codec,
 )
-from paimond.format.type_json import parse_type_string
-from paimond.format.types import (
+from paimond.format.types.data_types import (
     MAX_LENGTH,
     ArrayType,
     BigIntType,
@@ -58,7 +57,8 @@ from paimond.format.types import (
     VectorType,
     row_type,
 )
-from paimond.format.values import Timestamp
+from paimond.format.types.type_json import parse_type_string
+from paimond.format.types.values import Timestamp
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "java"  # tests/golden: copied in
 ROWFILE_DIR = GOLDEN / "rowfile"
@@ -173,7 +173,7 @@ def _timestamp(precision: int, arrow: bool) -> st.SearchStrategy[Timestamp]:
 
 
 def non_null_values(data_type: DataType, arrow: bool = False) -> st.SearchStrategy[Any]:
-    """Python values (``paimond.format.values``) the type round-trips exactly; with ``arrow``,
+    """Python values (``paimond.format.types.values``) the type round-trips exactly; with ``arrow``,
     also through the type's Arrow type (no NULL map keys, times of day, timestamps in the unit's
     range)."""
     simple = {

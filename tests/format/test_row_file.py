@@ -25,9 +25,9 @@ from test_row_codec import (
 )
 
 from paimond.errors import CorruptFileError, UnsupportedError
-from paimond.format.row_codec import encode_row
-from paimond.format.row_file import RowFileFooter, RowFileReader, RowFileWriter
-from paimond.format.row_index import (
+from paimond.format.row_file.codec import encode_row
+from paimond.format.row_file.file import RowFileFooter, RowFileReader, RowFileWriter
+from paimond.format.row_file.index import (
     FOOTER_SIZE,
     BlockIndex,
     decode_block_index,
@@ -35,7 +35,7 @@ from paimond.format.row_index import (
     encode_block_index,
     encode_footer,
 )
-from paimond.format.types import (
+from paimond.format.types.data_types import (
     MAX_LENGTH,
     ArrayType,
     BigIntType,

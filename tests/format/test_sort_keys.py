@@ -1,4 +1,4 @@
-"""Z-order and Hilbert sort keys (``paimond.format.sort_keys``): bytes equal Apache Paimon's
+"""Z-order and Hilbert sort keys (``paimond.format.binary.sort_keys``): bytes equal Apache Paimon's
 own ``ZIndexer`` / ``HilbertIndexer`` (run from the Java reader's jar through
 ``tests/support/java/SortKeyGolden.java``) for golden rows, and hypothesis tests against
 straightforward reference implementations (bit strings for the interleaving; the curve's
@@ -17,14 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from java_reader import JavaReader, find_jar
 
-from paimond.format.sort_keys import (
+from paimond.format.binary.sort_keys import (
     hilbert_index,
     hilbert_key,
     interleave_bits,
     zorder_column_bytes,
     zorder_key,
 )
-from paimond.format.types import (
+from paimond.format.types.data_types import (
     BigIntType,
     BooleanType,
     DataType,

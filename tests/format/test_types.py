@@ -6,14 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from paimond.format.type_json import (
-    TypeParseError,
-    parse_field,
-    parse_type,
-    parse_type_string,
-    type_to_json,
-)
-from paimond.format.types import (
+from paimond.format.types.data_types import (
     MAX_LENGTH,
     ArrayType,
     BigIntType,
@@ -39,6 +32,13 @@ from paimond.format.types import (
     VarCharType,
     VariantType,
     is_fixed_length,
+)
+from paimond.format.types.type_json import (
+    TypeParseError,
+    parse_field,
+    parse_type,
+    parse_type_string,
+    type_to_json,
 )
 
 JAVA_SPELLINGS = {

@@ -30,19 +30,24 @@ from pypaimon_oracle import live_files, read_rows
 from pypaimon_tables import catalog_for, sort_rows
 from table_append import append_files
 
-from paimond.format.binary_row import decode_manifest_row
-from paimond.format.schema import TableSchema
+from paimond.format.binary.binary_row import decode_manifest_row
+from paimond.format.meta.schema import TableSchema
 from paimond.table.catalog import Table, open_table
-from paimond.table.data_files import (
+from paimond.table.data_files.arrow_io import (
     FILE_SOURCE_APPEND,
     DataFileWriter,
     RollingDataFileWriter,
     read_data_file,
 )
-from paimond.table.kv_layout import conform, physical_arrow_schema, physical_row_type, to_key_value_batch
-from paimond.table.options import TableOptions
-from paimond.table.scan import LiveFile, bucket_path, data_file_path, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.data_files.kv_layout import (
+    conform,
+    physical_arrow_schema,
+    physical_row_type,
+    to_key_value_batch,
+)
+from paimond.table.options.core import TableOptions
+from paimond.table.scan.snapshot_scan import LiveFile, bucket_path, data_file_path, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 APPEND_TABLES = ("db.append_unaware", "db.append_fixed_bucket", "db.all_types_partitioned",
                  "db.float_partitions", "db.binary_partition")
@@ -319,7 +324,7 @@ def test_pypaimon_reads_append_files_paimond_wrote(oracle_warehouse: tuple[str, 
 
 
 def test_avro_files_use_javas_schema_names_and_codec(tmp_path: Path) -> None:
-    from paimond.format.types import DataField, IntType, RowType, VarCharType
+    from paimond.format.types.data_types import DataField, IntType, RowType, VarCharType
 
     row = RowType(fields=(DataField(3, "x", IntType()),))
     schema = TableSchema(0, (DataField(0, "id", IntType(nullable=False)), DataField(1, "r", row),

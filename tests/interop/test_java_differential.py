@@ -35,11 +35,11 @@ from pypaimon import Schema
 from pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=1_800_000_000_000)
 SCHEMA = pa.schema([pa.field("p", pa.int32(), nullable=False),

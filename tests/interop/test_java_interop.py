@@ -45,14 +45,14 @@ from write_only_writer import Writer
 
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import RefusedError
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
-from paimond.maintenance.rebuild_dv import RebuildDvJob
-from paimond.maintenance.rewrite_index import IndexRewriteJob
+from paimond.maintenance.regenerate.rebuild_dv import RebuildDvJob
+from paimond.maintenance.regenerate.rewrite_index import IndexRewriteJob
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 NOW = datetime.datetime(2026, 11, 22, 12)
 CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))  # its local time is NOW

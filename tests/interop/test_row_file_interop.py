@@ -36,14 +36,14 @@ from pypaimon_tables import catalog_for, sort_rows
 from table_append import append_files
 from test_row_file import decompress, split
 
-from paimond.format.binary_row import EMPTY_MANIFEST_ROW
-from paimond.format.manifest import EMPTY_STATS, DataFileMeta
-from paimond.format.row_file import RowFileReader, RowFileWriter
-from paimond.format.row_index import FOOTER_SIZE
-from paimond.format.types import BigIntType, DecimalType, RowType, TinyIntType, row_type
-from paimond.format.types import DataField as PaimondField
+from paimond.format.binary.binary_row import EMPTY_MANIFEST_ROW
+from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta
+from paimond.format.row_file.file import RowFileReader, RowFileWriter
+from paimond.format.row_file.index import FOOTER_SIZE
+from paimond.format.types.data_types import BigIntType, DecimalType, RowType, TinyIntType, row_type
+from paimond.format.types.data_types import DataField as PaimondField
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("score", pa.float64()),

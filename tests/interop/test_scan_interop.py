@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from pypaimon_oracle import index_entries, live_files, snapshot_ids
 
-from paimond.format.binary_row import decode_manifest_row, encode_manifest_row
-from paimond.format.manifest import DataFileMeta, SimpleStats
-from paimond.format.schema import TableSchema
-from paimond.format.types import is_fixed_length
-from paimond.maintenance.status import table_status
+from paimond.format.binary.binary_row import decode_manifest_row, encode_manifest_row
+from paimond.format.meta.manifest import DataFileMeta, SimpleStats
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import is_fixed_length
 from paimond.table.catalog import Table, list_tables, open_table
-from paimond.table.scan import LiveFile, data_file_path, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import LiveFile, data_file_path, scan_snapshot
+from paimond.table.status.report import table_status
+from paimond.table.storage.interface import open_storage
 
 # pypaimon names BYTES partition directories with Python's repr (p=b%27abc%27), which no
 # Java reader would find; paimond computes Java's path, so only that table's paths differ.

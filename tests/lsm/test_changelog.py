@@ -8,14 +8,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from paimond.format.key_order import sort_key_function
-from paimond.format.row_kind import RowKind
-from paimond.format.schema import TableSchema
-from paimond.format.types import BigIntType, DataField, IntType
+from paimond.format.binary.key_order import sort_key_function
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import BigIntType, DataField, IntType
+from paimond.format.types.row_kind import RowKind
 from paimond.lsm.changelog import FULL, LOOKUP, ChangelogMode, ChangelogReducer, with_level
 from paimond.lsm.merge import merge_sorted_runs
 from paimond.lsm.merge_engines import make_reducer
-from paimond.table.merge_options import MergeConfig
+from paimond.table.options.merge import MergeConfig
 
 INS, UB, UA, D = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
 KEY = ["_KEY_k"]

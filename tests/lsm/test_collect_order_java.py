@@ -22,7 +22,7 @@ from java_paimon import classpath_text
 from java_reader import JavaReader
 
 from paimond.lsm.row_merge import make_field_agg
-from paimond.table.merge_options import MergeConfig
+from paimond.table.options.merge import MergeConfig
 
 SOURCE = Path(__file__).parents[1] / "support" / "java" / "CollectOrderGolden.java"
 EPOCH = datetime.date(1970, 1, 1)

@@ -29,10 +29,10 @@ from paimond.lsm.pipeline import (
     run_at_lower_priority,
 )
 from paimond.lsm.rewrite import execute_compaction
-from paimond.maintenance.compact_plan import plan_compaction
-from paimond.table import data_files
+from paimond.maintenance.compact.plan import plan_compaction
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.data_files import arrow_io as data_files
+from paimond.table.storage.interface import open_storage
 
 
 def _batch(i: int) -> pa.RecordBatch:

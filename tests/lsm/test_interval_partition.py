@@ -8,10 +8,10 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from paimond.format.binary_row import encode_manifest_row
-from paimond.format.key_order import sort_key_function
-from paimond.format.manifest import EMPTY_STATS, DataFileMeta
-from paimond.format.types import DoubleType, IntType, VarCharType
+from paimond.format.binary.binary_row import encode_manifest_row
+from paimond.format.binary.key_order import sort_key_function
+from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta
+from paimond.format.types.data_types import DoubleType, IntType, VarCharType
 from paimond.lsm.interval_partition import partition_intervals
 
 KEY = [IntType()]

@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from paimond.format.binary_row import encode_manifest_row
-from paimond.format.manifest import EMPTY_STATS, DataFileMeta
-from paimond.format.types import IntType, VarCharType
+from paimond.format.binary.binary_row import encode_manifest_row
+from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta
+from paimond.format.types.data_types import IntType, VarCharType
 from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, filter_deleted
 from paimond.lsm.key_lookup import ScanKeyIndex, find_superseded, rows_at, wanted_keys
 

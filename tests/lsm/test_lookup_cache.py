@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paimond.errors import CodecError
-from paimond.format.binary_row import encode_manifest_row
+from paimond.format.binary.binary_row import encode_manifest_row
 from paimond.format.fory_row import encode_row
 from paimond.format.fory_row.columnar import decode_flat_rows, encode_flat_rows, fixed_columns
-from paimond.format.manifest import EMPTY_STATS, DataFileMeta
+from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta
 from paimond.lsm.key_lookup import POSITION_COLUMN, WANTED_COLUMN, ScanKeyIndex
 from paimond.lsm.lookup_cache import CachedKeyIndex, LookupCache
 

@@ -29,9 +29,9 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import _not_null, _Writer, catalog_for
 
 from paimond.clock import Clock
-from paimond.format.binary_row import decode_manifest_row
-from paimond.format.manifest import EMPTY_STATS, DataFileMeta
-from paimond.format.snapshot import Snapshot
+from paimond.format.binary.binary_row import decode_manifest_row
+from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta
+from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.levels import Levels, SortedRun, level0_order
 from paimond.lsm.picker import (
     CompactUnit,
@@ -43,13 +43,13 @@ from paimond.lsm.picker import (
     pick_universal,
 )
 from paimond.lsm.rewrite import file_format_of
-from paimond.maintenance.compact import CompactionSummary, CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.compact.job import CompactionSummary, CompactJob
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.table.catalog import Table, open_table
-from paimond.table.compaction_options import CompactionOptions
-from paimond.table.data_files import read_data_file
-from paimond.table.scan import LiveFile, data_file_path, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.data_files.arrow_io import read_data_file
+from paimond.table.options.compaction import CompactionOptions
+from paimond.table.scan.snapshot_scan import LiveFile, data_file_path, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 Entries = dict[int, tuple[int, int | None]]  # key -> (sequence number, value; None: deleted)
 

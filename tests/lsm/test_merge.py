@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paimond.errors import UnsupportedError
-from paimond.format.key_order import sort_key_function
-from paimond.format.schema import TableSchema
-from paimond.format.types import BigIntType, DataField, IntType, VarCharType
+from paimond.format.binary.key_order import sort_key_function
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import BigIntType, DataField, IntType, VarCharType
 from paimond.lsm.merge import merge_sorted_runs
 from paimond.lsm.merge_engines import make_reducer
-from paimond.table.merge_options import MergeConfig
+from paimond.table.options.merge import MergeConfig
 
 KEY = ["_KEY_k"]
 SORT_KEY = sort_key_function([IntType()])

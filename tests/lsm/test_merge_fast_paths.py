@@ -12,12 +12,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paimond.format.key_order import sort_key_function
-from paimond.format.types import BigIntType
+from paimond.format.binary.key_order import sort_key_function
+from paimond.format.types.data_types import BigIntType
 from paimond.lsm import merge, merge_engines
 from paimond.lsm.merge import merge_sorted_runs, stable_int_order
 from paimond.lsm.merge_engines import make_reducer
-from paimond.table.merge_options import MergeConfig
+from paimond.table.options.merge import MergeConfig
 
 KEY = ["_KEY_k"]
 SORT_KEY = sort_key_function([BigIntType()])

@@ -23,8 +23,8 @@ from nested_model import (
 )
 
 from paimond.errors import UnsupportedError
-from paimond.format.schema import TableSchema
-from paimond.format.types import (
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import (
     ArrayType,
     DataField,
     IntType,
@@ -34,7 +34,7 @@ from paimond.format.types import (
 )
 from paimond.lsm.merge import sort_slice
 from paimond.lsm.merge_engines import make_reducer
-from paimond.table.merge_options import MergeConfig
+from paimond.table.options.merge import MergeConfig
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 COLUMNS = ("k", "nu", "nk", "np", "mm")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from paimond.format.manifest import EMPTY_STATS, DataFileMeta
+from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta
 from paimond.lsm.levels import Levels, SortedRun
 from paimond.lsm.picker import (
     PickerState,
@@ -20,9 +20,9 @@ from paimond.lsm.picker import (
     pick_full_compaction,
     pick_universal,
 )
-from paimond.table.compaction_options import CompactionOptions
-from paimond.table.option_reader import parse_duration_millis
-from paimond.table.options import TableOptions
+from paimond.table.options.compaction import CompactionOptions
+from paimond.table.options.core import TableOptions
+from paimond.table.options.reader import parse_duration_millis
 
 _names = itertools.count()
 

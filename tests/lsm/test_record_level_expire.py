@@ -28,11 +28,11 @@ from pypaimon_tables import catalog_for
 from paimond.clock import Clock
 from paimond.errors import ConfigError
 from paimond.lsm.record_expire import RecordExpiry, record_expiry_of
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import Table, open_table
-from paimond.table.options import TableOptions
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.options.core import TableOptions
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 NAME = "db.t"
 NOW_S = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -43,10 +43,10 @@ EPOCH = dt.datetime(1970, 1, 1)
 
 @pytest.fixture(autouse=True)
 def _record_expiry_not_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """While table/semantic_options.py still lists record-level expiry as refused for
+    """While table/options/semantic.py still lists record-level expiry as refused for
     compaction (it is implemented now), let these tests compact such tables."""
     try:
-        from paimond.table import semantic_options
+        from paimond.table.options import semantic as semantic_options
     except ImportError:
         return
     original = semantic_options.refusals

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paimond.errors import ConfigError, UnsupportedError
-from paimond.format.key_order import sort_key_function
-from paimond.format.schema import TableSchema
-from paimond.format.types import (
+from paimond.format.binary.key_order import sort_key_function
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import (
     ArrayType,
     BigIntType,
     DataField,
@@ -25,7 +25,7 @@ from paimond.format.types import (
 )
 from paimond.lsm.merge import merge_sorted_runs, sort_slice
 from paimond.lsm.merge_engines import make_reducer
-from paimond.table.merge_options import MergeConfig
+from paimond.table.options.merge import MergeConfig
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 ADDS = (INSERT, UPDATE_AFTER)

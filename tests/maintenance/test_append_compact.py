@@ -37,10 +37,10 @@ from table_history import assert_exactly_referenced
 
 from paimond.clock import Clock
 from paimond.errors import UnsupportedError
-from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
-from paimond.format.manifest import FILE_KIND_DELETE, ManifestEntry
+from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS
+from paimond.format.meta.manifest import FILE_KIND_DELETE, ManifestEntry
 from paimond.lsm.deletion_vectors import vector_of
-from paimond.maintenance.append_plan import (
+from paimond.maintenance.compact.append_plan import (
     AppendCompactOptions,
     FileVector,
     PickFile,
@@ -48,14 +48,14 @@ from paimond.maintenance.append_plan import (
     pick_full,
     pick_unaware,
 )
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import CommitChanges, Committer
-from paimond.table.deletion_vectors import write_deletion_vectors
+from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.indexes.deletion_vectors import write_deletion_vectors
 from paimond.table.layout import partition_text
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))

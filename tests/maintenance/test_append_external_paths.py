@@ -23,13 +23,13 @@ from pypaimon_tables import _not_null, _Writer, catalog_for
 
 from paimond.clock import Clock
 from paimond.errors import UnsupportedError
-from paimond.format.schema import decode_schema
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.orphans import OrphanJob
+from paimond.format.meta.schema import decode_schema
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire.orphans import OrphanJob
 from paimond.table.catalog import open_table
-from paimond.table.external_paths import ExternalPaths, entropy_dirs, java_path
-from paimond.table.options import TableOptions
-from paimond.table.storage import open_storage
+from paimond.table.data_files.external_paths import ExternalPaths, entropy_dirs, java_path
+from paimond.table.options.core import TableOptions
+from paimond.table.storage.interface import open_storage
 
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))

@@ -23,12 +23,12 @@ from pypaimon_tables import _not_null, _Writer, catalog_for
 
 from paimond.clock import Clock
 from paimond.lsm.deletion_vectors import vector_of
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.commit import CommitChanges, Committer
-from paimond.table.deletion_vectors import write_deletion_vectors
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.indexes.deletion_vectors import write_deletion_vectors
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))

@@ -15,14 +15,14 @@ from paimond.cli.report import render_text
 from paimond.clock import Clock
 from paimond.daemon.evaluate import health
 from paimond.lsm.deletion_vectors import vector_of
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.status import table_status
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.commit import CommitChanges, Committer
-from paimond.table.deletion_vectors import write_deletion_vectors
+from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.indexes.deletion_vectors import write_deletion_vectors
 from paimond.table.layout import partition_text
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.status.report import table_status
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=int(datetime.datetime(2026, 11, 22, 12, 0).timestamp() * 1000))
 

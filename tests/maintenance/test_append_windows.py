@@ -17,20 +17,20 @@ import numpy as np
 import pytest
 
 from paimond.clock import Clock
-from paimond.format.binary_row import encode_manifest_row
-from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
-from paimond.format.manifest import (
+from paimond.format.binary.binary_row import encode_manifest_row
+from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS
+from paimond.format.meta.manifest import (
     FILE_KIND_ADD,
     FILE_KIND_DELETE,
     DataFileMeta,
     ManifestEntry,
     SimpleStats,
 )
-from paimond.format.schema import decode_schema
-from paimond.format.snapshot import Snapshot, encode_snapshot
+from paimond.format.meta.schema import decode_schema
+from paimond.format.meta.snapshot import Snapshot, encode_snapshot
 from paimond.lsm.deletion_vectors import vector_of
 from paimond.lsm.task import CompactTask
-from paimond.maintenance.append_plan import (
+from paimond.maintenance.compact.append_plan import (
     AppendCompactOptions,
     AppendPlanner,
     file_vectors,
@@ -40,16 +40,16 @@ from paimond.maintenance.append_plan import (
     plan_append_compaction,
     should_compact,
 )
-from paimond.maintenance.compact_plan import CompactionPlan, expired_partitions
+from paimond.maintenance.compact.plan import CompactionPlan, expired_partitions
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import CommitChanges, Committer
-from paimond.table.deletion_vectors import bucket_dv_entry, write_deletion_vectors
+from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.commit.manifest_files import ManifestWriter
+from paimond.table.indexes.deletion_vectors import bucket_dv_entry, write_deletion_vectors
 from paimond.table.layout import partition_text
-from paimond.table.manifest_files import ManifestWriter
-from paimond.table.options import TableOptions
-from paimond.table.partition_windows import partition_windows
-from paimond.table.scan import read_manifest_list, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.options.core import TableOptions
+from paimond.table.scan.partition_windows import partition_windows
+from paimond.table.scan.snapshot_scan import read_manifest_list, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))
@@ -307,7 +307,7 @@ def test_entries_not_kept_whole_are_read_again(tmp_path: Path, cap: int,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A window keeps at most ``whole_cap`` entries whole from the first read; the others a
     task needs are read back, to the same plan."""
-    from paimond.table import bucket_scan
+    from paimond.table.scan import bucket_scan
 
     table = write_append(tmp_path, {"bucket": "-1", "compaction.min.file-num": "2"}, 8,
                          partitions=60, delta_chunk=2)

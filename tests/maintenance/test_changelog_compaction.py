@@ -25,11 +25,11 @@ from java_reader import JavaReader, canonical_rows
 from pypaimon_tables import _Model, _Writer, catalog_for
 
 from paimond.clock import Clock
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.execution import LookupCacheSettings
 from paimond.table.catalog import open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=1_700_000_000_000)
 Row = dict[str, Any]
@@ -281,7 +281,7 @@ def test_changelog_files_named_and_registered(tmp_path: Path) -> None:
     assert "changelog (lookup): 5 rows in 1 file(s)" in summary.describe()
     snapshot = summary.snapshot
     assert snapshot is not None and snapshot.commit_kind == "COMPACT"
-    from paimond.table.scan import read_manifest, read_manifest_list
+    from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
     where = table.snapshots.path(snapshot.id)
     entries = [e for m in read_manifest_list(table, snapshot.changelog_manifest_list, where)
                for e in read_manifest(table, m, where)]
@@ -319,8 +319,8 @@ def test_full_compaction_producer_compacts_fully_at_every_writer_commit(tmp_path
 def test_orphan_removal_keeps_and_expiry_deletes_changelog_files(tmp_path: Path) -> None:
     """A changelog file a snapshot names survives orphan removal (any window); expiring that
     snapshot deletes it, and a rerun of orphan removal finds nothing more."""
-    from paimond.maintenance.expire import ExpireJob, ExpireSettings
-    from paimond.maintenance.orphans import OrphanJob
+    from paimond.maintenance.expire.orphans import OrphanJob
+    from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 
     warehouse = str(tmp_path)
     writer = _Writer(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
@@ -337,7 +337,7 @@ def test_orphan_removal_keeps_and_expiry_deletes_changelog_files(tmp_path: Path)
     assert sorted(p.name for p in bucket.glob("changelog-*")) == changelog
     ExpireJob(table, later, ExpireSettings(retain_min=1, retain_max=1, time_retained_ms=0,
                                            produce_changelog=True)).run()
-    from paimond.table.scan import read_manifest, read_manifest_list
+    from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
     latest = table.snapshots.latest()
     assert latest is not None and latest.changelog_manifest_list is not None
     where = table.snapshots.path(latest.id)
@@ -355,7 +355,7 @@ def test_decoupled_changelog_keeps_compaction_changelog_then_expires_it(tmp_path
     as long-lived changelogs with their changelog files; expiring those deletes the files."""
     import dataclasses
 
-    from paimond.maintenance.expire import ExpireJob, ExpireSettings
+    from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 
     warehouse = str(tmp_path)
     writer = _Writer(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
@@ -378,7 +378,7 @@ def test_decoupled_changelog_keeps_compaction_changelog_then_expires_it(tmp_path
     ExpireJob(table, later, dataclasses.replace(settings, changelog_retain_min=1,
                                                 changelog_retain_max=2,
                                                 changelog_time_retained_ms=0)).run()
-    from paimond.maintenance.references import referencing_snapshots, used_files
+    from paimond.maintenance.expire.references import referencing_snapshots, used_files
     left = sorted(p.name for p in bucket.glob("changelog-*"))
     assert 1 <= len(left) < 3  # the expired changelogs' files went, the kept ones' stay
     assert set(left) == set(files) & used_files(table, referencing_snapshots(table)).data

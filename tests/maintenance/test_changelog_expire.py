@@ -38,24 +38,24 @@ from table_history import tree
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.faults import EXIT_CODE
-from paimond.format.manifest import FILE_KIND_ADD
-from paimond.format.snapshot import Snapshot
-from paimond.maintenance.changelog_expire import (
+from paimond.format.meta.manifest import FILE_KIND_ADD
+from paimond.format.meta.snapshot import Snapshot
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire.changelogs import (
     ChangelogHistory,
     ChangelogSettings,
     plan_changelog_expiration,
 )
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.references import (
+from paimond.maintenance.expire.references import (
     live_data_files,
     read_snapshot_metadata,
     referencing_snapshots,
     used_files,
 )
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import read_manifest, read_manifest_list
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
+from paimond.table.storage.interface import open_storage
 
 NAME, TABLE_DIR = "db.changelogs", "db.db/changelogs"
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), ("v", pa.string())])

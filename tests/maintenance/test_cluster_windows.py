@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 from test_append_windows import _windows, add_vectors, write_append
 
-from paimond.maintenance.cluster_plan import (
+from paimond.maintenance.compact.cluster_plan import (
     clustering_of,
     partition_runs,
     pick_cluster,
     plan_incremental_clustering,
 )
-from paimond.maintenance.sort_compact import SortPlan, SortTask, dv_index_files, live_by_bucket
+from paimond.maintenance.compact.sort_compact import SortPlan, SortTask, dv_index_files, live_by_bucket
 from paimond.table.catalog import Table
-from paimond.table.compaction_options import CompactionOptions
 from paimond.table.layout import partition_text
-from paimond.table.options import TableOptions
-from paimond.table.scan import bucket_path, scan_snapshot
+from paimond.table.options.compaction import CompactionOptions
+from paimond.table.options.core import TableOptions
+from paimond.table.scan.snapshot_scan import bucket_path, scan_snapshot
 
 CLUSTERED = {"bucket": "-1", "clustering.columns": "a,b", "clustering.incremental": "true",
              "manifest.merge-min-count": "1000"}

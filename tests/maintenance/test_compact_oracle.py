@@ -23,10 +23,10 @@ from pypaimon_tables import (
 )
 
 from paimond.clock import SYSTEM_CLOCK, Clock
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=int(datetime.datetime(2026, 11, 22, 12).timestamp() * 1000))
 

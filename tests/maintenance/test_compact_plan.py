@@ -10,10 +10,10 @@ from pypaimon_tables import _not_null, _Writer, build_append_unaware, build_pk_d
 
 from paimond.clock import Clock
 from paimond.lsm.picker import PickerState
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.compact_plan import plan_compaction
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.compact.plan import plan_compaction
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))  # its local time is NOON

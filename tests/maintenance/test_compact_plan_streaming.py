@@ -13,29 +13,29 @@ from typing import Any
 import pytest
 
 from paimond.errors import CorruptFileError
-from paimond.format.binary_row import encode_manifest_row
-from paimond.format.manifest import (
+from paimond.format.binary.binary_row import encode_manifest_row
+from paimond.format.meta.manifest import (
     FILE_KIND_ADD,
     FILE_KIND_DELETE,
     DataFileMeta,
     ManifestEntry,
     SimpleStats,
 )
-from paimond.format.schema import decode_schema
-from paimond.format.snapshot import Snapshot, encode_snapshot
+from paimond.format.meta.schema import decode_schema
+from paimond.format.meta.snapshot import Snapshot, encode_snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.plan import BucketSnapshot, plan_bucket
 from paimond.lsm.task import CompactTask, TaskTable
-from paimond.maintenance import compact_plan
-from paimond.maintenance.compact_plan import plan_compaction
+from paimond.maintenance.compact import plan as compact_plan
+from paimond.maintenance.compact.plan import plan_compaction
 from paimond.table.catalog import Table, open_table
-from paimond.table.deletion_vectors import bucket_dv_entry
+from paimond.table.commit.manifest_files import ManifestWriter
+from paimond.table.indexes.deletion_vectors import bucket_dv_entry
 from paimond.table.layout import partition_text
-from paimond.table.manifest_files import ManifestWriter
-from paimond.table.options import TableOptions
-from paimond.table.partition_windows import partition_windows
-from paimond.table.scan import bucket_path, read_manifest_list, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.options.core import TableOptions
+from paimond.table.scan.partition_windows import partition_windows
+from paimond.table.scan.snapshot_scan import bucket_path, read_manifest_list, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 

@@ -17,10 +17,10 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 NAME = "db.t"
 NOW_LOCAL = dt.datetime(2026, 1, 1)  # local wall time, as Java's LocalDateTime.now()

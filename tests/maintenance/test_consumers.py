@@ -19,11 +19,11 @@ from table_history import tree
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock
-from paimond.maintenance.consumers import ConsumerExpireJob, list_consumers
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.expire.consumers import ConsumerExpireJob, list_consumers
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.table.catalog import Table, open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 HOUR_MS = 3_600_000
 NAME = "db.t"

@@ -46,9 +46,9 @@ import paimond
 from paimond.cli.main import main
 from paimond.daemon.lease import Leases
 from paimond.faults import EXIT_CODE
-from paimond.maintenance.references import referencing_snapshots, used_files
+from paimond.maintenance.expire.references import referencing_snapshots, used_files
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 PACKAGE = Path(paimond.__file__).resolve().parent
 NOT_PACKAGE = {"tests", "bench", "examples", "deploy", "spark"} | {
@@ -334,9 +334,9 @@ def _idle_consumers(root: Path) -> tuple[Path, str]:
 TAGS_DRIVER = f"""
 import sys
 from paimond.clock import Clock
-from paimond.maintenance.tags import TagsJob
+from paimond.maintenance.tags.job import TagsJob
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 warehouse, name = sys.argv[1], sys.argv[2]
 TagsJob(open_table(open_storage(warehouse), warehouse, name),
         clock=Clock(fixed_ms={_utc_ms("2024-01-06 06:00")})).run()
@@ -348,10 +348,10 @@ CONFLICT_DRIVER = """
 import sys
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.commit import Committer
-from paimond.table.storage import open_storage
+from paimond.table.commit.committer import Committer
+from paimond.table.storage.interface import open_storage
 
 warehouse, name, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 original, raced = Committer.commit, []
@@ -437,7 +437,7 @@ def test_a_crash_at_every_point_leaves_the_table_readable(name: str, tmp_path: P
 LEASE_DRIVER = """
 import sys
 from paimond.daemon.lease import Leases
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 warehouse = sys.argv[1]
 now = [0.0]

@@ -28,16 +28,16 @@ from pypaimon_tables import _changes, _Model, _not_null, _rng, _Writer, catalog_
 from paimond.cli.main import main
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError
-from paimond.format.index_manifest import INDEX_TYPE_DELETION_VECTORS
+from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
-from paimond.maintenance.compact import CompactionSummary, CompactJob
+from paimond.maintenance.compact.job import CompactionSummary, CompactJob
 from paimond.maintenance.execution import LookupCacheSettings
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import CommitChanges, Committer
-from paimond.table.data_files import read_data_file
-from paimond.table.deletion_vectors import read_deletion_vectors
-from paimond.table.scan import data_file_path, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.data_files.arrow_io import read_data_file
+from paimond.table.indexes.deletion_vectors import read_deletion_vectors
+from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 NOW = datetime.datetime(2026, 11, 22, 12)
 CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))  # its local time is NOW
@@ -411,7 +411,7 @@ def test_an_upgraded_file_keeps_its_vector(tmp_path: Path) -> None:
 
     from paimond.lsm.deletion_vectors import BucketDeletionVectors
     from paimond.lsm.rewrite import execute_compaction
-    from paimond.maintenance.compact_plan import plan_compaction
+    from paimond.maintenance.compact.plan import plan_compaction
 
     schema = pa.schema([_not_null("id", pa.int64()), ("v", pa.string())])
     writer = _Writer(catalog_for(str(tmp_path / "wh")), "db.upgrade", schema, primary_keys=["id"],

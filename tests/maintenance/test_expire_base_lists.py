@@ -1,4 +1,4 @@
-"""Expiry reads only some base manifest lists (``maintenance/base_lists.py``) and deletes
+"""Expiry reads only some base manifest lists (``maintenance/expire/base_lists.py``) and deletes
 exactly what reading every one of them deletes (the algorithm of Java's ``SnapshotDeletion``):
 on pypaimon-written tables with manifest merges (paimond's merge-manifests) and full
 compactions at random commits, and a tag, both are run on copies of the same table and must
@@ -21,25 +21,25 @@ from table_history import assert_exactly_referenced, tree, write_tag
 
 from paimond.clock import Clock
 from paimond.errors import CodecError, CorruptFileError
-from paimond.format.avro_container import count_records
-from paimond.format.manifest_list import (
+from paimond.format.meta.avro_container import count_records
+from paimond.format.meta.manifest_list import (
     ManifestFileMeta,
     decode_manifest_list,
     encode_manifest_list,
 )
-from paimond.format.snapshot import Snapshot, encode_snapshot
-from paimond.maintenance import snapshot_deletion
-from paimond.maintenance.base_lists import ManifestListCache, base_lists_to_read
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.expire_rounds import expire_in_rounds
-from paimond.maintenance.orphans import OrphanJob
+from paimond.format.meta.snapshot import Snapshot, encode_snapshot
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire import snapshot_deletion
+from paimond.maintenance.expire.base_lists import ManifestListCache, base_lists_to_read
+from paimond.maintenance.expire.orphans import OrphanJob
+from paimond.maintenance.expire.rounds import expire_in_rounds
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import Committer
+from paimond.table.commit.committer import Committer
+from paimond.table.commit.manifest_files import ManifestWriter, decode_manifest_list_names
 from paimond.table.layout import LATEST_HINT, MANIFEST_DIR
-from paimond.table.manifest_files import ManifestWriter, decode_manifest_list_names
-from paimond.table.scan import read_manifest, read_manifest_list
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
+from paimond.table.storage.interface import open_storage
 
 FAR_FUTURE = Clock(fixed_ms=4_102_444_800_000)  # expiry's now: every snapshot is old
 PAST = Clock(fixed_ms=1_700_000_000_000)  # paimond's commits while the history is written

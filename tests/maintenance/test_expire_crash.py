@@ -39,9 +39,9 @@ from table_history import tree
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK
 from paimond.faults import EXIT_CODE
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 BLOOM = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "2000"}
 EVERY_POINT = {"expire.recorded", "expire.earliest_written", "expire.snapshot_file_deleted",

@@ -31,11 +31,11 @@ from table_history import (
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import UnsupportedError
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import read_manifest_list, scan_snapshot, verify_data_files
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import read_manifest_list, scan_snapshot, verify_data_files
+from paimond.table.storage.interface import open_storage
 
 FAR_FUTURE_MS = 4_102_444_800_000  # 2100-01-01: every snapshot is older than any retention
 FAR_FUTURE = Clock(fixed_ms=FAR_FUTURE_MS)

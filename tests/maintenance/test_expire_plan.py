@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 
 from paimond.errors import ConfigError
-from paimond.maintenance.expire import (
+from paimond.maintenance.expire.snapshots import (
     INT_MAX,
     ExpireSettings,
     SnapshotHistory,
     changelog_decoupled,
     plan_expiration,
 )
-from paimond.table.option_reader import parse_duration_millis as parse_duration_ms
-from paimond.table.options import TableOptions
+from paimond.table.options.core import TableOptions
+from paimond.table.options.reader import parse_duration_millis as parse_duration_ms
 
 HOUR_MS = 3_600_000
 NOW = 1_000 * HOUR_MS

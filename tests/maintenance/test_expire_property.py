@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from table_history import History, assert_exactly_referenced, write_consumer
 
 from paimond.clock import Clock
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
-from paimond.table.scan import scan_snapshot
+from paimond.table.scan.snapshot_scan import scan_snapshot
 
 OPS = st.sampled_from(["write", "write", "write", "compact", "compact", "upgrade", "tag",
                        "merge", "expire", "expire"])

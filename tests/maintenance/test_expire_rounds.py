@@ -18,12 +18,12 @@ from pypaimon_tables import catalog_for
 from table_history import tree
 
 from paimond.clock import Clock
-from paimond.maintenance import expire_rounds
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.expire_rounds import ExpireRounds
+from paimond.maintenance.expire import rounds as expire_rounds
+from paimond.maintenance.expire.rounds import ExpireRounds
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.table.catalog import Table, open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 NAME = "db.t"
 COMMITS = 40

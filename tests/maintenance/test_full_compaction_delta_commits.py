@@ -16,12 +16,12 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.compact_plan import FULL_COMPACTION_PROPERTY
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.compact.plan import FULL_COMPACTION_PROPERTY
 from paimond.table.catalog import open_table
-from paimond.table.commit import MAX_SEQUENCE_NUMBER_PROPERTY
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.commit.committer import MAX_SEQUENCE_NUMBER_PROPERTY
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 NAME = "db.t"
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), pa.field("v", pa.string())])

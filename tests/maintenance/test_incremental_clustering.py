@@ -19,15 +19,15 @@ from pypaimon_oracle import live_files, read_rows, snapshot_ids
 from pypaimon_tables import _not_null, _Writer, catalog_for
 
 from paimond.clock import Clock
-from paimond.format.manifest import EMPTY_STATS, DataFileMeta
-from paimond.format.sort_keys import zorder_key
-from paimond.format.types import IntType
+from paimond.format.binary.sort_keys import zorder_key
+from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta
+from paimond.format.types.data_types import IntType
 from paimond.lsm.levels import SortedRun
-from paimond.maintenance.cluster_plan import pick_cluster
+from paimond.maintenance.compact.cluster_plan import pick_cluster
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.table.catalog import open_table
-from paimond.table.compaction_options import CompactionOptions
-from paimond.table.storage import open_storage
+from paimond.table.options.compaction import CompactionOptions
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=int(datetime.datetime(2026, 11, 22, 12, 0).timestamp() * 1000))
 NAME = "db.clustered"

@@ -20,12 +20,12 @@ from pypaimon_tables import build_pk_deduplicate, catalog_for
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.faults import EXIT_CODE
+from paimond.maintenance.expire.orphans import OrphanJob, list_candidates
+from paimond.maintenance.expire.references import referencing_snapshots, used_files
 from paimond.maintenance.job_cleanup import clean_dead_jobs
-from paimond.maintenance.orphans import OrphanJob, list_candidates
-from paimond.maintenance.references import referencing_snapshots, used_files
 from paimond.table.catalog import Table, open_table
-from paimond.table.job_records import jobs_dir, listed_files, read_records, start_job
-from paimond.table.storage import open_storage
+from paimond.table.commit.job_records import jobs_dir, listed_files, read_records, start_job
+from paimond.table.storage.interface import open_storage
 
 INDEXED = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "2000",
            "file-index.in-manifest-threshold": "1 b"}

@@ -49,12 +49,12 @@ def test_every_import_a_run_defers_resolves() -> None:
     # the table preload() imports is exactly what the runs import; and every job module the
     # registry used to import at once is still reached by some run
     assert imported == set(jobs.JOB_MODULES)
-    assert {"paimond.maintenance.compact", "paimond.maintenance.sort_compact",
-            "paimond.maintenance.cluster_plan", "paimond.maintenance.expire",
-            "paimond.maintenance.expire_rounds", "paimond.maintenance.consumers",
-            "paimond.maintenance.partition_expire", "paimond.maintenance.manifests",
-            "paimond.maintenance.orphans", "paimond.maintenance.rewrite_index",
-            "paimond.maintenance.rebuild_dv", "paimond.maintenance.tags"} <= imported
+    assert {"paimond.maintenance.compact.job", "paimond.maintenance.compact.sort_compact",
+            "paimond.maintenance.compact.cluster_plan", "paimond.maintenance.expire.snapshots",
+            "paimond.maintenance.expire.rounds", "paimond.maintenance.expire.consumers",
+            "paimond.maintenance.expire.partitions", "paimond.maintenance.manifests",
+            "paimond.maintenance.expire.orphans", "paimond.maintenance.regenerate.rewrite_index",
+            "paimond.maintenance.regenerate.rebuild_dv", "paimond.maintenance.tags.job"} <= imported
 
 
 def _loaded_by(code: str) -> set[str]:

@@ -35,9 +35,9 @@ import sys
 from paimond.maintenance.execution import run_in_local_pool
 
 def had(task):
-    return "paimond.table.file_index_options" in sys.modules, "pandas" in sys.modules
+    return "paimond.table.options.file_index" in sys.modules, "pandas" in sys.modules
 
-assert "paimond.table.file_index_options" not in sys.modules
+assert "paimond.table.options.file_index" not in sys.modules
 results, failures = run_in_local_pool([1, 2], had, 2, use_processes=True, progress=None)
 assert not failures and results == [(True, False)] * 2, (results, failures)
 assert "pandas" not in sys.modules
@@ -54,8 +54,8 @@ def test_workers_fork_after_the_parent_imported_what_a_task_imports_late() -> No
 def test_what_tasks_import_late_is_imported_before_the_workers_fork() -> None:
     """Workers fork from a process that may have threads (the daemon's); an import a task
     makes late (a format, the index codecs, the lookup cache) is made in the parent first."""
-    late = ["pyarrow.orc", "paimond.format.row_file", "paimond.format.file_index",
-            "paimond.table.file_index_options", "paimond.lsm.lookup_cache"]
+    late = ["pyarrow.orc", "paimond.format.row_file.file", "paimond.format.file_index",
+            "paimond.table.options.file_index", "paimond.lsm.lookup_cache"]
     probe = ("import json, sys\n"
              "from paimond.maintenance import execution\n"
              f"late = {late!r}\n"

@@ -13,7 +13,7 @@ from paimond.clock import Clock
 from paimond.config.jobs import parse_jobs
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 
 def _run(warehouse: Path, **settings: object) -> int | None:

@@ -11,24 +11,24 @@ from collections.abc import Sequence
 import pytest
 
 from paimond.errors import CorruptFileError
-from paimond.format.binary_row import encode_manifest_row
-from paimond.format.manifest import (
+from paimond.format.binary.binary_row import encode_manifest_row
+from paimond.format.meta.manifest import (
     EMPTY_STATS,
     FILE_KIND_ADD,
     FILE_KIND_DELETE,
     DataFileMeta,
     ManifestEntry,
 )
-from paimond.format.manifest_list import ManifestFileMeta
-from paimond.format.types import IntType
-from paimond.table.manifest_files import ManifestWriter, partition_stats
-from paimond.table.manifest_merge import (
+from paimond.format.meta.manifest_list import ManifestFileMeta
+from paimond.format.types.data_types import IntType
+from paimond.table.commit.manifest_files import ManifestWriter, partition_stats
+from paimond.table.commit.manifest_merge import (
     ManifestMergeOptions,
     cancel_entries,
     merge_manifests,
     write_rolling,
 )
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 MB = 1 << 20
 TYPES = [IntType()]
@@ -155,7 +155,7 @@ def test_adding_a_file_twice_is_corrupt() -> None:
 
 
 def test_options_from_the_table() -> None:
-    from paimond.table.options import TableOptions
+    from paimond.table.options.core import TableOptions
 
     options = ManifestMergeOptions.of(TableOptions({
         "manifest.target-file-size": "2 mb", "manifest.merge-min-count": "5",
@@ -194,7 +194,7 @@ def test_a_streamed_full_compaction_writes_the_files_of_one_written_at_the_end()
     """``RollingWriter``: survivors written as they come (holding about one file of them)
     give the same manifests, entry for entry, as the survivors written once at the end; the
     manifests with DELETE entries are read once."""
-    from paimond.table.manifest_merge import RollingWriter
+    from paimond.table.commit.manifest_merge import RollingWriter
 
     storage = open_storage(f"memory://stream-{uuid.uuid4()}")
     writer = ManifestWriter(storage, storage.root, TYPES, compression="null")
@@ -216,7 +216,7 @@ def test_a_streamed_full_compaction_writes_the_files_of_one_written_at_the_end()
         assert sorted(store.reads) == sorted(m.file_name for m in metas), name
         written[name] = [m.file_name for m in after]
     assert len(written["streamed"]) > 2, "several files were cut"
-    from paimond.format.manifest import decode_manifest
+    from paimond.format.meta.manifest import decode_manifest
 
     def contents(names: list[str]) -> list[list[str]]:
         return [[e.file.file_name for e in decode_manifest(
@@ -233,8 +233,8 @@ def test_a_streamed_minor_merge_writes_what_cancel_entries_gives(seed: int) -> N
     entry for entry, or the same error, as the run merged at once."""
     import random
 
-    from paimond.format.manifest import decode_manifest
-    from paimond.table.manifest_merge import RollingWriter
+    from paimond.format.meta.manifest import decode_manifest
+    from paimond.table.commit.manifest_merge import RollingWriter
 
     rng = random.Random(seed)
     storage = open_storage(f"memory://stream-minor-{uuid.uuid4()}")

@@ -20,12 +20,12 @@ from table_history import tree
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock
-from paimond.format.manifest import FILE_KIND_DELETE
-from paimond.maintenance.compact import CompactJob
+from paimond.format.meta.manifest import FILE_KIND_DELETE
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import read_manifest, read_manifest_list
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
+from paimond.table.storage.interface import open_storage
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 

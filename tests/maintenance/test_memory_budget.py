@@ -18,15 +18,15 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import catalog_for, sort_rows
 
 from paimond.clock import SYSTEM_CLOCK
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.memory import (
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.compact.memory import (
     MIN_BATCH_ROWS,
     MemoryBudget,
     estimate_task_bytes,
     fit_batch_rows,
 )
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 NAME = "m.t"
 BUCKETS, COMMITS, ROWS = 4, 6, 10_000  # rows per bucket per commit
@@ -122,10 +122,10 @@ def test_the_budget_admits_within_it_and_a_big_reservation_alone() -> None:
 _CHILD = """
 import json, sys
 from paimond.clock import SYSTEM_CLOCK
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.memory import MemoryBudget
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.compact.memory import MemoryBudget
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 def rss_mb(key):
     for line in open("/proc/self/status"):

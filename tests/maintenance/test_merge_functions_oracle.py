@@ -29,10 +29,10 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=int(datetime.datetime(2026, 11, 25, 12).timestamp() * 1000))
 KINDS = ("+I", "+U", "-U", "-D")

@@ -34,11 +34,11 @@ from nested_model import (
 from pypaimon_oracle import read_rows
 from test_merge_functions_oracle import CLOCK, _commits, _write
 
-from paimond.format.roaring64 import Roaring64, encode_values, union_bytes
-from paimond.maintenance.compact import CompactJob
+from paimond.format.roaring.bitmap64 import Roaring64, encode_values, union_bytes
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 ROW = pa.struct([("id", pa.int32()), ("v", pa.string()), ("s", pa.int32())])
 SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("nu", pa.list_(ROW)),
@@ -196,7 +196,7 @@ BM_SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("bm", pa.bina
 
 
 def _bm_row(rng: random.Random, k: int) -> Row:
-    """A Roaring64Bitmap as Paimon's RoaringBitmap64.bitmapOf writes it (format/roaring64.py,
+    """A Roaring64Bitmap as Paimon's RoaringBitmap64.bitmapOf writes it (format/roaring/bitmap64.py,
     byte-equal to Java's in tests/format/test_roaring64.py): sparse 64-bit values, runs or a
     dense container."""
     shape = rng.randrange(4)
@@ -213,7 +213,7 @@ def test_rbm64_compaction_is_javas_merge(tmp_path: Path, java_reader: Any) -> No
     """rbm64 ignoring retractions, next to a sum: Java (whose jar has rbm64) merges the
     table as written to the model's bytes, paimond's compaction writes the same bytes, and
     pypaimon and Java read them. The model ORs the versions' value sets and encodes the
-    union with format/roaring64.py's Java layout; Java's own merge checks those bytes."""
+    union with format/roaring/bitmap64.py's Java layout; Java's own merge checks those bytes."""
     rng = random.Random("rbm64")
     commits = _commits(rng, _bm_row)
     warehouse, name = str(tmp_path / "wh"), "db.rbm64"

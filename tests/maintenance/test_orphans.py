@@ -21,16 +21,16 @@ from table_history import tree
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, CorruptFileError
-from paimond.format.manifest import ManifestEntry
+from paimond.format.meta.manifest import ManifestEntry
 from paimond.lsm.rewrite import execute_compaction
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.compact_plan import plan_compaction
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.orphans import OrphanJob
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.compact.plan import plan_compaction
+from paimond.maintenance.expire.orphans import OrphanJob
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.table.catalog import Table, open_table
-from paimond.table.manifest_files import ManifestWriter
-from paimond.table.scan import scan_snapshot, verify_data_files
-from paimond.table.storage import open_storage
+from paimond.table.commit.manifest_files import ManifestWriter
+from paimond.table.scan.snapshot_scan import scan_snapshot, verify_data_files
+from paimond.table.storage.interface import open_storage
 
 DAY_S = 86_400
 

@@ -17,10 +17,10 @@ from pypaimon_tables import catalog_for, sort_rows
 
 from paimond.clock import SYSTEM_CLOCK
 from paimond.lsm.task import CompactTask
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.execution import largest_first
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 NAME = "p.t"
 BUCKETS = 4

@@ -26,17 +26,17 @@ from table_history import tree
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, UnsupportedError
-from paimond.format.manifest import FILE_KIND_DELETE
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.jobs import JOBS, JobContext
-from paimond.maintenance.partition_expire import (
+from paimond.format.meta.manifest import FILE_KIND_DELETE
+from paimond.maintenance.expire.partitions import (
     PartitionExpireJob,
     PartitionExpireResult,
 )
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
+from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.table.catalog import Table, open_table
 from paimond.table.partition_time import PartitionTimeExtractor, compile_java_format
-from paimond.table.scan import read_manifest, read_manifest_list
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
+from paimond.table.storage.interface import open_storage
 
 NOW_MS = round(datetime.datetime(2024, 1, 10, 12, 0).timestamp() * 1000)  # local 2024-01-10 12:00
 CLOCK = Clock(fixed_ms=NOW_MS)

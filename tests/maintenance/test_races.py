@@ -22,17 +22,17 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_deduplicate, catalog_for, sort_rows
 from s3_endpoint import S3Endpoint
 
-import paimond.maintenance.expire as expire_module
+import paimond.maintenance.expire.snapshots as expire_module
 from paimond.clock import SYSTEM_CLOCK
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.orphans import list_candidates
-from paimond.maintenance.references import referencing_snapshots, used_files
-from paimond.maintenance.rewrite_index import IndexRewriteJob
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire.orphans import list_candidates
+from paimond.maintenance.expire.references import referencing_snapshots, used_files
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
+from paimond.maintenance.regenerate.rewrite_index import IndexRewriteJob
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import Committer
-from paimond.table.job_records import read_records
-from paimond.table.storage import open_storage
+from paimond.table.commit.committer import Committer
+from paimond.table.commit.job_records import read_records
+from paimond.table.storage.interface import open_storage
 
 pytestmark = pytest.mark.crash_campaign  # minutes on S3: once per CI run
 

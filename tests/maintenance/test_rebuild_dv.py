@@ -19,9 +19,9 @@ from test_dv_compaction import SCENARIOS, _Live
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import UnsupportedError
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.rebuild_dv import RebuildDvJob
-from paimond.table.scan import scan_snapshot
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.regenerate.rebuild_dv import RebuildDvJob
+from paimond.table.scan.snapshot_scan import scan_snapshot
 
 NOW = datetime.datetime(2026, 11, 22, 12)
 CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))  # its local time is NOW

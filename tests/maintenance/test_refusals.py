@@ -18,11 +18,11 @@ from pypaimon_tables import TableSpec, build_pk_clustering_override, build_pk_li
 from paimond.cli.main import main
 from paimond.clock import Clock
 from paimond.errors import RefusedError
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.table.catalog import open_table
-from paimond.table.semantic_options import fingerprint
-from paimond.table.storage import open_storage
+from paimond.table.options.semantic import fingerprint
+from paimond.table.storage.interface import open_storage
 
 LISTAGG = "sequence.snapshot-ordering=true"  # the listagg table's refused option
 

@@ -1,6 +1,6 @@
-"""Bounded regeneration passes (maintenance/regeneration.py): what metadata says is stale or
+"""Bounded regeneration passes (maintenance/regenerate/pending.py): what metadata says is stale or
 missing, the daemon's ``max_files`` passes converging over several runs with a memory, and
-pypaimon reading the same rows throughout. Lag and health figures (maintenance/health.py)."""
+pypaimon reading the same rows throughout. Lag and health figures (table/status/health.py)."""
 
 from __future__ import annotations
 
@@ -17,19 +17,19 @@ from pypaimon_tables import build_append_fixed_bucket, catalog_for
 from test_rebuild_dv import _enable_vectors, _layered
 
 from paimond.clock import SYSTEM_CLOCK, Clock
-from paimond.maintenance.health import HealthInputs, file_figures, health_score
-from paimond.maintenance.rebuild_dv import RebuildDvJob
-from paimond.maintenance.regeneration import (
+from paimond.maintenance.regenerate.pending import (
     IndexStaleness,
     RegenerationMemory,
     table_needs,
     vector_needs,
 )
-from paimond.maintenance.rewrite_index import IndexRewriteJob
+from paimond.maintenance.regenerate.rebuild_dv import RebuildDvJob
+from paimond.maintenance.regenerate.rewrite_index import IndexRewriteJob
 from paimond.table.catalog import Table, open_table
-from paimond.table.file_index_rebuild import FileIndexRebuild
-from paimond.table.scan import data_file_path, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.indexes.file_index_rebuild import FileIndexRebuild
+from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
+from paimond.table.status.health import HealthInputs, file_figures, health_score
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=1_700_000_000_000)
 BLOOM = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "500"}

@@ -40,7 +40,7 @@ from pypaimon_tables import catalog_for
 from paimond.clock import Clock
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 NAME = "db.t"
 MINUTE_MS, HOUR_MS, DAY_MS = 60_000, 3_600_000, 86_400_000

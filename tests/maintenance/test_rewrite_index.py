@@ -19,15 +19,15 @@ from table_history import assert_exactly_referenced, tree, write_tag
 from paimond.cli.main import main
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError, CorruptFileError
-from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.format.meta.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
+from paimond.maintenance.expire.orphans import OrphanJob
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.manifests import ManifestMergeJob
-from paimond.maintenance.orphans import OrphanJob
-from paimond.maintenance.rewrite_index import IndexRewriteJob, IndexRewriteSummary
+from paimond.maintenance.regenerate.rewrite_index import IndexRewriteJob, IndexRewriteSummary
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import Committer
-from paimond.table.scan import data_file_path, read_manifest, read_manifest_list, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.commit.committer import Committer
+from paimond.table.scan.snapshot_scan import data_file_path, read_manifest, read_manifest_list, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 FAR_FUTURE_MS = 4_102_444_800_000  # 2100-01-01
 FAR_FUTURE = Clock(fixed_ms=FAR_FUTURE_MS)

@@ -20,11 +20,11 @@ from pypaimon_tables import _not_null, _Writer, catalog_for
 
 from paimond.clock import Clock
 from paimond.errors import UnsupportedError
-from paimond.format.sort_keys import hilbert_key, zorder_key
-from paimond.format.types import IntType
-from paimond.maintenance.sort_compact import SortCompactJob
+from paimond.format.binary.sort_keys import hilbert_key, zorder_key
+from paimond.format.types.data_types import IntType
+from paimond.maintenance.compact.sort_compact import SortCompactJob
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))
@@ -123,9 +123,9 @@ def test_deleted_rows_stay_deleted_and_vectors_go(tmp_path: Path) -> None:
     import numpy as np
 
     from paimond.lsm.deletion_vectors import vector_of
-    from paimond.table.commit import CommitChanges, Committer
-    from paimond.table.deletion_vectors import write_deletion_vectors
-    from paimond.table.scan import scan_snapshot
+    from paimond.table.commit.committer import CommitChanges, Committer
+    from paimond.table.indexes.deletion_vectors import write_deletion_vectors
+    from paimond.table.scan.snapshot_scan import scan_snapshot
 
     warehouse = str(tmp_path / "wh")
     _build(warehouse, {"deletion-vectors.enabled": "true"})
@@ -187,7 +187,7 @@ def test_cli_zorder_by(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_vectorized_zorder_equals_the_row_keys() -> None:
     """The numpy z-order path (fixed-width and 8-byte var columns) gives Java's key bytes
     (``zorder_key``, checked against Java in tests/format) for every row."""
-    from paimond.format.types import (
+    from paimond.format.types.data_types import (
         BigIntType,
         BooleanType,
         DataField,
@@ -196,7 +196,7 @@ def test_vectorized_zorder_equals_the_row_keys() -> None:
         TimestampType,
         VarCharType,
     )
-    from paimond.maintenance.sort_order import _python_values, sort_indices, zorder_words
+    from paimond.maintenance.compact.sort_order import _python_values, sort_indices, zorder_words
 
     rng = random.Random(3)
     n = 300

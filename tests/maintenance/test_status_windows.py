@@ -14,11 +14,11 @@ from test_append_windows import _windows, add_vectors, write_append
 from test_compact_plan_streaming import write_synthetic
 
 from paimond.cli.report import render_text
-from paimond.maintenance.status import TableStatus, table_status
-from paimond.maintenance.status_windows import windowed_status
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import bucket_path, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import bucket_path, scan_snapshot
+from paimond.table.status.report import TableStatus, table_status
+from paimond.table.status.windows import windowed_status
+from paimond.table.storage.interface import open_storage
 
 
 def _whole(table: Table, verify: bool) -> TableStatus:

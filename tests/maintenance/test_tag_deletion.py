@@ -35,12 +35,12 @@ from pypaimon_tables import catalog_for
 from table_garbage import unreferenced_files
 
 from paimond.clock import Clock
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.jobs import JOBS, JobContext
-from paimond.maintenance.tags import create_tag, delete_tag
+from paimond.maintenance.tags.job import create_tag, delete_tag
 from paimond.table.catalog import Table, open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 from paimond.table.tags import list_tags
 
 NAME = "db.t"
@@ -345,9 +345,9 @@ def test_num_retained_max_deletes_the_oldest_with_its_files(templates: dict[str,
 _DELETE = f"""
 import sys
 from paimond.clock import Clock
-from paimond.maintenance.tags import delete_tag
+from paimond.maintenance.tags.job import delete_tag
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 table = open_table(open_storage(sys.argv[1]), sys.argv[1], {NAME!r})
 delete_tag(table, clock=Clock(fixed_ms={NOW_MS}), name=sys.argv[2])
 """
@@ -355,9 +355,9 @@ delete_tag(table, clock=Clock(fixed_ms={NOW_MS}), name=sys.argv[2])
 _TAGS_JOB = f"""
 import sys
 from paimond.clock import Clock
-from paimond.maintenance.tags import TagsJob
+from paimond.maintenance.tags.job import TagsJob
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 table = open_table(open_storage(sys.argv[1]), sys.argv[1], {NAME!r})
 TagsJob(table, clock=Clock(fixed_ms={NOW_MS})).run()
 """

@@ -28,15 +28,15 @@ from table_history import tree, write_tag
 from paimond.cli.main import main
 from paimond.clock import Clock
 from paimond.errors import ConfigError, UnsupportedError
-from paimond.format.snapshot import encode_local_date_time
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
+from paimond.format.meta.snapshot import encode_local_date_time
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.jobs import JOBS, JobContext
-from paimond.maintenance.tag_period import TagTimeExtractor, tag_period
-from paimond.maintenance.tag_plan import SnapshotTime, plan_auto_tags, resume_point
-from paimond.maintenance.tags import create_tag, delete_tag
+from paimond.maintenance.tags.job import create_tag, delete_tag
+from paimond.maintenance.tags.period import TagTimeExtractor, tag_period
+from paimond.maintenance.tags.plan import SnapshotTime, plan_auto_tags, resume_point
 from paimond.table.catalog import Table, open_table
-from paimond.table.options import TableOptions
-from paimond.table.storage import open_storage
+from paimond.table.options.core import TableOptions
+from paimond.table.storage.interface import open_storage
 from paimond.table.tags import list_tags, read_tag
 
 NAME = "db.t"
@@ -444,9 +444,9 @@ def test_tagged_snapshots_survive_snapshot_expiry(tmp_path: Path, java_reader: J
 _RUN_TAGS = f"""
 import sys
 from paimond.clock import Clock
-from paimond.maintenance.tags import TagsJob
+from paimond.maintenance.tags.job import TagsJob
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 table = open_table(open_storage(sys.argv[1]), sys.argv[1], {NAME!r})
 TagsJob(table, clock=Clock(fixed_ms={NOW_MS})).run()
 """

@@ -44,17 +44,17 @@ def _copy_of_the_package(into: Path) -> Path:
 
 def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
     package = _copy_of_the_package(tmp_path)
-    types = package / "format" / "types.py"
+    types = package / "format" / "types" / "data_types.py"
     types.write_text(types.read_text() + "\nfrom paimond.daemon import metrics  # upward\n")
     result = lint_imports(tmp_path)
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
-    assert "paimond.format.types -> paimond.daemon.metrics" in result.stdout
+    assert "paimond.format.types.data_types -> paimond.daemon.metrics" in result.stdout
 
 
 def test_pyspark_outside_spark_breaks_a_contract(tmp_path: Path) -> None:
     package = _copy_of_the_package(tmp_path)
-    compact = package / "maintenance" / "compact.py"
+    compact = package / "maintenance" / "compact" / "job.py"
     compact.write_text(compact.read_text() + "\nimport pyspark  # only spark/ may\n")
     result = lint_imports(tmp_path)
     assert result.returncode != 0

@@ -11,9 +11,9 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import build_append_fixed_bucket
 
 from paimond.clock import Clock
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 NOW = datetime.datetime(2026, 11, 22, 12)
 CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))

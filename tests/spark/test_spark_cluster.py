@@ -24,11 +24,11 @@ from table_garbage import unreferenced_files
 
 from paimond.clock import Clock
 from paimond.lsm.task import CompactResult, CompactTask
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.execution import BucketFailure, TaskRunner
 from paimond.spark.executor import SparkExecutor, ship_package
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 # Executors cannot import this test: Spark pickles its functions by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -168,7 +168,7 @@ class KillingExecutor:
 
 
 def _files_per_bucket(warehouse: str, name: str) -> dict[tuple[bytes, int], list[tuple[int, int]]]:
-    from paimond.table.scan import scan_snapshot
+    from paimond.table.scan.snapshot_scan import scan_snapshot
 
     table = open_table(open_storage(warehouse), warehouse, name)
     latest = table.snapshots.latest()

@@ -32,14 +32,14 @@ from paimond.clock import Clock
 from paimond.config.settings import CompactJobSettings
 from paimond.daemon.outcomes import run_job
 from paimond.lsm.task import CompactResult, CompactTask
-from paimond.maintenance.compact import CompactionSummary, CompactJob
+from paimond.maintenance.compact.job import CompactionSummary, CompactJob
 from paimond.maintenance.execution import BucketFailure, TaskRunner
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.spark import executor as executors
 from paimond.spark.executor import SparkExecutor, package_zip
 from paimond.table.catalog import Table, open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 BUILDERS = {
     "deduplicate": build_pk_deduplicate,

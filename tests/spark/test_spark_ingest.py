@@ -18,8 +18,8 @@ from pypaimon_oracle import read_rows
 import paimond.spark
 from paimond.errors import ConfigError
 from paimond.table.catalog import open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark_ingest.py"
 

@@ -21,15 +21,15 @@ from pypaimon_tables import build_pk_deduplicate, catalog_for
 from table_garbage import unreferenced_files
 
 from paimond.clock import Clock
-from paimond.maintenance.compact import CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.distributed import DeleteFiles
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.orphans import OrphanJob
-from paimond.maintenance.rewrite_index import IndexRewriteJob
+from paimond.maintenance.expire.orphans import OrphanJob
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
+from paimond.maintenance.regenerate.rewrite_index import IndexRewriteJob
 from paimond.spark.executor import SparkExecutor, _item_without_credentials
 from paimond.table.catalog import open_table
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import StorageLocation, open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import StorageLocation, open_storage
 
 NOW = datetime.datetime(2026, 11, 22, 12, tzinfo=datetime.timezone.utc)
 CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))

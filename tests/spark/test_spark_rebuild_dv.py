@@ -18,13 +18,13 @@ from table_garbage import unreferenced_files
 from test_rebuild_dv import CLOCK, _enable_vectors, _layered
 
 from paimond.lsm.deletion_vectors import deleted_positions
-from paimond.maintenance.rebuild_dv import RebuildDvJob
+from paimond.maintenance.regenerate.rebuild_dv import RebuildDvJob
 from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import open_table
-from paimond.table.deletion_vectors import read_deletion_vectors
+from paimond.table.indexes.deletion_vectors import read_deletion_vectors
 from paimond.table.layout import INDEX_DIR
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 
 def _vectors(warehouse: str, name: str) -> list[tuple[bytes, int, list[tuple[str, list[int]]]]]:

@@ -19,13 +19,13 @@ from s3_endpoint import S3Endpoint
 from table_garbage import STATE_DIRS
 
 from paimond.clock import Clock
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.expire import ExpireJob, ExpireSettings
-from paimond.maintenance.orphans import OrphanJob
-from paimond.maintenance.references import referencing_snapshots, used_files
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire.orphans import OrphanJob
+from paimond.maintenance.expire.references import referencing_snapshots, used_files
+from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import Table, open_table
-from paimond.table.storage import Storage, open_storage
+from paimond.table.storage.interface import Storage, open_storage
 
 # Executors cannot import this test: Spark pickles its functions by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

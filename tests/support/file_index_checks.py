@@ -12,10 +12,10 @@ from pyroaring import BitMap
 
 from paimond.format.file_index import decode_file_index, decode_index
 from paimond.format.file_index.container import FileIndexes
-from paimond.format.manifest import DataFileMeta
-from paimond.format.types import DataType
+from paimond.format.meta.manifest import DataFileMeta
+from paimond.format.types.data_types import DataType
 from paimond.table.catalog import Table
-from paimond.table.scan import LiveFile, data_file_path
+from paimond.table.scan.snapshot_scan import LiveFile, data_file_path
 
 
 def index_files(meta: DataFileMeta) -> list[str]:

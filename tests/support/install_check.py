@@ -19,8 +19,8 @@ from pypaimon_oracle import read_rows  # noqa: E402
 from pypaimon_tables import build_all_types_pk, build_pk_partial_update  # noqa: E402
 
 from paimond.table.catalog import open_table  # noqa: E402
-from paimond.table.scan import scan_snapshot  # noqa: E402
-from paimond.table.storage import open_storage  # noqa: E402
+from paimond.table.scan.snapshot_scan import scan_snapshot  # noqa: E402
+from paimond.table.storage.interface import open_storage  # noqa: E402
 
 EXPECTED = "expected-rows.json"
 

@@ -13,14 +13,14 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.table.row.generic_row import GenericRowSerializer
 
-from paimond.format.index_manifest import (
+from paimond.format.meta.index_manifest import (
     DeletionVectorMeta,
     GlobalIndexMeta,
     IndexFileMeta,
     IndexManifestEntry,
 )
-from paimond.format.manifest import DataFileMeta, ManifestEntry, SimpleStats
-from paimond.format.manifest_list import ManifestFileMeta
+from paimond.format.meta.manifest import DataFileMeta, ManifestEntry, SimpleStats
+from paimond.format.meta.manifest_list import ManifestFileMeta
 
 PK_SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False),
                        pa.field("dt", pa.string(), nullable=False),

@@ -606,7 +606,7 @@ def build_all(warehouse: str, catalog_options: Options = None) -> list[TableSpec
     return [build(warehouse, catalog_options) for build in BUILDERS.values()]
 
 
-# ---- tables paimond refuses to compact (table/semantic_options.py) -----------------------
+# ---- tables paimond refuses to compact (table/options/semantic.py) -----------------------
 
 
 def build_pk_listagg(warehouse: str, catalog_options: Options = None) -> TableSpec:

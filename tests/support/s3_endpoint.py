@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from paimond.table.storage import Storage, open_storage
+from paimond.table.storage.interface import Storage, open_storage
 
 _REGION = "us-east-1"
 _KEY = "paimond-test-key"

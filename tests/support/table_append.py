@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from paimond.clock import SYSTEM_CLOCK
-from paimond.format.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
+from paimond.format.meta.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
 from paimond.table.catalog import Table
-from paimond.table.commit import CommitChanges, Committer
+from paimond.table.commit.committer import CommitChanges, Committer
 
 
 def append_files(table: Table, files: Sequence[tuple[bytes, int, int, DataFileMeta]]) -> int:

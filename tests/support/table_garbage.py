@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paimond.maintenance.references import referencing_snapshots, used_files
+from paimond.maintenance.expire.references import referencing_snapshots, used_files
 from paimond.table.catalog import open_table
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 STATE_DIRS = {"schema", "snapshot", "tag", "consumer", "branch", "changelog"}
 

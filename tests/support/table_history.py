@@ -2,7 +2,7 @@
 committed through paimond's own commit path, Paimon-shaped tags and consumers, whole-tree
 snapshots of a table directory, a storage that crashes after N deletions, and an independent
 account of what retained snapshots and tags reference (from the scan functions, not from
-``maintenance.references``)."""
+``maintenance.expire.references``)."""
 
 from __future__ import annotations
 
@@ -20,18 +20,18 @@ from pypaimon import Schema
 from pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
-from paimond.format.manifest import FILE_KIND_ADD, ManifestEntry
-from paimond.format.snapshot import Snapshot, encode_snapshot
+from paimond.format.meta.manifest import FILE_KIND_ADD, ManifestEntry
+from paimond.format.meta.snapshot import Snapshot, encode_snapshot
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import CommitChanges, Committer
-from paimond.table.scan import (
+from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.scan.snapshot_scan import (
     LiveFile,
     data_file_path,
     read_index_manifest,
     read_manifest_list,
     scan_snapshot,
 )
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 HISTORY_TABLE = "db.history"
 

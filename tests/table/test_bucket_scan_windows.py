@@ -13,9 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "maintenance"))
 from test_append_windows import _windows, write_append  # noqa: E402
 from test_compact_plan_streaming import write_synthetic  # noqa: E402
 
-from paimond.table.bucket_scan import scan_live_windows  # noqa: E402
 from paimond.table.catalog import Table  # noqa: E402
-from paimond.table.scan import scan_snapshot  # noqa: E402
+from paimond.table.scan.bucket_scan import scan_live_windows  # noqa: E402
+from paimond.table.scan.snapshot_scan import scan_snapshot  # noqa: E402
 
 
 def _check(table: Table, budget: int, cap: int) -> None:

@@ -15,21 +15,21 @@ from pypaimon_tables import build_pk_deduplicate, sort_rows
 
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError, CorruptFileError
-from paimond.format.index_manifest import IndexFileMeta, IndexManifestEntry
-from paimond.format.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.compact_plan import FULL_COMPACTION_PROPERTY
+from paimond.format.meta.index_manifest import IndexFileMeta, IndexManifestEntry
+from paimond.format.meta.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.compact.plan import FULL_COMPACTION_PROPERTY
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import (
+from paimond.table.commit.committer import (
     MAX_SEQUENCE_NUMBER_PROPERTY,
     CommitChanges,
     Committer,
     RetryPolicy,
     merged_properties,
 )
-from paimond.table.index_combiner import combine_index_entries
-from paimond.table.scan import LiveFile, read_manifest, read_manifest_list, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.commit.index_combiner import combine_index_entries
+from paimond.table.scan.snapshot_scan import LiveFile, read_manifest, read_manifest_list, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=1_700_000_000_000)
 

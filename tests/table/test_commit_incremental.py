@@ -1,5 +1,5 @@
 """The commit's conflict check from the job's own scan plus the snapshots committed since
-(``paimond.table.commit_reads``): a concurrent delete of an input still conflicts, a concurrent
+(``paimond.table.commit.reads``): a concurrent delete of an input still conflicts, a concurrent
 append still commits, and whenever the snapshots since cannot be trusted the latest is scanned
 whole. The oracle is a full scan of the snapshot (and pypaimon reading the table back)."""
 
@@ -17,13 +17,13 @@ from pypaimon_tables import build_pk_deduplicate, sort_rows
 
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError
-from paimond.format.manifest import ManifestEntry
-from paimond.format.snapshot import Snapshot
+from paimond.format.meta.manifest import ManifestEntry
+from paimond.format.meta.snapshot import Snapshot
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import CommitChanges, Committer
+from paimond.table.commit.committer import CommitChanges, Committer
 from paimond.table.layout import LATEST_HINT
-from paimond.table.scan import LiveFile, SnapshotFiles, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import LiveFile, SnapshotFiles, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=1_700_000_000_000)
 
@@ -214,7 +214,7 @@ def test_the_check_from_a_plan_agrees_with_a_full_scan_under_random_commits(
     scanning the latest whole reach the same verdict and the same live files."""
     import random
 
-    from paimond.table.commit_reads import AttemptReads
+    from paimond.table.commit.reads import AttemptReads
 
     tbl, _, _ = table
     rng = random.Random(22)

@@ -1,4 +1,4 @@
-"""The compaction job hands its plan's buckets to the commit (``paimond.table.commit_base``):
+"""The compaction job hands its plan's buckets to the commit (``paimond.table.commit.base``):
 the conflict check starts from the touched buckets' files at the planned snapshot and reads
 only the snapshots committed since. A concurrent delete of an input still conflicts, a
 concurrent append still commits, and under random concurrent commits the check from the
@@ -21,15 +21,15 @@ from test_commit_incremental import _append_with_pypaimon, _renamed
 
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError
-from paimond.format.manifest import ManifestEntry
-from paimond.maintenance.compact import CompactJob
-from paimond.maintenance.compact_plan import plan_compaction
+from paimond.format.meta.manifest import ManifestEntry
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.compact.plan import plan_compaction
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit import CommitChanges, Committer
-from paimond.table.commit_base import PlannedBuckets, PlannedBucketsBuilder
-from paimond.table.commit_reads import AttemptReads
-from paimond.table.scan import SnapshotFiles, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.commit.base import PlannedBuckets, PlannedBucketsBuilder
+from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.commit.reads import AttemptReads
+from paimond.table.scan.snapshot_scan import SnapshotFiles, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 CLOCK = Clock(fixed_ms=1_700_000_000_000)
 

@@ -14,10 +14,10 @@ import pyarrow.compute as pc
 import pytest
 
 from paimond.errors import CorruptFileError
-from paimond.format.binary_row import EMPTY_MANIFEST_ROW, decode_manifest_row
-from paimond.format.manifest import EMPTY_STATS
-from paimond.format.schema import TableSchema
-from paimond.format.types import (
+from paimond.format.binary.binary_row import EMPTY_MANIFEST_ROW, decode_manifest_row
+from paimond.format.meta.manifest import EMPTY_STATS
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import (
     ArrayType,
     BigIntType,
     BinaryType,
@@ -41,18 +41,18 @@ from paimond.format.types import (
     VarBinaryType,
     VarCharType,
 )
-from paimond.format.values import Timestamp
-from paimond.table import data_files
-from paimond.table.data_files import (
+from paimond.format.types.values import Timestamp
+from paimond.table.data_files import arrow_io as data_files
+from paimond.table.data_files.arrow_io import (
     FILE_SOURCE_APPEND,
     FILE_SOURCE_COMPACT,
     RollingDataFileWriter,
     file_format_for_level,
     read_data_file,
 )
-from paimond.table.kv_layout import physical_arrow_schema, physical_row_type, to_key_value_batch
-from paimond.table.options import TableOptions
-from paimond.table.storage import Storage, open_storage
+from paimond.table.data_files.kv_layout import physical_arrow_schema, physical_row_type, to_key_value_batch
+from paimond.table.options.core import TableOptions
+from paimond.table.storage.interface import Storage, open_storage
 
 STRING = VarCharType(length=2147483647)
 FORMATS = ("parquet", "orc", "avro", "row")
@@ -444,7 +444,7 @@ def test_parquet_leaf_paths_match_pyarrow() -> None:
 
     import pyarrow.parquet as pq
 
-    from paimond.table.file_formats import parquet_leaf_paths
+    from paimond.table.data_files.file_formats import parquet_leaf_paths
 
     schema = schema_of(_all_types("parquet"))
     arrow_schema = physical_arrow_schema(schema.row_type)

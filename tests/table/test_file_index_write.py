@@ -20,17 +20,17 @@ from table_history import tree
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError, UnsupportedError
 from paimond.format.file_index import build_file_index, decode_file_index
-from paimond.format.schema import TableSchema
-from paimond.format.types import DataField, IntType, VarCharType
-from paimond.maintenance.compact import CompactJob
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import DataField, IntType, VarCharType
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.commit import Committer
-from paimond.table.data_files import DataFileWriter, RollingDataFileWriter
-from paimond.table.file_index_writer import index_file_names, next_index_file_name
-from paimond.table.kv_layout import physical_arrow_schema, to_key_value_batch
-from paimond.table.options import TableOptions
-from paimond.table.scan import data_file_path, scan_snapshot
-from paimond.table.storage import Storage, open_storage
+from paimond.table.commit.committer import Committer
+from paimond.table.data_files.arrow_io import DataFileWriter, RollingDataFileWriter
+from paimond.table.data_files.kv_layout import physical_arrow_schema, to_key_value_batch
+from paimond.table.indexes.file_index_writer import index_file_names, next_index_file_name
+from paimond.table.options.core import TableOptions
+from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
+from paimond.table.storage.interface import Storage, open_storage
 
 NEW_YEAR = Clock(fixed_ms=int(datetime.datetime(2026, 1, 1).timestamp() * 1000))
 

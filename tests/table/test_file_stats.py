@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from paimond.errors import UnsupportedError
-from paimond.format.binary_row import decode_manifest_row
-from paimond.format.types import (
+from paimond.format.binary.binary_row import decode_manifest_row
+from paimond.format.types.data_types import (
     ArrayType,
     BigIntType,
     BooleanType,
@@ -26,8 +26,8 @@ from paimond.format.types import (
     VarBinaryType,
     VarCharType,
 )
-from paimond.format.values import Timestamp
-from paimond.table.file_stats import (
+from paimond.format.types.values import Timestamp
+from paimond.table.data_files.file_stats import (
     COUNTS_MODE,
     FULL_MODE,
     NONE_MODE,
@@ -42,7 +42,7 @@ from paimond.table.file_stats import (
     truncate_max,
     truncate_min,
 )
-from paimond.table.options import TableOptions
+from paimond.table.options.core import TableOptions
 
 STRING = VarCharType(length=2147483647)
 BYTES = VarBinaryType(length=2147483647)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from paimond.format.types import (
+from paimond.format.types.data_types import (
     BooleanType,
     DateType,
     DecimalType,
@@ -19,7 +19,7 @@ from paimond.format.types import (
     TimeType,
     VarCharType,
 )
-from paimond.format.values import Timestamp
+from paimond.format.types.values import Timestamp
 from paimond.table.layout import (
     bucket_dir_name,
     escape_path_name,

@@ -13,15 +13,15 @@ import pytest
 from test_manifest_container import CODECS, unsynced
 from test_manifest_sizes import _entries
 
-from paimond.format.manifest import ManifestEntry, decode_manifest, encode_manifest
-from paimond.format.types import IntType
-from paimond.table.manifest_files import ManifestWriter
-from paimond.table.manifest_merge import (
+from paimond.format.meta.manifest import ManifestEntry, decode_manifest, encode_manifest
+from paimond.format.types.data_types import IntType
+from paimond.table.commit.manifest_files import ManifestWriter
+from paimond.table.commit.manifest_merge import (
     ROLLING_CHECK_RECORDS,
     RollingWriter,
     write_rolling,
 )
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 
 def expected_files(entries: list[ManifestEntry], target: int, compression: str) -> list[bytes]:

@@ -1,5 +1,5 @@
 """Parquet data files take their columns' min and max from the statistics the writer puts in
-the footer (table/parquet_bounds.py). Differential: the same batches written with the
+the footer (table/data_files/parquet_bounds.py). Differential: the same batches written with the
 footer's bounds and with paimond's own computation (``track_bounds`` answering none) give
 equal file metadata, byte for byte, for every type and stats mode, in both layouts, with
 nulls, NaN, empty, long (> 16 code points, multi-byte at the cut) and very long (> 4096 bytes,
@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimond.format.manifest import DataFileMeta, ManifestEntry, encode_manifest
-from paimond.format.schema import TableSchema
-from paimond.format.types import (
+from paimond.format.meta.manifest import DataFileMeta, ManifestEntry, encode_manifest
+from paimond.format.meta.schema import TableSchema
+from paimond.format.types.data_types import (
     ArrayType,
     BigIntType,
     BinaryType,
@@ -43,12 +43,12 @@ from paimond.format.types import (
     VarBinaryType,
     VarCharType,
 )
-from paimond.table import file_formats
-from paimond.table.data_files import FILE_SOURCE_COMPACT, RollingDataFileWriter
-from paimond.table.kv_layout import physical_arrow_schema, to_key_value_batch
-from paimond.table.options import TableOptions
-from paimond.table.parquet_bounds import LONG_VALUE_BYTES, ParquetBounds
-from paimond.table.storage import Storage, open_storage
+from paimond.table.data_files import file_formats
+from paimond.table.data_files.arrow_io import FILE_SOURCE_COMPACT, RollingDataFileWriter
+from paimond.table.data_files.kv_layout import physical_arrow_schema, to_key_value_batch
+from paimond.table.data_files.parquet_bounds import LONG_VALUE_BYTES, ParquetBounds
+from paimond.table.options.core import TableOptions
+from paimond.table.storage.interface import Storage, open_storage
 
 STRING = VarCharType(length=2147483647)
 TYPES: tuple[tuple[str, DataType], ...] = (

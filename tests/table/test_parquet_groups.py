@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimond.format.types import BigIntType, DataField, DoubleType, RowType, VarCharType
-from paimond.table.kv_layout import physical_arrow_schema
-from paimond.table.parquet_groups import EAGER_BATCHES, read_parquet_batches
+from paimond.format.types.data_types import BigIntType, DataField, DoubleType, RowType, VarCharType
+from paimond.table.data_files.kv_layout import physical_arrow_schema
+from paimond.table.data_files.parquet_groups import EAGER_BATCHES, read_parquet_batches
 
 STRING = VarCharType(length=2147483647)
 COLUMNS = RowType(fields=(DataField(0, "k", BigIntType()), DataField(1, "s", STRING),

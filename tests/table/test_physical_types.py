@@ -20,15 +20,15 @@ from pypaimon_tables import TableSpec, _Model, _Writer, catalog_for
 
 from paimond.clock import SYSTEM_CLOCK
 from paimond.errors import CodecError
-from paimond.format.parquet_int96 import (
+from paimond.format.parquet.int96 import (
     JULIAN_DAY_OF_EPOCH,
     NANOS_PER_DAY,
     declare_int96,
     encode_int96,
     storage_type,
 )
-from paimond.format.thrift_compact import decode_struct, encode_struct
-from paimond.format.types import (
+from paimond.format.parquet.thrift_compact import decode_struct, encode_struct
+from paimond.format.types.data_types import (
     ArrayType,
     BigIntType,
     DataField,
@@ -43,13 +43,13 @@ from paimond.format.types import (
     TinyIntType,
     VarCharType,
 )
-from paimond.format.values import Timestamp
-from paimond.maintenance.compact import CompactJob
+from paimond.format.types.values import Timestamp
+from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
-from paimond.table.file_formats import open_format_writer, read_format_batches
-from paimond.table.kv_layout import physical_arrow_schema
-from paimond.table.options import TableOptions
-from paimond.table.storage import open_storage
+from paimond.table.data_files.file_formats import open_format_writer, read_format_batches
+from paimond.table.data_files.kv_layout import physical_arrow_schema
+from paimond.table.options.core import TableOptions
+from paimond.table.storage.interface import open_storage
 
 # Arrow's timestamp[ns] range, as int64 nanoseconds.
 NANOS = st.integers(-(2**63) + 1, 2**63 - 1)

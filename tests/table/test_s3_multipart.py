@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds
 
-import paimond.table.fsspec_storage as storage_module
-from paimond.table.storage import Storage, open_storage
+import paimond.table.storage.fsspec_storage as storage_module
+from paimond.table.storage.interface import Storage, open_storage
 
 pytestmark = pytest.mark.s3
 _PART = 5 * 2**20  # S3's smallest part

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 from s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds, write_pk_table
 
-from paimond.maintenance.status import table_status
 from paimond.table.catalog import WATCH_FULL_CHECK_EVERY, Table, list_tables
-from paimond.table.storage import Storage, open_storage
+from paimond.table.status.report import table_status
+from paimond.table.storage.interface import Storage, open_storage
 
 pytestmark = pytest.mark.s3
 
@@ -113,7 +113,7 @@ def test_discovery_lists_no_excluded_table(endpoint: CountingEndpoint,
 
 def test_deletes_go_in_batches_without_asking_first(endpoint: CountingEndpoint, warehouse: Storage,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from paimond.table import fsspec_storage as storage_module
+    from paimond.table.storage import fsspec_storage as storage_module
 
     assert storage_module._DELETE_BATCH == 1000  # S3's limit per DeleteObjects
     monkeypatch.setattr(storage_module, "_DELETE_BATCH", 3)  # 7 keys: 3 requests
@@ -137,9 +137,9 @@ def test_the_compaction_job_commit_reads_no_manifest(endpoint: CountingEndpoint,
     from s3_requests import Request
 
     from paimond.clock import Clock
-    from paimond.format.snapshot import Snapshot
-    from paimond.maintenance.compact import CompactJob
-    from paimond.table.commit import CommitChanges, Committer
+    from paimond.format.meta.snapshot import Snapshot
+    from paimond.maintenance.compact.job import CompactJob
+    from paimond.table.commit.committer import CommitChanges, Committer
 
     local = tmp_path_factory.mktemp("job_commit") / "wh"
     write_pk_table(str(local), 5, "db.c")

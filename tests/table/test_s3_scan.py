@@ -12,8 +12,8 @@ from s3_endpoint import S3Endpoint
 
 from paimond.cli.main import main
 from paimond.table.catalog import list_tables
-from paimond.table.scan import scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 pytestmark = pytest.mark.s3
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from paimond.errors import RefusedError, kind_of
-from paimond.format.schema import decode_schema
+from paimond.format.meta.schema import decode_schema
 from paimond.lsm import merge_engines
 from paimond.maintenance.jobs import JOBS
 from paimond.table.duties import duties
-from paimond.table.options import TableOptions
-from paimond.table.semantic_options import (
+from paimond.table.options.core import TableOptions
+from paimond.table.options.semantic import (
     AGGREGATE_FUNCTIONS,
     SEMANTIC_OPTIONS,
     fingerprint,
@@ -98,7 +98,7 @@ def test_append_tables_are_compacted_but_refused_by_rebuild_dv() -> None:
         dv = _options({"bucket": bucket, "deletion-vectors.enabled": "true"}, primary_key=False)
         assert refusals(dv, "compact") == []
     clustered = _options({"bucket": "-1", "clustering.incremental": "true"}, primary_key=False)
-    assert refusals(clustered, "compact") == []  # clustered: maintenance/cluster_plan.py
+    assert refusals(clustered, "compact") == []  # clustered: maintenance/compact/cluster_plan.py
 
 
 def test_decoupled_changelog_is_expired_by_expire() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from paimond.errors import CorruptFileError, MissingFileError
-from paimond.format.snapshot import Snapshot, encode_snapshot
+from paimond.format.meta.snapshot import Snapshot, encode_snapshot
 from paimond.table.snapshots import Snapshots
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 
 
 def _snapshot(snapshot_id: int) -> Snapshot:

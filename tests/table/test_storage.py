@@ -30,12 +30,13 @@ from paimond.errors import (
     StorageUnavailableError,
     UnsupportedError,
 )
-from paimond.format.types import BigIntType, DataField, RowType
-from paimond.table import file_formats, local_files
-from paimond.table import fsspec_storage as storage_module
-from paimond.table.kv_layout import physical_arrow_schema
-from paimond.table.options import TableOptions
-from paimond.table.storage import Storage, open_storage
+from paimond.format.types.data_types import BigIntType, DataField, RowType
+from paimond.table.data_files import file_formats
+from paimond.table.data_files.kv_layout import physical_arrow_schema
+from paimond.table.options.core import TableOptions
+from paimond.table.storage import fsspec_storage as storage_module
+from paimond.table.storage import local_files
+from paimond.table.storage.interface import Storage, open_storage
 
 
 @dataclass(frozen=True)
@@ -340,7 +341,7 @@ def test_create_exclusive_without_hard_links_stays_exclusive(
 
 _CHILD = """
 import sys
-from paimond.table.storage import open_storage
+from paimond.table.storage.interface import open_storage
 storage = open_storage(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()
@@ -443,7 +444,7 @@ def test_local_list_dir_keeps_a_dangling_link_and_skips_a_vanished_file(
 
 def test_local_storage_does_not_import_fsspec(tmp_path: Path) -> None:
     probe = (
-        "import sys; from paimond.table.storage import open_storage\n"
+        "import sys; from paimond.table.storage.interface import open_storage\n"
         f"s = open_storage({str(tmp_path)!r}); s.write_bytes('t/f', b'1')\n"
         "assert [c.name for c in s.list_dir('t')] == ['f'] and s.size('t/f') == 1\n"
         "assert s.mtime('t/f') and s.delete('t/f') and s.delete_dir_if_empty('t')\n"

@@ -10,8 +10,8 @@ from pypaimon_tables import build_append_unaware
 from table_append import append_files
 
 from paimond.table.catalog import open_table
-from paimond.table.scan import data_file_path, scan_snapshot
-from paimond.table.storage import open_storage
+from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
+from paimond.table.storage.interface import open_storage
 
 
 def test_appending_copies_of_files_adds_their_rows_for_pypaimon(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -12,10 +12,10 @@ import uuid
 from pathlib import Path
 
 from paimond.table.catalog import Table
-from paimond.table.job_records import JOB_FILE, is_dead, jobs_dir, read_records
-from paimond.table.local_files import create_file_exclusive, temp_name
-from paimond.table.storage import open_storage
-from paimond.table.temp_files import STALE_AFTER_S, sweep_temp_files
+from paimond.table.commit.job_records import JOB_FILE, is_dead, jobs_dir, read_records
+from paimond.table.storage.interface import open_storage
+from paimond.table.storage.local_files import create_file_exclusive, temp_name
+from paimond.table.storage.temp_files import STALE_AFTER_S, sweep_temp_files
 
 
 def _dead_pid() -> int:

@@ -18,7 +18,7 @@ import java.util.List;
 
 /**
  * Golden sort keys from Apache Paimon's own ZIndexer and HilbertIndexer (test oracle for
- * paimond.format.sort_keys). One request a line on stdin:
+ * paimond.format.binary.sort_keys). One request a line on stdin:
  * {@code zorder|hilbert <TAB> varTypeSize <TAB> TYPE,TYPE,... <TAB> value <TAB> value ...}
  * with types INT BIGINT TINYINT SMALLINT FLOAT DOUBLE BOOLEAN STRING BYTES DATE TIMESTAMP
  * DECIMAL(p;s), values as text ("\N" for null, BYTES as hex); prints the key as hex.

@@ -1,0 +1,1 @@
+"""Paimon's binary rows, arrays and maps, and the key orders and hashes Java computes on them."""

@@ -1,0 +1,1 @@
+"""Metadata files: snapshots, schemas, manifests, manifest lists, index manifests, deletion-vector files."""

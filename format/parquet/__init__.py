@@ -1,0 +1,1 @@
+"""Parquet details pyarrow leaves out: INT96 timestamps and footer rewriting."""

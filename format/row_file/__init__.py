@@ -1,0 +1,1 @@
+"""The ``.row`` data file format: blocks of compact rows, their index and footer."""

@@ -1,0 +1,1 @@
+"""Paimon's data types: the type tree, its JSON grammar, Arrow types and Python values."""

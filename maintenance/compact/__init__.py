@@ -1,0 +1,1 @@
+"""The compact job: planning (LSM, append, clustering, sort) and running compactions."""

@@ -1,0 +1,288 @@
+"""Sort compaction of a bucket-unaware append table: Paimon's ``compact`` procedure with
+``order_strategy`` (``order``, ``zorder``, ``hilbert``) and ``order_by`` (Spark
+``CompactProcedure.sortCompactUnAwareBucketTable``, apache/paimon 5dacde516b).
+
+Every live file of each selected partition is read (through its deletion vector) and the
+partition's rows are rewritten in the strategy's order (:mod:`paimond.maintenance.compact.sort_order`)
+into files of ``target-file-size``, so that files' min/max statistics on the order columns
+barely overlap and filters skip most files. Unlike Java, which commits the sorted rows as an
+OVERWRITE of the partitions, paimond commits one COMPACT snapshot that replaces exactly the
+files it read (a concurrent append survives; readers see the same rows), with file source
+COMPACT and sequence numbers counted from the partition's smallest. A partition's DV index
+files go with its files. Fixed-bucket tables are refused, as Java refuses them, and so are
+row-tracking tables (Java's overwrite gives the rows new ids). A partition is sorted in
+memory: its rows must fit (Java spills to disk).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from paimond.clock import Clock
+from paimond.errors import UnsupportedError
+from paimond.format.meta.deletion_vector import DeletionVector
+from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
+from paimond.format.meta.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
+from paimond.format.meta.schema import TableSchema
+from paimond.format.meta.snapshot import Snapshot
+from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
+from paimond.maintenance.compact.sort_order import check_sort_columns, sort_indices
+from paimond.maintenance.job_cleanup import committed_names, recorded_job
+from paimond.maintenance.replan import Attempt, commit_with_replan
+from paimond.table.catalog import Table
+from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.data_files.arrow_io import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file
+from paimond.table.data_files.external_paths import ExternalPaths, external_provider
+from paimond.table.indexes.deletion_vectors import read_deletion_vectors, write_deletion_vectors
+from paimond.table.layout import partition_matches, partition_text
+from paimond.table.options.core import TableOptions
+from paimond.table.options.semantic import refuse
+from paimond.table.scan.snapshot_scan import SnapshotFiles, bucket_path, scan_snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class SortTask:
+    """One partition: every live file, and the DV index files that hold their vectors."""
+
+    partition: bytes
+    partition_text: str
+    bucket: int
+    total_buckets: int
+    directory: str
+    inputs: tuple[ManifestEntry, ...]
+    dv_index_files: tuple[IndexManifestEntry, ...]
+    output_level: int = 0  # incremental clustering upgrades its outputs (Java upgrade())
+
+
+@dataclass(frozen=True, slots=True)
+class SortPlan:
+    table_name: str
+    base_snapshot_id: int | None
+    strategy: str
+    columns: tuple[str, ...]
+    tasks: tuple[SortTask, ...]
+
+    def describe(self) -> str:
+        lines = [f"{self.table_name}: {self.strategy} sort by {', '.join(self.columns)} of "
+                 f"{len(self.tasks)} partitions (base snapshot {self.base_snapshot_id})"]
+        lines += [f"  {t.partition_text or '-'}: {len(t.inputs)} files, "
+                  f"{sum(e.file.row_count for e in t.inputs)} rows" for t in self.tasks]
+        return "\n".join(lines)
+
+
+def plan_sort_compaction(table: Table, strategy: str, columns: Sequence[str], *,
+                         partitions: Mapping[str, str] | None = None,
+                         snapshot: Snapshot | None = None) -> SortPlan:
+    """Raises RefusedError / UnsupportedError before anything is written."""
+    schema = table.latest_schema()
+    refuse(schema, "compact", table.path)
+    options = TableOptions.of(schema)
+    if schema.primary_keys:
+        raise UnsupportedError("sort compaction of a primary-key table (Paimon sorts append "
+                               "tables only)", table.path)
+    if options.bucket_mode(schema) != "BUCKET_UNAWARE":
+        raise UnsupportedError("sort compaction of a fixed-bucket table (Java: only "
+                               "bucket-unaware append tables)", table.path)
+    if options.flag("row-tracking.enabled"):
+        raise UnsupportedError("sort compaction of a row-tracking table (Java's overwrite "
+                               "gives every row a new id)", table.path)
+    check_sort_columns(schema.fields, schema.partition_keys, strategy, columns)
+    external = ExternalPaths.of(options)
+    for root in external.roots if external else ():
+        table.storage.exists(root)  # UnsupportedError: a file system the storage cannot reach
+    snapshot = snapshot or table.snapshots.latest()
+    if snapshot is None:
+        return SortPlan(table.name, None, strategy, tuple(columns), ())
+    scanned = scan_snapshot(table, snapshot)
+    tasks = []
+    for (partition, bucket, total_buckets), entries in live_by_bucket(
+            scanned, schema, partitions).items():
+        tasks.append(SortTask(partition, partition_text(schema, partition), bucket,
+                              total_buckets, bucket_path(table, schema, partition, bucket),
+                              tuple(entries), dv_index_files(scanned, partition)))
+    return SortPlan(table.name, snapshot.id, strategy, tuple(columns), tuple(tasks))
+
+
+def live_by_bucket(scanned: SnapshotFiles, schema: TableSchema,
+                   partitions: Mapping[str, str] | None
+                   ) -> dict[tuple[bytes, int, int], list[ManifestEntry]]:
+    """The live files of the matching partitions by (partition, bucket, total buckets)."""
+    grouped: dict[tuple[bytes, int, int], list[ManifestEntry]] = {}
+    for live in scanned.files:
+        entry = live.entry
+        if partitions and not partition_matches(partition_text(schema, entry.partition),
+                                                partitions):
+            continue
+        grouped.setdefault((entry.partition, entry.bucket, entry.total_buckets),
+                           []).append(entry)
+    return grouped
+
+
+def dv_index_files(scanned: SnapshotFiles, partition: bytes
+                   ) -> tuple[IndexManifestEntry, ...]:
+    """The partition's deletion-vector index files."""
+    return tuple(e for e in scanned.index_entries if e.partition == partition
+                 and e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS)
+
+
+@dataclass
+class SortResult:
+    task: SortTask
+    added: tuple[ManifestEntry, ...] = ()
+    index_added: tuple[IndexManifestEntry, ...] = ()
+    index_deleted: tuple[IndexManifestEntry, ...] = ()
+    written_paths: tuple[str, ...] = ()
+    rows: int = 0
+
+
+def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
+                 batch_rows: int = 65536) -> SortResult:
+    """Read, sort and write one partition; deletes its own files on failure."""
+    schema = table.latest_schema()
+    options = TableOptions.of(schema)
+    vectors: dict[str, DeletionVector] = {}
+    held: dict[str, dict[str, DeletionVector]] = {}
+    for entry in task.dv_index_files:
+        found = read_deletion_vectors(table, entry)
+        held[entry.index_file.file_name] = dict(found)
+        vectors.update(found)
+    batches: list[pa.RecordBatch] = []
+    for data_entry in task.inputs:
+        meta = data_entry.file
+        path = meta.external_path or table.storage.join(task.directory, meta.file_name)
+        read = read_data_file(table.storage, path, file_format=meta.file_name.rsplit(".", 1)[-1],
+                              file_schema=table.schema(meta.schema_id), read_schema=schema,
+                              key_value=False, batch_rows=batch_rows)
+        vector = vectors.get(meta.file_name)
+        batches += filter_deleted(read, deleted_positions(vector)) if vector else read
+    rows = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+    result = SortResult(task)
+    writer = RollingDataFileWriter(
+        table.storage, task.directory, schema, options, level=0, key_value=False,
+        file_source=FILE_SOURCE_COMPACT, now_millis=clock.wall_ms,
+        sequence_start=task.inputs[0].file.min_sequence_number,
+        external=external_provider(options, table.path, task.directory))
+    index_paths: list[str] = []
+    try:
+        if rows is not None and rows.num_rows:
+            var_size = int(options.text("zorder.var-length-contribution") or 8)
+            order = sort_indices(rows, schema.fields, plan.strategy, plan.columns, var_size)
+            for batch in rows.take(order).to_batches(batch_rows):
+                writer.write(batch)
+        written = writer.close()
+        inputs = {e.file.file_name for e in task.inputs}
+        added_index, deleted_index = [], []
+        for entry in task.dv_index_files:
+            if not inputs & held[entry.index_file.file_name].keys():
+                continue  # holds no input's vector: stays as it is
+            remaining = {n: v for n, v in held[entry.index_file.file_name].items()
+                         if n not in inputs}
+            if remaining:
+                new, path = write_deletion_vectors(
+                    table, remaining, entry.partition, entry.bucket,
+                    bitmap64=options.deletion_vectors_bitmap64)
+                index_paths.append(path)
+                added_index.append(new)
+            deleted_index.append(dataclasses.replace(entry, kind=FILE_KIND_DELETE))
+    except BaseException:
+        writer.abort()
+        for path in index_paths:
+            table.storage.delete(path)
+        raise
+    result.added = tuple(ManifestEntry(FILE_KIND_ADD, task.partition, task.bucket,
+                                       task.total_buckets,
+                                       dataclasses.replace(meta, level=task.output_level))
+                         for meta in written)
+    result.index_added, result.index_deleted = tuple(added_index), tuple(deleted_index)
+    result.written_paths = tuple(
+        e.file.external_path or table.storage.join(task.directory, e.file.file_name)
+        for e in result.added) + tuple(index_paths)
+    result.rows = rows.num_rows if rows is not None else 0
+    return result
+
+
+@dataclass
+class SortSummary:
+    table_name: str
+    plan: SortPlan | None = None
+    snapshot: Snapshot | None = None
+    results: list[SortResult] = field(default_factory=list)
+    attempts: int = 0
+    duration_s: float = 0.0
+
+    @property
+    def files_in(self) -> int:
+        return sum(len(r.task.inputs) for r in self.results)
+
+    @property
+    def files_out(self) -> int:
+        return sum(len(r.added) for r in self.results)
+
+    def describe(self) -> str:
+        if self.plan is not None and not self.plan.tasks:
+            return f"{self.table_name}: nothing to sort"
+        committed = f"snapshot {self.snapshot.id}" if self.snapshot else "nothing committed"
+        strategy = f"{self.plan.strategy} by {', '.join(self.plan.columns)}" if self.plan else ""
+        return (f"{self.table_name}: {committed} after {self.attempts} attempt(s) in "
+                f"{self.duration_s:.2f} s\n  {strategy}: {len(self.results)} partitions, "
+                f"files {self.files_in} -> {self.files_out}, rows "
+                f"{sum(r.rows for r in self.results)}")
+
+
+@dataclass
+class SortCompactJob:
+    """``planner``: another plan of sort tasks (incremental clustering) instead of the
+    whole partitions'."""
+
+    table: Table
+    strategy: str
+    columns: tuple[str, ...]
+    clock: Clock
+    partitions: Mapping[str, str] | None = None
+    max_attempts: int = 3
+    planner: Callable[[], SortPlan] | None = None
+
+    def plan(self) -> SortPlan:
+        if self.planner is not None:
+            return self.planner()
+        return plan_sort_compaction(self.table, self.strategy, self.columns,
+                                    partitions=self.partitions)
+
+    def run(self) -> SortSummary:
+        started = time.monotonic()
+        self.plan()  # refusals before any record
+        summary = SortSummary(self.table.name)
+        with recorded_job(self.table, "compact", self.clock) as recorded:
+            committer = Committer(self.table, clock=self.clock, journal=recorded)
+
+            def attempt(number: int) -> Attempt:
+                summary.attempts = number
+                summary.plan = plan = self.plan()
+                summary.results = [execute_sort(t, recorded.table, plan, self.clock)
+                                   for t in plan.tasks]
+                if not summary.results:
+                    return Attempt()
+                results = summary.results
+                changes = CommitChanges(
+                    deleted=[e for r in results for e in r.task.inputs],
+                    added=[e for r in results for e in r.added],
+                    index_added=[e for r in results for e in r.index_added],
+                    index_deleted=[e for r in results for e in r.index_deleted])
+
+                def discard() -> None:
+                    for result in results:
+                        for path in result.written_paths:
+                            self.table.storage.delete(path)
+                    summary.results = []
+
+                recorded.keep(committed_names(changes))
+                return Attempt(lambda: committer.commit(changes), discard)
+
+            summary.snapshot, _ = commit_with_replan(attempt, self.max_attempts)
+        summary.duration_s = time.monotonic() - started
+        return summary

@@ -1,0 +1,1 @@
+"""Expiring what Paimon's options say: snapshots, changelogs, partitions, consumers, orphans."""

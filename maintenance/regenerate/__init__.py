@@ -1,0 +1,1 @@
+"""Regenerating what a table misses: deletion vectors and file indexes."""

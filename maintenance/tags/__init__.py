@@ -1,0 +1,1 @@
+"""Tags: automatic creation, expiry, and tags by hand."""

@@ -1,0 +1,1 @@
+"""Data files as Arrow: formats, key-value layout, statistics, external paths."""

@@ -1,0 +1,1 @@
+"""What a table looks like now: its shape, duties and health."""

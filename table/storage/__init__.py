@@ -1,0 +1,1 @@
+"""Bytes on storage: the Storage interface, its local and fsspec implementations, temp files."""
