@@ -8,7 +8,7 @@ UV := .tools/bin/uv
 SYNC := UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --locked --python $(PYTHON)
 DEMO_WAREHOUSE ?= demo-warehouse
 
-.PHONY: install install-demo run test lint typecheck clean
+.PHONY: install install-demo install-docs run test lint typecheck docs clean
 
 $(UV):
 	@echo "==> bootstrapping uv $(UV_VERSION) into .tools/"
@@ -45,5 +45,16 @@ typecheck: install
 	mkdir -p .typecheck && ln -sfn .. .typecheck/paimond
 	MYPYPATH=.typecheck $(BIN)/mypy -p paimond
 
+# The documentation site (MkDocs, Material theme): the reference pages regenerated from the code,
+# then a strict build (a broken link or anchor fails) into site/. --inexact keeps whatever else
+# the venv holds (the test tools of make install).
+install-docs: $(UV)
+	@echo "==> installing paimond and the documentation tools into $(VENV) (locked versions)"
+	@$(SYNC) --no-dev --group docs --inexact
+
+docs: install-docs
+	$(BIN)/python docs/generate.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .tools $(DEMO_WAREHOUSE) .pytest_cache .hypothesis .typecheck build
+	rm -rf $(VENV) .tools $(DEMO_WAREHOUSE) .pytest_cache .hypothesis .typecheck build site
