@@ -179,10 +179,11 @@ def _warehouses(raw: Any) -> tuple[WarehouseSettings, ...]:
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or not isinstance(item.get("uri"), str) or not item["uri"]:
             raise ConfigError(f"warehouses[{i}].uri", "a warehouse needs a uri")
-        unknown = sorted(set(item) - {"uri", "storage_options"})
+        known = sorted(k.leaf for k in KEYS if k.section == "warehouses")
+        unknown = sorted(set(item) - set(known))
         if unknown:
             raise ConfigError(f"warehouses[{i}].{unknown[0]}",
-                              "unknown key; known: storage_options, uri")
+                              f"unknown key; known: {', '.join(known)}")
         options = item.get("storage_options", {})
         if not isinstance(options, dict):
             raise ConfigError(f"warehouses[{i}].storage_options", "expected a table of options")
@@ -274,7 +275,8 @@ KEYS = (
     Key("lookup_cache.max_size_mb", int, 1024,
         Declared("the lookup cache's size", minimum=1), attr="lookup_cache_max_mb"),
 )
-_SECTIONS = ("tables", "limits", "http", "log", "lease", "shutdown", "daemon", "lookup_cache")
+# the sections PAIMOND_<SECTION>_<KEY> sets ([[warehouses]] is a list: PAIMOND_WAREHOUSE adds one)
+_SECTIONS = tuple(dict.fromkeys(k.section for k in KEYS if k.section not in ("", "warehouses")))
 _KEY = {k.name: k for k in KEYS}
 # Variables read besides PAIMOND_<SECTION>_<KEY> and PAIMOND_JOBS_<JOB>_<KEY>
 ENVIRONMENT = (
