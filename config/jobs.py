@@ -43,10 +43,14 @@ def schedule_fields(job: DaemonJob) -> tuple[DeclaredField, ...]:
                                    minimum=1)))
 
 
+def settable_fields(job: DaemonJob) -> tuple[DeclaredField, ...]:
+    """The fields of the job's settings that its daemon section may set."""
+    return tuple(f for f in declared_fields(job.settings_type) if f.declared.daemon)
+
+
 def daemon_fields(job: DaemonJob) -> tuple[DeclaredField, ...]:
     """Every key of ``[jobs.<job>]``: the schedule, then the settings the daemon may set."""
-    return schedule_fields(job) + tuple(f for f in declared_fields(job.settings_type)
-                                        if f.declared.daemon)
+    return schedule_fields(job) + settable_fields(job)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +108,9 @@ def parse_jobs(raw: Any, jobs: Sequence[DaemonJob], where: str = "jobs") -> Jobs
         section, key = raw.get(job.name, {}), f"{where}.{job.name}"
         if not isinstance(section, dict):
             raise ConfigError(key, "expected a table of settings")
-        fields = daemon_fields(job)
-        values = parse_section(fields, section, key)
-        own = {f.name: values.get(f.name, f.daemon_default) for f in fields[2:]}
+        own_fields = settable_fields(job)
+        values = parse_section(schedule_fields(job) + own_fields, section, key)
+        own = {f.name: values.get(f.name, f.daemon_default) for f in own_fields}
         sections[job.name] = JobSection(
             enabled=values.get("enabled", job.enabled),
             interval_s=values.get("interval_s", job.interval_s),
