@@ -19,9 +19,10 @@ if TYPE_CHECKING:  # the daemon, its HTTP server and metrics load only for these
 
 def _settings(args: argparse.Namespace) -> Settings | None:
     from paimond.config.settings import load_settings
+    from paimond.maintenance.jobs import ROUTINE
 
     try:
-        return load_settings(args.config)
+        return load_settings(args.config, jobs=ROUTINE)
     except ConfigError as error:
         print(f"paimond: bad configuration: {error}", file=sys.stderr)
         return None

@@ -24,16 +24,29 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from paimond.config.jobs import JOB_KEYS, JOB_NAMES, JobsSettings, parse_jobs
-from paimond.config.values import flag, number
+from paimond.config.declare import Declared, Key
+from paimond.config.jobs import DaemonJob, JobsSettings, check_jobs, parse_jobs
 from paimond.errors import ConfigError
 
-POLICY_KEYS = {"tables", "paused", "concurrency", "full_compaction_window",
-               "max_compaction_debt_mb", "jobs"}
+POLICY_KEYS = (
+    Key("tables", "list of db.table patterns", None,
+        Declared("the tables the policy applies to (fnmatch patterns; required)")),
+    Key("paused", bool, False, Declared("no job runs on the policy's tables")),
+    Key("concurrency", int, None,
+        Declared("table runs of the policy's tables at once; unset: no cap", minimum=1)),
+    Key("full_compaction_window", "UTC window 'HH:MM-HH:MM'", None,
+        Declared("one full compaction a day starts inside this window (may wrap midnight)")),
+    Key("max_compaction_debt_mb", int, None,
+        Declared("admission holds writers of the policy's tables back above this compaction "
+                 "debt", minimum=0)),
+    Key("jobs", "table of [jobs.<name>] sections", None,
+        Declared("the keys of [jobs.<name>], laid over [jobs] for the policy's tables")),
+)
+_POLICY_KEY = {k.name: k for k in POLICY_KEYS}
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 
 
@@ -76,65 +89,51 @@ def _window(raw: Any, key: str) -> tuple[int, int]:
     return start, end
 
 
-def _job_sections(raw: Any, key: str) -> dict[str, dict[str, Any]]:
-    if not isinstance(raw, dict):
-        raise ConfigError(key, "expected a table of jobs")
-    unknown = sorted(set(raw) - set(JOB_NAMES))
-    if unknown:
-        raise ConfigError(f"{key}.{unknown[0]}", f"unknown job; jobs are {', '.join(JOB_NAMES)}")
-    for job, section in raw.items():
-        if not isinstance(section, dict):
-            raise ConfigError(f"{key}.{job}", "expected a table of settings")
-        bad = sorted(set(section) - JOB_KEYS[job])
-        if bad:
-            raise ConfigError(f"{key}.{job}.{bad[0]}",
-                              f"unknown key; known: {', '.join(sorted(JOB_KEYS[job]))}")
-    return raw
-
-
-def _policy(index: int, raw: Any, jobs_raw: Mapping[str, Any]) -> TablePolicy:
+def _policy(index: int, raw: Any, jobs_raw: Mapping[str, Any], jobs: Sequence[DaemonJob]
+            ) -> TablePolicy:
     key = f"policies[{index}]"
     if not isinstance(raw, dict):
         raise ConfigError(key, "expected a table of settings")
-    unknown = sorted(set(raw) - POLICY_KEYS)
+    unknown = sorted(set(raw) - set(_POLICY_KEY))
     if unknown:
-        raise ConfigError(f"{key}.{unknown[0]}", f"unknown key; known: {', '.join(sorted(POLICY_KEYS))}")
+        raise ConfigError(f"{key}.{unknown[0]}",
+                          f"unknown key; known: {', '.join(sorted(_POLICY_KEY))}")
     tables = raw.get("tables")
     if isinstance(tables, str):
         tables = [tables]
     if not isinstance(tables, list) or not tables or not all(isinstance(p, str) and p
                                                                 for p in tables):
         raise ConfigError(f"{key}.tables", "expected a non-empty list of db.table patterns")
-    own = _job_sections(raw.get("jobs", {}), f"{key}.jobs")
-    merged = {job: {**jobs_raw.get(job, {}), **own.get(job, {})} for job in JOB_NAMES}
+    own = check_jobs(raw.get("jobs", {}), jobs, f"{key}.jobs")
+    merged = {job.name: {**jobs_raw.get(job.name, {}), **own.get(job.name, {})} for job in jobs}
     try:
-        jobs = parse_jobs(merged)
+        settings = parse_jobs(merged, jobs)
     except ConfigError as error:  # [jobs] parsed before: the policy's value is at fault
         raise ConfigError(f"{key}.{error.key}", error.reason) from None
     concurrency = raw.get("concurrency")
     debt = raw.get("max_compaction_debt_mb")
     window = raw.get("full_compaction_window")
     return TablePolicy(
-        index=index, tables=tuple(tables), jobs=jobs,
+        index=index, tables=tuple(tables), jobs=settings,
         overrides=frozenset((job, k) for job, section in own.items() for k in section),
-        paused=flag(raw.get("paused", False), f"{key}.paused"),
-        concurrency=None if concurrency is None else number(concurrency, f"{key}.concurrency",
-                                                            int, 1),
+        paused=_POLICY_KEY["paused"].parse(raw.get("paused", False), f"{key}.paused"),
+        concurrency=None if concurrency is None else _POLICY_KEY["concurrency"].parse(
+            concurrency, f"{key}.concurrency"),
         full_compaction_window=None if window is None else _window(
             window, f"{key}.full_compaction_window"),
-        max_compaction_debt_mb=None if debt is None else number(
-            debt, f"{key}.max_compaction_debt_mb", int, 0))
+        max_compaction_debt_mb=None if debt is None else _POLICY_KEY[
+            "max_compaction_debt_mb"].parse(debt, f"{key}.max_compaction_debt_mb"))
 
 
-def parse_policies(raw: Any, jobs_raw: Any) -> tuple[TablePolicy, ...]:
+def parse_policies(raw: Any, jobs_raw: Any, jobs: Sequence[DaemonJob]) -> tuple[TablePolicy, ...]:
     """The ``[[policies]]`` list; ``jobs_raw`` is the ``[jobs]`` table they are laid over
-    (already validated). ConfigError names ``policies[i].key``."""
+    (already validated), ``jobs`` the registry's. ConfigError names ``policies[i].key``."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise ConfigError("policies", "expected a list of policies ([[policies]])")
     jobs_raw = jobs_raw if isinstance(jobs_raw, dict) else {}
-    return tuple(_policy(i, item, jobs_raw) for i, item in enumerate(raw))
+    return tuple(_policy(i, item, jobs_raw, jobs) for i, item in enumerate(raw))
 
 
 def policy_for(policies: tuple[TablePolicy, ...], table_name: str) -> TablePolicy | None:

@@ -5,7 +5,9 @@ Every key can be overridden as ``PAIMOND_<SECTION>_<KEY>`` (``PAIMOND_HTTP_PORT=
 ``PAIMOND_JOBS_COMPACT_INTERVAL_S=30``); ``PAIMOND_WAREHOUSE`` adds a warehouse URI and
 ``PAIMOND_EXECUTOR`` sets ``executor``. An unknown section, job or key, in the file or in a
 ``PAIMOND_<SECTION>_...`` variable, is refused like a bad value: ConfigError names the key (or
-the variable), and ``paimond run`` exits with code 2. Job sections are typed in ``jobs.py``.
+the variable), and ``paimond run`` exits with code 2. The keys are declared once in ``KEYS``
+(and ``POLICY_KEYS``, and the job registry's settings types for ``[jobs.<name>]``, handed in as
+``jobs``); the loader parses by those declarations and ``config/reference.py`` documents them.
 Credentials never live in the file: the trigger token comes from ``PAIMOND_TRIGGER_TOKEN`` or
 ``http.trigger_token_file``, S3 credentials from the usual AWS variables or files.
 """
@@ -16,7 +18,7 @@ import fnmatch
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,24 +28,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from paimond.config.jobs import (
-    JOB_NAMES,
-    CompactJobSettings,
-    ExpireJobSettings,
-    JobSettings,
-    JobsSettings,
-    MergeManifestsJobSettings,
-    RemoveOrphansJobSettings,
-    parse_jobs,
-)
+from paimond.config.declare import Declared, Key
+from paimond.config.jobs import DaemonJob, JobSection, JobsSettings, parse_jobs
 from paimond.config.policy import TablePolicy, parse_policies, policy_for
-from paimond.config.values import choice as _choice
-from paimond.config.values import number as _number
 from paimond.errors import ConfigError
 
-__all__ = ["JOB_NAMES", "CompactJobSettings", "ExpireJobSettings", "JobSettings", "JobsSettings",
-           "MergeManifestsJobSettings", "RemoveOrphansJobSettings", "Settings",
-           "WarehouseSettings", "load_settings"]
+__all__ = ["KEYS", "JobSection", "JobsSettings", "Settings", "WarehouseSettings", "load_settings"]
 _SECRET_KEYS = {"key", "secret", "token", "access_key_id", "secret_access_key", "session_token",
                 "password"}
 
@@ -60,41 +50,40 @@ class WarehouseSettings:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """The loaded settings; every field comes from a declared key (``KEYS``)."""
+
     warehouses: tuple[WarehouseSettings, ...]
-    include: tuple[str, ...] = ("*.*",)
-    exclude: tuple[str, ...] = ()
-    jobs: JobsSettings = field(default_factory=JobsSettings)
-    concurrency: int = 2
-    memory_budget_mb: int = 1024  # compaction tasks running at once, all tables (maintenance.memory)
-    executor: str = "local"  # where the daemon's compaction tasks run: local, spark
-    http_host: str = "127.0.0.1"
-    http_port: int = 9181
-    trigger_token: str | None = field(default=None, repr=False)
-    log_format: str = "auto"
-    log_level: str = "info"
-    lease_ttl_s: float = 120.0
-    grace_s: float = 30.0
-    check_interval_s: float = 10.0
-    # /healthz fails once no scheduler tick has finished for this long (a stuck scheduler)
-    liveness_timeout_s: float = 300.0
-    discovery_interval_s: float = 60.0
-    backoff_base_s: float = 30.0
-    backoff_max_s: float = 3600.0
-    quarantine_after: int = 5
-    lookup_cache_dir: str | None = None  # None: deletion-vector lookups read the data files
-    lookup_cache_max_mb: int = 1024
-    # The daemon's stable identity (leases, job records): a restarted daemon takes its own
-    # lease back at once. ``daemon.replica_id``, else env ``POD_NAME``, else the hostname.
-    replica_id: str = field(default_factory=socket.gethostname)
-    policies: tuple[TablePolicy, ...] = ()  # [[policies]]: per-table overrides (config/policy.py)
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    jobs: JobsSettings
+    concurrency: int
+    memory_budget_mb: int  # compaction tasks running at once, all tables (maintenance.memory)
+    executor: str  # where the daemon's compaction tasks run: local, spark
+    http_host: str
+    http_port: int
+    trigger_token: str | None = field(repr=False)
+    log_format: str
+    log_level: str
+    lease_ttl_s: float
+    grace_s: float
+    check_interval_s: float
+    liveness_timeout_s: float
+    discovery_interval_s: float
+    backoff_base_s: float
+    backoff_max_s: float
+    quarantine_after: int
+    lookup_cache_dir: str | None
+    lookup_cache_max_mb: int
+    replica_id: str
+    policies: tuple[TablePolicy, ...]
 
     def wants(self, table_name: str) -> bool:
         """Whether ``db.table`` is maintained (include patterns, minus exclude patterns)."""
         return (any(fnmatch.fnmatchcase(table_name, p) for p in self.include)
                 and not any(fnmatch.fnmatchcase(table_name, p) for p in self.exclude))
 
-    def job(self, name: str) -> JobSettings:
-        """The typed section of job ``name`` (one of JOB_NAMES)."""
+    def job(self, name: str) -> JobSection:
+        """The section of job ``name`` (a job of the registry the settings were loaded with)."""
         return self.jobs.by_name(name)
 
     def policy(self, table_name: str) -> TablePolicy | None:
@@ -133,7 +122,8 @@ def _table(data: dict[str, Any], name: str, key: str) -> dict[str, Any]:
     return value
 
 
-def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+def _apply_env(data: dict[str, Any], env: Mapping[str, str], job_names: tuple[str, ...]
+               ) -> dict[str, str]:
     """``PAIMOND_<SECTION>_<KEY>`` (and ``PAIMOND_JOBS_<JOB>_<KEY>``) override file values.
 
     Returns which variable set which key, so that an error names the variable. Variables
@@ -157,15 +147,15 @@ def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
             raise ConfigError(name, "policies are set in the config file only ([[policies]])")
         elif rest.startswith("jobs_"):
             # the longest name that fits: jobs_expire_partitions_x is not expire's key
-            job = max((j for j in JOB_NAMES if rest.startswith(f"jobs_{j}_")), key=len,
+            job = max((j for j in job_names if rest.startswith(f"jobs_{j}_")), key=len,
                       default=None)
             if job is None:
-                raise ConfigError(name, f"unknown job; jobs are {', '.join(JOB_NAMES)}")
+                raise ConfigError(name, f"unknown job; jobs are {', '.join(job_names)}")
             key = rest[len(f"jobs_{job}_"):]
             _table(_table(data, "jobs", "jobs"), job, f"jobs.{job}")[key] = value
             origins[f"jobs.{job}.{key}"] = name
         else:
-            section = next((s for s in _SECTION_KEYS if rest.startswith(s + "_")), None)
+            section = next((s for s in _SECTIONS if rest.startswith(s + "_")), None)
             if section is not None:
                 key = rest[len(section) + 1:]
                 _table(data, section, section)[key] = value
@@ -189,10 +179,11 @@ def _warehouses(raw: Any) -> tuple[WarehouseSettings, ...]:
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or not isinstance(item.get("uri"), str) or not item["uri"]:
             raise ConfigError(f"warehouses[{i}].uri", "a warehouse needs a uri")
-        unknown = sorted(set(item) - {"uri", "storage_options"})
+        known = sorted(k.leaf for k in KEYS if k.section == "warehouses")
+        unknown = sorted(set(item) - set(known))
         if unknown:
             raise ConfigError(f"warehouses[{i}].{unknown[0]}",
-                              "unknown key; known: storage_options, uri")
+                              f"unknown key; known: {', '.join(known)}")
         options = item.get("storage_options", {})
         if not isinstance(options, dict):
             raise ConfigError(f"warehouses[{i}].storage_options", "expected a table of options")
@@ -220,90 +211,140 @@ def _token(http: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
     return token
 
 
-_SECTION_KEYS = {
-    "tables": {"include", "exclude"},
-    "limits": {"concurrency", "per_table", "memory_budget_mb"},
-    "http": {"host", "port", "trigger_token_file"},
-    "log": {"format", "level"},
-    "lease": {"ttl_s"},
-    "shutdown": {"grace_s"},
-    "daemon": {"check_interval_s", "discovery_interval_s", "backoff_base_s", "backoff_max_s",
-               "quarantine_after", "replica_id", "liveness_timeout_s"},
-    "lookup_cache": {"directory", "max_size_mb"},
-}
+KEYS = (
+    Key("executor", str, "local",
+        Declared("where the daemon's compaction tasks run", choices=("local", "spark")),
+        attr="executor"),
+    Key("warehouses.uri", "str", None,
+        Declared("a warehouse's URI ([[warehouses]], at least one; or PAIMOND_WAREHOUSE)")),
+    Key("warehouses.storage_options", "table of strings", None,
+        Declared("the warehouse's storage options (no credentials: those come from the "
+                 "environment or credential files)")),
+    Key("tables.include", "list of db.table patterns", ("*.*",),
+        Declared("tables maintained (fnmatch patterns, or one comma-separated string)")),
+    Key("tables.exclude", "list of db.table patterns", (),
+        Declared("tables left alone among those included")),
+    Key("limits.concurrency", int, 2, Declared("table runs at once", minimum=1),
+        attr="concurrency"),
+    Key("limits.per_table", int, 1,
+        Declared("jobs at once on one table (one is the only mode)", minimum=1)),
+    Key("limits.memory_budget_mb", int, 1024,
+        Declared("memory compaction tasks may use at once, all tables", minimum=64),
+        attr="memory_budget_mb"),
+    Key("http.host", str, "127.0.0.1", Declared("address the HTTP server binds"),
+        attr="http_host"),
+    Key("http.port", int, 9181, Declared("port the HTTP server binds", minimum=0, maximum=65535),
+        attr="http_port"),
+    Key("http.trigger_token_file", "path", None,
+        Declared("a file holding the token the trigger API asks for (PAIMOND_TRIGGER_TOKEN "
+                 "wins)")),
+    Key("log.format", str, "auto", Declared("log line format; auto: console on a terminal",
+                                            choices=("auto", "json", "console")),
+        attr="log_format"),
+    Key("log.level", str, "info",
+        Declared("lowest level logged", choices=("debug", "info", "warning", "error")),
+        attr="log_level"),
+    Key("lease.ttl_s", float, 120.0,
+        Declared("seconds a table's lease lasts without renewal", minimum=5),
+        attr="lease_ttl_s"),
+    Key("shutdown.grace_s", float, 30.0,
+        Declared("seconds running jobs get to finish at shutdown", minimum=0), attr="grace_s"),
+    Key("daemon.check_interval_s", float, 10.0,
+        Declared("seconds between two checks of which jobs are due", minimum=0.1),
+        attr="check_interval_s"),
+    Key("daemon.discovery_interval_s", float, 60.0,
+        Declared("seconds between two listings of the warehouses' tables", minimum=0.1),
+        attr="discovery_interval_s"),
+    Key("daemon.backoff_base_s", float, 30.0,
+        Declared("seconds a failed table waits first (doubling per failure)", minimum=0),
+        attr="backoff_base_s"),
+    Key("daemon.backoff_max_s", float, 3600.0,
+        Declared("the longest wait after failures", minimum=0), attr="backoff_max_s"),
+    Key("daemon.quarantine_after", int, 5,
+        Declared("failures in a row that quarantine a table", minimum=1),
+        attr="quarantine_after"),
+    Key("daemon.liveness_timeout_s", float, 300.0,
+        Declared("/healthz fails once no scheduler tick has finished for this long",
+                 minimum=1), attr="liveness_timeout_s"),
+    Key("daemon.replica_id", "name without '/'", None,
+        Declared("the daemon's stable identity (leases, job records); unset: env POD_NAME, "
+                 "else the hostname")),
+    Key("lookup_cache.directory", "path", None,
+        Declared("a local directory caching deletion-vector lookups; unset: lookups read "
+                 "the data files")),
+    Key("lookup_cache.max_size_mb", int, 1024,
+        Declared("the lookup cache's size", minimum=1), attr="lookup_cache_max_mb"),
+)
+# the sections PAIMOND_<SECTION>_<KEY> sets ([[warehouses]] is a list: PAIMOND_WAREHOUSE adds one)
+_SECTIONS = tuple(dict.fromkeys(k.section for k in KEYS if k.section not in ("", "warehouses")))
+_KEY = {k.name: k for k in KEYS}
+# Variables read besides PAIMOND_<SECTION>_<KEY> and PAIMOND_JOBS_<JOB>_<KEY>
+ENVIRONMENT = (
+    ("PAIMOND_WAREHOUSE", "adds a warehouse URI (after the file's [[warehouses]])"),
+    ("PAIMOND_EXECUTOR", "sets executor"),
+    ("PAIMOND_TRIGGER_TOKEN", "the token the trigger API asks for (over "
+                              "http.trigger_token_file)"),
+    ("POD_NAME", "the replica id when daemon.replica_id is unset"),
+)
 
 
 def _check_keys(data: Mapping[str, Any]) -> None:
     """A misspelt key is an error, never silently ignored."""
-    for section, keys in _SECTION_KEYS.items():
+    for section in _SECTIONS:
         values = data.get(section, {})
         if not isinstance(values, dict):
             raise ConfigError(section, "expected a table of settings")
-        unknown = sorted(set(values) - keys)
+        keys = sorted(k.leaf for k in KEYS if k.section == section)
+        unknown = sorted(set(values) - set(keys))
         if unknown:
-            raise ConfigError(f"{section}.{unknown[0]}",
-                              f"unknown key; known: {', '.join(sorted(keys))}")
+            raise ConfigError(f"{section}.{unknown[0]}", f"unknown key; known: {', '.join(keys)}")
 
 
-def load_settings(path: str | None = None, env: Mapping[str, str] | None = None) -> Settings:
-    """Settings from ``path`` (TOML, or YAML by extension) and ``env`` (default os.environ).
+def load_settings(path: str | None = None, env: Mapping[str, str] | None = None, *,
+                  jobs: Sequence[DaemonJob]) -> Settings:
+    """Settings from ``path`` (TOML, or YAML by extension) and ``env`` (default os.environ);
+    ``jobs``: the registry's routine jobs, in their order (their ``[jobs.<name>]`` sections).
 
     Raises ConfigError naming the offending key."""
     env = os.environ if env is None else env
     data = _read_file(Path(path)) if path else {}
-    origins = _apply_env(data, env)
+    origins = _apply_env(data, env, tuple(job.name for job in jobs))
     try:
-        return _settings(data, env)
+        return _settings(data, env, jobs)
     except ConfigError as error:
         if error.key not in origins:
             raise
         raise ConfigError(origins[error.key], f"{error.reason} (sets {error.key})") from None
 
 
-def _settings(data: dict[str, Any], env: Mapping[str, str]) -> Settings:
-    known = {"warehouses", "tables", "jobs", "limits", "executor", "http", "log", "lease",
-             "shutdown", "daemon", "lookup_cache", "policies"}
+def _value(data: Mapping[str, Any], key: Key) -> Any:
+    section = data.get(key.section, {}) if key.section else data
+    return key.parse(section.get(key.leaf, key.default))
+
+
+def _settings(data: dict[str, Any], env: Mapping[str, str], jobs: Sequence[DaemonJob]
+              ) -> Settings:
+    known = {"warehouses", "jobs", "executor", "policies", *_SECTIONS}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(unknown[0], f"unknown section; known: {', '.join(sorted(known))}")
     _check_keys(data)
-    tables, limits, http = data.get("tables", {}), data.get("limits", {}), data.get("http", {})
-    log, daemon = data.get("log", {}), data.get("daemon", {})
-    cache = data.get("lookup_cache", {})
-    if _number(limits.get("per_table", 1), "limits.per_table", int, 1) != 1:
+    tables, http = data.get("tables", {}), data.get("http", {})
+    daemon, cache = data.get("daemon", {}), data.get("lookup_cache", {})
+    if _value(data, _KEY["limits.per_table"]) != 1:
         raise ConfigError("limits.per_table", "one job per table at a time is the only mode")
     return Settings(
         warehouses=_warehouses(data.get("warehouses")),
-        include=_patterns(tables.get("include", ["*.*"]), "tables.include"),
-        exclude=_patterns(tables.get("exclude", []), "tables.exclude"),
-        jobs=parse_jobs(data.get("jobs", {})),
-        concurrency=_number(limits.get("concurrency", 2), "limits.concurrency", int, 1),
-        memory_budget_mb=_number(limits.get("memory_budget_mb", 1024), "limits.memory_budget_mb",
-                                 int, 64),
-        executor=_choice(data.get("executor", "local"), "executor", ("local", "spark")),
-        http_host=str(http.get("host", "127.0.0.1")),
-        http_port=_number(http.get("port", 9181), "http.port", int, 0, 65535),
+        include=_patterns(tables.get("include", list(_KEY["tables.include"].default)),
+                          "tables.include"),
+        exclude=_patterns(tables.get("exclude", list(_KEY["tables.exclude"].default)),
+                          "tables.exclude"),
+        jobs=parse_jobs(data.get("jobs", {}), jobs),
         trigger_token=_token(http, env),
-        log_format=_choice(log.get("format", "auto"), "log.format", ("auto", "json", "console")),
-        log_level=_choice(log.get("level", "info"), "log.level",
-                          ("debug", "info", "warning", "error")),
-        lease_ttl_s=_number(data.get("lease", {}).get("ttl_s", 120), "lease.ttl_s", float, 5),
-        grace_s=_number(data.get("shutdown", {}).get("grace_s", 30), "shutdown.grace_s", float, 0),
-        check_interval_s=_number(daemon.get("check_interval_s", 10), "daemon.check_interval_s",
-                                 float, 0.1),
-        liveness_timeout_s=_number(daemon.get("liveness_timeout_s", 300),
-                                   "daemon.liveness_timeout_s", float, 1),
-        discovery_interval_s=_number(daemon.get("discovery_interval_s", 60),
-                                     "daemon.discovery_interval_s", float, 0.1),
-        backoff_base_s=_number(daemon.get("backoff_base_s", 30), "daemon.backoff_base_s", float, 0),
-        backoff_max_s=_number(daemon.get("backoff_max_s", 3600), "daemon.backoff_max_s", float, 0),
-        quarantine_after=_number(daemon.get("quarantine_after", 5), "daemon.quarantine_after",
-                                 int, 1),
         lookup_cache_dir=str(cache["directory"]) if cache.get("directory") else None,
-        lookup_cache_max_mb=_number(cache.get("max_size_mb", 1024), "lookup_cache.max_size_mb",
-                                    int, 1),
         replica_id=_replica_id(daemon, env),
-        policies=parse_policies(data.get("policies"), data.get("jobs", {})),
+        policies=parse_policies(data.get("policies"), data.get("jobs", {}), jobs),
+        **{k.attr: _value(data, k) for k in KEYS if k.attr is not None},
     )
 
 

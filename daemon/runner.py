@@ -147,8 +147,9 @@ class Runner:
         spec = JOBS[job]
         # the daemon's typed section (enabled, interval_s and the job's own keys); bucket
         # tasks run in threads here (a process pool per job would cost more than it saves)
-        section = (work.job_settings or self.settings.jobs).by_name(job)
-        settings = spec.settings(**dataclasses.asdict(section), use_processes=False)
+        settings = (work.job_settings or self.settings.jobs).by_name(job).settings
+        if job == "compact":
+            settings = dataclasses.replace(settings, use_processes=False)
         context = JobContext(self.clock, executor=daemon_executor(self.settings.executor),
                              progress=self._abandon_if_cancelled if between_rounds is None
                              else _then(self._abandon_if_cancelled, between_rounds),

@@ -4,11 +4,9 @@ did or did not run. Pure: the service passes the figures and ``now`` in."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from paimond.config.jobs import JOB_NAMES
 from paimond.config.policy import TablePolicy, window_text
 from paimond.daemon.evaluate import REGENERATING, Schedule, Standing
 from paimond.daemon.table_policy import Effective, JobRecord
@@ -54,7 +52,7 @@ def policy_json(policy: TablePolicy | None, chosen: Effective, paused: str | Non
         "full_compaction_window": (window_text(policy.full_compaction_window) + " UTC"
                                    if policy and policy.full_compaction_window else None),
         "max_compaction_debt_mb": policy.max_compaction_debt_mb if policy else None,
-        "jobs": {job: dataclasses.asdict(chosen.jobs.by_name(job)) for job in JOB_NAMES},
+        "jobs": {job: chosen.jobs.by_name(job).as_dict() for job in chosen.jobs.names},
         "sources": dict(chosen.sources),
     }
 
@@ -66,7 +64,7 @@ def table_json(standing: Standing, *, running: bool, error: str | None, urgency:
     """One table's entry; ``last_run`` and the top-level keys stay as before this page.
     ``unchanged``: why the periodic compaction is skipped (daemon.compact_skip), if it is."""
     jobs = {}
-    for job in JOB_NAMES:
+    for job in chosen.jobs.names:
         source = (policy.name if policy and (job, "enabled") in policy.overrides
                   else f"jobs.{job}.enabled")
         why, due = _why(job, schedules[job], standing, now, paused, waiting, source)

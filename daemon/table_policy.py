@@ -10,13 +10,12 @@ API lives in memory only (the daemon keeps no local state): a restart forgets it
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from paimond.config.jobs import JOB_NAMES, JobsSettings
+from paimond.config.jobs import JobsSettings
 from paimond.config.policy import TablePolicy, window_text
 from paimond.config.settings import Settings
 from paimond.daemon.evaluate import Schedule
@@ -72,9 +71,8 @@ def effective(settings: Settings, policy: TablePolicy | None,
         option = PAIMON_OPTION_OF.get((job, key))
         if option is not None and option in table_options:
             name = _FIELD_OF.get(key, key)  # every such key is expire's
-            kept = getattr(settings.jobs.expire, name)  # [jobs] as before, None: the option
-            jobs = dataclasses.replace(jobs, expire=dataclasses.replace(jobs.expire,
-                                                                        **{name: kept}))
+            kept = getattr(settings.jobs.by_name("expire").settings, name)  # [jobs], None: the option
+            jobs = jobs.replace("expire", **{name: kept})
             sources[f"{job}.{key}"] = (f"table option {option}={table_options[option]} "
                                        f"(over {policy.name})")
     return Effective(jobs, sources)
@@ -115,7 +113,7 @@ class Policies:
             jobs = self.jobs(table)
             cached = self._schedules[table] = {
                 name: Schedule(jobs.by_name(name).enabled, jobs.by_name(name).interval_s)
-                for name in JOB_NAMES}
+                for name in jobs.names}
         return dict(cached)
 
     def enabled_jobs(self, table: str) -> tuple[str, ...]:
@@ -131,8 +129,7 @@ class Policies:
             with self._lock:
                 last = self._last_full.get(table)
             if start is not None and (last is None or last < start):
-                jobs = dataclasses.replace(
-                    chosen.jobs, compact=dataclasses.replace(chosen.jobs.compact, full=True))
+                jobs = chosen.jobs.replace("compact", full=True)
                 sources = {**chosen.sources, "compact.full": f"{policy.name}: in the window "
                            f"{window_text(policy.full_compaction_window)} UTC"}
                 chosen = Effective(jobs, sources)

@@ -67,7 +67,7 @@ class TableRuns:
             self._record(state, run)
             self._remember_unchanged(state, run, base, schema, now, local, attempts)
             self.policies.record(name, jobs, run.reports, run.error, self._wall_s(),
-                                 chosen.jobs.compact.full)
+                                 chosen.jobs.by_name("compact").settings.full)
             return run
         finally:
             with self._lock:

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from paimond.format.meta.manifest import ManifestEntry
 from paimond.table.catalog import Table
 from paimond.table.commit.job_records import JobJournal
 from paimond.table.indexes.file_index_rebuild import FileIndexChange, FileIndexRebuild, FileKey
 from paimond.table.storage.interface import FileStatus, StorageLocation
+
+if TYPE_CHECKING:
+    from paimond.maintenance.execution import TaskExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -31,6 +34,7 @@ DIRECTORIES_PER_TASK = 64
 PATHS_PER_TASK = 2_000
 
 
+@runtime_checkable
 class TaskMapper(Protocol):
     """Runs ``function`` on each item as a task elsewhere, results in the items' order. A
     task that fails for good fails the whole call (nothing is committed on that account)."""
@@ -39,9 +43,9 @@ class TaskMapper(Protocol):
                   ) -> list[R]: ...
 
 
-def mapper_of(executor: object) -> TaskMapper | None:
-    """The executor as a ``TaskMapper`` when it can map tasks (Spark), else None."""
-    return executor if callable(getattr(executor, "map_tasks", None)) else None  # type: ignore[return-value]
+def mapper_of(executor: TaskExecutor | None) -> TaskMapper | None:
+    """The executor as a ``TaskMapper`` when it can map tasks too (Spark), else None."""
+    return executor if isinstance(executor, TaskMapper) else None
 
 
 @dataclass(frozen=True, slots=True)

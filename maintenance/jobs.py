@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from paimond.clock import Clock
+from paimond.config.declare import setting
+from paimond.errors import ConfigError
 
 if TYPE_CHECKING:  # a job's modules are imported when it runs (tests/maintenance/test_jobs.py)
     from paimond.lsm.picker import PickerState
@@ -63,78 +65,108 @@ class JobReport:
 # ---- settings ------------------------------------------------------------------------------
 
 
+# Each job's settings, declared once (config/declare.py): the command line, Spark's maintain and
+# the daemon build them; fields marked daemon=True are the keys of the daemon's [jobs.<name>]
+# section (besides enabled and interval_s), with the daemon's default where it differs.
+_HOUR_MS = 3_600_000  # maintenance/expire/orphans.py MIN_WINDOW_MS: shorter needs --force
+_DRY_RUN = "report what the job would do; change nothing"
+
+
 @dataclass(frozen=True, slots=True)
 class CompactSettings:
-    full: bool = False
-    parallelism: int | None = None  # bucket tasks at once; None: the CPU count
-    partitions: Mapping[str, str] | None = None
-    dry_run: bool = False  # the plan is the result
-    use_processes: bool = True  # the local pool: processes, else threads
-    # a sort compaction (Paimon's order_strategy / order_by): "order", "zorder", "hilbert"
-    order_strategy: str | None = None
-    order_by: tuple[str, ...] = ()
+    full: bool = setting(False, "compact every bucket to one sorted run at the max level",
+                         daemon=True)
+    parallelism: int | None = setting(
+        None, "bucket tasks at once; unset: the CPU count (the daemon's default: 1)",
+        minimum=1, daemon=True, daemon_default=1)
+    partitions: Mapping[str, str] | None = setting(None, "only the partition with these values")
+    dry_run: bool = setting(False, "the plan is the result")
+    use_processes: bool = setting(True, "the local pool runs processes, else threads")
+    order_strategy: str | None = setting(
+        None, "a sort compaction (Paimon's order_strategy)", choices=("order", "zorder", "hilbert"))
+    order_by: tuple[str, ...] = setting((), "the sort compaction's columns")
 
 
 @dataclass(frozen=True, slots=True)
 class ExpireOverrides:
     """Overrides of the table's own expiration options (None: the option applies)."""
 
-    retain_min: int | None = None
-    retain_max: int | None = None
-    max_deletes: int | None = None
-    older_than_ms: int | None = None  # a window before now
-    older_than_timestamp_ms: int | None = None  # or a moment
-    dry_run: bool = False
+    retain_min: int | None = setting(None, "snapshots kept at least (over "
+                                     "snapshot.num-retained.min)", minimum=1, daemon=True)
+    retain_max: int | None = setting(None, "snapshots kept at most (over "
+                                     "snapshot.num-retained.max)", minimum=1, daemon=True,
+                                     not_below="retain_min")
+    max_deletes: int | None = setting(None, "snapshots expired per round at most (over "
+                                      "snapshot.expire.limit)", minimum=1, daemon=True)
+    older_than_ms: int | None = setting(None, "expire snapshots older than this window (over "
+                                        "snapshot.time-retained)", duration=True, daemon=True,
+                                        key="older_than")
+    older_than_timestamp_ms: int | None = setting(None, "or older than this moment (epoch ms)")
+    dry_run: bool = setting(False, _DRY_RUN)
 
 
 @dataclass(frozen=True, slots=True)
 class ConsumerExpireSettings:
-    older_than_ms: int | None = None  # overrides consumer.expiration-time
-    dry_run: bool = False
+    older_than_ms: int | None = setting(None, "consumers idle longer than this expire (over "
+                                        "consumer.expiration-time)", duration=True)
+    dry_run: bool = setting(False, _DRY_RUN)
 
 
 @dataclass(frozen=True, slots=True)
 class ExpirePartitionsSettings:
-    older_than_ms: int | None = None  # overrides partition.expiration-time
-    max_num: int | None = None  # overrides partition.expiration-max-num
-    dry_run: bool = False
+    older_than_ms: int | None = setting(None, "partitions older than this expire (over "
+                                        "partition.expiration-time)", duration=True)
+    max_num: int | None = setting(None, "partitions dropped at most (over "
+                                  "partition.expiration-max-num)", minimum=1)
+    dry_run: bool = setting(False, _DRY_RUN)
 
 
 @dataclass(frozen=True, slots=True)
 class ManifestMergeSettings:
-    dry_run: bool = False
-    forced: bool = True  # merge whatever can be (Java compact_manifest); else by thresholds
+    dry_run: bool = setting(False, _DRY_RUN)
+    # the daemon merges by manifest.merge-min-count and the full-compaction size, as a writer's
+    # commit does: forcing would commit a COMPACT snapshot after nearly every writer commit
+    forced: bool = setting(True, "merge whatever can be (Java compact_manifest), else by the "
+                           "table's thresholds (the daemon's default)", daemon=True,
+                           daemon_default=False)
 
 
 @dataclass(frozen=True, slots=True)
 class OrphanSettings:
-    older_than_ms: int | None = None  # a window before now (default 1 day)
-    older_than_timestamp_ms: int | None = None  # or a moment
-    dry_run: bool = False
-    force: bool = False  # allow a window under 1 hour
+    older_than_ms: int | None = setting(None, "the safety window: files younger are kept "
+                                        "(unset: 1 day; at least 1 h)", duration=True,
+                                        minimum=_HOUR_MS, daemon=True, key="older_than")
+    older_than_timestamp_ms: int | None = setting(None, "or files older than this moment "
+                                                  "(epoch ms)")
+    dry_run: bool = setting(False, _DRY_RUN)
+    force: bool = setting(False, "allow a window under 1 hour")
 
 
 @dataclass(frozen=True, slots=True)
 class RewriteIndexSettings:
-    partitions: Mapping[str, str] | None = None
-    parallelism: int = 4
-    dry_run: bool = False
-    max_files: int | None = None  # a bounded pass over stale files only (the daemon's)
+    partitions: Mapping[str, str] | None = setting(None, "only the partition with these values")
+    parallelism: int = setting(4, "bucket tasks at once", minimum=1)
+    dry_run: bool = setting(False, _DRY_RUN)
+    max_files: int | None = setting(None, "a bounded pass over stale files only, re-indexing "
+                                    "at most this many", minimum=1, daemon=True,
+                                    daemon_default=100)
 
 
 @dataclass(frozen=True, slots=True)
 class RebuildDvSettings:
-    partitions: Mapping[str, str] | None = None
-    dry_run: bool = False
-    discard_existing: bool = False
-    max_files: int | None = None  # a bounded pass over buckets missing vectors (the daemon's)
+    partitions: Mapping[str, str] | None = setting(None, "only the partition with these values")
+    dry_run: bool = setting(False, _DRY_RUN)
+    discard_existing: bool = setting(False, "rebuild vectors that exist too")
+    max_files: int | None = setting(None, "a bounded pass over buckets missing vectors, "
+                                    "reading at most this many level >= 1 files (at least one "
+                                    "bucket)", minimum=1, daemon=True, daemon_default=200)
 
 
 @dataclass(frozen=True, slots=True)
 class TagsSettings:
     """The ``tags`` job (auto-create then expire) and ``expire_tags`` (expire only)."""
 
-    dry_run: bool = False
+    dry_run: bool = setting(False, _DRY_RUN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,23 +174,25 @@ class ExpireTagsSettings:
     """``expire_tags``: retention expiry (Java's expire_tags procedure, which forces
     ``tag.time-expire-enabled``), and optionally every tag created before a moment."""
 
-    older_than_ms: int | None = None  # a window before now
-    older_than: datetime.datetime | None = None  # or a local date-time
-    dry_run: bool = False
+    older_than_ms: int | None = setting(None, "also tags created longer ago than this",
+                                        duration=True)
+    older_than: datetime.datetime | None = setting(None, "or before this local date-time")
+    dry_run: bool = setting(False, _DRY_RUN)
 
 
 @dataclass(frozen=True, slots=True)
 class CreateTagSettings:
-    tag: str = ""
-    snapshot_id: int | None = None  # None: the latest snapshot
-    time_retained_ms: int | None = None  # None: tag.default-time-retained
-    dry_run: bool = False
+    tag: str = setting("", "the tag's name")
+    snapshot_id: int | None = setting(None, "the tagged snapshot; unset: the latest", minimum=1)
+    time_retained_ms: int | None = setting(None, "how long the tag lives; unset: "
+                                           "tag.default-time-retained", duration=True)
+    dry_run: bool = setting(False, _DRY_RUN)
 
 
 @dataclass(frozen=True, slots=True)
 class DeleteTagSettings:
-    tag: str = ""
-    dry_run: bool = False
+    tag: str = setting("", "the tag's name")
+    dry_run: bool = setting(False, _DRY_RUN)
 
 
 # ---- runs ----------------------------------------------------------------------------------
@@ -338,24 +372,33 @@ class Job(Generic[S]):
     name: str
     settings_type: type[S]
     run: Callable[[Table, S, JobContext], JobReport]
+    enabled: bool = True  # the daemon runs it (routine jobs) unless [jobs.<name>] says not
+    interval_s: float = 60.0  # the daemon's default seconds between runs on a table
 
     def settings(self, **values: Any) -> S:
-        """This job's settings from ``values``; keys it does not have are ignored (a daemon
-        section's ``enabled`` and ``interval_s``)."""
-        names = {f.name for f in dataclasses.fields(self.settings_type)}  # type: ignore[arg-type]
-        return self.settings_type(**{k: v for k, v in values.items() if k in names})
+        """This job's settings from ``values``; raises ConfigError naming a key it lacks."""
+        names = [f.name for f in dataclasses.fields(self.settings_type)]  # type: ignore[arg-type]
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ConfigError(unknown[0], f"not a setting of job {self.name}; its settings: "
+                                          f"{', '.join(names)}")
+        return self.settings_type(**values)
 
 
 JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
-    Job("compact", CompactSettings, _compact),
-    Job("expire", ExpireOverrides, _expire),
-    Job("expire_consumers", ConsumerExpireSettings, _expire_consumers),
-    Job("expire_partitions", ExpirePartitionsSettings, _expire_partitions),
-    Job("merge_manifests", ManifestMergeSettings, _merge_manifests),
-    Job("remove_orphans", OrphanSettings, _remove_orphans),
-    Job("rewrite_index", RewriteIndexSettings, _rewrite_index),
-    Job("rebuild_dv", RebuildDvSettings, _rebuild_dv),
-    Job("tags", TagsSettings, _tags),
+    Job("compact", CompactSettings, _compact, interval_s=60.0),
+    Job("expire", ExpireOverrides, _expire, interval_s=300.0),
+    Job("expire_consumers", ConsumerExpireSettings, _expire_consumers, interval_s=600.0),
+    # Java's partition.expiration-check-interval default
+    Job("expire_partitions", ExpirePartitionsSettings, _expire_partitions, interval_s=3600.0),
+    Job("merge_manifests", ManifestMergeSettings, _merge_manifests, interval_s=600.0),
+    Job("remove_orphans", OrphanSettings, _remove_orphans, enabled=False, interval_s=86400.0),
+    # due only while live files' indexes differ from the file-index.* options
+    Job("rewrite_index", RewriteIndexSettings, _rewrite_index, interval_s=10.0),
+    # due only while buckets of a deletion-vector table miss their vectors
+    # (maintenance/regenerate/pending.py); at least this long between two passes on a table
+    Job("rebuild_dv", RebuildDvSettings, _rebuild_dv, interval_s=10.0),
+    Job("tags", TagsSettings, _tags, interval_s=300.0),
     Job("expire_tags", ExpireTagsSettings, _expire_tags),
     Job("create_tag", CreateTagSettings, _create_tag),
     Job("delete_tag", DeleteTagSettings, _delete_tag),
@@ -380,6 +423,11 @@ def preload() -> None:
         importlib.import_module(module)
 
 
-# The jobs a table's routine maintenance runs, in this order (the daemon, Spark's maintain).
+# The jobs a table's routine maintenance runs, in this order (the daemon, Spark's maintain):
+# missing vectors first (readers are wrong until they exist); indexes after compaction has
+# rewritten what it would; partitions drop, tags and consumers settle before snapshots expire
+# (a new tag then protects its snapshot, an expired consumer no longer pins any).
 ROUTINE_JOBS = ("rebuild_dv", "compact", "rewrite_index", "expire_partitions", "tags",
                 "expire_consumers", "expire", "merge_manifests", "remove_orphans")
+# The daemon's jobs, handed to its settings' loader (load_settings(..., jobs=ROUTINE)).
+ROUTINE: tuple[Job[Any], ...] = tuple(JOBS[name] for name in ROUTINE_JOBS)

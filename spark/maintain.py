@@ -119,7 +119,8 @@ def maintain(spark: SparkSession, warehouse: str, table: str, *,
         started = time.monotonic()
         job = JOBS[name]
         try:
-            summary.reports[name] = job.run(opened, job.settings(full=full), context)
+            settings = job.settings(full=full) if name == "compact" else job.settings()
+            summary.reports[name] = job.run(opened, settings, context)
         except RefusedError as error:  # decided before writing anything: the next job runs
             summary.refused[name] = error.reason
         summary.durations_s[name] = time.monotonic() - started

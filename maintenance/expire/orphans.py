@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, CorruptFileError, UnsupportedError
@@ -74,6 +75,9 @@ from paimond.table.layout import (
 from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refuse
 from paimond.table.storage.interface import FileStatus, Storage
+
+if TYPE_CHECKING:
+    from paimond.maintenance.execution import TaskExecutor
 
 DEFAULT_WINDOW_MS = 86_400_000  # Java: older_than defaults to now - 1 day
 MIN_WINDOW_MS = 3_600_000  # below this, only with force
@@ -209,7 +213,7 @@ class OrphanJob:
     older_than_ms: int | None = None  # absolute (epoch millis); default now - 1 day
     dry_run: bool = False
     force: bool = False
-    executor: object = None  # one that maps tasks (Spark) lists and deletes in its tasks
+    executor: TaskExecutor | None = None  # one that maps tasks (Spark) lists and deletes in its tasks
 
     def run(self) -> OrphanResult:
         refuse(self.table.latest_schema(), "remove_orphans", self.table.path)

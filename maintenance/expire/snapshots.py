@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
@@ -73,6 +74,9 @@ from paimond.table.options.reader import INT_MAX
 from paimond.table.options.semantic import refuse
 from paimond.table.scan.snapshot_scan import check_manifest_versions
 from paimond.table.storage.temp_files import sweep_temp_files
+
+if TYPE_CHECKING:
+    from paimond.maintenance.execution import TaskExecutor
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +291,7 @@ class ExpireJob:
     clock: Clock  # read once per plan: snapshots older than now - time_retained expire
     settings: ExpireSettings | None = None
     dry_run: bool = False
-    executor: object = None  # one that maps tasks (Spark) deletes data and metadata in tasks
+    executor: TaskExecutor | None = None  # one that maps tasks (Spark) deletes data and metadata in tasks
     # decoded manifest lists a run's rounds share (a round's end is the next one's begin)
     lists: ManifestListCache = field(default_factory=ManifestListCache, repr=False)
 

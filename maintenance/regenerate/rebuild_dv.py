@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from paimond.clock import Clock
 from paimond.errors import UnsupportedError
@@ -52,6 +53,9 @@ from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refuse
 from paimond.table.scan.snapshot_scan import BucketFiles, LiveFile, scan_snapshot
+
+if TYPE_CHECKING:
+    from paimond.maintenance.execution import TaskExecutor
 
 Progress = Callable[[int, int, str], None]
 
@@ -100,7 +104,7 @@ class RebuildDvJob:
     progress: Progress | None = None
     max_files: int | None = None  # a bounded pass over buckets needing vectors only
     memory: RegenerationMemory | None = None  # what earlier bounded passes handled
-    executor: object = None  # one that maps tasks (Spark) rebuilds one bucket per task
+    executor: TaskExecutor | None = None  # one that maps tasks (Spark) rebuilds one bucket per task
     _chosen: list[str] = field(default_factory=list, init=False)
     _lost: set[tuple[bytes, int]] = field(default_factory=set, init=False)
     _journal: JobJournal | None = field(default=None, init=False)

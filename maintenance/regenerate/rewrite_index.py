@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError
@@ -62,6 +63,9 @@ from paimond.table.layout import FILE_INDEX_SUFFIX, partition_matches, partition
 from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refuse
 from paimond.table.scan.snapshot_scan import merge_entries, read_manifest_list
+
+if TYPE_CHECKING:
+    from paimond.maintenance.execution import TaskExecutor
 
 Progress = Callable[[int, int, str], None]  # files done, files in all, the file just done
 BATCH_ROWS = 32768
@@ -182,7 +186,7 @@ class IndexRewriteJob:
     progress: Progress | None = None
     max_files: int | None = None  # a bounded pass over stale files only
     memory: RegenerationMemory | None = None  # what earlier bounded passes handled
-    executor: object = None  # one that maps tasks (Spark) re-indexes one bucket per task
+    executor: TaskExecutor | None = None  # one that maps tasks (Spark) re-indexes one bucket per task
     _chosen: list[str] = field(default_factory=list, init=False)
     _journal: JobJournal | None = field(default=None, init=False)
     _left: int = field(default=0, init=False)

@@ -70,7 +70,10 @@ NOT_FOR_COMPACT = (
     "paimond.maintenance.regenerate.rewrite_index", "paimond.maintenance.regenerate.rebuild_dv",
     "paimond.maintenance.expire.partitions", "paimond.maintenance.expire.consumers",
     "paimond.maintenance.manifests", "paimond.table.status.report",
-    "paimond.daemon", "paimond.spark", "paimond.config",
+    "paimond.daemon", "paimond.spark",
+    # the daemon's settings (the registry's settings types load only config.declare)
+    "paimond.config.settings", "paimond.config.policy", "paimond.config.jobs",
+    "paimond.config.reference",
     "concurrent.futures.process", "multiprocessing", "paimond.lsm.lookup_cache",
     "fsspec",  # a local warehouse is read and written through os
     # a Parquet table without file indexes: no index codecs, no other format's code

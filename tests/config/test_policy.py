@@ -9,6 +9,7 @@ import pytest
 
 from paimond.config.settings import Settings, load_settings
 from paimond.errors import ConfigError
+from paimond.maintenance.jobs import ROUTINE
 
 BASE = """
 [[warehouses]]
@@ -44,7 +45,7 @@ paused = "yes"
 def _load(tmp_path: Path, text: str) -> Settings:
     path = tmp_path / "paimond.toml"
     path.write_text(text)
-    return load_settings(str(path), env={})
+    return load_settings(str(path), env={}, jobs=ROUTINE)
 
 
 def test_two_policies_first_match_wins_over_jobs(tmp_path: Path) -> None:
@@ -55,10 +56,12 @@ def test_two_policies_first_match_wins_over_jobs(tmp_path: Path) -> None:
     assert logs.index == 0 and sales.index == 1  # logs.big: the first match, not paused
     assert not logs.paused and sales.paused
     # the policy's keys over [jobs]; what it does not name stays [jobs]'s
-    assert logs.jobs.compact.interval_s == 5 and logs.jobs.compact.parallelism == 2
-    assert logs.jobs.expire.retain_min == 3 and logs.jobs.expire.retain_max == 20
-    assert logs.jobs.expire.older_than_ms == 7_200_000
-    assert logs.jobs.remove_orphans.enabled and logs.jobs.remove_orphans.older_than_ms == 3 * 86_400_000
+    compact, expire = logs.jobs.by_name("compact"), logs.jobs.by_name("expire").settings
+    assert compact.interval_s == 5 and compact.settings.parallelism == 2
+    assert expire.retain_min == 3 and expire.retain_max == 20
+    assert expire.older_than_ms == 7_200_000
+    orphans = logs.jobs.by_name("remove_orphans")
+    assert orphans.enabled and orphans.settings.older_than_ms == 3 * 86_400_000
     assert logs.overrides == {("compact", "interval_s"), ("expire", "retain_max"),
                               ("expire", "older_than"), ("remove_orphans", "enabled"),
                               ("remove_orphans", "older_than")}
@@ -100,5 +103,6 @@ def test_policies_must_be_a_list(tmp_path: Path) -> None:
 
 def test_policies_are_not_set_from_the_environment(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
-        load_settings(None, env={"PAIMOND_WAREHOUSE": "/tmp/wh", "PAIMOND_POLICIES_PAUSED": "1"})
+        load_settings(None, env={"PAIMOND_WAREHOUSE": "/tmp/wh", "PAIMOND_POLICIES_PAUSED": "1"},
+                      jobs=ROUTINE)
     assert raised.value.key == "PAIMOND_POLICIES_PAUSED"

@@ -8,15 +8,11 @@ from pathlib import Path
 import pytest
 
 from paimond.cli.main import main
-from paimond.config.settings import (
-    CompactJobSettings,
-    ExpireJobSettings,
-    RemoveOrphansJobSettings,
-    load_settings,
-)
+from paimond.config.settings import load_settings
 from paimond.config.values import duration_ms
 from paimond.durations import UNITS_MS as DURATION_UNITS_MS
 from paimond.errors import ConfigError
+from paimond.maintenance.jobs import ROUTINE, CompactSettings, ExpireOverrides, OrphanSettings
 from paimond.table.options.reader import parse_duration_millis
 
 GOOD = """
@@ -51,12 +47,13 @@ def _write(tmp_path: Path, text: str, name: str = "paimond.toml") -> str:
 
 
 def test_file_and_defaults(tmp_path: Path) -> None:
-    settings = load_settings(_write(tmp_path, GOOD), env={})
+    settings = load_settings(_write(tmp_path, GOOD), env={}, jobs=ROUTINE)
     assert settings.warehouses[0].uri == "s3://bucket/wh"
     assert settings.warehouses[0].storage_options == {"endpoint_url": "http://127.0.0.1:9000"}
-    assert settings.job("compact") == CompactJobSettings(interval_s=30, full=False)
+    assert settings.job("compact").interval_s == 30
+    assert settings.job("compact").settings == CompactSettings(full=False, parallelism=1)
     orphans = settings.job("remove_orphans")
-    assert orphans == RemoveOrphansJobSettings(enabled=True, older_than_ms=2 * 86_400_000)
+    assert orphans.enabled and orphans.settings == OrphanSettings(older_than_ms=2 * 86_400_000)
     assert settings.job("expire").enabled and settings.job("expire").interval_s == 300
     assert (settings.concurrency, settings.http_port, settings.log_format) == (3, 9300, "auto")
     assert settings.wants("sales.orders") and settings.wants("ops.events")
@@ -70,19 +67,19 @@ def test_environment_overrides(tmp_path: Path) -> None:
     env = {"PAIMOND_HTTP_PORT": "9400", "PAIMOND_JOBS_COMPACT_INTERVAL_S": "5",
            "PAIMOND_LIMITS_CONCURRENCY": "1", "PAIMOND_WAREHOUSE": "/data/wh2",
            "PAIMOND_HTTP_TRIGGER_TOKEN_FILE": str(token_file), "OTHER": "x"}
-    settings = load_settings(_write(tmp_path, GOOD), env=env)
+    settings = load_settings(_write(tmp_path, GOOD), env=env, jobs=ROUTINE)
     assert settings.http_port == 9400 and settings.concurrency == 1
     assert settings.job("compact").interval_s == 5
     assert [w.uri for w in settings.warehouses] == ["s3://bucket/wh", "/data/wh2"]
     assert settings.trigger_token == "s3cr3t"
     assert "s3cr3t" not in repr(settings)
-    assert load_settings(None, env={"PAIMOND_WAREHOUSE": "/wh", "PAIMOND_TRIGGER_TOKEN": "t"}
-                         ).trigger_token == "t"
+    assert load_settings(None, env={"PAIMOND_WAREHOUSE": "/wh", "PAIMOND_TRIGGER_TOKEN": "t"},
+                         jobs=ROUTINE).trigger_token == "t"
 
 
 def test_yaml(tmp_path: Path) -> None:
     path = _write(tmp_path, "warehouses:\n  - uri: /wh\nlimits:\n  concurrency: 4\n", "p.yaml")
-    assert load_settings(path, env={}).concurrency == 4
+    assert load_settings(path, env={}, jobs=ROUTINE).concurrency == 4
 
 
 @pytest.mark.parametrize("text, key", [
@@ -131,42 +128,44 @@ def test_yaml(tmp_path: Path) -> None:
 ])
 def test_bad_config_names_the_key(tmp_path: Path, text: str, key: str) -> None:
     with pytest.raises(ConfigError) as error:
-        load_settings(_write(tmp_path, text), env={})
+        load_settings(_write(tmp_path, text), env={}, jobs=ROUTINE)
     assert key in error.value.key
 
 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
-        load_settings(str(tmp_path / "nope.toml"), env={})
+        load_settings(str(tmp_path / "nope.toml"), env={}, jobs=ROUTINE)
 
 
 def test_lookup_cache_settings(tmp_path: Path) -> None:
     config = tmp_path / "paimond.toml"
     config.write_text('[[warehouses]]\nuri = "/wh"\n[lookup_cache]\n'
                       'directory = "/var/cache/paimond"\nmax_size_mb = 256\n')
-    settings = load_settings(str(config), env={})
+    settings = load_settings(str(config), env={}, jobs=ROUTINE)
     assert settings.lookup_cache_dir == "/var/cache/paimond"
     assert settings.lookup_cache_max_mb == 256
-    assert load_settings(None, env={"PAIMOND_WAREHOUSE": "/wh"}).lookup_cache_dir is None
-    overridden = load_settings(str(config), env={"PAIMOND_LOOKUP_CACHE_MAX_SIZE_MB": "64"})
+    assert load_settings(None, env={"PAIMOND_WAREHOUSE": "/wh"}, jobs=ROUTINE).lookup_cache_dir is None
+    overridden = load_settings(str(config), env={"PAIMOND_LOOKUP_CACHE_MAX_SIZE_MB": "64"}, jobs=ROUTINE)
     assert overridden.lookup_cache_max_mb == 64
     config.write_text('[[warehouses]]\nuri = "/wh"\n[lookup_cache]\nmax_size = 5\n')
     with pytest.raises(ConfigError, match="lookup_cache.max_size"):
-        load_settings(str(config), env={})
+        load_settings(str(config), env={}, jobs=ROUTINE)
 
 
 def test_job_sections_are_typed(tmp_path: Path) -> None:
     path = _write(tmp_path, '[[warehouses]]\nuri = "/w"\n[jobs.compact]\nfull = true\n'
                             'parallelism = 4\n[jobs.expire]\nretain_min = 2\nretain_max = 20\n'
                             'older_than = "30 min"\nmax_deletes = 7\n')
-    settings = load_settings(path, env={})
-    assert settings.job("compact") == CompactJobSettings(full=True, parallelism=4)
-    assert settings.job("expire") == ExpireJobSettings(retain_min=2, retain_max=20,
-                                                       older_than_ms=1_800_000, max_deletes=7)
-    assert settings.jobs.merge_manifests.enabled and settings.jobs.merge_manifests.interval_s == 600
-    assert settings.job("remove_orphans") == RemoveOrphansJobSettings()
-    defaults = load_settings(None, env={"PAIMOND_WAREHOUSE": "/w"})
-    assert defaults.job("expire") == ExpireJobSettings()  # None: the table's own options
+    settings = load_settings(path, env={}, jobs=ROUTINE)
+    assert settings.job("compact").settings == CompactSettings(full=True, parallelism=4)
+    assert settings.job("expire").settings == ExpireOverrides(
+        retain_min=2, retain_max=20, older_than_ms=1_800_000, max_deletes=7)
+    merge = settings.job("merge_manifests")
+    assert merge.enabled and merge.interval_s == 600 and merge.settings.forced is False
+    assert settings.job("remove_orphans").settings == OrphanSettings()
+    assert not settings.job("remove_orphans").enabled
+    defaults = load_settings(None, env={"PAIMOND_WAREHOUSE": "/w"}, jobs=ROUTINE)
+    assert defaults.job("expire").settings == ExpireOverrides()  # None: the table's own options
     with pytest.raises(KeyError):
         defaults.job("vacuum")
 
@@ -177,8 +176,8 @@ def test_job_sections_are_typed(tmp_path: Path) -> None:
 ])
 def test_environment_booleans(tmp_path: Path, text: str, full: bool) -> None:
     path = _write(tmp_path, '[[warehouses]]\nuri = "/w"\n[jobs.compact]\nfull = true\n')
-    settings = load_settings(path, env={"PAIMOND_JOBS_COMPACT_FULL": text})
-    assert settings.job("compact").full is full
+    settings = load_settings(path, env={"PAIMOND_JOBS_COMPACT_FULL": text}, jobs=ROUTINE)
+    assert settings.job("compact").settings.full is full
 
 
 @pytest.mark.parametrize("env, key", [
@@ -195,7 +194,7 @@ def test_environment_booleans(tmp_path: Path, text: str, full: bool) -> None:
 ])
 def test_bad_environment_names_the_variable(env: dict[str, str], key: str) -> None:
     with pytest.raises(ConfigError) as error:
-        load_settings(None, env={"PAIMOND_WAREHOUSE": "/w", **env})
+        load_settings(None, env={"PAIMOND_WAREHOUSE": "/w", **env}, jobs=ROUTINE)
     assert error.value.key == key
 
 
@@ -203,15 +202,15 @@ def test_other_paimond_variables_are_not_settings() -> None:
     # Read elsewhere (storage, tests) or injected by Kubernetes service links.
     env = {"PAIMOND_WAREHOUSE": "/w", "PAIMOND_S3_ENDPOINT_URL": "http://s3",
            "PAIMOND_TESTS_WITHOUT_ORACLES": "1", "PAIMOND_SERVICE_HOST": "10.0.0.1"}
-    assert load_settings(None, env=env).executor == "local"
+    assert load_settings(None, env=env, jobs=ROUTINE).executor == "local"
 
 
 def test_executor_from_file_and_environment(tmp_path: Path) -> None:
     path = _write(tmp_path, 'executor = "spark"\n[[warehouses]]\nuri = "/w"\n')
-    assert load_settings(path, env={}).executor == "spark"
-    assert load_settings(path, env={"PAIMOND_EXECUTOR": "local"}).executor == "local"
+    assert load_settings(path, env={}, jobs=ROUTINE).executor == "spark"
+    assert load_settings(path, env={"PAIMOND_EXECUTOR": "local"}, jobs=ROUTINE).executor == "local"
     assert load_settings(None, env={"PAIMOND_WAREHOUSE": "/w",
-                                    "PAIMOND_EXECUTOR": "Spark"}).executor == "spark"
+                                    "PAIMOND_EXECUTOR": "Spark"}, jobs=ROUTINE).executor == "spark"
 
 
 @pytest.mark.parametrize("command", ["run", "run-once"])
@@ -248,25 +247,30 @@ def test_bad_durations_are_refused_as_table_options_are(text: str) -> None:
         parse_duration_millis(text)
 
 
-def test_the_daemons_job_sections_are_the_registrys_routine_jobs() -> None:
-    from paimond.config.settings import JOB_NAMES
-    from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS
-
-    assert tuple(JOB_NAMES) == ROUTINE_JOBS and set(ROUTINE_JOBS) <= set(JOBS)
+def test_the_daemons_job_sections_are_the_routine_jobs_it_is_given() -> None:
+    settings = load_settings(None, env={"PAIMOND_WAREHOUSE": "/w"}, jobs=ROUTINE)
+    assert settings.jobs.names == tuple(job.name for job in ROUTINE)
+    only = load_settings(None, env={"PAIMOND_WAREHOUSE": "/w"}, jobs=ROUTINE[1:2])
+    assert only.jobs.names == ("compact",)
+    with pytest.raises(ConfigError) as error:
+        load_settings(None, env={"PAIMOND_WAREHOUSE": "/w", "PAIMOND_JOBS_EXPIRE_ENABLED": "1"},
+                      jobs=ROUTINE[1:2])
+    assert error.value.key == "PAIMOND_JOBS_EXPIRE_ENABLED"
 
 
 def test_replica_id(tmp_path: Path) -> None:
     """The daemon's stable identity: the file's key, else the pod's name, else the hostname;
     ``PAIMOND_DAEMON_REPLICA_ID`` overrides the file."""
     warehouse = {"PAIMOND_WAREHOUSE": "/wh"}
-    assert load_settings(None, env=warehouse).replica_id == socket.gethostname()
-    assert load_settings(None, env=warehouse | {"POD_NAME": "paimond-0"}).replica_id == "paimond-0"
+    assert load_settings(None, env=warehouse, jobs=ROUTINE).replica_id == socket.gethostname()
+    pod = load_settings(None, env=warehouse | {"POD_NAME": "paimond-0"}, jobs=ROUTINE)
+    assert pod.replica_id == "paimond-0"
     config = tmp_path / "r.toml"
     config.write_text('[[warehouses]]\nuri = "/wh"\n[daemon]\nreplica_id = "east-1"\n')
-    assert load_settings(str(config), env={"POD_NAME": "paimond-0"}).replica_id == "east-1"
-    overridden = load_settings(str(config), env={"PAIMOND_DAEMON_REPLICA_ID": "west-2"})
+    assert load_settings(str(config), env={"POD_NAME": "paimond-0"}, jobs=ROUTINE).replica_id == "east-1"
+    overridden = load_settings(str(config), env={"PAIMOND_DAEMON_REPLICA_ID": "west-2"}, jobs=ROUTINE)
     assert overridden.replica_id == "west-2"
     config.write_text('[[warehouses]]\nuri = "/wh"\n[daemon]\nreplica_id = "a/b"\n')
     with pytest.raises(ConfigError) as error:
-        load_settings(str(config), env={})
+        load_settings(str(config), env={}, jobs=ROUTINE)
     assert error.value.key == "daemon.replica_id"

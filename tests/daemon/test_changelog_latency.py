@@ -90,6 +90,7 @@ def test_the_daemon_gauges_it_and_ranks_the_waiting_table_first(tmp_path: Path) 
 
     from paimond.config.settings import load_settings
     from paimond.daemon.service import Daemon
+    from paimond.maintenance.jobs import ROUTINE
 
     warehouse = str(tmp_path)
     for name, producer in (("db.cl", "lookup"), ("db.plain", "none")):
@@ -101,7 +102,7 @@ def test_the_daemon_gauges_it_and_ranks_the_waiting_table_first(tmp_path: Path) 
     settings = load_settings(None, env={
         "PAIMOND_WAREHOUSE": warehouse, "PAIMOND_JOBS_COMPACT_ENABLED": "false",
         "PAIMOND_JOBS_EXPIRE_ENABLED": "false",
-        "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false"})
+        "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false"}, jobs=ROUTINE)
     registry = CollectorRegistry()
     daemon = Daemon(settings, Metrics(registry, later), clock=later)
     for future in daemon.tick():

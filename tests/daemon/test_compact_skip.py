@@ -21,13 +21,13 @@ from structlog.testing import capture_logs
 from write_only_writer import SCHEMA, Writer
 
 from paimond.clock import Clock
-from paimond.config.settings import JOB_NAMES, load_settings
+from paimond.config.settings import load_settings
 from paimond.daemon import compact_skip
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
-from paimond.maintenance.jobs import Job, JobReport
+from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS, Job, JobReport
 from paimond.table.catalog import open_table
 from paimond.table.status.report import table_status
 from paimond.table.storage.interface import open_storage
@@ -100,8 +100,8 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         writer.commit()  # one sorted run: nothing to compact
         clock = SteppingClock()
         settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse, **{
-            f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in JOB_NAMES
-            if job != "compact"}})
+            f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
+            if job != "compact"}}, jobs=ROUTINE)
         daemon = Daemon(settings, Metrics(CollectorRegistry(), clock), clock=clock)
         daemon.keep_up = True  # as `run` sets it
         plans: list[float] = []

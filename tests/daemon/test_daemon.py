@@ -18,12 +18,13 @@ from prometheus_client import CollectorRegistry, generate_latest
 from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 
-from paimond.config.settings import CompactJobSettings, load_settings
+from paimond.config.settings import load_settings
 from paimond.daemon.http import HttpServer
 from paimond.daemon.lease import Leases
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
+from paimond.maintenance.jobs import ROUTINE, CompactSettings
 from paimond.table.storage.interface import open_storage
 
 
@@ -43,7 +44,7 @@ def _service(warehouse: str, **env: str) -> tuple[Daemon, CollectorRegistry]:
     settings = load_settings(None, env={
         "PAIMOND_WAREHOUSE": warehouse, "PAIMOND_JOBS_EXPIRE_ENABLED": "false",
         "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false", "PAIMOND_DAEMON_BACKOFF_BASE_S": "0",
-        **env})
+        **env}, jobs=ROUTINE)
     registry = CollectorRegistry()
     return Daemon(settings, Metrics(registry)), registry
 
@@ -228,7 +229,7 @@ def test_environment_full_reaches_the_daemons_compaction(
     monkeypatch.setattr(compact_module, "CompactJob", recording)
     service, _ = _service(path, PAIMOND_JOBS_COMPACT_FULL=text,
                           PAIMOND_JOBS_COMPACT_PARALLELISM="2")
-    assert service.settings.job("compact") == CompactJobSettings(full=full, parallelism=2)
+    assert service.settings.job("compact").settings == CompactSettings(full=full, parallelism=2)
     runs = [f.result() for f in service.tick()]
     assert all(r.error is None and r.reports["compact"].outcome == "success" for r in runs)
     assert [(k["full"], k["parallelism"]) for k in built] == [(full, 2)] * len(specs)

@@ -20,7 +20,7 @@ from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun, TableWork
 from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
-from paimond.maintenance.jobs import CompactSettings, ExpireOverrides, Job, JobReport
+from paimond.maintenance.jobs import ROUTINE, CompactSettings, ExpireOverrides, Job, JobReport
 from paimond.table.catalog import Table, open_table
 from paimond.table.status.report import table_status
 from paimond.table.storage.interface import open_storage
@@ -48,7 +48,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_at: int | None = 
     writer = Writer(warehouse, NAME, TRIGGER)
     writer.commit()
     table = open_table(open_storage(warehouse), warehouse, NAME)
-    daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse}),
+    daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse}, jobs=ROUTINE),
                     Metrics(CollectorRegistry()))
     real = registry_module.JOBS["compact"].run
     compactions: list[int] = []

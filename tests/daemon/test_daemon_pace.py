@@ -15,13 +15,13 @@ from prometheus_client import CollectorRegistry
 from pypaimon_oracle import read_rows
 from write_only_writer import Writer
 
-from paimond.config.settings import JOB_NAMES, load_settings
+from paimond.config.settings import load_settings
 from paimond.daemon import pace
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.daemon.table_watch import Watcher
 from paimond.maintenance import jobs as registry_module
-from paimond.maintenance.jobs import CompactSettings, Job, JobReport
+from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS, CompactSettings, Job, JobReport
 from paimond.table.catalog import open_table
 from paimond.table.status.report import table_status
 from paimond.table.storage.interface import open_storage
@@ -33,7 +33,8 @@ WAIT_S = 60
 
 def _daemon(path: str) -> tuple[Daemon, CollectorRegistry]:
     settings = load_settings(None, env={"PAIMOND_WAREHOUSE": path, **{
-        f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in JOB_NAMES if job != "compact"}})
+        f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS if job != "compact"}},
+        jobs=ROUTINE)
     registry = CollectorRegistry()
     daemon = Daemon(settings, Metrics(registry))
     daemon.keep_up = True  # as `run` sets it
@@ -122,7 +123,7 @@ def test_every_tables_compaction_draws_on_the_one_memory_budget(
     warehouse = str(tmp_path / "wh")
     Writer(warehouse, NAME, TRIGGER).commit()
     settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse,
-                                        "PAIMOND_LIMITS_MEMORY_BUDGET_MB": "256"})
+                                        "PAIMOND_LIMITS_MEMORY_BUDGET_MB": "256"}, jobs=ROUTINE)
     daemon = Daemon(settings, Metrics(CollectorRegistry()))
     budgets: list[Any] = []
 
@@ -201,8 +202,8 @@ def test_a_wave_of_duties_counts_its_running_duties_without_a_pass_per_table(
         shutil.copytree(warehouse / "db.db" / "t", warehouse / "db.db" / f"t{i}")
     settings = load_settings(None, env={
         "PAIMOND_WAREHOUSE": str(warehouse), "PAIMOND_LIMITS_CONCURRENCY": "1",
-        **{f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in JOB_NAMES
-           if job not in ("compact", "expire")}})
+        **{f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
+           if job not in ("compact", "expire")}}, jobs=ROUTINE)
     daemon = Daemon(settings, Metrics(CollectorRegistry()))
     daemon.keep_up = True
     daemon.tables = _CountingTables()

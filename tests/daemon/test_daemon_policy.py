@@ -25,6 +25,7 @@ from paimond.config.settings import load_settings
 from paimond.daemon.http import HttpServer
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
+from paimond.maintenance.jobs import ROUTINE
 from paimond.spark import AdmissionTimeoutError, admission
 
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), ("v", pa.string())])
@@ -88,7 +89,7 @@ def daemon(pristine: Path, tmp_path: Path) -> tuple[Daemon, CollectorRegistry, P
     config = tmp_path / "paimond.toml"
     config.write_text(CONFIG.format(warehouse=warehouse))
     registry = CollectorRegistry()
-    service = Daemon(load_settings(str(config), env={"PAIMOND_TRIGGER_TOKEN": TOKEN}),
+    service = Daemon(load_settings(str(config), env={"PAIMOND_TRIGGER_TOKEN": TOKEN}, jobs=ROUTINE),
                      Metrics(registry))
     yield service, registry, warehouse
     service.shutdown(5)

@@ -24,6 +24,7 @@ from paimond.config.settings import load_settings
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
+from paimond.maintenance.jobs import ROUTINE
 
 NAME = "db.pk_listagg"
 START_MS = 1_700_000_000_000
@@ -63,7 +64,7 @@ def _daemon(path: str, clock: Clock) -> tuple[Daemon, CollectorRegistry]:
         "PAIMOND_JOBS_EXPIRE_OLDER_THAN": "1 ms",
         # forced as the CLI merges (the daemon's default waits for the table's thresholds):
         # this small table then moves by a COMPACT snapshot of the daemon's own
-        "PAIMOND_JOBS_MERGE_MANIFESTS_FORCED": "true"})
+        "PAIMOND_JOBS_MERGE_MANIFESTS_FORCED": "true"}, jobs=ROUTINE)
     registry = CollectorRegistry()
     return Daemon(settings, Metrics(registry, clock), clock=clock), registry
 

@@ -34,6 +34,7 @@ from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
 from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.jobs import ROUTINE
 from paimond.maintenance.manifests import ManifestMergeJob
 from paimond.table.catalog import open_table
 from paimond.table.scan.snapshot_scan import scan_snapshot
@@ -72,7 +73,7 @@ def _daemon(path: str, clock: SteppingClock) -> tuple[Daemon, CollectorRegistry]
     settings = load_settings(None, env={
         "PAIMOND_WAREHOUSE": path, "PAIMOND_LIMITS_CONCURRENCY": "1",
         "PAIMOND_JOBS_EXPIRE_ENABLED": "false", "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false",
-        "PAIMOND_JOBS_REBUILD_DV_MAX_FILES": "1", "PAIMOND_JOBS_REWRITE_INDEX_MAX_FILES": "3"})
+        "PAIMOND_JOBS_REBUILD_DV_MAX_FILES": "1", "PAIMOND_JOBS_REWRITE_INDEX_MAX_FILES": "3"}, jobs=ROUTINE)
     registry = CollectorRegistry()
     return Daemon(settings, Metrics(registry, clock), clock=clock), registry
 

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 from structlog.testing import capture_logs
 
-from paimond.config.settings import JOB_NAMES, load_settings
+from paimond.config.settings import load_settings
 from paimond.daemon import service as daemon_service
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.outcomes import JobCancelledError
@@ -25,7 +25,7 @@ from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
 from paimond.errors import CommitConflictError, CorruptFileError
 from paimond.maintenance import jobs as registry_module
-from paimond.maintenance.jobs import CompactSettings, Job, JobReport
+from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS, CompactSettings, Job, JobReport
 
 WAIT_S = 60
 
@@ -58,7 +58,7 @@ def _daemon(path: str, **env: str) -> tuple[Daemon, CollectorRegistry]:
     settings = load_settings(None, env={
         "PAIMOND_WAREHOUSE": path, "PAIMOND_JOBS_EXPIRE_ENABLED": "false",
         "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false", "PAIMOND_DAEMON_BACKOFF_BASE_S": "0",
-        "PAIMOND_HTTP_PORT": "0", **env})
+        "PAIMOND_HTTP_PORT": "0", **env}, jobs=ROUTINE)
     registry = CollectorRegistry()
     return Daemon(settings, Metrics(registry)), registry
 
@@ -271,7 +271,8 @@ def test_jobs_get_the_injected_clock_and_the_tables_picker_states(
     _stand_in(monkeypatch, recording)
     path, names = warehouse
     settings = load_settings(None, env={"PAIMOND_WAREHOUSE": path, **{
-        f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in JOB_NAMES if job != "compact"}})
+        f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS if job != "compact"}},
+        jobs=ROUTINE)
     clock = Clock(fixed_ms=1_700_000_000_000)
     daemon = Daemon(settings, Metrics(CollectorRegistry(), clock), clock=clock)
     for _ in range(2):

@@ -16,6 +16,7 @@ from paimond.clock import SYSTEM_CLOCK
 from paimond.config.settings import load_settings
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
+from paimond.maintenance.jobs import ROUTINE
 from paimond.table.catalog import Table, open_table
 from paimond.table.commit.job_records import read_records, set_replica, start_job
 from paimond.table.storage.interface import open_storage
@@ -47,7 +48,8 @@ def test_a_restarted_daemon_cleans_its_killed_jobs_on_any_host(tmp_path: Path) -
     # Only expiry runs: nothing that writes files (and so cleans on its own) is enabled.
     settings = load_settings(None, env={
         "PAIMOND_WAREHOUSE": warehouse, "POD_NAME": "paimond-0",
-        "PAIMOND_JOBS_COMPACT_ENABLED": "false", "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false"})
+        "PAIMOND_JOBS_COMPACT_ENABLED": "false", "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false"},
+        jobs=ROUTINE)
     try:
         runs = Daemon(settings, Metrics(CollectorRegistry())).run_once()
     finally:

@@ -30,6 +30,7 @@ from paimond.clock import Clock
 from paimond.config.settings import load_settings
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
+from paimond.maintenance.jobs import ROUTINE
 from paimond.table.catalog import open_table
 from paimond.table.storage.interface import open_storage
 from paimond.table.tags import list_tags
@@ -137,7 +138,7 @@ def test_write_only_writers_and_paimond_keep_every_limit(tmp_path: Path) -> None
     table = ingestion.table
     clock = SteppingClock()
     registry = CollectorRegistry()
-    daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse}),
+    daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse}, jobs=ROUTINE),
                     Metrics(registry, clock), clock=clock)
     content_at: dict[int, pa.Table] = {}  # snapshot id -> the model's rows there
     for number, day in enumerate(DAYS):

@@ -19,6 +19,7 @@ from paimond.config.settings import load_settings
 from paimond.daemon.http import HttpServer
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
+from paimond.maintenance.jobs import ROUTINE
 
 SLOW_CLIENTS = 500
 
@@ -41,7 +42,7 @@ def test_slow_clients_cost_no_threads_and_metrics_keep_answering(
     wanted = min(hard, max(soft, 4 * SLOW_CLIENTS))
     resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
     (tmp_path / "wh").mkdir()
-    daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": str(tmp_path / "wh")}),
+    daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": str(tmp_path / "wh")}, jobs=ROUTINE),
                     Metrics(CollectorRegistry()))
     server = HttpServer(daemon, daemon.metrics.registry, "127.0.0.1", 0, None)
     server.start()

@@ -16,7 +16,7 @@ from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableWork
 from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
-from paimond.maintenance.jobs import CompactSettings, ExpireOverrides, Job, JobReport
+from paimond.maintenance.jobs import ROUTINE, CompactSettings, ExpireOverrides, Job, JobReport
 from paimond.table.catalog import open_table
 from paimond.table.storage.interface import open_storage
 
@@ -34,7 +34,7 @@ def test_a_run_stops_once_its_lease_is_taken_over(tmp_path: Path, monkeypatch: p
     warehouse = str(tmp_path / "wh")
     Writer(warehouse, NAME, 3).commit()
     table = open_table(open_storage(warehouse), warehouse, NAME)
-    daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse}),
+    daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse}, jobs=ROUTINE),
                     Metrics(CollectorRegistry()))
     ran: list[str] = []
 

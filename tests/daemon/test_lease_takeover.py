@@ -17,6 +17,7 @@ from paimond.config.settings import load_settings
 from paimond.daemon.lease import Leases
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
+from paimond.maintenance.jobs import ROUTINE
 from paimond.table.storage.interface import open_storage
 
 TTL_S = 120.0
@@ -83,6 +84,6 @@ def test_an_earlier_incarnation_with_our_pid_or_on_another_host(tmp_path: Path) 
 
 def test_the_daemon_holds_leases_as_its_replica(tmp_path: Path) -> None:
     settings = load_settings(None, env={"PAIMOND_WAREHOUSE": str(tmp_path),
-                                        "POD_NAME": "paimond-7"})
+                                        "POD_NAME": "paimond-7"}, jobs=ROUTINE)
     daemon = Daemon(settings, Metrics(CollectorRegistry()))
     assert daemon.owner == "paimond-7" and daemon.leases[0].owner == "paimond-7"

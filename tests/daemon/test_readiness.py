@@ -25,13 +25,14 @@ from paimond.daemon.http import HttpServer
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.errors import ConfigError
+from paimond.maintenance.jobs import ROUTINE
 
 TOKEN = "letmein"
 Serve = Callable[[Daemon], tuple[str, int]]  # serve a daemon's HTTP on a free port
 
 
 def _daemon(warehouse: str) -> Daemon:
-    settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse})
+    settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse}, jobs=ROUTINE)
     return Daemon(settings, Metrics(CollectorRegistry()))
 
 
@@ -152,7 +153,7 @@ def test_an_unreachable_store_is_not_ready_and_run_once_fails(
         '[[warehouses]]\nuri = "s3://down-bucket/wh"\nstorage_options = { endpoint_url = '
         f'"http://127.0.0.1:{_closed_port()}", region = "us-east-1", connect_timeout_s = "1", '
         'read_timeout_s = "1", max_attempts = "1" }\n')
-    daemon = Daemon(load_settings(str(config)), Metrics(CollectorRegistry()))
+    daemon = Daemon(load_settings(str(config), jobs=ROUTINE), Metrics(CollectorRegistry()))
     status, body = _get(serve(daemon), "/readyz")
     assert status == 503 and "s3://down-bucket: storage unavailable" in str(body["reason"])
     assert main(["run-once", "--config", str(config)]) == 1
@@ -165,7 +166,7 @@ def test_liveness_follows_the_schedulers_heartbeat(tmp_path: Path, serve: Serve)
     no tick has finished for daemon.liveness_timeout_s, and recovers with the next tick."""
     (tmp_path / "wh").mkdir()
     settings = load_settings(None, env={"PAIMOND_WAREHOUSE": str(tmp_path / "wh"),
-                                        "PAIMOND_DAEMON_LIVENESS_TIMEOUT_S": "1"})
+                                        "PAIMOND_DAEMON_LIVENESS_TIMEOUT_S": "1"}, jobs=ROUTINE)
     daemon = Daemon(settings, Metrics(CollectorRegistry()))
     address = serve(daemon)
     assert _get(address, "/healthz") == (200, {"status": "alive"})

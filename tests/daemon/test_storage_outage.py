@@ -28,6 +28,7 @@ from paimond.config.settings import load_settings
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
+from paimond.maintenance.jobs import ROUTINE
 
 CYCLES = 20
 
@@ -107,7 +108,7 @@ def _daemon(outage: Outage, replica: str, tmp_path: Path) -> Daemon:
         "PAIMOND_DAEMON_REPLICA_ID": replica,
         "PAIMOND_JOBS_EXPIRE_ENABLED": "false", "PAIMOND_JOBS_MERGE_MANIFESTS_ENABLED": "false",
         "PAIMOND_JOBS_COMPACT_INTERVAL_S": "1", "PAIMOND_DAEMON_BACKOFF_BASE_S": "0",
-        "PAIMOND_DAEMON_QUARANTINE_AFTER": "1000"})
+        "PAIMOND_DAEMON_QUARANTINE_AFTER": "1000"}, jobs=ROUTINE)
     return Daemon(settings, Metrics(CollectorRegistry()))
 
 

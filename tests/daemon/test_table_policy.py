@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from paimond.config.settings import JOB_NAMES, Settings, load_settings
+from paimond.config.settings import Settings, load_settings
 from paimond.daemon.admission import Figures, admit
 from paimond.daemon.evaluate import Standing
 from paimond.daemon.outcomes import JobOutcome
 from paimond.daemon.status_text import render_html, render_text
 from paimond.daemon.status_view import table_json
 from paimond.daemon.table_policy import Policies, effective, window_start
+from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS
 
 CONFIG = """
 [[warehouses]]
@@ -42,7 +43,7 @@ enabled = false
 def settings(tmp_path: Path) -> Settings:
     path = tmp_path / "paimond.toml"
     path.write_text(CONFIG)
-    return load_settings(str(path), env={})
+    return load_settings(str(path), env={}, jobs=ROUTINE)
 
 
 def _utc(hour: int, minute: int = 0, day: int = 2) -> float:
@@ -61,30 +62,33 @@ def test_window_start_within_a_day_and_across_midnight() -> None:
 def test_a_tables_own_paimon_option_wins_over_the_policy(settings: Settings) -> None:
     policy = settings.policy("logs.a")
     plain = effective(settings, policy, {})
-    assert (plain.jobs.expire.retain_max, plain.jobs.expire.retain_min) == (5, 1)
-    assert plain.jobs.expire.older_than_ms == 600_000
+    expire = plain.jobs.by_name("expire").settings
+    assert (expire.retain_max, expire.retain_min) == (5, 1)
+    assert expire.older_than_ms == 600_000
     assert plain.sources["expire.retain_max"] == policy.name  # type: ignore[union-attr]
     own = effective(settings, policy, {"snapshot.num-retained.max": "7",
                                        "snapshot.time-retained": "1 h"})
     # the table sets Paimon's option: [jobs] applies as for any table (50 overrides, None
     # leaves the table's own time-retained), the policy's other keys still hold
-    assert own.jobs.expire.retain_max == 50 and own.jobs.expire.older_than_ms is None
-    assert own.jobs.expire.retain_min == 1
+    kept = own.jobs.by_name("expire").settings
+    assert kept.retain_max == 50 and kept.older_than_ms is None
+    assert kept.retain_min == 1
     assert own.sources["expire.retain_max"].startswith("table option snapshot.num-retained.max=7")
     assert effective(settings, None, {}).jobs == settings.jobs
 
 
 def test_the_full_compaction_window_runs_one_full_compaction(settings: Settings) -> None:
     policies = Policies(settings)
-    assert not policies.for_run("logs.a", {}, _utc(22, 59)).jobs.compact.full
+    assert not policies.for_run("logs.a", {}, _utc(22, 59)).jobs.by_name("compact").settings.full
     inside = policies.for_run("logs.a", {}, _utc(23, 10))
-    assert inside.jobs.compact.full and "compact.full" in inside.sources
-    assert not policies.for_run("sales.a", {}, _utc(23, 10)).jobs.compact.full  # no window
+    assert inside.jobs.by_name("compact").settings.full and "compact.full" in inside.sources
+    outside = policies.for_run("sales.a", {}, _utc(23, 10))  # no window
+    assert not outside.jobs.by_name("compact").settings.full
     done = {"compact": JobOutcome("success", "compacted")}
     policies.record("logs.a", ("compact",), done, None, _utc(23, 20), full=True)
-    assert not policies.for_run("logs.a", {}, _utc(0, 30, day=3)).jobs.compact.full
+    assert not policies.for_run("logs.a", {}, _utc(0, 30, day=3)).jobs.by_name("compact").settings.full
     # the next night's window: full again
-    assert policies.for_run("logs.a", {}, _utc(23, 5, day=3)).jobs.compact.full
+    assert policies.for_run("logs.a", {}, _utc(23, 5, day=3)).jobs.by_name("compact").settings.full
 
 
 def test_a_share_goes_round_robin_and_others_are_unlimited(settings: Settings) -> None:
@@ -113,7 +117,7 @@ def test_pauses_from_the_config_and_the_api(settings: Settings) -> None:
     assert policies.resume("sales.orders") == "paused by policies[1] (sales.*)"
     # the policy turns merge_manifests off; [jobs] decides the others
     assert policies.enabled_jobs("sales.orders") == tuple(
-        j for j in JOB_NAMES if settings.job(j).enabled and j != "merge_manifests")
+        j for j in ROUTINE_JOBS if settings.job(j).enabled and j != "merge_manifests")
     assert "merge_manifests" in policies.enabled_jobs("logs.a")
 
 

@@ -14,6 +14,9 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+from paimond.errors import ConfigError
 from paimond.maintenance import jobs
 from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS
 
@@ -24,8 +27,11 @@ def test_every_registered_name_is_a_job_with_its_settings() -> None:
     for name, job in JOBS.items():
         assert job.name == name
         assert dataclasses.is_dataclass(job.settings_type)
-        settings = job.settings(dry_run=True, enabled=True, interval_s=60)  # daemon keys ignored
+        settings = job.settings(dry_run=True)
         assert isinstance(settings, job.settings_type)
+        with pytest.raises(ConfigError, match="interval_s") as refused:
+            job.settings(dry_run=True, interval_s=60)  # a key the job lacks is named
+        assert refused.value.key == "interval_s"
         assert settings.dry_run is True  # type: ignore[attr-defined]
         assert list(inspect.signature(job.run).parameters) == ["table", "settings", "context"]
 
@@ -67,7 +73,10 @@ def _loaded_by(code: str) -> set[str]:
 def test_importing_the_registry_loads_no_job_code_and_preload_loads_all() -> None:
     loaded = _loaded_by("import paimond.maintenance.jobs")
     ours = {name for name in loaded if name.startswith("paimond.")}
-    assert ours == {"paimond.clock", "paimond.maintenance", "paimond.maintenance.jobs"}
+    # the settings' declarations (config/declare.py) and what they check values with
+    assert ours == {"paimond.clock", "paimond.maintenance", "paimond.maintenance.jobs",
+                    "paimond.config", "paimond.config.declare", "paimond.config.values",
+                    "paimond.durations", "paimond.errors"}
     assert not loaded & {"pyarrow", "numpy", "fsspec", "fastavro"}
     assert set(jobs.JOB_MODULES) <= _loaded_by(
         "from paimond.maintenance.jobs import preload; preload()")

@@ -11,7 +11,7 @@ from s3_requests import write_pk_table
 
 from paimond.clock import Clock
 from paimond.config.jobs import parse_jobs
-from paimond.maintenance.jobs import JOBS, JobContext
+from paimond.maintenance.jobs import JOBS, ROUTINE, JobContext
 from paimond.table.catalog import open_table
 from paimond.table.storage.interface import open_storage
 
@@ -34,9 +34,10 @@ def test_unforced_merges_by_merge_min_count(tmp_path: Path) -> None:
 
 
 def test_the_daemon_merges_by_thresholds_unless_asked(tmp_path: Path) -> None:
-    daemon = parse_jobs({})
-    assert daemon.merge_manifests.forced is False
-    assert parse_jobs({"merge_manifests": {"forced": True}}).merge_manifests.forced is True
+    daemon = parse_jobs({}, ROUTINE)
+    assert daemon.by_name("merge_manifests").settings.forced is False
+    forced = parse_jobs({"merge_manifests": {"forced": True}}, ROUTINE)
+    assert forced.by_name("merge_manifests").settings.forced is True
     write_pk_table(str(tmp_path / "wh"), 3)
     storage = open_storage(str(tmp_path / "wh"))
     table = open_table(storage, storage.root, "db.t")

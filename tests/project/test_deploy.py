@@ -297,12 +297,13 @@ def test_example_configs_follow_the_contract_without_credentials(example: Any) -
 @EXAMPLE_CONFIGS
 def test_example_configs_load_with_the_daemons_loader(example: Any, tmp_path: Path) -> None:
     from paimond.config.settings import load_settings
+    from paimond.maintenance.jobs import ROUTINE
 
     path = tmp_path / "paimond.toml"
     path.write_text(example())
     config = tomllib.loads(example())
     # The token file exists only where deployed; the token's environment variable stands in.
-    loaded = load_settings(str(path), env={"PAIMOND_TRIGGER_TOKEN": "t"})
+    loaded = load_settings(str(path), env={"PAIMOND_TRIGGER_TOKEN": "t"}, jobs=ROUTINE)
     assert loaded.http_port == config["http"]["port"] == PORT
     assert loaded.grace_s == config["shutdown"]["grace_s"]
     assert [w.uri for w in loaded.warehouses] == [w["uri"] for w in config["warehouses"]]

@@ -4,7 +4,6 @@ commits nothing while the others commit, and paimond reaches the executors as a 
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import os
 import shutil
@@ -29,7 +28,6 @@ from pypaimon_tables import (
 
 from paimond.cli.main import main
 from paimond.clock import Clock
-from paimond.config.settings import CompactJobSettings
 from paimond.daemon.outcomes import run_job
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact.job import CompactionSummary, CompactJob
@@ -295,8 +293,7 @@ def test_the_daemon_runs_compaction_on_spark_when_configured(
     jobs_before = len(tracker.getJobIdsForGroup())
     compact = JOBS["compact"]  # as the daemon's runner composes it, executor = "spark"
     report = run_job(compact, _table(warehouse, name),
-                     compact.settings(**dataclasses.asdict(CompactJobSettings(full=True)),
-                                      use_processes=False),
+                     compact.settings(full=True, parallelism=1, use_processes=False),
                      JobContext(CLOCK, executor=executors.daemon_executor("spark")))
 
     assert report.outcome == "success" and report.read_rows > 0, report.detail
