@@ -7,7 +7,7 @@ then samples the process's CPU time over a window of idle running (default 120 s
 of the 60 s compaction interval, whose no-op runs every idle table gets, besides the check
 every 10 s and discovery every 60 s). Prints CPU seconds per wall second, as % of one core,
 and the growth per doubling of the tables. An unchanged table's periodic compaction is skipped
-(daemon/compact_skip.py) but still runs once an hour: the share of that, estimated from the
+(daemon/tables/compact_skip.py) but still runs once an hour: the share of that, estimated from the
 first pass's CPU per table, is printed besides (not in the window). ``--before DIR`` runs an
 older tree (DIR/paimond, e.g. from ``git archive``) on the same tables, interleaved.
 

@@ -1,4 +1,4 @@
-"""Benchmark: the daemon's table reading (``daemon/table_watch.Watcher.read``: status,
+"""Benchmark: the daemon's table reading (``daemon/tables/watch.Watcher.read``: status,
 regeneration items, lag, small files, health) of a warehouse-scale table (issue #22, goal 7),
 beside ``bench/planning_scale.py`` (whose primary-key table, baseline and report it reuses).
 
@@ -31,7 +31,7 @@ NOW_MS = 1_800_000_000_000
 
 def read(warehouse: str, how: str) -> None:
     """The child: one reading of ``db.t``, ``windowed`` or ``whole``."""
-    from paimond.daemon.table_watch import Watcher, watch
+    from paimond.daemon.tables.watch import Watcher, watch
     from paimond.maintenance.regenerate.pending import RegenerationMemory
     from paimond.table.catalog import open_table
     from paimond.table.scan.snapshot_scan import SnapshotFiles

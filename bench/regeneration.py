@@ -1,6 +1,6 @@
 """Benchmark: what the daemon's regeneration and health figures add to a table's check (#23
 items 1 and 7). At each new snapshot (or options change) the daemon reads a table's status;
-``daemon/table_watch.py`` reads, from the same scan, which files' indexes are stale, which
+``daemon/tables/watch.py`` reads, from the same scan, which files' indexes are stale, which
 buckets miss vectors, the level-0 lag, small files and health. Baseline: ``table_status`` as
 the daemon called it before, measured in the same run, interleaved with the figures' own
 time; the median of ``--runs``.
@@ -26,7 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from paimond.clock import SYSTEM_CLOCK
-from paimond.daemon.table_watch import watch
+from paimond.daemon.tables.watch import watch
 from paimond.maintenance.regenerate.pending import RegenerationMemory
 from paimond.maintenance.regenerate.rewrite_index import IndexRewriteJob
 from paimond.table.catalog import Table, open_table

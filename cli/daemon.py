@@ -32,6 +32,7 @@ def _run(args: argparse.Namespace) -> int:
     with imports_uncollected():
         from prometheus_client import CollectorRegistry
 
+        from paimond.daemon.lifecycle import Lifecycle
         from paimond.daemon.logging import configure_logging, silence_logging
         from paimond.daemon.metrics import Metrics
         from paimond.daemon.service import Daemon
@@ -40,9 +41,9 @@ def _run(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_CONFIG
     as_json = configure_logging(settings.log_format, settings.log_level)
-    daemon = Daemon(settings, Metrics(CollectorRegistry()))
+    lifecycle = Lifecycle(Daemon(settings, Metrics(CollectorRegistry())))
     try:  # JSON logs carry the URL in daemon_started (metrics_url): every line is JSON
-        daemon.run(on_serving=None if as_json else lambda url: print(
+        lifecycle.run(on_serving=None if as_json else lambda url: print(
             f"paimond: serving {url}/metrics", file=sys.stderr, flush=True))
     except ConfigError as error:  # a warehouse is not there, the HTTP address cannot be bound
         print(f"paimond: {error}", file=sys.stderr)
@@ -53,8 +54,8 @@ def _run(args: argparse.Namespace) -> int:
     # finalizing interpreter); daemon_stopped stays the last line. Exit 0 unless a second
     # signal forced it (commits are atomic: an abandoned job leaves only its own files,
     # which the next run cleans).
-    code = EXIT_FAILED if daemon.forced else EXIT_OK
-    if args.whole_process or daemon.forced:
+    code = EXIT_FAILED if lifecycle.forced else EXIT_OK
+    if args.whole_process or lifecycle.forced:
         silence_logging()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -66,7 +67,8 @@ def _run_once(args: argparse.Namespace) -> int:
     with imports_uncollected():
         from prometheus_client import CollectorRegistry, write_to_textfile
 
-        from paimond.daemon.http import run_to_json
+        from paimond.daemon.http.endpoints import run_to_json
+        from paimond.daemon.lifecycle import Lifecycle
         from paimond.daemon.logging import configure_logging
         from paimond.daemon.metrics import Metrics
         from paimond.daemon.service import Daemon
@@ -86,7 +88,7 @@ def _run_once(args: argparse.Namespace) -> int:
         print(f"paimond: {error}", file=sys.stderr)
         return EXIT_FAILED
     finally:
-        daemon.shutdown(0)
+        Lifecycle(daemon).shutdown(0)
     for run in runs:
         print(json.dumps(run_to_json(run)))
     if args.textfile:

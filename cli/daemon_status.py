@@ -52,7 +52,7 @@ def _failed(url: str, error: Exception) -> int:
 
 def daemon_status(args: argparse.Namespace) -> int:
     """``paimond status --daemon URL [--table DB.TABLE] [--json]``."""
-    from paimond.daemon.status_text import render_text
+    from paimond.daemon.http.status_text import render_text
 
     url = args.daemon
     if args.table:

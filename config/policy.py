@@ -17,7 +17,7 @@ of ``[jobs.<job>]`` and are laid over them, so a policy names only what differs:
 
 Where Paimon defines the option (``snapshot.num-retained.*``, ``snapshot.time-retained``,
 ``snapshot.expire.limit``) a table that sets it keeps its own value; the daemon applies that
-precedence (``daemon/table_policy.py``), which needs the table's options, read there.
+precedence (``daemon/tables/policy.py``), which needs the table's options, read there.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """APScheduler 3.x drives the daemon: one interval job calls ``Daemon.tick`` (which discovers
 tables, decides and submits work), a faster one ``Daemon.watch`` (tables near their compaction
-trigger, ``daemon.pace``); ``max_instances=1`` and ``coalesce`` so a slow tick is never run
+trigger, ``daemon.tables.pace``); ``max_instances=1`` and ``coalesce`` so a slow tick is never run
 twice at once or replayed."""
 
 from __future__ import annotations

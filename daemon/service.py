@@ -3,22 +3,21 @@ with bounded concurrency (``runner``), one job stream per table at a time, under
 lease; backs off and quarantines failing tables. Stateless across restarts: everything is
 re-derived from table metadata.
 
-The daemon's parts: its lifecycle (daemon/lifecycle.py), what operators ask of it
-(daemon/control.py), a table run and its end (daemon/table_runs.py); each table's state is a
-:class:`TableState` (daemon/table_state.py).
+A :class:`Daemon` is the work itself and holds its collaborators: the runs in the pool
+(:class:`TableRuns`, daemon/table_runs.py), each table's :class:`TableState`
+(daemon/tables/state.py) and the job runner (daemon/runner.py). A ``Lifecycle``
+(daemon/lifecycle.py) holds a daemon and serves it until stopped; ``Control``
+(daemon/http/control.py) is what operators ask of it.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future
 
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.config.settings import Settings
-from paimond.daemon import evaluate, pace
-from paimond.daemon.admission import Admissions
-from paimond.daemon.control import Control
 from paimond.daemon.discovery import (
     check_warehouses,
     find_tables,
@@ -27,13 +26,14 @@ from paimond.daemon.discovery import (
 )
 from paimond.daemon.events import Events, log_event
 from paimond.daemon.lease import Leases
-from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.logging import get_logger
 from paimond.daemon.metrics import Metrics
-from paimond.daemon.runner import Runner, TableRun
-from paimond.daemon.table_policy import Policies
-from paimond.daemon.table_runs import TableRuns
-from paimond.daemon.table_state import TableState
+from paimond.daemon.runner import Runner, TableRun, skipped
+from paimond.daemon.table_runs import STOPPING, TableRuns
+from paimond.daemon.tables import evaluate, pace
+from paimond.daemon.tables.admission import Admissions
+from paimond.daemon.tables.policy import Policies
+from paimond.daemon.tables.state import TableState
 from paimond.errors import PaimondError, kind_of
 from paimond.maintenance.jobs import preload as preload_jobs
 from paimond.table.commit.job_records import set_replica
@@ -43,7 +43,7 @@ from paimond.table.storage.interface import Storage, open_storage
 log = get_logger(__name__)
 
 
-class Daemon(Lifecycle, Control, TableRuns):
+class Daemon:
     def __init__(self, settings: Settings, metrics: Metrics, *, clock: Clock = SYSTEM_CLOCK,
                  owner: str | None = None) -> None:
         preload_jobs()  # no job's first import in one thread while another forks a pool
@@ -52,25 +52,20 @@ class Daemon(Lifecycle, Control, TableRuns):
         set_replica(self.owner)  # and its killed jobs' records are dead at once
         self.storages: list[Storage] = [open_storage(w.uri, w.storage_options)
                                         for w in settings.warehouses]
-        self.leases = [Leases(s, s.root, self.owner, settings.lease_ttl_s, self._wall_s)
+        self.leases = [Leases(s, s.root, self.owner, settings.lease_ttl_s, self.wall_s)
                        for s in self.storages]
         self.tables: dict[str, TableState] = {}
-        self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=settings.concurrency,
-                                        thread_name_prefix="paimond-job")
+        self.lock = threading.Lock()  # the tables and every TableState's fields
         self._stopping = threading.Event()  # no new work
         self._cancelled = threading.Event()  # running jobs abandon before committing
-        self._requests: queue.SimpleQueue[str] = queue.SimpleQueue()  # reentrant: signal-safe
         self._last_discovery = float("-inf")
         # a table's quarantine or the set of tables changed since the gauges were last set:
         # only then are they set again (each run's end, else O(tables) per run)
         self._quarantine_changed = True
-        self.running_jobs = 0  # table runs executing now (queued work is not counted)
         self._duty_runs = 0  # submitted runs with jobs besides compaction (TableState.duties)
-        self.forced = False
-        # serving (``run``): re-check a table right after its run, watch the ones near their
-        # trigger between ticks (daemon.pace); a one-shot pass does neither
-        self.keep_up = False  # the last shutdown was cut short by a second stop request
+        # serving (``Lifecycle.run``): re-check a table right after its run, watch the ones near
+        # their trigger between ticks (daemon.tables.pace); a one-shot pass does neither
+        self.keep_up = False
         self.events = Events(metrics.on_event, log_event)
         self.runner = Runner(settings, self.leases, self.events, clock,
                              stopping=self._stopping.is_set, cancelled=self._cancelled.is_set)
@@ -78,20 +73,45 @@ class Daemon(Lifecycle, Control, TableRuns):
                                               settings.quarantine_after)
         self.policies = Policies(settings)  # [[policies]], pauses, shares, job outcomes
         self.admissions = Admissions()
+        self.runs = TableRuns(settings.concurrency, self.runner, self.policies, clock, self.lock,
+                              self._stopping, self._failed)
         self._unreachable: set[int] = set()  # warehouses found gone or unreachable
         # the scheduler's heartbeat: when the last tick finished (monotonic; /healthz)
         self.heartbeat_s = clock.monotonic_s()
 
-    def _wall_s(self) -> float:
+    def wall_s(self) -> float:
         return self.clock.wall_ms() / 1000
+
+    @property
+    def running_jobs(self) -> int:
+        """Table runs executing now (queued work is not counted)."""
+        return self.runs.running
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set once shutdown began: nothing new is scheduled."""
+        return self._stopping
+
+    def stop_work(self, on_idle: Callable[[], None]) -> None:
+        """Schedule nothing more; ``on_idle`` is called (from a pool thread) when the last
+        running job ends. Running jobs go on until :meth:`cancel`."""
+        self.runs.when_idle(on_idle)
+        self._stopping.set()
+
+    def cancel(self) -> bool:
+        """Running jobs abandon before committing; queued runs are dropped (each answered with
+        a skipped run). True if nothing was left running."""
+        self._stopping.set()
+        self._cancelled.set()
+        return self.runs.cancel()
 
     # ---------------------------------------------------------------- discovery
 
     def discover(self) -> None:
-        with self._lock:
+        with self.lock:
             known = set(self.tables)  # found before: their directories are not listed again
         found = find_tables(self.storages, self.settings.wants, known)
-        with self._lock:
+        with self.lock:
             for name, (table, index) in found.items():
                 if name not in self.tables:
                     self.tables[name] = TableState(table, index)
@@ -100,7 +120,7 @@ class Daemon(Lifecycle, Control, TableRuns):
             for name in gone:  # a running table goes at the next pass
                 del self.tables[name]
                 self._quarantine_changed = True
-            self._last_discovery = self._wall_s()
+            self._last_discovery = self.wall_s()
         self.policies.forget(gone)
 
     def ready(self) -> bool:
@@ -120,7 +140,7 @@ class Daemon(Lifecycle, Control, TableRuns):
 
     # ---------------------------------------------------------------- deciding
 
-    def _enabled_jobs(self, table: str) -> tuple[str, ...]:
+    def enabled_jobs(self, table: str) -> tuple[str, ...]:
         """The jobs the table's policy (else ``[jobs]``) enables; none while it is paused."""
         return () if self.policies.paused(table) else self.policies.enabled_jobs(table)
 
@@ -134,7 +154,7 @@ class Daemon(Lifecycle, Control, TableRuns):
                                    self.policies.schedules(state.table.name), current)
         self._refresh_gauges(state, latest)  # the watcher's schema check comes first
         jobs = decision.jobs
-        with self._lock:
+        with self.lock:
             if decision.new_snapshot:
                 state.last_snapshot_id, state.moved_at = latest, now
             if decision.cleared:
@@ -158,7 +178,7 @@ class Daemon(Lifecycle, Control, TableRuns):
         running: the gauges follow what writers and jobs do. Its options changing (a new
         schema) or a periodic recheck reads them too (table_watch: regeneration, lag)."""
         now_ms, name = self.clock.wall_ms(), state.table.name
-        with self._lock:
+        with self.lock:
             moved = latest != state.gauged_snapshot_id
             if not moved:
                 state.active = False
@@ -166,7 +186,7 @@ class Daemon(Lifecycle, Control, TableRuns):
             self._show_needs(state)  # passes since
             return
         health = evaluate.health(state.watcher.read(state.table, now_ms))
-        with self._lock:
+        with self.lock:
             state.gauged_snapshot_id = latest
             state.active = moved
             if health is not None:  # a streaming reader waiting for changelog adds to it
@@ -189,11 +209,11 @@ class Daemon(Lifecycle, Control, TableRuns):
 
     def _failed(self, state: TableState, message: str) -> None:
         """Back off after a failure that was already logged where it happened."""
-        with self._lock:
+        with self.lock:
             state.failures += 1
             state.error = message
             backoff = evaluate.backoff(state.failures, self._policy)
-            state.next_attempt_at = self._wall_s() + backoff.delay_s
+            state.next_attempt_at = self.wall_s() + backoff.delay_s
             state.quarantined = backoff.quarantined
             self._quarantine_changed = True
             failures = state.failures
@@ -201,7 +221,7 @@ class Daemon(Lifecycle, Control, TableRuns):
         log.warning("table_backed_off", table=state.table.name, failures=failures,
                     backoff_s=backoff.delay_s, quarantined=backoff.quarantined)
 
-    # ---------------------------------------------------------------- running
+    # ---------------------------------------------------------------- scheduling
 
     def tick(self) -> list[Future[TableRun]]:
         """Decide and submit due work, most urgent tables first; a finished tick is the
@@ -223,13 +243,13 @@ class Daemon(Lifecycle, Control, TableRuns):
     def _tick(self) -> list[Future[TableRun]]:
         if self._stopping.is_set():
             return []
-        now = self._wall_s()
-        with self._lock:
+        now = self.wall_s()
+        with self.lock:
             discover = now - self._last_discovery >= self.settings.discovery_interval_s
         if discover:
             self.discover()
         reachable = self._reachable_warehouses()
-        with self._lock:
+        with self.lock:
             idle = [(s, s.standing()) for s in self.tables.values()
                     if not s.running and s.warehouse in reachable]
             busy = [s for s in self.tables.values() if s.running]
@@ -256,13 +276,13 @@ class Daemon(Lifecycle, Control, TableRuns):
         return reachable
 
     def watch(self) -> list[Future[TableRun]]:
-        """Between ticks: an idle table that moved lately (daemon.pace) and may have reached its
-        compaction trigger since (daemon.pace) gets its gauges read again, and runs at once
+        """Between ticks: an idle table that moved lately (daemon.tables.pace) and may have reached its
+        compaction trigger since (daemon.tables.pace) gets its gauges read again, and runs at once
         when at the trigger. One read of LATEST per active table; idle tables cost nothing."""
         if self._stopping.is_set():
             return []
-        since = self._wall_s() - pace.ACTIVE_CHECKS * self.settings.check_interval_s
-        with self._lock:
+        since = self.wall_s() - pace.ACTIVE_CHECKS * self.settings.check_interval_s
+        with self.lock:
             active = [(s, s.gauged_snapshot_id, dict(s.gauges)) for s in self.tables.values()
                       if (s.active or s.moved_at >= since) and not s.running]
         due = []
@@ -274,10 +294,10 @@ class Daemon(Lifecycle, Control, TableRuns):
                 self._refresh_gauges(state, latest)
             except PaimondError:
                 continue  # the next tick reports it
-            with self._lock:
+            with self.lock:
                 if state.compaction_due:
                     due.append((state, state.standing()))
-        return self._submit_due(due, self._wall_s())
+        return self._submit_due(due, self.wall_s())
 
     def _gauge_running(self, states: list[TableState]) -> None:
         for state in states:
@@ -301,7 +321,7 @@ class Daemon(Lifecycle, Control, TableRuns):
                 continue
             if jobs:
                 candidates.append((state, jobs))
-        with self._lock:
+        with self.lock:
             candidates.sort(key=lambda c: -c[0].urgency)
             running = [n for n, s in self.tables.items() if s.running]
         # a policy's concurrency share: the others wait for a later tick
@@ -310,7 +330,7 @@ class Daemon(Lifecycle, Control, TableRuns):
         for state, jobs in candidates:  # the pool runs `concurrency` at once, in this order
             if state.table.name not in admitted:
                 continue
-            with self._lock:
+            with self.lock:
                 # a wave of due duties never queues compaction behind it (compaction alone
                 # is never held back; the running duties are counted as runs start and end)
                 if self.keep_up and any(job != "compact" for job in jobs):
@@ -320,6 +340,7 @@ class Daemon(Lifecycle, Control, TableRuns):
                 state.running = True
             futures.append(self._submit(state, jobs))
         return futures
+
     def _current(self, state: TableState) -> bool:
         """Still the table's state: discovery may have dropped it (and re-added a new one)
         since it was read. Under the lock."""
@@ -330,16 +351,85 @@ class Daemon(Lifecycle, Control, TableRuns):
         """Queue a run of a table already marked running. ``answer`` always resolves, with a
         skipped run if the pool cancels the work at shutdown."""
         answer = Future() if answer is None else answer
-        with self._lock:
+        with self.lock:
             state.duties = any(job != "compact" for job in jobs)
             self._duty_runs += state.duties
         try:
-            work = self._pool.submit(self._run, state, jobs)
+            work = self.runs.submit(state, jobs)
         except RuntimeError:  # the pool is shut down
             self._settle(state, None, jobs, answer)
             return answer
         work.add_done_callback(lambda done: self._settle(state, done, jobs, answer))
         return answer
+
+    def _settle(self, state: TableState, work: Future[TableRun] | None,
+                jobs: tuple[str, ...], answer: Future[TableRun]) -> None:
+        """A run ended (or was cancelled): free the table, answer, start a waiting trigger."""
+        if work is None or work.cancelled():
+            run = skipped(state.table.name, jobs, STOPPING)
+        else:
+            run = work.result()
+        with self.lock:
+            self._duty_runs -= state.duties
+            state.duties = False
+            follow, state.triggered = state.triggered, None
+            state.running = follow is not None and not self._stopping.is_set()
+            shown = None
+            if self._quarantine_changed:
+                self._quarantine_changed = False
+                shown = ({n for n, s in self.tables.items() if s.quarantined}, set(self.tables))
+        if shown is not None:
+            self.metrics.set_quarantine(*shown)
+        answer.set_result(run)
+        if follow is not None:
+            if state.running:
+                self._submit(state, self.enabled_jobs(state.table.name), follow)
+            else:
+                follow.set_result(skipped(state.table.name, (), STOPPING))
+        elif self.keep_up and run.error is None and run.finished_at:
+            self._recheck(state)
+
+    def _recheck(self, state: TableState) -> None:
+        """Right after a run: writers that committed meanwhile may have brought the table to
+        its compaction trigger again; then it runs again now rather than at the next tick."""
+        if self._stopping.is_set():
+            return
+        try:
+            latest = state.table.snapshots.latest_id()
+            self._refresh_gauges(state, latest)
+        except PaimondError:
+            return  # the next tick reports it
+        with self.lock:
+            if latest != state.last_snapshot_id:  # moved by the run or by writers meanwhile
+                state.moved_at = self.wall_s()  # watched until the writers go quiet
+            due = state.compaction_due and not state.running
+            standing = state.standing()
+        if due:
+            self._submit_due([(state, standing)], self.wall_s())
+
+    def trigger(self, table_name: str) -> Future[TableRun] | None:
+        """Run every enabled job of a table now (clears quarantine and backoff). A table that
+        is running gets the triggered run right after its current one. None for a table the
+        daemon does not maintain."""
+        with self.lock:
+            known = table_name in self.tables
+        if not known:
+            self.discover()
+        with self.lock:
+            state = self.tables.get(table_name)
+            if state is None:
+                return None
+            state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
+            self._quarantine_changed = True
+            state.unchanged = None  # a trigger always plans
+            if state.running:
+                if state.triggered is None:
+                    state.triggered = Future()
+                return state.triggered
+            state.running = True
+        return self._submit(state, self.enabled_jobs(table_name))
+    # ---------------------------------------------------------------- one pass
+
     def run_once(self) -> list[TableRun]:
         """One full pass over every table (every enabled job), then return. ConfigError for
         a warehouse that does not exist, StorageUnavailableError for one that cannot be
@@ -347,10 +437,10 @@ class Daemon(Lifecycle, Control, TableRuns):
         self.check_warehouses(unavailable_ok=False)
         self.discover()
         futures = []
-        with self._lock:
+        with self.lock:
             states = [s for s in self.tables.values() if not s.running]
             for state in states:
                 state.running = True
         for state in states:  # a paused table's run skips every job
-            futures.append(self._submit(state, self._enabled_jobs(state.table.name)))
+            futures.append(self._submit(state, self.enabled_jobs(state.table.name)))
         return [f.result() for f in futures]

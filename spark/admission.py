@@ -9,7 +9,7 @@ this before each commit::
     paimond.spark.admission("http://paimond:9181", "db.events", wait=True, timeout_s=600)
     commit()   # the table is below its stop trigger and within its compaction debt
 
-The answer comes from the daemon (``daemon/admission.py``); this module only speaks HTTP, so
+The answer comes from the daemon (``daemon/tables/admission.py``); this module only speaks HTTP, so
 it needs neither pyspark nor the daemon's code. The bearer token is the daemon's trigger token:
 ``token=``, else ``PAIMOND_TRIGGER_TOKEN``.
 """

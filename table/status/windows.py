@@ -4,7 +4,7 @@ one window of partitions at a time as statistics-free records (``table.scan.buck
 checked on storage, then dropped. Gives what :func:`table.status.report.table_status` gives
 from a whole scan (``scan_snapshot``): the same buckets in the same order, the same figures,
 the same first missing file. A :class:`WindowReader` (the daemon's figures,
-``daemon/watch_windows.py``) reads each window too, from the same scan."""
+``daemon/tables/watch_windows.py``) reads each window too, from the same scan."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry
 from pypaimon_tables import _Writer, catalog_for
 
 from paimond.clock import Clock
-from paimond.daemon.evaluate import CHANGELOG_LATENCY_AT_STOP_S, changelog_urgency
 from paimond.daemon.metrics import Metrics
+from paimond.daemon.tables.evaluate import CHANGELOG_LATENCY_AT_STOP_S, changelog_urgency
 from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
 from paimond.table.scan.snapshot_scan import scan_snapshot

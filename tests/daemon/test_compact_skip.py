@@ -1,4 +1,4 @@
-"""An unchanged table's periodic compaction is skipped (daemon.compact_skip, #22 goal 5): after a
+"""An unchanged table's periodic compaction is skipped (daemon.tables.compact_skip, #22 goal 5): after a
 compaction that found nothing to do, the table is not planned again (no lease, no plan) while its
 snapshot and schema stay the same, until the next moment a time-dependent input of the planners
 may change the plan. A new snapshot, an options change, a trigger, the hour's cap, an off-peak
@@ -22,10 +22,12 @@ from write_only_writer import SCHEMA, Writer
 
 from paimond.clock import Clock
 from paimond.config.settings import load_settings
-from paimond.daemon import compact_skip
+from paimond.daemon.http.control import Control
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
+from paimond.daemon.tables import compact_skip
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS, Job, JobReport
 from paimond.table.catalog import open_table
@@ -74,7 +76,7 @@ class Setup:
         catalog_for(self.warehouse).alter_table(NAME, [SchemaChange.set_option(key, value)])
 
     def why(self) -> str:
-        entry: Any = self.daemon.status()[NAME]
+        entry: Any = Control(self.daemon).status()[NAME]
         return str(entry["jobs"]["compact"]["why"])
 
 
@@ -126,7 +128,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     yield make
     for done in made:
-        done.daemon.shutdown(WAIT_S)
+        Lifecycle(done.daemon).shutdown(WAIT_S)
 
 
 def _levels(warehouse: str) -> list[int]:

@@ -19,8 +19,10 @@ from pypaimon_oracle import read_rows
 from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 
 from paimond.config.settings import load_settings
-from paimond.daemon.http import HttpServer
+from paimond.daemon.http.control import Control
+from paimond.daemon.http.endpoints import HttpServer
 from paimond.daemon.lease import Leases
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
@@ -147,7 +149,7 @@ def test_unreadable_table_is_quarantined_and_others_keep_going(
             future.result()
         service.tables[victim].next_attempt_at = 0  # skip the wait, keep the count
         service.tables[victim].last_snapshot_id = service.tables[victim].table.snapshots.latest_id()
-    status = service.status()
+    status = Control(service).status()
     assert status[victim]["quarantined"] and "CorruptFileError" in str(status[victim]["error"])
     assert not status[healthy]["quarantined"]
     assert _metric(registry, "paimond_table_quarantined", table=victim) == 1
@@ -161,7 +163,7 @@ def test_trigger_needs_the_token(warehouse: tuple[str, list[Any]]) -> None:
     path, specs = warehouse
     service, registry = _service(path, PAIMOND_TRIGGER_TOKEN="letmein")
     service.discover()
-    server = HttpServer(service, registry, "127.0.0.1", 0, "letmein")
+    server = HttpServer(Control(service), registry, "127.0.0.1", 0, "letmein")
     server.start()
     host, port = server.address
     url = f"http://{host}:{port}"
@@ -186,7 +188,7 @@ def test_trigger_needs_the_token(warehouse: tuple[str, list[Any]]) -> None:
                 assert error.code == code
     finally:
         server.stop()
-        service.shutdown(5)
+        Lifecycle(service).shutdown(5)
 
 
 def test_the_daemon_maintains_deletion_vectors_through_its_lookup_cache(tmp_path: Path) -> None:

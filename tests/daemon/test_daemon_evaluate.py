@@ -1,11 +1,11 @@
 """The daemon's decisions from plain figures: due jobs, quarantine and backoff, health and
-urgency (daemon/evaluate.py; no storage, no clock)."""
+urgency (daemon/tables/evaluate.py; no storage, no clock)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from paimond.daemon.evaluate import (
+from paimond.daemon.tables.evaluate import (
     Backoff,
     BackoffPolicy,
     Schedule,

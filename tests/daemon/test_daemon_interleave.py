@@ -1,4 +1,4 @@
-"""Compaction never waits behind its own table's slower jobs (daemon.pace.compact_again): a run
+"""Compaction never waits behind its own table's slower jobs (daemon.tables.pace.compact_again): a run
 that compacts compacts again between an expiry's bounded rounds once a write-only writer
 committed enough meanwhile, in the same stream under the table's lease. The writer is
 pypaimon; the table is read back by it. Deterministic: the writer commits inside the fake
@@ -15,10 +15,11 @@ from pypaimon_oracle import read_rows
 from write_only_writer import Writer
 
 from paimond.config.settings import load_settings
-from paimond.daemon import pace
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun, TableWork
 from paimond.daemon.service import Daemon
+from paimond.daemon.tables import pace
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import ROUTINE, CompactSettings, ExpireOverrides, Job, JobReport
 from paimond.table.catalog import Table, open_table
@@ -74,7 +75,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_at: int | None = 
     monkeypatch.setitem(registry_module.JOBS, "expire",  # type: ignore[arg-type]
                         Job("expire", ExpireOverrides, expire))
     run = daemon.runner.run_table(TableWork(table, 0, ("compact", "expire"), None, {}))
-    daemon.shutdown(0)
+    Lifecycle(daemon).shutdown(0)
     return run, compactions, runs_after_round, writer, table
 
 

@@ -1,4 +1,4 @@
-"""Keeping up with a write-only writer (daemon.pace): a table is re-checked right after its run
+"""Keeping up with a write-only writer (daemon.tables.pace): a table is re-checked right after its run
 when writers committed meanwhile and it is at its compaction trigger again (it runs at once,
 without a tick); an idle table near its trigger is watched between ticks; the gauges of a
 running table follow the writer. The writer is pypaimon; the result is read back by it."""
@@ -16,10 +16,11 @@ from pypaimon_oracle import read_rows
 from write_only_writer import Writer
 
 from paimond.config.settings import load_settings
-from paimond.daemon import pace
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
-from paimond.daemon.table_watch import Watcher
+from paimond.daemon.tables import pace
+from paimond.daemon.tables.watch import Watcher
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS, CompactSettings, Job, JobReport
 from paimond.table.catalog import open_table
@@ -92,7 +93,7 @@ def test_a_table_runs_again_right_after_its_run_when_writers_brought_it_to_the_t
     assert len(futures) == 1 and futures[0].result(WAIT_S).error is None
     assert gauges_during[0] is not None and gauges_during[0] >= TRIGGER
     assert second.wait(WAIT_S), "re-checked and run again without a tick"
-    daemon.shutdown(WAIT_S)
+    Lifecycle(daemon).shutdown(WAIT_S)
     assert calls == [0, 1]
     assert _max_sorted_runs(warehouse) == 1  # the second run compacted what came meanwhile
     rows = read_rows(warehouse, NAME)
@@ -113,7 +114,7 @@ def test_the_watch_runs_an_idle_table_at_its_trigger_between_ticks(tmp_path: Pat
     writer.commit()
     futures = daemon.watch()
     assert len(futures) == 1 and futures[0].result(WAIT_S).error is None
-    daemon.shutdown(WAIT_S)
+    Lifecycle(daemon).shutdown(WAIT_S)
     assert _max_sorted_runs(warehouse) == 1
     assert len(read_rows(warehouse, NAME)) == writer.next_id + 5
 
@@ -136,7 +137,7 @@ def test_every_tables_compaction_draws_on_the_one_memory_budget(
     for _ in range(2):
         future = daemon.trigger(NAME)
         assert future is not None and future.result(WAIT_S).error is None
-    daemon.shutdown(WAIT_S)
+    Lifecycle(daemon).shutdown(WAIT_S)
     assert len(budgets) == 2 and budgets[0] is budgets[1]
     assert budgets[0].budget_bytes == 256 << 20
 
@@ -174,7 +175,7 @@ def test_an_idle_tables_run_that_changed_nothing_neither_rereads_nor_watches_it(
     assert run is not None and run.result(WAIT_S).error is None
     assert run.result().reports["compact"].outcome == "success"
     assert rechecked.wait(WAIT_S)
-    daemon.shutdown(WAIT_S)
+    Lifecycle(daemon).shutdown(WAIT_S)
     assert reads == [], "the gauges of the snapshot they were read at are not read again"
     assert state.gauged_snapshot_id == gauged and not state.active
     assert state.moved_at == moved_at, "not watched for a run that changed nothing"
@@ -219,7 +220,7 @@ def test_a_wave_of_duties_counts_its_running_duties_without_a_pass_per_table(
     passes = _CountingTables.passes
     release.set()
     runs = [f.result(WAIT_S) for f in futures]
-    daemon.shutdown(WAIT_S)
+    Lifecycle(daemon).shutdown(WAIT_S)
     assert len(runs) == tables and all(r.error is None for r in runs)
     with_duties = [r for r in runs if set(r.reports) != {"compact"}]
     assert len(with_duties) == 1 and "expire" in with_duties[0].reports

@@ -22,7 +22,9 @@ from pypaimon_tables import catalog_for
 
 from paimond.cli.main import main
 from paimond.config.settings import load_settings
-from paimond.daemon.http import HttpServer
+from paimond.daemon.http.control import Control
+from paimond.daemon.http.endpoints import HttpServer
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.maintenance.jobs import ROUTINE
@@ -92,7 +94,7 @@ def daemon(pristine: Path, tmp_path: Path) -> tuple[Daemon, CollectorRegistry, P
     service = Daemon(load_settings(str(config), env={"PAIMOND_TRIGGER_TOKEN": TOKEN}, jobs=ROUTINE),
                      Metrics(registry))
     yield service, registry, warehouse
-    service.shutdown(5)
+    Lifecycle(service).shutdown(5)
 
 
 def _snapshots(warehouse: Path, name: str) -> int:
@@ -111,7 +113,7 @@ def test_two_patterns_a_paused_table_gets_no_job_and_the_share_goes_round_robin(
     first = _tables(service.tick())
     assert len(first) == 1 and first[0] in ("logs.a", "logs.b"), first  # logs.* share is 1
     other = "logs.b" if first == ["logs.a"] else "logs.a"
-    status: Any = service.status()
+    status: Any = Control(service).status()
     assert status["sales.c"]["state"] == "paused"
     assert status["sales.c"]["jobs"]["compact"]["why"] == "paused by policies[0] (sales.*)"
     assert status[other]["jobs"]["compact"]["why"] == ("waiting: policies[1] (logs.*) runs at "
@@ -125,9 +127,9 @@ def test_two_patterns_a_paused_table_gets_no_job_and_the_share_goes_round_robin(
     assert _snapshots(warehouse, "logs.a") <= 2
     assert _snapshots(warehouse, "logs.b") == COMMITS + 1  # the compaction's, nothing expired
     assert _snapshots(warehouse, "sales.c") == COMMITS
-    sources = service.status()["logs.b"]["policy"]["sources"]  # type: ignore[index]
+    sources = Control(service).status()["logs.b"]["policy"]["sources"]  # type: ignore[index]
     assert sources["expire.retain_max"].startswith("table option snapshot.num-retained.max=10")
-    assert service.status()["logs.a"]["policy"]["jobs"]["expire"]["retain_max"] == 2  # type: ignore[index]
+    assert Control(service).status()["logs.a"]["policy"]["jobs"]["expire"]["retain_max"] == 2  # type: ignore[index]
     assert registry.get_sample_value("paimond_jobs_started_total",
                                      {"job": "compact", "table": "sales.c"}) is None
     for name in TABLES:
@@ -154,7 +156,7 @@ def test_pause_resume_and_admission_through_http_python_and_the_cli(
         daemon: tuple[Daemon, CollectorRegistry, Path], capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     service, registry, warehouse = daemon
-    server = HttpServer(service, registry, "127.0.0.1", 0, TOKEN)
+    server = HttpServer(Control(service), registry, "127.0.0.1", 0, TOKEN)
     server.start()
     url = "http://{}:{}".format(*server.address)
     try:

@@ -21,6 +21,8 @@ from structlog.testing import capture_logs
 
 from paimond.clock import Clock
 from paimond.config.settings import load_settings
+from paimond.daemon.http.control import Control
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
@@ -117,7 +119,7 @@ def test_a_refused_compaction_is_skipped_and_not_retried_until_the_options_chang
                   outcome="success") == 1
     assert _count(registry, "paimond_job_failures_total", job="compact",
                   error_kind="unsupported") == 0
-    reported: Any = daemon.status()[NAME]
+    reported: Any = Control(daemon).status()[NAME]
     assert reported["quarantined"] is False and reported["failures"] == 0
     table = state.table
     assert table.snapshots.latest_id() == 4, "merge-manifests committed"
@@ -150,13 +152,13 @@ def test_a_refused_compaction_is_skipped_and_not_retried_until_the_options_chang
     assert lifted.reports["compact"].outcome == "success", lifted.reports["compact"].detail
     assert NAME not in {n for n, s in daemon.tables.items() if s.refused}
     assert read_rows(path, NAME).equals(spec.compacted_rows), "listagg and sum as modelled"
-    daemon.shutdown(5)
+    Lifecycle(daemon).shutdown(5)
 
 
 def test_a_refused_job_is_due_again_only_under_another_fingerprint() -> None:
     """evaluate.decide alone: the refused compaction of an append table, whose latest snapshot
     never matches a compaction of ours, is not due at any tick while the fingerprint holds."""
-    from paimond.daemon import evaluate
+    from paimond.daemon.tables import evaluate
 
     schedules = {"compact": evaluate.Schedule(True, 60), "expire": evaluate.Schedule(True, 300)}
     standing = evaluate.Standing(last_snapshot_id=7, compacted_snapshot_id=None,

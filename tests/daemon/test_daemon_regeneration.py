@@ -29,10 +29,11 @@ from test_rebuild_dv import _layered
 
 from paimond.clock import Clock
 from paimond.config.settings import load_settings
-from paimond.daemon.evaluate import Schedule, Standing, decide
+from paimond.daemon.http.control import Control
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
+from paimond.daemon.tables.evaluate import Schedule, Standing, decide
 from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.jobs import ROUTINE
 from paimond.maintenance.manifests import ManifestMergeJob
@@ -138,7 +139,7 @@ def test_daemon_builds_vectors_then_rewrites_indexes(tmp_path: Path,
     assert not multiset_diff(rows, canonical_rows(expected))
     _tick(daemon, clock)
     assert _finished(registry, "rebuild_dv", name) == buckets  # not due again
-    shown: Any = daemon.status()[name]
+    shown: Any = Control(daemon).status()[name]
     assert shown["regeneration_left"] == {"rebuild_dv": 0, "rewrite_index": 0}
     assert shown["jobs"]["rebuild_dv"]["why"] == "not due: no bucket misses its deletion vectors"
 

@@ -19,6 +19,8 @@ from structlog.testing import capture_logs
 
 from paimond.config.settings import load_settings
 from paimond.daemon import service as daemon_service
+from paimond.daemon.http.control import Control
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.outcomes import JobCancelledError
 from paimond.daemon.runner import TableRun
@@ -117,9 +119,9 @@ def test_discovery_races_runs_and_triggers(warehouse: tuple[str, list[str]],
         run = future.result(WAIT_S)
         assert run.error is None and run.reports["compact"].outcome == "success", run
     assert {r.result().table for r in answers[steady]} == {steady}
-    status = daemon.status()
+    status = Control(daemon).status()
     assert daemon.running_jobs == 0 and not any(s["running"] for s in status.values())  # type: ignore[index]
-    assert daemon.shutdown(5)
+    assert Lifecycle(daemon).shutdown(5)
 
 
 def _blocking_compaction(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event,
@@ -141,9 +143,9 @@ def _blocking_compaction(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Eve
     return started, release, cancelled
 
 
-def _run_in_thread(daemon: Daemon) -> tuple[threading.Thread, list[bool]]:
+def _run_in_thread(lifecycle: Lifecycle) -> tuple[threading.Thread, list[bool]]:
     result: list[bool] = []
-    thread = threading.Thread(target=lambda: result.append(daemon.run()))
+    thread = threading.Thread(target=lambda: result.append(lifecycle.run()))
     thread.start()
     return thread, result
 
@@ -153,14 +155,15 @@ def test_stop_lets_a_running_job_finish_within_the_grace_period(
     started, release, cancelled = _blocking_compaction(monkeypatch)
     daemon, registry = _daemon(warehouse[0], PAIMOND_LIMITS_CONCURRENCY="1",
                                PAIMOND_SHUTDOWN_GRACE_S="60")
-    thread, result = _run_in_thread(daemon)
+    lifecycle = Lifecycle(daemon)
+    thread, result = _run_in_thread(lifecycle)
     assert started.wait(WAIT_S)
-    daemon.stop()
-    assert daemon.stopping.wait(WAIT_S)
+    lifecycle.stop()
+    assert lifecycle.stopping.wait(WAIT_S)
     assert thread.is_alive(), "shutdown waits for the running job"
     release.set()
     thread.join(WAIT_S)
-    assert result == [True] and not daemon.forced
+    assert result == [True] and not lifecycle.forced
     assert cancelled == [False], "within the grace period a job is not cancelled"
     assert sum(registry.get_sample_value("paimond_jobs_finished_total", {
         "job": "compact", "table": name, "outcome": "success"}) or 0
@@ -172,15 +175,16 @@ def test_a_second_stop_forces_the_exit(warehouse: tuple[str, list[str]],
     started, release, cancelled = _blocking_compaction(monkeypatch)
     daemon, _ = _daemon(warehouse[0], PAIMOND_LIMITS_CONCURRENCY="1",
                         PAIMOND_SHUTDOWN_GRACE_S="3600")
-    thread, result = _run_in_thread(daemon)
+    lifecycle = Lifecycle(daemon)
+    thread, result = _run_in_thread(lifecycle)
     assert started.wait(WAIT_S)
-    daemon.stop()
-    assert daemon.stopping.wait(WAIT_S)
-    daemon.stop()
+    lifecycle.stop()
+    assert lifecycle.stopping.wait(WAIT_S)
+    lifecycle.stop()
     thread.join(WAIT_S)
-    assert not thread.is_alive() and result == [False] and daemon.forced
+    assert not thread.is_alive() and result == [False] and lifecycle.forced
     release.set()  # the abandoned job sees the cancellation at its next check
-    daemon._pool.shutdown(wait=True)
+    daemon.runs.join()
     assert cancelled == [True]
 
 
@@ -191,7 +195,8 @@ def test_the_grace_period_ends_by_cancelling_what_still_runs(
     daemon.discover()
     futures = daemon.tick()
     assert started.wait(WAIT_S)
-    assert daemon.shutdown(0.05) is False and not daemon.forced
+    lifecycle = Lifecycle(daemon)
+    assert lifecycle.shutdown(0.05) is False and not lifecycle.forced
     release.set()
     runs = [f.result(WAIT_S) for f in futures]
     assert cancelled == [True]
@@ -227,8 +232,8 @@ def test_a_failed_job_logs_once_and_counts_by_error_kind(
             "job": "compact", "table": name, "error_kind": kind}) == 1
         assert registry.get_sample_value("paimond_jobs_finished_total", {
             "job": "compact", "table": name, "outcome": "failure"}) == 1
-    assert daemon.status()[names[0]]["failures"] == 1  # type: ignore[index]
-    daemon.shutdown(5)
+    assert Control(daemon).status()[names[0]]["failures"] == 1  # type: ignore[index]
+    Lifecycle(daemon).shutdown(5)
 
 
 def test_conflicts_and_re_plans_are_counted_apart(warehouse: tuple[str, list[str]],
@@ -254,7 +259,7 @@ def test_conflicts_and_re_plans_are_counted_apart(warehouse: tuple[str, list[str
     conflicted = {e["table"]: (e["conflicts"], e["retries"]) for e in logs
                   if e["event"] == "commit_conflicted"}
     assert conflicted == {first: (2, 2), second: (1, 0)}
-    daemon.shutdown(5)
+    Lifecycle(daemon).shutdown(5)
 
 
 def test_jobs_get_the_injected_clock_and_the_tables_picker_states(
@@ -280,11 +285,11 @@ def test_jobs_get_the_injected_clock_and_the_tables_picker_states(
             future = daemon.trigger(name)
             assert future is not None and future.result(WAIT_S).error is None
     assert seen and all(given is clock for given, _ in seen), "the daemon's own clock"
-    assert daemon.status()[names[0]]["last_run"] == {"compact": 1_700_000_000.0}  # type: ignore[index]
+    assert Control(daemon).status()[names[0]]["last_run"] == {"compact": 1_700_000_000.0}  # type: ignore[index]
     kept = {name: daemon.tables[name].picker_states for name in names}
     assert kept[names[0]] is not kept[names[1]]
     assert [ident for _, ident in seen] == [id(kept[n]) for n in names] * 2, "kept across runs"
-    daemon.shutdown(5)
+    Lifecycle(daemon).shutdown(5)
 
 
 def test_a_job_still_running_after_the_grace_period_publishes_nothing(
@@ -307,7 +312,7 @@ def test_a_job_still_running_after_the_grace_period_publishes_nothing(
     before = {n: daemon.tables[n].table.snapshots.latest_id() for n in names}
     futures = daemon.tick()
     assert started.wait(WAIT_S)
-    assert daemon.shutdown(0.05) is False
+    assert Lifecycle(daemon).shutdown(0.05) is False
     release.set()
     runs = [f.result(WAIT_S) for f in futures]
     assert all(r.reports["compact"].outcome == "skipped" for r in runs), runs

@@ -28,6 +28,7 @@ from pypaimon_tables import catalog_for, sort_rows
 
 from paimond.clock import Clock
 from paimond.config.settings import load_settings
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.maintenance.jobs import ROUTINE
@@ -201,4 +202,4 @@ def test_write_only_writers_and_paimond_keep_every_limit(tmp_path: Path) -> None
     assert len(content_at) > len(DAYS) * 3
     for job in DUTIES:
         assert _finished(registry, job) == len(DAYS), job
-    daemon.shutdown(5)
+    Lifecycle(daemon).shutdown(5)

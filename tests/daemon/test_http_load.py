@@ -16,7 +16,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from paimond.config.settings import load_settings
-from paimond.daemon.http import HttpServer
+from paimond.daemon.http.control import Control
+from paimond.daemon.http.endpoints import HttpServer
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.maintenance.jobs import ROUTINE
@@ -44,7 +46,7 @@ def test_slow_clients_cost_no_threads_and_metrics_keep_answering(
     (tmp_path / "wh").mkdir()
     daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": str(tmp_path / "wh")}, jobs=ROUTINE),
                     Metrics(CollectorRegistry()))
-    server = HttpServer(daemon, daemon.metrics.registry, "127.0.0.1", 0, None)
+    server = HttpServer(Control(daemon), daemon.metrics.registry, "127.0.0.1", 0, None)
     server.start()
     address = server.address
     slow: list[socket.socket] = []
@@ -71,6 +73,6 @@ def test_slow_clients_cost_no_threads_and_metrics_keep_answering(
         for client in slow:
             client.close()
         server.stop()
-        daemon.shutdown(0)
+        Lifecycle(daemon).shutdown(0)
     err = capfd.readouterr().err
     assert "Traceback" not in err and "BrokenPipeError" not in err, err[-2000:]

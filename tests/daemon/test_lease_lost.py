@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from write_only_writer import Writer
 
 from paimond.config.settings import load_settings
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import TableWork
 from paimond.daemon.service import Daemon
@@ -56,7 +57,7 @@ def test_a_run_stops_once_its_lease_is_taken_over(tmp_path: Path, monkeypatch: p
     jobs = ("compact", "expire", "compact")
 
     run = daemon.runner.run_table(TableWork(table, 0, jobs, None, {}))
-    daemon.shutdown(0)
+    Lifecycle(daemon).shutdown(0)
 
     assert ran == list(jobs[:renewals_granted + 1])  # the job that ran when the lease was lost
     assert run.error is None

@@ -21,7 +21,9 @@ from s3_endpoint import S3Endpoint
 
 from paimond.cli.main import main
 from paimond.config.settings import load_settings
-from paimond.daemon.http import HttpServer
+from paimond.daemon.http.control import Control
+from paimond.daemon.http.endpoints import HttpServer
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.errors import ConfigError
@@ -41,7 +43,7 @@ def serve() -> Iterator[Serve]:
     servers: list[tuple[HttpServer, Daemon]] = []
 
     def start(daemon: Daemon) -> tuple[str, int]:
-        server = HttpServer(daemon, daemon.metrics.registry, "127.0.0.1", 0, TOKEN)
+        server = HttpServer(Control(daemon), daemon.metrics.registry, "127.0.0.1", 0, TOKEN)
         server.start()
         servers.append((server, daemon))
         address: tuple[str, int] = server.address
@@ -50,7 +52,7 @@ def serve() -> Iterator[Serve]:
     yield start
     for server, daemon in servers:
         server.stop()
-        daemon.shutdown(0)
+        Lifecycle(daemon).shutdown(0)
 
 
 def _get(address: tuple[str, int], path: str) -> tuple[int, dict[str, object]]:
@@ -75,7 +77,7 @@ def test_a_missing_local_warehouse_is_not_ready_and_refuses_to_start(
     with pytest.raises(ConfigError, match=f"{missing} does not exist"):
         daemon.run_once()
     with pytest.raises(ConfigError, match=f"{missing} does not exist"):
-        _daemon(str(missing)).run()
+        Lifecycle(_daemon(str(missing))).run()
     assert not missing.exists()
 
     missing.mkdir()  # created: an empty warehouse is ready

@@ -25,6 +25,7 @@ from pypaimon_tables import build_pk_deduplicate
 from s3_endpoint import S3Endpoint
 
 from paimond.config.settings import load_settings
+from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.maintenance import jobs as registry_module
@@ -179,7 +180,7 @@ def test_two_daemons_through_storage_outages_never_overlap(
         assert all(d.unready_reason() is None for d in daemons)
     tick_both()
     for d in daemons:
-        d.shutdown(0)
+        Lifecycle(d).shutdown(0)
     assert overlaps == [], f"overlapping runs: {overlaps}"
     # each cycle ran a job while the warehouse was there (the one that took it away)
     assert len(runs) >= CYCLES - 1, f"{len(runs)} runs in {CYCLES} cycles: too few to tell"

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from paimond.config.settings import Settings, load_settings
-from paimond.daemon.admission import Figures, admit
-from paimond.daemon.evaluate import Standing
+from paimond.daemon.http.status_text import render_html, render_text
+from paimond.daemon.http.status_view import table_json
 from paimond.daemon.outcomes import JobOutcome
-from paimond.daemon.status_text import render_html, render_text
-from paimond.daemon.status_view import table_json
-from paimond.daemon.table_policy import Policies, effective, window_start
+from paimond.daemon.tables.admission import Figures, admit
+from paimond.daemon.tables.evaluate import Standing
+from paimond.daemon.tables.policy import Policies, effective, window_start
 from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS
 
 CONFIG = """

@@ -1,5 +1,5 @@
 """The daemon's table reading (``Watcher.read``: regeneration items, lag, small files, health)
-a window of partitions at a time without statistics (daemon/watch_windows.py) gives what the
+a window of partitions at a time without statistics (daemon/tables/watch_windows.py) gives what the
 whole scan gives (``table_watch.watch`` of ``table_status`` with ``on_files``, the reading
 before): the same items, the same figures, the same memory of handled items."""
 
@@ -17,8 +17,8 @@ import test_compact_plan_streaming as streaming
 from test_append_windows import _windows, add_vectors, write_append
 from test_compact_plan_streaming import write_synthetic
 
-from paimond.daemon.table_watch import Watch, Watcher, watch, windowed_watch
-from paimond.daemon.watch_windows import WatchWindows
+from paimond.daemon.tables.watch import Watch, Watcher, watch, windowed_watch
+from paimond.daemon.tables.watch_windows import WatchWindows
 from paimond.format.file_index import FileIndexBuilder
 from paimond.format.meta.manifest import DataFileMeta
 from paimond.format.meta.schema import decode_schema

@@ -13,7 +13,7 @@ from pypaimon_tables import _not_null, _Writer, catalog_for
 
 from paimond.cli.report import render_text
 from paimond.clock import Clock
-from paimond.daemon.evaluate import health
+from paimond.daemon.tables.evaluate import health
 from paimond.lsm.deletion_vectors import vector_of
 from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table

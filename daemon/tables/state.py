@@ -11,9 +11,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from paimond.daemon import compact_skip, evaluate
 from paimond.daemon.runner import TableRun
-from paimond.daemon.table_watch import Watcher
+from paimond.daemon.tables import compact_skip, evaluate
+from paimond.daemon.tables.watch import Watcher
 from paimond.errors import PaimondError
 from paimond.format.meta.schema import TableSchema
 from paimond.table.catalog import Table
@@ -38,12 +38,12 @@ class TableState:
     watcher: Watcher = field(default_factory=Watcher)  # regeneration items, lag and health
     gauged_snapshot_id: int | None = None  # the snapshot its gauges were last read at
     gauges: dict[str, float] = field(default_factory=dict)  # its health figures, as last read
-    active: bool = False  # moved at its last check: watched between ticks (daemon.pace)
-    moved_at: float = float("-inf")  # wall seconds a check last saw it move (daemon.pace)
-    duties: bool = False  # running, with jobs besides compaction (daemon.pace): counted
+    active: bool = False  # moved at its last check: watched between ticks (daemon.tables.pace)
+    moved_at: float = float("-inf")  # wall seconds a check last saw it move (daemon.tables.pace)
+    duties: bool = False  # running, with jobs besides compaction (daemon.tables.pace): counted
     compaction_due: bool = False  # at its compaction trigger, by the latest gauges
     shown_needs: dict[str, float] | None = None  # its need gauges as last exported
-    # its last compaction found nothing to do: skipped while this holds (daemon.compact_skip)
+    # its last compaction found nothing to do: skipped while this holds (daemon.tables.compact_skip)
     unchanged: compact_skip.Unchanged | None = None
 
     def standing(self) -> evaluate.Standing:

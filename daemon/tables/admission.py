@@ -19,7 +19,7 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from paimond.daemon.evaluate import health
+from paimond.daemon.tables.evaluate import health
 from paimond.table.catalog import Table
 from paimond.table.status.report import table_status
 

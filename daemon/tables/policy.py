@@ -18,7 +18,7 @@ from typing import Any
 from paimond.config.jobs import JobsSettings
 from paimond.config.policy import TablePolicy, window_text
 from paimond.config.settings import Settings
-from paimond.daemon.evaluate import Schedule
+from paimond.daemon.tables.evaluate import Schedule
 
 # A policy's expire keys that Paimon defines as table options: a table setting the option
 # keeps its own value (the policy is the default of the tables that do not).

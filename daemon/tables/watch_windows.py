@@ -1,7 +1,7 @@
-"""The daemon's figures of a table (``daemon/table_watch.py``: regeneration items, lag, small
+"""The daemon's figures of a table (``daemon/tables/watch.py``: regeneration items, lag, small
 files) read one window of partitions at a time, beside ``paimond status``'s own summing
 (``table.status.windows``) and from the same scan, in bounded memory. Gives what the
-whole scan gives (:func:`paimond.daemon.table_watch.watch`).
+whole scan gives (:func:`paimond.daemon.tables.watch.watch`).
 
 Windows hold live files without statistics; two figures read a field they lack: a stale
 index is not one when the file has ``write_cols`` (data-evolution files are never

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from paimond.config.policy import TablePolicy, window_text
-from paimond.daemon.evaluate import REGENERATING, Schedule, Standing
-from paimond.daemon.table_policy import Effective, JobRecord
+from paimond.daemon.tables.evaluate import REGENERATING, Schedule, Standing
+from paimond.daemon.tables.policy import Effective, JobRecord
 
 _NOTHING_LEFT = {
     "rewrite_index": "not due: every live file's index is as the file-index options say",
@@ -62,7 +62,7 @@ def table_json(standing: Standing, *, running: bool, error: str | None, urgency:
                records: Mapping[str, JobRecord], paused: str | None, waiting: str | None,
                now: float, unchanged: str | None = None) -> dict[str, Any]:
     """One table's entry; ``last_run`` and the top-level keys stay as before this page.
-    ``unchanged``: why the periodic compaction is skipped (daemon.compact_skip), if it is."""
+    ``unchanged``: why the periodic compaction is skipped (daemon.tables.compact_skip), if it is."""
     jobs = {}
     for job in chosen.jobs.names:
         source = (policy.name if policy and (job, "enabled") in policy.overrides

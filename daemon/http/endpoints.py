@@ -8,18 +8,16 @@ import hmac
 import json
 import threading
 import urllib.parse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from paimond.daemon.admission import UnreadableTableError
-from paimond.daemon.http_server import BoundedHttpServer, BufferedHandler
+from paimond.daemon.http.bounded_server import BoundedHttpServer, BufferedHandler
+from paimond.daemon.http.control import Control
+from paimond.daemon.http.status_text import render_html
 from paimond.daemon.runner import TableRun
-from paimond.daemon.status_text import render_html
+from paimond.daemon.tables.admission import UnreadableTableError
 from paimond.errors import ConfigError, PaimondError
-
-if TYPE_CHECKING:  # the daemon serves this server: a runtime import would be a cycle
-    from paimond.daemon.service import Daemon
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -79,25 +77,25 @@ class _Handler(BufferedHandler):
         return body
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        service = self.server.service
+        control = self.server.control
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)
         if url.path == "/metrics":
             self._reply(200, generate_latest(self.server.registry), CONTENT_TYPE_LATEST)
         elif url.path == "/healthz":  # the scheduler's heartbeat (#40)
-            reason = service.liveness_reason()
+            reason = control.liveness_reason()
             if reason is None:
                 self._reply(200, {"status": "alive"})
             else:
                 self._reply(503, {"status": "stuck", "reason": reason})
         elif url.path == "/readyz":
-            reason = service.unready_reason()
+            reason = control.unready_reason()
             if reason is None:
                 self._reply(200, {"ready": True})
             else:
                 self._reply(503, {"ready": False, "reason": reason})
         elif url.path == "/status":
-            tables = service.status()
+            tables = control.status()
             wants_html = (query.get("format") == ["html"]
                           or "text/html" in self.headers.get("Accept", ""))
             if wants_html:
@@ -111,7 +109,7 @@ class _Handler(BufferedHandler):
             self._reply(404, {"error": "not found"})
 
     def _not_found(self, table: str) -> None:
-        where = ", ".join(s.root for s in self.server.service.storages)
+        where = ", ".join(self.server.control.warehouses())
         self._reply(404, {"error": f"table {table} not found in {where}"})
 
     def _admission(self, table: str) -> None:
@@ -119,7 +117,7 @@ class _Handler(BufferedHandler):
             self._reply(400, {"error": "expected /admission?table=db.table"})
             return
         try:
-            answer = self.server.service.admission(table)
+            answer = self.server.control.admission(table)
         except UnreadableTableError as error:
             self._reply(503, {"error": f"cannot read {table}: {error}"})
         except PaimondError as error:
@@ -139,26 +137,26 @@ class _Handler(BufferedHandler):
         body = self._body()
         if body is None:
             return
-        service, table = self.server.service, str(body["table"])
+        control, table = self.server.control, str(body["table"])
         if self.path == "/pause":
-            if service.pause(table):
-                self._reply(200, {"table": table, "paused": service.policies.paused(table)})
+            if control.pause(table):
+                self._reply(200, {"table": table, "paused": control.paused(table)})
             else:
                 self._not_found(table)
             return
         if self.path == "/resume":
-            if not service.known(table):
+            if not control.known(table):
                 self._not_found(table)
-            elif (held := service.policies.resume(table)) is not None:
+            elif (held := control.resume(table)) is not None:
                 self._reply(409, {"table": table, "paused": held,
                                   "error": f"{table} stays paused: {held} in the config"})
             else:
                 self._reply(200, {"table": table, "paused": None})
             return
-        if service.known(table) and (paused := service.policies.paused(table)) is not None:
+        if control.known(table) and (paused := control.paused(table)) is not None:
             self._reply(409, {"error": f"{table} is {paused}: resume it first"})
             return
-        future = service.trigger(table)
+        future = control.trigger(table)
         if future is None:
             self._not_found(table)
         elif bool(body.get("wait", False)):
@@ -168,19 +166,19 @@ class _Handler(BufferedHandler):
 
 
 class _Server(BoundedHttpServer):
-    """Slow or idle clients cost a socket, never a thread (daemon/http_server.py)."""
+    """Slow or idle clients cost a socket, never a thread (daemon/http/bounded_server.py)."""
 
-    def __init__(self, address: tuple[str, int], service: Daemon, registry: CollectorRegistry,
+    def __init__(self, address: tuple[str, int], control: Control, registry: CollectorRegistry,
                  token: str | None) -> None:
         super().__init__(address, _Handler, max_body_bytes=MAX_BODY_BYTES)
-        self.service, self.registry, self.token = service, registry, token
+        self.control, self.registry, self.token = control, registry, token
 
 
 class HttpServer:
-    def __init__(self, service: Daemon, registry: CollectorRegistry, host: str, port: int,
+    def __init__(self, control: Control, registry: CollectorRegistry, host: str, port: int,
                  token: str | None) -> None:
         try:
-            self._server = _Server((host, port), service, registry, token)
+            self._server = _Server((host, port), control, registry, token)
         except OSError as error:  # port taken, address not on this host, no permission
             raise ConfigError("http.port", f"cannot listen on {host}:{port}: {error.strerror}"
                               ) from error

@@ -1,7 +1,7 @@
 """What the daemon reads of a table besides its status, from the same scan: the items its
 regenerating jobs have (stale file indexes, buckets missing vectors) and the lag and health
 figures (``table/status/health.py``), a window of partitions at a time
-(``daemon/watch_windows.py``). Read again at a new snapshot, a new schema (options
+(``daemon/tables/watch_windows.py``). Read again at a new snapshot, a new schema (options
 changed: metadata only, one listing of schema/ at most every minute) and every
 :data:`RECHECK_MS` (a lost DV file changes neither)."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from paimond.daemon.watch_windows import WatchWindows
+from paimond.daemon.tables.watch_windows import WatchWindows
 from paimond.errors import PaimondError
 from paimond.format.meta.schema import TableSchema
 from paimond.maintenance.regenerate.pending import EXISTS_RECHECK_MS, RegenerationMemory, table_needs
@@ -110,7 +110,7 @@ class Watcher:
 
     def read(self, table: Table, now_ms: int) -> TableStatus:
         """The table's status, with this watch's figures read from the same scan, a window
-        of partitions at a time (``daemon/watch_windows.py``)."""
+        of partitions at a time (``daemon/tables/watch_windows.py``)."""
         found = WatchWindows(table, self.memory, now_ms)
         status = table_status(table, verify_files=False, parallelism=4, also=found)
         self.last = windowed_watch(table, status, found)
