@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from paimond.daemon.admission import UnreadableTableError
 from paimond.daemon.http_server import BoundedHttpServer, BufferedHandler
 from paimond.daemon.runner import TableRun
 from paimond.daemon.status_text import render_html
-from paimond.errors import ConfigError, PaimondError
+from paimond.errors import ConfigError, PaimondError, UnreadableTableError
 
 if TYPE_CHECKING:  # the daemon serves this server: a runtime import would be a cycle
     from paimond.daemon.service import Daemon

@@ -19,8 +19,8 @@ from paimond.daemon import pace
 from paimond.daemon.events import CommitConflicted, Events, JobFailed, JobFinished, JobStarted
 from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
-from paimond.daemon.outcomes import JobCancelledError, JobOutcome, run_job
-from paimond.errors import ErrorKind, PaimondError, kind_of
+from paimond.daemon.outcomes import JobOutcome, run_job
+from paimond.errors import ErrorKind, JobCancelledError, PaimondError, kind_of
 from paimond.maintenance.compact.memory import MemoryBudget
 from paimond.maintenance.execution import LookupCacheSettings
 from paimond.maintenance.job_cleanup import clean_dead_jobs

@@ -20,10 +20,9 @@ from structlog.testing import capture_logs
 from paimond.config.settings import JOB_NAMES, load_settings
 from paimond.daemon import service as daemon_service
 from paimond.daemon.metrics import Metrics
-from paimond.daemon.outcomes import JobCancelledError
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
-from paimond.errors import CommitConflictError, CorruptFileError
+from paimond.errors import CommitConflictError, CorruptFileError, JobCancelledError
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import CompactSettings, Job, JobReport
 
