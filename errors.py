@@ -99,9 +99,18 @@ class RefusedError(UnsupportedError):
 
 
 class CommitConflictError(PaimondError):
-    """The table moved under us in a way that invalidates the plan: re-plan."""
+    """The table moved under us in a way that invalidates the plan: re-plan. ``requirement``
+    names the commit's precondition that failed (``paimond.table.commit.requirements``),
+    ``expected`` what it required, ``found`` what the latest snapshot holds instead."""
 
     kind: ClassVar[ErrorKind] = "retry"
+
+    def __init__(self, table: str, requirement: str, expected: str, found: str) -> None:
+        self.table = table
+        self.requirement = requirement
+        self.expected = expected
+        self.found = found
+        super().__init__(f"{table}: {requirement} failed: expected {expected}, found {found}")
 
 
 class CommitCancelledError(PaimondError):

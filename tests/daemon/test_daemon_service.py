@@ -235,7 +235,7 @@ def test_conflicts_and_re_plans_are_counted_apart(warehouse: tuple[str, list[str
     path, (first, second) = warehouse
     def compaction(table: Any, settings: Any, context: Any) -> JobReport:
         if table.name == second:  # gave up after a conflict: no re-plan
-            raise CommitConflictError(f"{table.name}: inputs gone")
+            raise CommitConflictError(table.name, "RequireFilesLive", "inputs live", "inputs gone")
         return JobReport(_Done(), replans=2)  # 3 attempts: 2 conflicts, 2 re-plans
 
     _stand_in(monkeypatch, compaction)
