@@ -6,7 +6,7 @@ Every error names what it is about (a file, a key, a table) in its message, buil
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 ErrorKind = Literal["retry", "backoff", "data", "config", "unsupported", "internal"]
 """The remedy an error calls for: re-plan now (retry), try again later (backoff), fix or
@@ -99,9 +99,18 @@ class RefusedError(UnsupportedError):
 
 
 class CommitConflictError(PaimondError):
-    """The table moved under us in a way that invalidates the plan: re-plan."""
+    """The table moved under us in a way that invalidates the plan: re-plan. ``requirement``
+    names the commit's precondition that failed (``paimond.table.commit.requirements``),
+    ``expected`` what it required, ``found`` what the latest snapshot holds instead."""
 
     kind: ClassVar[ErrorKind] = "retry"
+
+    def __init__(self, table: str, requirement: str, expected: str, found: str) -> None:
+        self.table = table
+        self.requirement = requirement
+        self.expected = expected
+        self.found = found
+        super().__init__(f"{table}: {requirement} failed: expected {expected}, found {found}")
 
 
 class CommitCancelledError(PaimondError):
@@ -160,6 +169,75 @@ class BucketsFailedError(PaimondError):
         self.job = job
         self.detail = detail
         super().__init__(f"{table}: {job} failed in part:\n{detail}")
+
+
+class MaintenanceFailedError(PaimondError):
+    """Some bucket could not be compacted; the other buckets and jobs did their work
+    (``paimond.spark.maintain``)."""
+
+    def __init__(self, summary: DescribedSummary) -> None:
+        self.summary = summary
+        super().__init__(f"maintenance of {summary.table_name} failed:\n{summary.describe()}")
+
+
+class DescribedSummary(Protocol):
+    """What :class:`MaintenanceFailedError` names: the table and a description of the run."""
+
+    @property
+    def table_name(self) -> str: ...
+
+    def describe(self) -> str: ...
+
+
+class DaemonUnreachableError(PaimondError):
+    """The daemon could not be asked (down, or a 5xx answer): try again, or go ahead."""
+
+    kind: ClassVar[ErrorKind] = "backoff"
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url, self.reason = url, reason
+        super().__init__(f"{url}: {reason}")
+
+
+class AdmissionTimeoutError(PaimondError):
+    """The table was still held back when the wait ran out; ``last``: the daemon's last
+    answer (``paimond.spark.admission.TableAdmission``), if any."""
+
+    def __init__(self, table: str, reason: str, timeout_s: float,
+                 last: object | None = None) -> None:
+        self.table, self.reason, self.timeout_s, self.last = table, reason, timeout_s, last
+        super().__init__(f"{table} still not admitted after {timeout_s} s: {reason}")
+
+
+class JobCancelledError(Exception):
+    """The daemon is stopping: abandon this job before it commits."""
+
+
+class UnreadableTableError(Exception):
+    """The table's status could not be read: no answer either way."""
+
+
+class TypeParseError(ValueError):
+    """A type string or JSON type that is not part of Paimon's grammar."""
+
+    def __init__(self, text: object, reason: str) -> None:
+        super().__init__(f"cannot parse data type {text!r}: {reason}")
+
+
+class PartitionStatsMismatchError(Exception):
+    """A manifest holds an entry outside the partition range its statistics state: windows
+    cannot be trusted for this snapshot (plan it in one window)."""
+
+
+class NullPartitionValueError(ValueError):
+    """Java's NullPointerException: the timestamp text needs a null partition value."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"partition value of {key} is null")
+
+
+class CacheFileError(Exception):
+    """A lookup cache file that must not be trusted (the reason says why)."""
 
 
 def kind_of(error: BaseException) -> ErrorKind:

@@ -11,6 +11,7 @@ from paimond.errors import (
     BucketsFailedError,
     CommitCancelledError,
     CommitConflictError,
+    JobCancelledError,
     RefusedError,
     UnsupportedError,
 )
@@ -39,10 +40,6 @@ class JobOutcome:
                    written_bytes=report.written_bytes, read_rows=report.read_rows,
                    written_rows=report.written_rows, conflicts=report.replans,
                    rows_superseded=report.rows_superseded, lookup_cache=report.lookup_cache)
-
-
-class JobCancelledError(Exception):
-    """The daemon is stopping: abandon this job before it commits."""
 
 
 def run_job(job: Job[object], table: Table, settings: object, context: JobContext) -> JobOutcome:

@@ -18,9 +18,9 @@ from paimond.config.settings import JobsSettings, Settings
 from paimond.daemon.events import CommitConflicted, Events, JobFailed, JobFinished, JobStarted
 from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
-from paimond.daemon.outcomes import JobCancelledError, JobOutcome, run_job
+from paimond.daemon.outcomes import JobOutcome, run_job
 from paimond.daemon.tables import pace
-from paimond.errors import ErrorKind, PaimondError, kind_of
+from paimond.errors import ErrorKind, JobCancelledError, PaimondError, kind_of
 from paimond.maintenance.compact.memory import MemoryBudget
 from paimond.maintenance.execution import LookupCacheSettings
 from paimond.maintenance.job_cleanup import clean_dead_jobs

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from paimond.errors import CodecError, UnsupportedError
+from paimond.errors import CacheFileError, CodecError, UnsupportedError
 from paimond.format.fory_row.columnar import (
     check_flat,
     decode_flat_rows,
@@ -100,10 +100,6 @@ class _DecodedRows:
 
 
 _decoded = _DecodedRows(_DECODED_BYTES)
-
-
-class CacheFileError(Exception):
-    """A cache file that must not be trusted (the reason says why)."""
 
 
 @dataclass

@@ -13,6 +13,8 @@ from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.manifest import ManifestEntry
 from paimond.format.meta.schema import TableSchema
 from paimond.lsm.record_expire import RecordExpiry
+from paimond.table.commit.requirements import Requirement
+from paimond.table.indexes.deletion_vectors import dv_index_unchanged
 from paimond.table.options.core import TableOptions
 from paimond.table.storage.interface import StorageLocation
 
@@ -117,6 +119,15 @@ class CompactResult:
     cache_misses: int = 0  # ... cached now (read from storage once)
     cache_discarded: int = 0  # ... cache files that failed validation (rebuilt)
     changelog: tuple[ManifestEntry, ...] = ()  # changelog files written (ADD entries)
+
+    @property
+    def requirements(self) -> tuple[Requirement, ...]:
+        """What committing this result requires beyond its files: a bucket's new DV index
+        file was computed from the task's one, which must still be the bucket's (a
+        bucket-unaware table's DV files are checked by name as the commit combines them)."""
+        if self.index_added and not self.task.dv_index_files:
+            return (dv_index_unchanged(self.task.partition, self.task.bucket, self.task.dv_index),)
+        return ()
 
     @property
     def bytes_written(self) -> int:

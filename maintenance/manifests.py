@@ -21,10 +21,9 @@ from paimond.format.meta.snapshot import Snapshot
 from paimond.maintenance.expire.references import MANIFEST, MANIFEST_LIST, FileTally
 from paimond.maintenance.job_cleanup import recorded_job
 from paimond.table.catalog import Table
-from paimond.table.commit.committer import CommitJournal, Committer
+from paimond.table.commit.committer import CommitJournal, Committer, ManifestsUnchanged
 from paimond.table.commit.manifest_files import ManifestWriter
 from paimond.table.commit.manifest_merge import ManifestMergeOptions, merge_manifests, write_rolling
-from paimond.table.commit.manifests import ManifestsUnchanged
 from paimond.table.options.semantic import refuse
 from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
 from paimond.table.storage.interface import open_storage

@@ -3,13 +3,9 @@ table's maintenance from a PySpark driver; ``admission`` asks a running daemon w
 write-only writer may commit now (back-pressure); the executor runs compaction's bucket tasks
 as Spark tasks."""
 
-from paimond.spark.admission import (
-    AdmissionTimeoutError,
-    DaemonUnreachableError,
-    TableAdmission,
-    admission,
-)
-from paimond.spark.maintain import MaintenanceFailedError, MaintenanceSummary, maintain
+from paimond.errors import AdmissionTimeoutError, DaemonUnreachableError, MaintenanceFailedError
+from paimond.spark.admission import TableAdmission, admission
+from paimond.spark.maintain import MaintenanceSummary, maintain
 
 __all__ = ["AdmissionTimeoutError", "DaemonUnreachableError", "MaintenanceFailedError",
            "MaintenanceSummary", "TableAdmission", "admission", "maintain"]

@@ -24,11 +24,11 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-from paimond.errors import ConfigError, ErrorKind, PaimondError
+from paimond.errors import AdmissionTimeoutError, ConfigError, DaemonUnreachableError
 
-__all__ = ["AdmissionTimeoutError", "DaemonUnreachableError", "TableAdmission", "admission"]
+__all__ = ["TableAdmission", "admission"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,25 +50,6 @@ class TableAdmission:
     def of(cls, reply: dict[str, Any], waited_s: float) -> TableAdmission:
         fields = {k: reply[k] for k in cls.__dataclass_fields__ if k != "waited_s"}
         return cls(**fields, waited_s=waited_s)
-
-
-class DaemonUnreachableError(PaimondError):
-    """The daemon could not be asked (down, or a 5xx answer): try again, or go ahead."""
-
-    kind: ClassVar[ErrorKind] = "backoff"
-
-    def __init__(self, url: str, reason: str) -> None:
-        self.url, self.reason = url, reason
-        super().__init__(f"{url}: {reason}")
-
-
-class AdmissionTimeoutError(PaimondError):
-    """The table was still held back when the wait ran out."""
-
-    def __init__(self, table: str, reason: str, timeout_s: float,
-                 last: TableAdmission | None = None) -> None:
-        self.table, self.reason, self.timeout_s, self.last = table, reason, timeout_s, last
-        super().__init__(f"{table} still not admitted after {timeout_s} s: {reason}")
 
 
 def _ask(url: str, table: str, token: str, timeout_s: float) -> dict[str, Any]:

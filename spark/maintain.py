@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paimond.clock import SYSTEM_CLOCK
-from paimond.errors import ConfigError, PaimondError, RefusedError
+from paimond.errors import ConfigError, MaintenanceFailedError, RefusedError
 from paimond.maintenance.compact.job import CompactionSummary
 from paimond.maintenance.expire.orphans import OrphanResult
 from paimond.maintenance.expire.rounds import ExpireRounds
@@ -86,14 +86,6 @@ class MaintenanceSummary:
         return "\n".join([*(f"{self.table_name}: {job} refused: {reason}"
                             for job, reason in self.refused.items()),
                           *(report.result.describe() for report in self.reports.values())])
-
-
-class MaintenanceFailedError(PaimondError):
-    """Some bucket could not be compacted; the other buckets and jobs did their work."""
-
-    def __init__(self, summary: MaintenanceSummary) -> None:
-        self.summary = summary
-        super().__init__(f"maintenance of {summary.table_name} failed:\n{summary.describe()}")
 
 
 def maintain(spark: SparkSession, warehouse: str, table: str, *,

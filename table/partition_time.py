@@ -22,6 +22,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from paimond.errors import NullPartitionValueError
+
 _MIN, _MAX = datetime.datetime.min, datetime.datetime.max
 _DIGITS = "[0-9]"
 
@@ -189,13 +191,6 @@ class PartitionTimeExtractor:
         if self.formatter is None:
             return parse_default(text)
         return self.formatter.parse(text)
-
-
-class NullPartitionValueError(ValueError):
-    """Java's NullPointerException: the timestamp text needs a null partition value."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(f"partition value of {key} is null")
 
 
 def _replace_pattern(pattern: str, keys: Sequence[str], values: Sequence[str | None]) -> str:

@@ -67,7 +67,9 @@ def test_every_error_names_its_remedy() -> None:
         "MissingFileError": "data", "UnsupportedError": "config", "CommitConflictError": "retry",
         "CommitCancelledError": "retry",
         "StorageUnavailableError": "backoff", "ConfigError": "config", "WorkerError": "internal",
-        "BucketsFailedError": "data", "RefusedError": "unsupported"}
+        "BucketsFailedError": "data", "RefusedError": "unsupported",
+        "MaintenanceFailedError": "internal", "DaemonUnreachableError": "backoff",
+        "AdmissionTimeoutError": "internal"}
     assert {cls.kind for cls in _every_error_class()} <= set(errors.ErrorKind.__args__)
     assert errors.kind_of(errors.ConfigError("k", "r")) == "config"
     assert errors.kind_of(ValueError("not ours")) == "internal"

@@ -16,8 +16,7 @@ from paimond.daemon.http.bounded_server import BoundedHttpServer, BufferedHandle
 from paimond.daemon.http.control import Control
 from paimond.daemon.http.status_text import render_html
 from paimond.daemon.runner import TableRun
-from paimond.daemon.tables.admission import UnreadableTableError
-from paimond.errors import ConfigError, PaimondError
+from paimond.errors import ConfigError, PaimondError, UnreadableTableError
 
 MAX_BODY_BYTES = 64 * 1024
 

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from paimond.daemon.tables.evaluate import health
+from paimond.errors import UnreadableTableError
 from paimond.table.catalog import Table
 from paimond.table.status.report import table_status
 
@@ -66,10 +67,6 @@ def admit(table: str, snapshot_id: int | None, figures: Figures,
     return Admission(table, admitted, reason, snapshot_id, figures.max_sorted_runs,
                      figures.stop_trigger, figures.compaction_trigger,
                      figures.compaction_debt_bytes, max_debt_bytes)
-
-
-class UnreadableTableError(Exception):
-    """The table's status could not be read: no answer either way."""
 
 
 class Admissions:

@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from paimond.errors import CodecError
+from paimond.errors import CodecError, TypeParseError
 from paimond.format.types.data_types import DataField, RowType
-from paimond.format.types.type_json import TypeParseError, field_to_json, parse_field
+from paimond.format.types.type_json import field_to_json, parse_field
 
 CURRENT_SCHEMA_VERSION = 3
 _KNOWN_KEYS = ("version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys",

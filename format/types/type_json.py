@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from paimond.errors import TypeParseError
 from paimond.format.types.data_types import (
     MAX_LENGTH,
     ArrayType,
@@ -37,14 +38,6 @@ from paimond.format.types.data_types import (
     VariantType,
     VectorType,
 )
-
-
-class TypeParseError(ValueError):
-    """A type string or JSON type that is not part of Paimon's grammar."""
-
-    def __init__(self, text: object, reason: str) -> None:
-        super().__init__(f"cannot parse data type {text!r}: {reason}")
-
 
 _NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)
 _NULL = re.compile(r"\s+NULL\s*$", re.IGNORECASE)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from paimond.clock import Clock
 from paimond.faults import crash_point
-from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.rewrite import BATCH_ROWS
@@ -165,13 +164,11 @@ class CompactJob:
                 index_added=[e for r in results for e in r.index_added],
                 index_deleted=[e for r in results for e in r.index_deleted],
                 changelog=[e for r in results for e in r.changelog],
-                index_base={(r.task.partition, r.task.bucket, INDEX_TYPE_DELETION_VECTORS):
-                            r.task.dv_index.index_file.file_name if r.task.dv_index else None
-                            for r in results if r.index_added and not r.task.dv_index_files},
+                requirements=[req for r in results for req in r.requirements],
                 # the mark full-compaction.delta-commits counts from (every bucket done)
                 properties={FULL_COMPACTION_PROPERTY: "true"}
                 if summary.plan.full and not summary.failures else None,
-                planned=summary.plan.commit_base)  # the check reads only the snapshots since
+                base=summary.plan.commit_base)  # the check reads only the snapshots since
 
             def discard() -> None:
                 _delete_written(self.table.storage, results)

@@ -12,7 +12,7 @@ import datetime
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from paimond.errors import MissingFileError
+from paimond.errors import MissingFileError, PartitionStatsMismatchError
 from paimond.format.binary.binary_row import decode_manifest_row
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.schema import TableSchema
@@ -29,7 +29,7 @@ from paimond.table.indexes.file_index_versions import keeping_bitmap_version
 from paimond.table.layout import partition_matches, partition_text, partition_value_text
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.semantic import refuse
-from paimond.table.scan.bucket_scan import LiveIndex, PartitionStatsMismatchError, scan_live_windows
+from paimond.table.scan.bucket_scan import LiveIndex, scan_live_windows
 from paimond.table.scan.partition_windows import WINDOW_ENTRIES
 from paimond.table.scan.snapshot_scan import BucketFiles, bucket_path, scan_snapshot
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from paimond.clock import Clock
-from paimond.errors import ConfigError, UnsupportedError
+from paimond.errors import ConfigError, NullPartitionValueError, UnsupportedError
 from paimond.faults import crash_point
 from paimond.format.binary.binary_row import decode_manifest_row
 from paimond.format.meta.manifest import FILE_KIND_ADD, FILE_KIND_DELETE
@@ -38,9 +38,10 @@ from paimond.maintenance.job_cleanup import recorded_job
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, CommitJournal, Committer
+from paimond.table.commit.requirements import RequireSnapshot
 from paimond.table.layout import partition_text, partition_value_text
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
-from paimond.table.partition_time import NullPartitionValueError, PartitionTimeExtractor
+from paimond.table.partition_time import PartitionTimeExtractor
 from paimond.table.scan.snapshot_scan import SnapshotFiles, read_manifest, scan_snapshot
 
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -330,6 +331,7 @@ class PartitionExpireJob:
         index_deleted = [replace(e, kind=FILE_KIND_DELETE) for e in files.index_entries
                          if e.partition in dropped]
         changes = CommitChanges(deleted=deleted, index_deleted=index_deleted,
-                                expected_snapshot_id=plan.base_snapshot_id, base=files)
+                                requirements=[RequireSnapshot(plan.base_snapshot_id)],
+                                base=files)
         return Committer(self.table, commit_kind="OVERWRITE", clock=self.clock,
                          journal=self._journal).commit(changes)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from paimond.clock import Clock
 from paimond.errors import UnsupportedError
 from paimond.faults import crash_point
-from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
+from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.manifest import FILE_KIND_DELETE
 from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
@@ -48,7 +48,12 @@ from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, CommitJournal, Committer
 from paimond.table.commit.job_records import JobJournal
-from paimond.table.indexes.deletion_vectors import bucket_dv_entry, write_deletion_vectors
+from paimond.table.commit.requirements import Requirement, RequireSnapshot
+from paimond.table.indexes.deletion_vectors import (
+    bucket_dv_entry,
+    dv_index_unchanged,
+    write_deletion_vectors,
+)
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refuse
@@ -218,11 +223,12 @@ class RebuildDvJob:
                 journal: CommitJournal | None) -> Snapshot:
         table = self.table
         added, deleted, written = [], [], []
-        base: dict[tuple[bytes, int, str], str | None] = {}
+        requirements: list[Requirement] = ([RequireSnapshot(summary.base_snapshot_id)]
+                                           if summary.base_snapshot_id is not None else [])
         try:
             for bucket in summary.changed:
-                key = (bucket.partition, bucket.bucket, INDEX_TYPE_DELETION_VECTORS)
-                base[key] = bucket.base.index_file.file_name if bucket.base else None
+                requirements.append(dv_index_unchanged(bucket.partition, bucket.bucket,
+                                                       bucket.base))
                 if not bucket.vectors:
                     assert bucket.base is not None
                     deleted.append(IndexManifestEntry(FILE_KIND_DELETE, bucket.partition,
@@ -234,8 +240,8 @@ class RebuildDvJob:
                     bitmap64=table.options().deletion_vectors_bitmap64)
                 added.append(entry)
                 written.append(path)
-            changes = CommitChanges(index_added=added, index_deleted=deleted, index_base=base,
-                                    expected_snapshot_id=summary.base_snapshot_id)
+            changes = CommitChanges(index_added=added, index_deleted=deleted,
+                                    requirements=requirements)
             kept.update(committed_names(changes))
             return Committer(table, clock=self.clock, journal=journal).commit(changes)
         except BaseException:

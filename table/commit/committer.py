@@ -8,16 +8,19 @@ a base list of the latest base + delta manifests (merged as Java's ``ManifestFil
 does at every commit), the index manifest if index files changed, and creates
 ``snapshot-<latest+1>`` exclusively. The live files of the latest snapshot come from the
 job's own scan (``CommitChanges.base``), the files of the buckets a compaction plan's tasks
-touch (``CommitChanges.planned``, ``paimond.table.commit.base``: every check concerns those
-buckets alone) or this committer's last attempt or commit, plus the delta manifests of the
-snapshots committed since (``paimond.table.commit.reads``, as Java's retries do), not from a
-scan of every manifest. The base manifests' merge streams (``manifest_merge.RollingWriter``).
-Losing the race retries with backoff; a conflict raises :class:`CommitConflictError` so the
-job re-plans. A snapshot is never overwritten and a concurrent writer's commit is never lost:
-it becomes part of our base.
+touch (also ``CommitChanges.base``, a ``paimond.table.commit.base.PlannedBuckets``: every check
+concerns those buckets alone) or this committer's last attempt or commit, plus the delta
+manifests of the snapshots committed since (``paimond.table.commit.reads``, as Java's retries
+do), not from a scan of every manifest. The base manifests' merge streams
+(``manifest_merge.RollingWriter``). Losing the race retries with backoff. Every precondition is
+a requirement (``paimond.table.commit.requirements``): the job's own and those the changes
+imply, each validated against the latest snapshot; a failed one raises
+:class:`CommitConflictError` so the job re-plans. A snapshot is never overwritten and a
+concurrent writer's commit is never lost: it becomes part of our base.
 
-``compact_manifests`` (table/commit/manifests.py) is Java's ``compactManifestOnce`` through the
-same attempt loop; the conflict check is in table/commit/checks.py.
+``compact_manifests`` is Java's ``compactManifestOnce`` through the same attempt loop: the
+latest base + delta manifests merged with forced settings become the base of a COMPACT snapshot
+with an empty delta, checked to describe exactly the latest snapshot's live files.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 from paimond import __version__
 from paimond.clock import Clock
@@ -45,16 +48,25 @@ from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, encode_snapshot
 from paimond.table.catalog import Table
 from paimond.table.commit.base import PlannedBuckets
-from paimond.table.commit.checks import ConflictChecks
 from paimond.table.commit.gate import check_open
 from paimond.table.commit.index_combiner import combine_index_entries
 from paimond.table.commit.manifest_files import ManifestWriter
 from paimond.table.commit.manifest_merge import ManifestMergeOptions, RollingWriter, merge_manifests
-from paimond.table.commit.manifests import ManifestCompaction
 from paimond.table.commit.reads import AttemptReads, LiveSet
+from paimond.table.commit.requirements import (
+    LatestState,
+    RequireFilesLive,
+    Requirement,
+    change_requirements,
+)
 from paimond.table.layout import LATEST_HINT
 from paimond.table.options.core import TableOptions
-from paimond.table.scan.snapshot_scan import SnapshotFiles, read_manifest
+from paimond.table.scan.snapshot_scan import (
+    SnapshotFiles,
+    merge_entries,
+    read_manifest,
+    read_manifest_list,
+)
 
 WRITER_VERSION = f"paimond-{__version__}"
 # Java's SequenceSnapshotProperties.MAX_SEQUENCE_NUMBER.
@@ -70,27 +82,32 @@ class CommitChanges:
     added: Sequence[ManifestEntry] = ()
     index_added: Sequence[IndexManifestEntry] = ()
     index_deleted: Sequence[IndexManifestEntry] = ()
-    # (partition, bucket, index type) -> the index file the changes were computed from
-    # (None: there was none). A different file in the latest snapshot is a conflict: the
-    # new file would silently drop what that one added.
-    index_base: Mapping[tuple[bytes, int, str], str | None] = field(default_factory=dict)
-    # Changes computed from the whole of one snapshot: any other latest one is a conflict.
-    expected_snapshot_id: int | None = None
+    # What the job requires of the latest snapshot beyond what the changes imply
+    # (``paimond.table.commit.requirements``: the snapshot or index files it computed from).
+    requirements: Sequence[Requirement] = ()
     # The new snapshot's ``properties`` (readers ignore them; paimond marks full compactions).
     properties: Mapping[str, str] | None = None
     # Changelog files compaction produced (ADD entries): the snapshot's changelog manifest list
     changelog: Sequence[ManifestEntry] = ()
-    # The scan the changes were planned from, if the job still holds it: the conflict check
-    # starts from its live files and reads only the snapshots committed since.
-    base: SnapshotFiles | None = None
-    # A compaction plan's buckets (``table.commit.base``): the check starts from their files at
-    # the planned snapshot when the changes touch no other bucket.
-    planned: PlannedBuckets | None = None
+    # Where the conflict check starts, so that it reads only the snapshots committed since:
+    # the scan the changes were planned from, if the job still holds it, or a compaction
+    # plan's buckets (``table.commit.base``: their files at the planned snapshot, used when the
+    # changes touch no other bucket).
+    base: SnapshotFiles | PlannedBuckets | None = None
 
     @property
     def is_empty(self) -> bool:
         return not (self.deleted or self.added or self.index_added or self.index_deleted
                     or self.changelog)
+
+    def implied_requirements(self, schema: TableSchema) -> list[Requirement]:
+        """What the changes themselves require of the latest snapshot."""
+        return change_requirements(schema, self.deleted, self.added, self.changelog,
+                                   self.index_added, self.index_deleted)
+
+
+class ManifestsUnchanged:
+    """What ``compact_manifests`` found: merging would change nothing, so nothing was committed."""
 
 
 class CommitJournal(Protocol):
@@ -135,7 +152,7 @@ def merged_properties(latest: Snapshot | None, changes: CommitChanges,
 
 
 @dataclass
-class Committer(ConflictChecks, ManifestCompaction):
+class Committer:
     """Commits changes to one table. One fresh ``commit_user`` per instance (per job run)."""
 
     table: Table
@@ -167,8 +184,10 @@ class Committer(ConflictChecks, ManifestCompaction):
                 return result
             if number < self.retry.max_retries:
                 self.sleep(self.retry.wait_s(number, self.rng))
-        raise CommitConflictError(f"{self.table.name}: lost the race for the next snapshot "
-                                  f"{self.retry.max_retries + 1} times")
+        attempts = self.retry.max_retries + 1
+        raise CommitConflictError(self.table.name, "the next snapshot id",
+                                  f"created within {attempts} attempts",
+                                  f"lost the race {attempts} times")
 
     def _writer(self, schema: TableSchema) -> ManifestWriter:
         return ManifestWriter(self.table.storage, self.table.path,
@@ -177,20 +196,16 @@ class Committer(ConflictChecks, ManifestCompaction):
                               before_write=self.journal.note if self.journal else None)
 
     def _try_once(self, changes: CommitChanges) -> Snapshot | None:
-        table = self.table
-        latest = table.snapshots.latest()
-        if latest is None and changes.deleted:
-            raise CommitConflictError(f"{table.name}: the table has no snapshot any more")
-        schema = table.latest_schema()
-        expected = changes.expected_snapshot_id
-        if expected is not None and (latest.id if latest else None) != expected:
-            raise CommitConflictError(f"{table.name}: the changes were computed from snapshot "
-                                      f"{expected}, the latest is now "
-                                      f"{latest.id if latest else None}")
-        reads = AttemptReads(table)
+        latest = self.table.snapshots.latest()
+        schema = self.table.latest_schema()
+        reads = AttemptReads(self.table)
         live = None
         if self.check_conflicts and latest is not None:
             live = self._check_conflicts(latest, schema, changes, reads)
+        else:
+            state = LatestState(self.table.name, latest, schema, reads)
+            for requirement in (RequireFilesLive(changes.deleted), *changes.requirements):
+                requirement.validate(state)
         writer = self._writer(schema)
         try:
             snapshot = self._write_snapshot(writer, latest, schema, changes, reads)
@@ -204,6 +219,32 @@ class Committer(ConflictChecks, ManifestCompaction):
                                   len(reads.base_written or ()) + len(reads.delta_written or ()),
                                   scope)
         return published
+
+    def _check_conflicts(self, latest: Snapshot, schema: TableSchema, changes: CommitChanges,
+                         reads: AttemptReads) -> dict[tuple[object, ...], ManifestEntry]:
+        """Validate every requirement of ``changes`` against ``latest`` (Java
+        ``ConflictDetection``): the job's, then those the changes imply; returns the live
+        files once the changes are applied (the new snapshot's)."""
+        state = LatestState(self.table.name, latest, schema, reads)
+        for requirement in changes.requirements:
+            requirement.validate(state)
+        buckets = {(e.partition, e.bucket)
+                   for e in (*changes.added, *changes.deleted, *changes.changelog)}
+        base = changes.base
+        start = (LiveSet.of_scan(base) if isinstance(base, SnapshotFiles)
+                 else LiveSet.of_planned(base) if base is not None else None)
+        current = reads.live_at(latest, (self._known, start), buckets)
+        self.reads_log.extend(reads.read_log)
+        self._known = current  # a lost race's retry starts from here
+        after = dict(current.entries)  # of every bucket, or of those the changes touch
+        for entry in changes.deleted:
+            after.pop(entry.identifier, None)
+        for entry in changes.added:
+            after[entry.identifier] = entry
+        state = replace(state, live=current.entries, after=after)
+        for requirement in changes.implied_requirements(schema):
+            requirement.validate(state)
+        return after
 
     def _publish(self, writer: ManifestWriter, snapshot: Snapshot) -> Snapshot | None:
         """Create the snapshot file exclusively; None if another commit took its id."""
@@ -282,44 +323,64 @@ class Committer(ConflictChecks, ManifestCompaction):
     def _write_snapshot(self, writer: ManifestWriter, latest: Snapshot | None,
                         schema: TableSchema, changes: CommitChanges,
                         reads: AttemptReads | None = None) -> Snapshot:
-        table = self.table
-        reads = reads or AttemptReads(table)
+        reads = reads or AttemptReads(self.table)
         delta_entries = [replace(e, kind=FILE_KIND_DELETE) for e in changes.deleted]
         delta_entries += [replace(e, kind=FILE_KIND_ADD) for e in changes.added]
-        base_metas: list[ManifestFileMeta] = []
-        if latest is not None:
-            base, delta = reads.snapshot_manifests(latest)
-            base_metas = base + delta
-            if self.merge_manifests:
-                base_metas = self._merged(
-                    writer, latest, schema, base_metas, forced=False,
-                    read=reads.passing_reader(self.table.snapshots.path(latest.id)))
+        base_metas = self._base_manifests(writer, latest, schema, reads)
         delta_metas = [writer.write_manifest(delta_entries)] if delta_entries else []
         reads.base_written, reads.delta_written = base_metas, delta_metas
         crash_point("commit.manifests_written")
-        base_name, base_size = writer.write_manifest_list(base_metas)
-        delta_name, delta_size = writer.write_manifest_list(delta_metas)
+        base_list = writer.write_manifest_list(base_metas)
+        delta_list = writer.write_manifest_list(delta_metas)
         crash_point("commit.manifest_list_written")
         changelog_list: tuple[str | None, int | None] = (None, None)
         if changes.changelog:  # Java: a changelog manifest list only when there is changelog
             changelog_list = writer.write_manifest_list(
                 [writer.write_manifest([replace(e, kind=FILE_KIND_ADD)
                                         for e in changes.changelog])])
+        index_manifest = self._index_manifest(writer, latest, schema, changes, reads)
+        return self._next_snapshot(latest, schema, changes, base_list, delta_list,
+                                   changelog_list, index_manifest)
+
+    def _base_manifests(self, writer: ManifestWriter, latest: Snapshot | None,
+                        schema: TableSchema, reads: AttemptReads) -> list[ManifestFileMeta]:
+        """The new snapshot's base: the latest base + delta manifests, merged as Java does."""
+        if latest is None:
+            return []
+        base, delta = reads.snapshot_manifests(latest)
+        if not self.merge_manifests:
+            return base + delta
+        return self._merged(writer, latest, schema, base + delta, forced=False,
+                            read=reads.passing_reader(self.table.snapshots.path(latest.id)))
+
+    def _index_manifest(self, writer: ManifestWriter, latest: Snapshot | None,
+                        schema: TableSchema, changes: CommitChanges,
+                        reads: AttemptReads) -> str | None:
+        """The new snapshot's index manifest: the latest one's, or a new one if the index
+        files changed."""
         index_manifest = latest.index_manifest if latest else None
         if changes.index_added or changes.index_deleted:
             previous = reads.index_entries(latest) if latest else []
             unaware = TableOptions.of(schema).bucket_mode(schema) == "BUCKET_UNAWARE"
             combined = combine_index_entries(previous, changes.index_deleted, changes.index_added,
-                                             by_file_name=unaware)
+                                             by_file_name=unaware, table_name=self.table.name)
             index_manifest = writer.write_index_manifest(combined) if combined else None
             crash_point("commit.index_manifest_written")
+        return index_manifest
+
+    def _next_snapshot(self, latest: Snapshot | None, schema: TableSchema,
+                       changes: CommitChanges, base_list: tuple[str, int],
+                       delta_list: tuple[str, int],
+                       changelog_list: tuple[str | None, int | None],
+                       index_manifest: str | None) -> Snapshot:
         delta_rows = (sum(e.file.row_count for e in changes.added)
                       - sum(e.file.row_count for e in changes.deleted))
         previous_total = (latest.total_record_count or 0) if latest else 0
+        where = self.table.snapshots.path(latest.id) if latest else self.table.path
         return Snapshot(
             id=(latest.id if latest else 0) + 1, schema_id=schema.id,
-            base_manifest_list=base_name, base_manifest_list_size=base_size,
-            delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
+            base_manifest_list=base_list[0], base_manifest_list_size=base_list[1],
+            delta_manifest_list=delta_list[0], delta_manifest_list_size=delta_list[1],
             index_manifest=index_manifest, commit_user=self.commit_user,
             commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind=self.commit_kind,
             time_millis=self.clock.wall_ms(), total_record_count=previous_total + delta_rows,
@@ -331,6 +392,66 @@ class Committer(ConflictChecks, ManifestCompaction):
             watermark=latest.watermark if latest else None,
             statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
             next_row_id=(latest.next_row_id or 0) if latest else 0,
-            properties=merged_properties(
-                latest, changes, table.snapshots.path(latest.id) if latest else table.path),
+            properties=merged_properties(latest, changes, where),
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
+
+    def compact_manifests(self, *, forced: bool = True) -> Snapshot | ManifestsUnchanged:
+        """Rewrite the latest snapshot's manifests (Java ``compact_manifest``: ``forced``,
+        else by the table's own merge thresholds) as a COMPACT snapshot with an empty delta;
+        ``ManifestsUnchanged`` if merging changes nothing."""
+        # mypy cannot solve T for a union; the attempt returns exactly this union or None.
+        return cast("Snapshot | ManifestsUnchanged",
+                    self._retry(lambda: self._try_compact_manifests_once(forced)))
+
+    def _try_compact_manifests_once(self, forced: bool) -> Snapshot | ManifestsUnchanged | None:
+        table = self.table
+        latest = table.snapshots.latest()
+        if latest is None:
+            return ManifestsUnchanged()
+        schema = table.latest_schema()
+        writer = self._writer(schema)
+        try:
+            before = self._latest_manifests(latest)
+            read = _once_each(self.table, self.table.snapshots.path(latest.id))
+            after = self._merged(writer, latest, schema, before, forced=forced, read=read)
+            if {m.file_name for m in after} == {m.file_name for m in before}:
+                writer.remove_written()
+                return ManifestsUnchanged()
+            crash_point("commit.manifests_compacted")
+            if self.check_conflicts:
+                self._check_same_live_files(latest, before, after, read)
+            snapshot = self._manifest_compaction_snapshot(writer, latest, after)
+        except BaseException:
+            writer.remove_written()
+            raise
+        return self._publish(writer, snapshot)
+
+    def _latest_manifests(self, latest: Snapshot) -> list[ManifestFileMeta]:
+        where = self.table.snapshots.path(latest.id)
+        return (read_manifest_list(self.table, latest.base_manifest_list, where)
+                + read_manifest_list(self.table, latest.delta_manifest_list, where))
+
+    def _check_same_live_files(self, latest: Snapshot, previous: list[ManifestFileMeta],
+                               metas: list[ManifestFileMeta],
+                               read: Callable[[ManifestFileMeta], list[ManifestEntry]]) -> None:
+        """Merged manifests must describe exactly the live files of ``latest`` (its
+        ``previous`` manifests). Each manifest is read once for the merge and this check;
+        the new ones are read back from storage."""
+        where = self.table.snapshots.path(latest.id)
+        before, after = ({f.entry.identifier for f in merge_entries(
+            ((e, m.file_name) for m in group for e in read(m)), where)}
+            for group in (previous, metas))
+        if before != after:
+            raise AssertionError(f"{self.table.name}: merged manifests describe "
+                                 f"{len(after)} live files, snapshot {latest.id} has {len(before)}")
+
+
+def _once_each(table: Table, where: str) -> Callable[[ManifestFileMeta], list[ManifestEntry]]:
+    """A manifest reader that reads each manifest (immutable, uniquely named) at most once."""
+    read: dict[str, list[ManifestEntry]] = {}
+
+    def once(meta: ManifestFileMeta) -> list[ManifestEntry]:
+        if meta.file_name not in read:
+            read[meta.file_name] = read_manifest(table, meta, where)
+        return read[meta.file_name]
+    return once

@@ -252,6 +252,25 @@ def _merge_candidates(candidates: Sequence[ManifestFileMeta], read: ReadManifest
     return write(merged) if merged else []
 
 
+def _last_deletes(candidates: Sequence[ManifestFileMeta], read: ReadManifest
+                  ) -> tuple[dict[tuple[object, ...], tuple[int, int]],
+                             dict[str, list[ManifestEntry]]]:
+    """The position (candidate, entry) of the last DELETE of each file, from the manifests
+    counting DELETE entries; and those manifests' entries, kept when they are few."""
+    with_deletes = [m for m in candidates if m.num_deleted_files > 0]
+    keep = sum(m.num_added_files + m.num_deleted_files for m in with_deletes) <= _KEEP_ENTRIES
+    read_before: dict[str, list[ManifestEntry]] = {}
+    index_of = {m.file_name: i for i, m in enumerate(candidates)}
+    deletes: dict[tuple[object, ...], tuple[int, int]] = {}
+    for meta, entries in _read_chunks(read, with_deletes):
+        for position, e in enumerate(entries):
+            if e.kind == FILE_KIND_DELETE:
+                deletes[e.identifier] = (index_of[meta.file_name], position)
+        if keep:
+            read_before[meta.file_name] = entries
+    return deletes, read_before
+
+
 def _merge_streamed(candidates: Sequence[ManifestFileMeta], read: ReadManifest,
                     stream: RollingWriter) -> list[ManifestFileMeta]:
     """``cancel_entries`` over the candidates' entries, written as they come: the same files,
@@ -259,17 +278,7 @@ def _merge_streamed(candidates: Sequence[ManifestFileMeta], read: ReadManifest,
     ADDs passed, to find one added twice). The manifests counting DELETE entries are read
     first: an entry is written where ``cancel_entries`` would leave it unless a later DELETE
     of its file cancels it."""
-    with_deletes = [m for m in candidates if m.num_deleted_files > 0]
-    keep = sum(m.num_added_files + m.num_deleted_files for m in with_deletes) <= _KEEP_ENTRIES
-    read_before: dict[str, list[ManifestEntry]] = {}
-    index_of = {m.file_name: i for i, m in enumerate(candidates)}
-    deletes: dict[tuple[object, ...], tuple[int, int]] = {}  # the last DELETE of each file
-    for meta, entries in _read_chunks(read, with_deletes):
-        for position, e in enumerate(entries):
-            if e.kind == FILE_KIND_DELETE:
-                deletes[e.identifier] = (index_of[meta.file_name], position)
-        if keep:
-            read_before[meta.file_name] = entries
+    deletes, read_before = _last_deletes(candidates, read)
     held: set[tuple[object, ...]] = set()  # files an ADD or a lone DELETE is held for
     survivors: list[ManifestEntry] = []
     written: list[ManifestFileMeta] = []
@@ -356,35 +365,43 @@ def _deleted_partition_test(partitions: Sequence[Any], types: Sequence[DataType]
     if not types:
         return lambda meta: True
     rows = [decode_manifest_row(p, types) for p in set(partitions)]
-    bounds = []
-    for i, data_type in enumerate(types):
-        order = sort_key_function([data_type])
-        present = [order([row[i]]) for row in rows if row[i] is not None]
-        has_null = len(present) < len(rows)
-        bounds.append((min(present) if present else None, max(present) if present else None,
-                       has_null, order))
+    bounds = [_field_bounds(rows, i, data_type) for i, data_type in enumerate(types)]
+    return lambda meta: _may_hit(meta, types, bounds)
 
-    def may_hit(meta: ManifestFileMeta) -> bool:
-        stats = meta.partition_stats
-        try:
-            mins = decode_manifest_row(stats.min_values, types)
-            maxs = decode_manifest_row(stats.max_values, types)
-        except (CodecError, struct.error):  # unreadable stats: read the manifest to decide
-            return True
-        nulls = stats.null_counts or ()
-        entries = meta.num_added_files + meta.num_deleted_files
-        for i, (low, high, has_null, order) in enumerate(bounds):
-            null_count = nulls[i] if i < len(nulls) else None
-            if mins[i] is None or maxs[i] is None:
-                if null_count is None or null_count < entries:
-                    return True  # stats that do not bound the values decide nothing
-                value_hit = False
-            else:
-                value_hit = (low is not None and high is not None
-                             and order([maxs[i]]) >= low and order([mins[i]]) <= high)
-            null_hit = has_null and (null_count is None or null_count > 0)
-            if not (null_hit or value_hit):
-                return False
+
+_Bounds = tuple[Any, Any, bool, Callable[[list[Any]], Any]]
+
+
+def _field_bounds(rows: Sequence[Sequence[Any]], i: int, data_type: DataType) -> _Bounds:
+    """The deleted values' range of field ``i`` (None, None: only nulls), whether one is
+    null, and the field's order."""
+    order = sort_key_function([data_type])
+    present = [order([row[i]]) for row in rows if row[i] is not None]
+    has_null = len(present) < len(rows)
+    return (min(present) if present else None, max(present) if present else None,
+            has_null, order)
+
+
+def _may_hit(meta: ManifestFileMeta, types: Sequence[DataType], bounds: Sequence[_Bounds]
+             ) -> bool:
+    stats = meta.partition_stats
+    try:
+        mins = decode_manifest_row(stats.min_values, types)
+        maxs = decode_manifest_row(stats.max_values, types)
+    except (CodecError, struct.error):  # unreadable stats: read the manifest to decide
         return True
-
-    return may_hit
+    nulls = stats.null_counts or ()
+    entries = meta.num_added_files + meta.num_deleted_files
+    for i, (low, high, has_null, order) in enumerate(bounds):
+        null_count = nulls[i] if i < len(nulls) else None
+        if mins[i] is None or maxs[i] is None:
+            if null_count is None or null_count < entries:
+                return True  # stats that do not bound the values decide nothing
+            value_hit = False
+        else:
+            value_hit = (low is not None and high is not None
+                         and order([maxs[i]]) >= low and order([mins[i]]) <= high)
+        null_hit = has_null and (null_count is None or null_count > 0)
+        if not (null_hit or value_hit):
+            return False
+    return True

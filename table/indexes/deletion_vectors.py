@@ -26,6 +26,7 @@ from paimond.format.meta.index_manifest import (
 )
 from paimond.format.meta.manifest import FILE_KIND_ADD
 from paimond.table.catalog import Table
+from paimond.table.commit.requirements import RequireIndexFile
 from paimond.table.layout import INDEX_DIR, INDEX_FILE_PREFIX
 
 
@@ -41,6 +42,14 @@ def bucket_dv_entry(entries: Iterable[IndexManifestEntry], partition: bytes, buc
                 and entry.index_file.index_type == INDEX_TYPE_DELETION_VECTORS):
             return entry
     return None
+
+
+def dv_index_unchanged(partition: bytes, bucket: int, entry: IndexManifestEntry | None
+                       ) -> RequireIndexFile:
+    """A commit's requirement that the bucket's DV index file is still ``entry``'s (None:
+    still none): new vectors computed from it would drop what a replacing file added."""
+    return RequireIndexFile(partition, bucket, INDEX_TYPE_DELETION_VECTORS,
+                            entry.index_file.file_name if entry is not None else None)
 
 
 def read_deletion_vectors(table: Table, entry: IndexManifestEntry) -> dict[str, DeletionVector]:

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from paimond.errors import CodecError, CorruptFileError
+from paimond.errors import CodecError, CorruptFileError, PartitionStatsMismatchError
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.manifest import (
     EMPTY_STATS,
@@ -221,11 +221,6 @@ def scan_live_index(table: Table, snapshot: Snapshot, *, parallelism: int = 8) -
     """The live files of ``snapshot`` (as ``scan_snapshot``, same errors) plus its index
     manifest entries, holding at most ``parallelism`` fetched manifests at a time."""
     return next(scan_live_windows(table, snapshot, None, parallelism=parallelism))
-
-
-class PartitionStatsMismatchError(Exception):
-    """A manifest holds an entry outside the partition range its statistics state: windows
-    cannot be trusted for this snapshot (plan it in one window)."""
 
 
 def scan_live_windows(table: Table, snapshot: Snapshot, schema: TableSchema | None, *,

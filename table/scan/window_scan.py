@@ -8,12 +8,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from paimond.errors import PartitionStatsMismatchError
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.manifest_slim import SlimEntry
 from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.table.catalog import Table
-from paimond.table.scan.bucket_scan import LiveIndex, PartitionStatsMismatchError, scan_live_windows
+from paimond.table.scan.bucket_scan import LiveIndex, scan_live_windows
 from paimond.table.scan.partition_windows import WINDOW_ENTRIES
 
 S = TypeVar("S")

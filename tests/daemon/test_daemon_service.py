@@ -22,10 +22,9 @@ from paimond.daemon import service as daemon_service
 from paimond.daemon.http.control import Control
 from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
-from paimond.daemon.outcomes import JobCancelledError
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
-from paimond.errors import CommitConflictError, CorruptFileError
+from paimond.errors import CommitConflictError, CorruptFileError, JobCancelledError
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS, CompactSettings, Job, JobReport
 
@@ -241,7 +240,7 @@ def test_conflicts_and_re_plans_are_counted_apart(warehouse: tuple[str, list[str
     path, (first, second) = warehouse
     def compaction(table: Any, settings: Any, context: Any) -> JobReport:
         if table.name == second:  # gave up after a conflict: no re-plan
-            raise CommitConflictError(f"{table.name}: inputs gone")
+            raise CommitConflictError(table.name, "RequireFilesLive", "inputs live", "inputs gone")
         return JobReport(_Done(), replans=2)  # 3 attempts: 2 conflicts, 2 re-plans
 
     _stand_in(monkeypatch, compaction)

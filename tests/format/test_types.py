@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from paimond.errors import TypeParseError
 from paimond.format.types.data_types import (
     MAX_LENGTH,
     ArrayType,
@@ -34,7 +35,6 @@ from paimond.format.types.data_types import (
     is_fixed_length,
 )
 from paimond.format.types.type_json import (
-    TypeParseError,
     parse_field,
     parse_type,
     parse_type_string,

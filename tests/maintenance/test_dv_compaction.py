@@ -334,9 +334,7 @@ def test_a_commit_computed_from_a_replaced_vector_file_conflicts(tmp_path: Path)
     live.compact()  # lands first, replacing the bucket's DV files
     changes = CommitChanges(
         index_added=[e for r in stale for e in r.index_added],
-        index_base={(r.task.partition, r.task.bucket, INDEX_TYPE_DELETION_VECTORS):
-                    r.task.dv_index.index_file.file_name if r.task.dv_index else None
-                    for r in stale if r.index_added})
+        requirements=[req for r in stale for req in r.requirements])
     with pytest.raises(CommitConflictError, match="DELETION_VECTORS index of bucket"):
         Committer(live.table, clock=CLOCK).commit(changes)
 

@@ -23,7 +23,7 @@ def _attempts(outcomes: list[str], log: list[str]) -> Any:
         def commit() -> Any:
             log.append(f"commit {number}")
             if outcome == "conflict":
-                raise CommitConflictError(f"attempt {number}")
+                raise CommitConflictError("t", "RequireSnapshot", "the planned snapshot", f"attempt {number}")
             return f"snapshot of attempt {number}"
 
         return Attempt(commit, lambda: log.append(f"discard {number}"))

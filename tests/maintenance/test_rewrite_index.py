@@ -232,7 +232,7 @@ def test_failed_or_conflicting_runs_leave_no_index_files(
     before = tree(warehouse)
 
     def lose(self: Committer, changes: Any) -> Any:
-        raise CommitConflictError("a concurrent commit won")
+        raise CommitConflictError("t", "RequireFilesLive", "inputs live", "a concurrent commit won")
 
     with monkeypatch.context() as patch:
         patch.setattr(Committer, "commit", lose)

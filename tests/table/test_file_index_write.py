@@ -223,7 +223,7 @@ def test_uncommitted_compaction_leaves_no_index_file(indexed_table: tuple[Path, 
     before = tree(warehouse)
 
     def lose(self: Committer, changes: Any) -> Any:
-        raise CommitConflictError("a concurrent compaction won")
+        raise CommitConflictError("t", "RequireFilesLive", "inputs live", "a concurrent compaction won")
 
     monkeypatch.setattr(Committer, "commit", lose)
     table = open_table(open_storage(warehouse), warehouse, indexed_table[1])
