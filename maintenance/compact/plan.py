@@ -224,7 +224,7 @@ def _scan_and_plan(table: Table, snapshot: Snapshot, planner: BucketPlanner,
         planned = planner.planned
         planned.tasks = planner.plan(scanned.buckets().values(), scanned.index_entries)
         if commit_base:
-            planned.base.add_scan(scanned, ((t.partition, t.bucket) for t in planned.tasks))
+            planned.base.add_scan(scanned, [(t.partition, t.bucket) for t in planned.tasks])
         return planned
     planned = planner.planned
     for budget in (window_entries, None):
@@ -235,8 +235,8 @@ def _scan_and_plan(table: Table, snapshot: Snapshot, planner: BucketPlanner,
                                            planner.plan(live.buckets(), live.index_entries))
                 planned.tasks += tasks
                 if commit_base:
-                    planned.base.add_window(table, live, ((t.partition, t.bucket) for t in tasks),
-                                            (e for t in tasks for e in t.inputs))
+                    planned.base.add_window(table, live, [(t.partition, t.bucket) for t in tasks],
+                                            [e for t in tasks for e in t.inputs])
             break
         except PartitionStatsMismatchError:  # plan again, every file at once
             planned = planner.planned = _Planned()
@@ -293,7 +293,7 @@ def expired_partitions(schema: TableSchema, options: TableOptions, moment: datet
 def _with_full_entries(table: Table, live: LiveIndex, tasks: list[CompactTask]
                        ) -> list[CompactTask]:
     """The tasks with the whole manifest entries of their files (planned without stats)."""
-    full = live.full_entries(table, (e for t in tasks for e in (*t.inputs, *t.lookup_files)))
+    full = live.full_entries(table, [e for t in tasks for e in (*t.inputs, *t.lookup_files)])
     return [dataclasses.replace(t, inputs=tuple(full[e.identifier] for e in t.inputs),
                                 lookup_files=tuple(full[e.identifier] for e in t.lookup_files))
             for t in tasks]
