@@ -16,7 +16,13 @@ from paimond.format.binary.key_order import min_key_order
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.manifest import DataFileMeta, ManifestEntry
 from paimond.lsm.levels import Levels
-from paimond.lsm.picker import PickerState, drop_deletes, pick_full_compaction, pick_step
+from paimond.lsm.picker import (
+    CompactUnit,
+    PickerState,
+    drop_deletes,
+    pick_full_compaction,
+    pick_step,
+)
 from paimond.lsm.record_expire import RecordExpiry
 from paimond.lsm.task import CompactTask, TaskTable
 from paimond.table.options.compaction import CompactionOptions
@@ -52,35 +58,47 @@ def plan_bucket(bucket: BucketSnapshot, table: TaskTable, compaction: Compaction
     bucket left (gentle-mode attempts); a full compaction leaves the attempts as they are.
     ``record_expiry``: a full compaction of a lone max-level run also rewrites the files
     holding expired rows (their schemas must be in ``table``), and the task drops them."""
-    entries = {e.file.file_name: e for e in bucket.files}
     key_order = min_key_order(table.schema.key_type.field_types)
     levels = Levels.from_files([e.file for e in bucket.files], compaction.num_levels, key_order)
-    runs = levels.sorted_runs()
     state = dataclasses.replace(state,
                                 last_full_compaction_millis=_last_full_compaction_millis(levels))
-    dv = table.options.deletion_vectors_enabled
     if full:
-        dv_ranges = bucket.dv_index.index_file.dv_ranges if bucket.dv_index is not None else None
-        with_vectors = {r.data_file_name for r in dv_ranges or ()}
-        def must_rewrite(meta: DataFileMeta) -> bool:
-            return meta.file_name in with_vectors or (
-                record_expiry is not None
-                and record_expiry.expires_file(meta, table.schema_of(meta.schema_id)))
-
-        unit = pick_full_compaction(runs, levels.num_levels, must_rewrite,
-                                    compaction.force_rewrite_all_files)
+        unit = _pick_full(bucket, levels, table, compaction, record_expiry)
     else:
-        unit, state = pick_step(runs, levels.num_levels, compaction, state)
+        unit, state = pick_step(levels.sorted_runs(), levels.num_levels, compaction, state)
     if unit is None:
         return None, state
+    return _task(bucket, levels, unit, table, compaction, record_expiry), state
+
+
+def _pick_full(bucket: BucketSnapshot, levels: Levels, table: TaskTable,
+               compaction: CompactionOptions, record_expiry: RecordExpiry | None
+               ) -> CompactUnit | None:
+    """Every run to the max level; a lone max-level run only when some of its files must be
+    rewritten: those with deletion vectors, or holding expired rows."""
+    dv_ranges = bucket.dv_index.index_file.dv_ranges if bucket.dv_index is not None else None
+    with_vectors = {r.data_file_name for r in dv_ranges or ()}
+
+    def must_rewrite(meta: DataFileMeta) -> bool:
+        return meta.file_name in with_vectors or (
+            record_expiry is not None
+            and record_expiry.expires_file(meta, table.schema_of(meta.schema_id)))
+
+    return pick_full_compaction(levels.sorted_runs(), levels.num_levels, must_rewrite,
+                                compaction.force_rewrite_all_files)
+
+
+def _task(bucket: BucketSnapshot, levels: Levels, unit: CompactUnit, table: TaskTable,
+          compaction: CompactionOptions, record_expiry: RecordExpiry | None) -> CompactTask:
+    entries = {e.file.file_name: e for e in bucket.files}
+    dv = table.options.deletion_vectors_enabled
     # Readers of DV and first-row tables skip level 0: its keys are looked up above.
     producer = table.options.changelog_producer
     # first-row, lookup changelog, deletion vectors, force-lookup (Java needLookup)
-    looks_up = compaction.needs_lookup
     picked = {f.file_name for f in unit.files}
     lookup = tuple(entries[f.file_name] for f in levels.files_above(unit.output_level)
-                   if f.file_name not in picked) if looks_up else ()
-    task = CompactTask(
+                   if f.file_name not in picked) if compaction.needs_lookup else ()
+    return CompactTask(
         table=table, base_snapshot_id=bucket.snapshot_id, partition=bucket.partition,
         partition_text=bucket.partition_text, bucket=bucket.bucket,
         total_buckets=bucket.total_buckets, directory=bucket.directory,
@@ -92,4 +110,3 @@ def plan_bucket(bucket: BucketSnapshot, table: TaskTable, compaction: Compaction
         deletion_vectors=dv, dv_index=bucket.dv_index if dv else None, lookup_files=lookup,
         record_expiry=record_expiry,
         changelog_producer=producer if producer in ("lookup", "full-compaction") else None)
-    return task, state

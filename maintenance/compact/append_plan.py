@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from paimond.errors import UnsupportedError
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
 from paimond.format.meta.manifest import ManifestEntry
+from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.task import CompactTask, TaskTable
-from paimond.maintenance.compact.plan import CompactionPlan
+from paimond.maintenance.compact.plan import CompactionPlan, check_external_paths
 from paimond.table.catalog import Table
-from paimond.table.data_files.external_paths import ExternalPaths
 from paimond.table.indexes.file_index_versions import keeping_bitmap_version
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.core import TableOptions
@@ -230,29 +230,30 @@ def file_vectors(entries: Iterable[IndexManifestEntry], partition: bytes
 def plan_append_compaction(table: Table, *, full: bool = False,
                            partitions: Mapping[str, str] | None = None,
                            moment: datetime.datetime, snapshot: Snapshot | None = None,
-                           window_entries: int = WINDOW_ENTRIES) -> CompactionPlan:
+                           window_entries: int = WINDOW_ENTRIES,
+                           schema: TableSchema | None = None) -> CompactionPlan:
     """The tasks of one compaction run of an append table at the latest snapshot (or
     ``snapshot``); ``partitions`` as ``plan_compaction``'s. ``full`` applies to fixed buckets
     (the coordinator of a bucket-unaware table has no full mode). The live files are read a
     window of about ``window_entries`` manifest entries at a time, without statistics; the
-    picked files are read back whole (``maintenance.compact.append_windows``)."""
+    picked files are read back whole (``maintenance.compact.append_windows``). ``schema``: as
+    ``plan_compaction``'s (refused already); None: the latest, refused here."""
     from paimond.maintenance.compact.append_windows import plan_buckets, plan_unaware
 
-    schema = table.latest_schema()
-    refuse(schema, "compact", table.path)
+    if schema is None:
+        schema = table.latest_schema()
+        refuse(schema, "compact", table.path)
     options = TableOptions.of(schema)
     if options.flag("clustering.incremental"):
         raise UnsupportedError("clustering.incremental: the compact job clusters this table "
                                "(maintenance/compact/cluster_plan.py), it does not concatenate",
                                table.path)
-    external = ExternalPaths.of(options)  # a bad setting fails here, before any write
-    for root in external.roots if external else ():
-        table.storage.exists(root)  # UnsupportedError: a file system the storage cannot reach
+    check_external_paths(table, options)
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)
     planner = AppendPlanner(table, snapshot, AppendCompactOptions.of(options), moment,
-                            partitions)
+                            partitions, schema)
     if options.bucket_mode(schema) == "BUCKET_UNAWARE":
         plan_unaware(planner, window_entries)
     else:
@@ -265,9 +266,10 @@ class AppendPlanner:
     """What the table's plan has: options, the partition filter, and the tasks so far."""
 
     def __init__(self, table: Table, snapshot: Snapshot, options: AppendCompactOptions,
-                 moment: datetime.datetime, partitions: Mapping[str, str] | None) -> None:
+                 moment: datetime.datetime, partitions: Mapping[str, str] | None,
+                 schema: TableSchema | None = None) -> None:
         self.table, self.snapshot, self.options = table, snapshot, options
-        self.schema = table.latest_schema()
+        self.schema = schema or table.latest_schema()
         self.table_options = keeping_bitmap_version(table, TableOptions.of(self.schema), snapshot)
         self.spec = TaskTable(table.name, table.path, table.location, self.schema,
                               self.table_options)

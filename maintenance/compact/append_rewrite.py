@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -74,14 +74,7 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
     started = time.monotonic()
     table = Table(storage, task.table_path, task.table_name)
     options = task.table.options
-    dvs = None
-    unaware: dict[str, dict[str, DeletionVector]] = {}  # index file -> its vectors
-    if task.deletion_vectors and task.dv_index_files:
-        unaware = {e.index_file.file_name: read_deletion_vectors(table, e)
-                   for e in task.dv_index_files}
-    elif task.deletion_vectors:
-        dvs = BucketDeletionVectors.load(table, task.dv_index,
-                                         bitmap64=options.deletion_vectors_bitmap64)
+    dvs, unaware = _load_vectors(task, table)
     vectors = (dvs.vectors() if dvs is not None
                else {n: v for file in unaware.values() for n, v in file.items()})
     row_tracking = options.flag("row-tracking.enabled")
@@ -90,30 +83,12 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
         file_source=FILE_SOURCE_COMPACT, now_millis=now_millis,
         sequence_start=task.inputs[0].file.min_sequence_number, row_tracking=row_tracking,
         external=external_provider(options, task.table_path, task.directory))
-    rows_read = 0
     index_paths: list[str] = []
-    index_added: tuple[IndexManifestEntry, ...] = ()
-    index_deleted: tuple[IndexManifestEntry, ...] = ()
     try:
-        reader = Prefetch(_read_inputs(task, table, vectors, batch_rows, row_tracking),
-                          _PREFETCH_BATCHES)
-        try:
-            with BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
-                for batch in reader:
-                    rows_read += batch.num_rows
-                    background.put(pa.Table.from_batches([batch]))
-        finally:
-            reader.close()
+        rows_read = _copy_rows(_read_inputs(task, table, vectors, batch_rows, row_tracking),
+                               writer)
         written = writer.close()  # each file passed data_files.file_written
-        if dvs is not None:
-            for entry in task.inputs:
-                dvs.remove(entry.file.file_name)
-            if dvs.changed:
-                index_entry, path = dvs.write(table, task.partition, task.bucket)
-                index_paths.append(path)
-                index_added = (index_entry,)
-        if unaware:
-            index_added, index_deleted = _rewrite_index_files(task, table, unaware, index_paths)
+        index_added, index_deleted = _rewrite_vectors(task, table, dvs, unaware, index_paths)
     except BaseException:
         writer.abort()
         for path in index_paths:
@@ -131,23 +106,71 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
         index_added=index_added, index_deleted=index_deleted)
 
 
-def _rewrite_index_files(task: CompactTask, table: Table,
-                         vectors: Mapping[str, Mapping[str, DeletionVector]],
-                         index_paths: list[str]
-                         ) -> tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]:
-    """Java ``AppendDeleteFileMaintainer``: each index file holding an input's vector is
-    deleted, and the vectors of its other data files go to a new index file."""
-    inputs = {e.file.file_name for e in task.inputs}
+def _load_vectors(task: CompactTask, table: Table
+                  ) -> tuple[BucketDeletionVectors | None, dict[str, dict[str, DeletionVector]]]:
+    """The deletion vectors of the task's files: the bucket's index (a fixed bucket), or
+    each index file's vectors by its name (``task.dv_index_files``: bucket-unaware)."""
+    if task.deletion_vectors and task.dv_index_files:
+        return None, {e.index_file.file_name: read_deletion_vectors(table, e)
+                      for e in task.dv_index_files}
+    if task.deletion_vectors:
+        return BucketDeletionVectors.load(
+            table, task.dv_index, bitmap64=task.table.options.deletion_vectors_bitmap64), {}
+    return None, {}
+
+
+def _copy_rows(batches: Iterator[pa.RecordBatch], writer: RollingDataFileWriter) -> int:
+    """Every batch into ``writer``, read ahead and written in the background; the rows."""
+    rows = 0
+    reader = Prefetch(batches, _PREFETCH_BATCHES)
+    try:
+        with BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
+            for batch in reader:
+                rows += batch.num_rows
+                background.put(pa.Table.from_batches([batch]))
+    finally:
+        reader.close()
+    return rows
+
+
+def _rewrite_vectors(task: CompactTask, table: Table, dvs: BucketDeletionVectors | None,
+                     unaware: Mapping[str, Mapping[str, DeletionVector]], index_paths: list[str]
+                     ) -> tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]:
+    """The index files added and deleted once the inputs' vectors go: the bucket's index
+    rewritten if it changed, or the bucket-unaware index files holding them
+    (:func:`rewrite_index_files`). Each path joins ``index_paths`` once written."""
+    if unaware:
+        return rewrite_index_files(task.inputs, task.dv_index_files, table, unaware, index_paths,
+                                   bitmap64=task.table.options.deletion_vectors_bitmap64)
+    if dvs is None:
+        return (), ()
+    for entry in task.inputs:
+        dvs.remove(entry.file.file_name)
+    if not dvs.changed:
+        return (), ()
+    index_entry, path = dvs.write(table, task.partition, task.bucket)
+    index_paths.append(path)
+    return (index_entry,), ()
+
+
+def rewrite_index_files(inputs: Sequence[ManifestEntry], index_files: Sequence[IndexManifestEntry],
+                        table: Table, vectors: Mapping[str, Mapping[str, DeletionVector]],
+                        index_paths: list[str], *, bitmap64: bool
+                        ) -> tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]:
+    """Java ``AppendDeleteFileMaintainer``: each of ``index_files`` holding a vector of one of
+    ``inputs`` (``vectors``: per index file name, per data file) is deleted, and the vectors
+    of its other data files go to a new index file. ``index_paths`` gathers each file written
+    as soon as it is (the caller deletes them on failure)."""
+    names = {e.file.file_name for e in inputs}
     added, deleted = [], []
-    for entry in task.dv_index_files:
+    for entry in index_files:
         held = vectors[entry.index_file.file_name]
-        if not inputs & held.keys():
-            continue
-        remaining = {n: v for n, v in held.items() if n not in inputs}
+        if not names & held.keys():
+            continue  # holds no input's vector: stays as it is
+        remaining = {n: v for n, v in held.items() if n not in names}
         if remaining:
-            new, path = write_deletion_vectors(
-                table, remaining, entry.partition, entry.bucket,
-                bitmap64=task.table.options.deletion_vectors_bitmap64)
+            new, path = write_deletion_vectors(table, remaining, entry.partition, entry.bucket,
+                                               bitmap64=bitmap64)
             index_paths.append(path)
             added.append(new)
         deleted.append(dataclasses.replace(entry, kind=FILE_KIND_DELETE))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
@@ -35,7 +36,7 @@ from paimond.maintenance.compact.plan import expired_partitions
 from paimond.table.indexes.deletion_vectors import bucket_dv_entry
 from paimond.table.layout import partition_text
 from paimond.table.scan.bucket_scan import LiveIndex, read_added
-from paimond.table.scan.snapshot_scan import read_index_manifest
+from paimond.table.scan.snapshot_scan import BucketFiles, read_index_manifest
 from paimond.table.scan.window_scan import index_by_partition, over_windows
 
 
@@ -54,39 +55,21 @@ class _Buckets:
 def plan_buckets(planner: AppendPlanner, full: bool, window_entries: int) -> None:
     """Fixed buckets (``BucketedAppendCompactManager``), every bucket once."""
     expired = expired_partitions(planner.schema, planner.table_options, planner.moment)
-    reason = "full" if full else "min-file-num"
 
     def each(state: _Buckets, live: LiveIndex) -> None:
         index = index_by_partition(live.index_entries) if planner.dv else {}
         tasks = []
         for files in live.buckets():
-            partition, bucket = files.partition, files.bucket
-            if not planner.wanted(partition):
+            if not planner.wanted(files.partition):
                 continue
             state.seen += 1
-            text = partition_text(planner.schema, partition)
-            if expired(partition):
-                state.skipped.append(((partition, bucket), f"{text} bucket {bucket}: partition "
-                                      "expired (compaction.skip-expired-partitions)"))
-                continue
-            if bucket < 0:
-                state.skipped.append(((partition, bucket),
-                                      f"{text} bucket {bucket}: not a fixed bucket"))
-                continue
-            by_name = {f.entry.file.file_name: f.entry for f in files.files}
-            dv_index = (bucket_dv_entry(index.get(partition, ()), partition, bucket)
-                        if planner.dv else None)
-            with_vector = None
-            if planner.dv:
-                with_vector = frozenset(file_vectors([dv_index], partition) if dv_index else ())
-            picked = pick_bucket([pick_file(e) for e in by_name.values()], planner.options,
-                                 full=full, with_vector=with_vector)
-            if picked:
-                tasks.append(planner.task(partition, bucket, files.total_buckets,
-                                          tuple(by_name[f.name] for f in picked), dv_index,
-                                          reason))
+            text = partition_text(planner.schema, files.partition)
+            if (skipped := _skipped_bucket(files.partition, files.bucket, text, expired)):
+                state.skipped.append(((files.partition, files.bucket), skipped))
+            elif (task := _plan_bucket(planner, files, index, full)) is not None:
+                tasks.append(task)
         if tasks:
-            whole = live.full_entries(planner.table, (e for t in tasks for e in t.inputs))
+            whole = live.full_entries(planner.table, [e for t in tasks for e in t.inputs])
             state.tasks += [((t.partition, t.bucket), t) for t in _whole(tasks, whole)]
 
     found = over_windows(planner.table, planner.snapshot, planner.schema, _Buckets, each,
@@ -94,6 +77,35 @@ def plan_buckets(planner: AppendPlanner, full: bool, window_entries: int) -> Non
     planner.seen += found.seen
     planner.tasks += [task for _, task in sorted(found.tasks, key=lambda t: t[0])]
     planner.skipped += [text for _, text in sorted(found.skipped, key=lambda s: s[0])]
+
+
+def _skipped_bucket(partition: bytes, bucket: int, text: str,
+                    expired: Callable[[bytes], bool]) -> str | None:
+    """Why a fixed-bucket plan leaves the bucket alone, or None."""
+    if expired(partition):
+        return f"{text} bucket {bucket}: partition expired (compaction.skip-expired-partitions)"
+    if bucket < 0:
+        return f"{text} bucket {bucket}: not a fixed bucket"
+    return None
+
+
+def _plan_bucket(planner: AppendPlanner, files: BucketFiles,
+                 index: dict[bytes, list[IndexManifestEntry]], full: bool) -> CompactTask | None:
+    """The bucket's task (its files as listed, not yet read back whole), or None."""
+    partition, bucket = files.partition, files.bucket
+    by_name = {f.entry.file.file_name: f.entry for f in files.files}
+    dv_index = (bucket_dv_entry(index.get(partition, ()), partition, bucket)
+                if planner.dv else None)
+    with_vector = None
+    if planner.dv:
+        with_vector = frozenset(file_vectors([dv_index], partition) if dv_index else ())
+    picked = pick_bucket([pick_file(e) for e in by_name.values()], planner.options,
+                         full=full, with_vector=with_vector)
+    if not picked:
+        return None
+    return planner.task(partition, bucket, files.total_buckets,
+                        tuple(by_name[f.name] for f in picked), dv_index,
+                        "full" if full else "min-file-num")
 
 
 class _Overflow(Exception):

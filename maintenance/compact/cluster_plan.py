@@ -23,7 +23,8 @@ from collections.abc import Mapping
 
 from paimond.errors import UnsupportedError
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
-from paimond.format.meta.manifest import ManifestEntry
+from paimond.format.meta.manifest import DataFileMeta, ManifestEntry
+from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.levels import SortedRun
 from paimond.lsm.picker import CompactUnit, PickerState, Trigger, pick_universal
@@ -89,6 +90,22 @@ def plan_incremental_clustering(table: Table, *, full: bool = False,
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)
     options = TableOptions.of(schema)
+    _check_clustered(table, schema, options, partitions)
+    columns, strategy = clustering_of(options)
+    check_sort_columns(schema.fields, schema.partition_keys, strategy, columns)
+    snapshot = snapshot or table.snapshots.latest()
+    if snapshot is None:
+        return SortPlan(table.name, None, strategy, columns, ())
+    planner = _ClusterPlanner(table, schema, columns, options, full, partitions)
+    found = over_windows(table, snapshot, schema, list, planner.plan_window,
+                         budget=window_entries)
+    tasks = tuple(task for _, task in sorted(found, key=lambda item: item[0]))
+    return SortPlan(table.name, snapshot.id, strategy, columns, tasks)
+
+
+def _check_clustered(table: Table, schema: TableSchema, options: TableOptions,
+                     partitions: Mapping[str, str] | None) -> None:
+    """UnsupportedError for a table or a request incremental clustering does not serve."""
     if options.bucket_mode(schema) != "BUCKET_UNAWARE" or schema.primary_keys:
         raise UnsupportedError("incremental clustering serves bucket-unaware append tables "
                                "only (Java)", table.path)
@@ -97,48 +114,34 @@ def plan_incremental_clustering(table: Table, *, full: bool = False,
         raise UnsupportedError("clustering.history-partition.idle-to-full-sort (full "
                                "clustering of idle history partitions) is not implemented",
                                table.path)
-    columns, strategy = clustering_of(options)
-    check_sort_columns(schema.fields, schema.partition_keys, strategy, columns)
-    snapshot = snapshot or table.snapshots.latest()
-    if snapshot is None:
-        return SortPlan(table.name, None, strategy, columns, ())
-    compaction = CompactionOptions(
-        num_sorted_run_trigger=options.compaction.num_sorted_run_trigger,
-        max_size_amp_percent=options.compaction.max_size_amp_percent,
-        size_ratio=options.compaction.size_ratio)
-    num_levels = options.compaction.num_levels
-    same: dict[int, bool] = {}  # schema id -> clustered by the current columns
 
-    def plan_group(index: dict[bytes, list[IndexManifestEntry]],
-                   entries: list[ManifestEntry]) -> SortTask | None:
-        runs = partition_runs(entries)
-        top = runs[-1].files[0] if runs else None
-        if top is not None and top.schema_id not in same:
-            same[top.schema_id] = clustering_of(
-                TableOptions.of(table.schema(top.schema_id)))[0] == columns
-        same_keys = top is not None and same[top.schema_id]
-        unit = pick_cluster(runs, num_levels, compaction, full=full, same_keys=same_keys)
-        if unit is None or not unit.files:
-            return None
-        first = entries[0]
-        by_name = {e.file.file_name: e for e in entries}
-        return SortTask(first.partition, partition_text(schema, first.partition), first.bucket,
-                        first.total_buckets,
-                        bucket_path(table, schema, first.partition, first.bucket),
-                        tuple(by_name[f.file_name] for f in unit.files),
-                        tuple(e for e in index.get(first.partition, ())
-                              if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS),
-                        unit.output_level)
 
-    def each(found: list[tuple[tuple[int, int], SortTask]], live: LiveIndex) -> None:
+class _ClusterPlanner:
+    """Picks each (partition, bucket, total buckets) group's files to cluster, window by
+    window of the scan."""
+
+    def __init__(self, table: Table, schema: TableSchema, columns: tuple[str, ...],
+                 options: TableOptions, full: bool, partitions: Mapping[str, str] | None
+                 ) -> None:
+        self.table, self.schema, self.columns = table, schema, columns
+        self.full, self.partitions = full, partitions
+        self.compaction = CompactionOptions(
+            num_sorted_run_trigger=options.compaction.num_sorted_run_trigger,
+            max_size_amp_percent=options.compaction.max_size_amp_percent,
+            size_ratio=options.compaction.size_ratio)
+        self.num_levels = options.compaction.num_levels
+        self.same: dict[int, bool] = {}  # schema id -> clustered by the current columns
+
+    def plan_window(self, found: list[tuple[tuple[int, int], SortTask]], live: LiveIndex
+                    ) -> None:
         """Each (partition, bucket, total buckets) of the window, its files in the scan's
         order (``sort_compact.live_by_bucket``); tasks keyed by where their first file was
         listed (the whole scan's order of them), read back whole."""
         index = index_by_partition(live.index_entries)
         planned = []
         for files in live.buckets():
-            if partitions and not partition_matches(partition_text(schema, files.partition),
-                                                    partitions):
+            if self.partitions and not partition_matches(
+                    partition_text(self.schema, files.partition), self.partitions):
                 continue
             groups: dict[int, list[tuple[tuple[int, int], ManifestEntry]]] = {}
             for f in files.files:
@@ -146,15 +149,35 @@ def plan_incremental_clustering(table: Table, *, full: bool = False,
                                                                      f.entry))
             for group in groups.values():
                 group.sort(key=lambda item: item[0])
-                task = plan_group(index, [e for _, e in group])
+                task = self._plan_group(index, [e for _, e in group])
                 if task is not None:
                     planned.append((group[0][0], task))
         if planned:
-            whole = live.full_entries(table, (e for _, t in planned for e in t.inputs))
+            whole = live.full_entries(self.table, (e for _, t in planned for e in t.inputs))
             found += [(at, dataclasses.replace(t, inputs=tuple(whole[e.identifier]
                                                                for e in t.inputs)))
                       for at, t in planned]
 
-    found = over_windows(table, snapshot, schema, list, each, budget=window_entries)
-    tasks = tuple(task for _, task in sorted(found, key=lambda item: item[0]))
-    return SortPlan(table.name, snapshot.id, strategy, columns, tasks)
+    def _plan_group(self, index: dict[bytes, list[IndexManifestEntry]],
+                    entries: list[ManifestEntry]) -> SortTask | None:
+        runs = partition_runs(entries)
+        unit = pick_cluster(runs, self.num_levels, self.compaction, full=self.full,
+                            same_keys=bool(runs) and self._same_keys(runs[-1].files[0]))
+        if unit is None or not unit.files:
+            return None
+        first = entries[0]
+        by_name = {e.file.file_name: e for e in entries}
+        return SortTask(first.partition, partition_text(self.schema, first.partition),
+                        first.bucket, first.total_buckets,
+                        bucket_path(self.table, self.schema, first.partition, first.bucket),
+                        tuple(by_name[f.file_name] for f in unit.files),
+                        tuple(e for e in index.get(first.partition, ())
+                              if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS),
+                        unit.output_level)
+
+    def _same_keys(self, top: DataFileMeta) -> bool:
+        """The top run's first file was clustered by the table's current columns."""
+        if top.schema_id not in self.same:
+            self.same[top.schema_id] = clustering_of(
+                TableOptions.of(self.table.schema(top.schema_id)))[0] == self.columns
+        return self.same[top.schema_id]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from paimond.clock import Clock
 from paimond.faults import crash_point
+from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.rewrite import BATCH_ROWS
@@ -133,26 +134,40 @@ class CompactJob:
     picker_states: MutableMapping[tuple[bytes, int], PickerState] | None = None
     memory: MemoryBudget | None = None  # the local pool admits tasks within it
 
-    def plan(self, *, for_commit: bool = False) -> CompactionPlan:
-        """``for_commit``: the plan also keeps its tasks' buckets for the commit's check."""
+    def plan(self, *, for_commit: bool = False, schema: TableSchema | None = None
+             ) -> CompactionPlan:
+        """``for_commit``: the plan also keeps its tasks' buckets for the commit's check.
+        ``schema``: the one this run refused (None: the latest, refused by the plan)."""
         return plan_compaction(self.table, full=self.full, partitions=self.partitions,
                                moment=self.clock.local_now(),
-                               picker_states=self.picker_states, commit_base=for_commit)
+                               picker_states=self.picker_states, commit_base=for_commit,
+                               schema=schema)
 
     def run(self) -> CompactionSummary:
-        """Runs as a recorded job: a run killed midway leaves files the next run deletes."""
-        refuse(self.table.latest_schema(), "compact", self.table.path)  # before any record
+        """Runs as a recorded job: a run killed midway leaves files the next run deletes. The
+        table's schema is read and refused once, before any record; a re-planned attempt
+        refuses again only a schema a writer has evolved since."""
+        schema = self.table.latest_schema()
+        refuse(schema, "compact", self.table.path)
         with recorded_job(self.table, "compact", self.clock) as recorded:
-            return self._run(recorded)
+            return self._run(recorded, schema)
 
-    def _run(self, recorded: RecordedJob) -> CompactionSummary:
+    def _run(self, recorded: RecordedJob, schema: TableSchema) -> CompactionSummary:
         started = time.monotonic()
         summary = CompactionSummary(self.table.name, lookup_cache_used=self.lookup_cache is not None)
         committer = Committer(self.table, clock=self.clock, journal=recorded)
 
+        checked = schema
+
         def attempt(number: int) -> Attempt:
+            nonlocal checked
             summary.attempts = number
-            summary.plan = self.plan(for_commit=True)
+            if number > 1:  # a conflict: the writer that won may have evolved the schema
+                latest = self.table.latest_schema()
+                if latest.id != checked.id:
+                    refuse(latest, "compact", self.table.path)
+                    checked = latest
+            summary.plan = self.plan(for_commit=True, schema=checked)
             summary.results, summary.failures = self._execute(summary.plan.tasks,
                                                               recorded.journal)
             if not summary.results:

@@ -19,7 +19,7 @@ from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.plan import BucketSnapshot, plan_bucket
-from paimond.lsm.record_expire import record_expiry_of
+from paimond.lsm.record_expire import RecordExpiry, record_expiry_of
 from paimond.lsm.task import CompactTask, TaskTable
 from paimond.table.catalog import Table
 from paimond.table.commit.base import PlannedBuckets, PlannedBucketsBuilder
@@ -27,6 +27,7 @@ from paimond.table.data_files.external_paths import ExternalPaths
 from paimond.table.indexes.deletion_vectors import bucket_dv_entry
 from paimond.table.indexes.file_index_versions import keeping_bitmap_version
 from paimond.table.layout import partition_matches, partition_text, partition_value_text
+from paimond.table.options.compaction import CompactionOptions
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.semantic import refuse
 from paimond.table.scan.bucket_scan import LiveIndex, scan_live_windows
@@ -67,103 +68,62 @@ def plan_compaction(table: Table, *, full: bool = False,
                     snapshot: Snapshot | None = None,
                     picker_states: Mapping[tuple[bytes, int], PickerState] | None = None,
                     window_entries: int = WINDOW_ENTRIES,
-                    commit_base: bool = False) -> CompactionPlan:
+                    commit_base: bool = False,
+                    schema: TableSchema | None = None) -> CompactionPlan:
     """Plan every bucket of the latest snapshot (or ``snapshot``). ``partitions`` keeps only
     partitions whose path components match (``{"dt": "2024-01-01"}``). ``moment``: the local
     wall date-time the plan is made at (off-peak hours, the forced-compaction interval), data
     from the caller's clock. ``picker_states``: what earlier plans left per (partition,
     bucket); the plan holds the states after it. ``window_entries``: about how many manifest
     entries a window of partitions holds (``table.scan.partition_windows``; memory). ``commit_base``:
-    keep the files of the tasks' buckets for the commit (``CompactionPlan.commit_base``)."""
-    schema = table.latest_schema()
-    refuse(schema, "compact", table.path)  # before anything is planned or written
+    keep the files of the tasks' buckets for the commit (``CompactionPlan.commit_base``).
+    ``schema``: the table's schema as the caller's job run already refused it
+    (``CompactJob.run``, once per run); None: the latest, refused here."""
+    if schema is None:
+        schema = table.latest_schema()
+        refuse(schema, "compact", table.path)  # before anything is planned or written
     if not schema.primary_keys:  # an append table has no LSM tree
         from paimond.maintenance.compact.append_plan import plan_append_compaction  # imports this one
         return plan_append_compaction(table, full=full, partitions=partitions, moment=moment,
-                                      snapshot=snapshot)
+                                      snapshot=snapshot, schema=schema)
     options = TableOptions.of(schema)
-    external = ExternalPaths.of(options)  # a bad setting fails here, before any write
-    for root in external.roots if external else ():
-        table.storage.exists(root)  # UnsupportedError: a file system the storage cannot reach
+    check_external_paths(table, options)
     snapshot = snapshot or table.snapshots.latest()
     if snapshot is None:
         return CompactionPlan(table.name, None, (), 0)
     options = keeping_bitmap_version(table, options, snapshot)
-    full_reason = None
+    full_reason = None if full else full_compaction_reason(table, snapshot, options)
+    planner = BucketPlanner.of(table, schema, options, snapshot, moment, partitions,
+                               picker_states, full=full or full_reason is not None)
+    scanned = _scan_and_plan(table, snapshot, planner, window_entries, commit_base)
+    tasks = [_with_file_schemas(table, task)
+             for task in sorted(scanned.tasks, key=lambda t: (t.partition, t.bucket))]
+    return CompactionPlan(table.name, snapshot.id, tuple(tasks), scanned.seen,
+                          tuple(text for _, text in sorted(scanned.skipped, key=lambda s: s[0])),
+                          dict(sorted(scanned.states.items())), planner.full, full_reason,
+                          scanned.base.build(snapshot) if commit_base else None)
+
+
+def check_external_paths(table: Table, options: TableOptions) -> None:
+    """A bad ``data-file.external-paths`` setting, or a file system the storage cannot reach
+    (UnsupportedError), fails the plan before any write."""
+    external = ExternalPaths.of(options)
+    for root in external.roots if external else ():
+        table.storage.exists(root)
+
+
+def full_compaction_reason(table: Table, snapshot: Snapshot, options: TableOptions
+                           ) -> str | None:
+    """Why the table's own options make this compaction a full one, or None:
+    ``full-compaction.delta-commits`` writer commits since the last one, or
+    ``changelog-producer=full-compaction`` (Java's streaming writers then compact fully at
+    every commit: ``StoreSinkWrite``)."""
     every, setting = options.full_compaction_delta_commits, "full-compaction.delta-commits"
     if every is None and options.changelog_producer == "full-compaction":
-        # Java's streaming writers then compact fully at every commit (StoreSinkWrite)
         every, setting = 1, "changelog-producer=full-compaction"
-    if not full and every is not None and full_compaction_due(table, snapshot, every):
-        full, full_reason = True, f"{every} writer commits since the last one ({setting})"
-    compaction = options.compaction
-    spec = TaskTable(table.name, table.path, table.location, schema, options)
-    now_millis = int(moment.timestamp() * 1000)
-    record_expiry = record_expiry_of(schema, options, now_millis)
-    if record_expiry is not None:  # the picker reads every file's stats with its own schema
-        spec = dataclasses.replace(spec, file_schemas=tuple(
-            table.schema(i) for i in table.schema_ids() if i != schema.id))
-    previous = picker_states or {}
-    dv = options.deletion_vectors_enabled
-    expired = expired_partitions(schema, options, moment)
-    planned = _Planned()
-
-    def plan_buckets(buckets: Iterable[BucketFiles], index_entries: list[IndexManifestEntry]
-                     ) -> list[CompactTask]:
-        tasks = []
-        for files in buckets:
-            partition, bucket = files.partition, files.bucket
-            text = partition_text(schema, partition)
-            if partitions and not partition_matches(text, partitions):
-                continue
-            planned.seen += 1
-            if expired(partition):
-                planned.skipped.append(((partition, bucket), f"{text} bucket {bucket}: partition "
-                                        "expired (compaction.skip-expired-partitions)"))
-                continue
-            if bucket == BUCKET_POSTPONE:
-                planned.skipped.append(((partition, bucket), f"{text} bucket-postpone (only "
-                                        "Paimon's postpone compactor may move it)"))
-                continue
-            dv_index = bucket_dv_entry(index_entries, partition, bucket) if dv else None
-            snapshot_bucket = BucketSnapshot(
-                snapshot.id, partition, text, bucket, files.total_buckets,
-                bucket_path(table, schema, partition, bucket),
-                tuple(f.entry for f in files.files), dv_index)
-            state = previous.get((partition, bucket), PickerState())
-            state = dataclasses.replace(state, local_hour=moment.hour, now_millis=now_millis)
-            task, planned.states[(partition, bucket)] = plan_bucket(
-                snapshot_bucket, spec, compaction, state, full=full, record_expiry=record_expiry)
-            if task is not None:
-                tasks.append(task)
-        return tasks
-
-    if record_expiry is not None:  # the picker reads every file's value statistics
-        scanned = scan_snapshot(table, snapshot)
-        planned.tasks = plan_buckets(scanned.buckets().values(), scanned.index_entries)
-        if commit_base:
-            planned.base.add_scan(scanned, ((t.partition, t.bucket) for t in planned.tasks))
-    else:  # statistics-free files, a window of partitions at a time; tasks read back whole
-        for budget in (window_entries, None):
-            try:
-                for live in scan_live_windows(table, snapshot, schema if budget else None,
-                                              budget=budget or window_entries):
-                    tasks = _with_full_entries(
-                        table, live, plan_buckets(live.buckets(), live.index_entries))
-                    planned.tasks += tasks
-                    if commit_base:
-                        planned.base.add_window(table, live,
-                                                ((t.partition, t.bucket) for t in tasks),
-                                                (e for t in tasks for e in t.inputs))
-                break
-            except PartitionStatsMismatchError:  # plan again, every file at once
-                planned = _Planned()
-    tasks = [_with_file_schemas(table, task)
-             for task in sorted(planned.tasks, key=lambda t: (t.partition, t.bucket))]
-    return CompactionPlan(table.name, snapshot.id, tuple(tasks), planned.seen,
-                          tuple(text for _, text in sorted(planned.skipped, key=lambda s: s[0])),
-                          dict(sorted(planned.states.items())), full, full_reason,
-                          planned.base.build(snapshot) if commit_base else None)
+    if every is None or not full_compaction_due(table, snapshot, every):
+        return None
+    return f"{every} writer commits since the last one ({setting})"
 
 
 @dataclass
@@ -175,6 +135,112 @@ class _Planned:
     seen: int = 0
     states: dict[tuple[bytes, int], PickerState] = field(default_factory=dict)
     base: PlannedBucketsBuilder = field(default_factory=PlannedBucketsBuilder)
+
+
+@dataclass
+class BucketPlanner:
+    """Plans one bucket at a time (``lsm.plan.plan_bucket``) with what the table's plan
+    settled once: the task table, the partition filter, the expired-partition test, the
+    picker states of earlier plans and the plan's moment. ``planned`` gathers the outcome."""
+
+    table: Table
+    schema: TableSchema
+    snapshot: Snapshot
+    spec: TaskTable
+    compaction: CompactionOptions
+    record_expiry: RecordExpiry | None
+    expired: Callable[[bytes], bool]
+    partitions: Mapping[str, str] | None
+    previous: Mapping[tuple[bytes, int], PickerState]
+    local_hour: int
+    now_millis: int
+    full: bool
+    planned: _Planned = field(default_factory=_Planned)
+
+    @classmethod
+    def of(cls, table: Table, schema: TableSchema, options: TableOptions, snapshot: Snapshot,
+           moment: datetime.datetime, partitions: Mapping[str, str] | None,
+           picker_states: Mapping[tuple[bytes, int], PickerState] | None, *, full: bool
+           ) -> BucketPlanner:
+        spec = TaskTable(table.name, table.path, table.location, schema, options)
+        now_millis = int(moment.timestamp() * 1000)
+        record_expiry = record_expiry_of(schema, options, now_millis)
+        if record_expiry is not None:  # the picker reads every file's stats with its own schema
+            spec = dataclasses.replace(spec, file_schemas=tuple(
+                table.schema(i) for i in table.schema_ids() if i != schema.id))
+        return cls(table, schema, snapshot, spec, options.compaction, record_expiry,
+                   expired_partitions(schema, options, moment), partitions,
+                   picker_states or {}, moment.hour, now_millis, full)
+
+    def plan(self, buckets: Iterable[BucketFiles], index_entries: list[IndexManifestEntry]
+             ) -> list[CompactTask]:
+        """The tasks of ``buckets`` (the skipped ones and picker states go to ``planned``)."""
+        tasks = []
+        for files in buckets:
+            text = partition_text(self.schema, files.partition)
+            if self.partitions and not partition_matches(text, self.partitions):
+                continue
+            self.planned.seen += 1
+            if (skipped := self._skipped(files.partition, files.bucket, text)) is not None:
+                self.planned.skipped.append(((files.partition, files.bucket), skipped))
+                continue
+            if (task := self._plan_bucket(files, text, index_entries)) is not None:
+                tasks.append(task)
+        return tasks
+
+    def _skipped(self, partition: bytes, bucket: int, text: str) -> str | None:
+        if self.expired(partition):
+            return (f"{text} bucket {bucket}: partition expired "
+                    "(compaction.skip-expired-partitions)")
+        if bucket == BUCKET_POSTPONE:
+            return f"{text} bucket-postpone (only Paimon's postpone compactor may move it)"
+        return None
+
+    def _plan_bucket(self, files: BucketFiles, text: str,
+                     index_entries: list[IndexManifestEntry]) -> CompactTask | None:
+        partition, bucket = files.partition, files.bucket
+        dv_index = (bucket_dv_entry(index_entries, partition, bucket)
+                    if self.spec.options.deletion_vectors_enabled else None)
+        snapshot_bucket = BucketSnapshot(
+            self.snapshot.id, partition, text, bucket, files.total_buckets,
+            bucket_path(self.table, self.schema, partition, bucket),
+            tuple(f.entry for f in files.files), dv_index)
+        state = dataclasses.replace(self.previous.get((partition, bucket), PickerState()),
+                                    local_hour=self.local_hour, now_millis=self.now_millis)
+        task, self.planned.states[(partition, bucket)] = plan_bucket(
+            snapshot_bucket, self.spec, self.compaction, state, full=self.full,
+            record_expiry=self.record_expiry)
+        return task
+
+
+def _scan_and_plan(table: Table, snapshot: Snapshot, planner: BucketPlanner,
+                   window_entries: int, commit_base: bool) -> _Planned:
+    """Scan the snapshot and plan its buckets: with every file's value statistics when the
+    picker reads them (record expiry), else statistics-free, a window of partitions at a
+    time, the tasks' files read back whole (all at once if the partitions' statistics do not
+    match their files)."""
+    if planner.record_expiry is not None:
+        scanned = scan_snapshot(table, snapshot)
+        planned = planner.planned
+        planned.tasks = planner.plan(scanned.buckets().values(), scanned.index_entries)
+        if commit_base:
+            planned.base.add_scan(scanned, [(t.partition, t.bucket) for t in planned.tasks])
+        return planned
+    planned = planner.planned
+    for budget in (window_entries, None):
+        try:
+            for live in scan_live_windows(table, snapshot, planner.schema if budget else None,
+                                          budget=budget or window_entries):
+                tasks = _with_full_entries(table, live,
+                                           planner.plan(live.buckets(), live.index_entries))
+                planned.tasks += tasks
+                if commit_base:
+                    planned.base.add_window(table, live, [(t.partition, t.bucket) for t in tasks],
+                                            [e for t in tasks for e in t.inputs])
+            break
+        except PartitionStatsMismatchError:  # plan again, every file at once
+            planned = planner.planned = _Planned()
+    return planned
 
 
 def full_compaction_due(table: Table, snapshot: Snapshot, every: int) -> bool:
@@ -227,7 +293,7 @@ def expired_partitions(schema: TableSchema, options: TableOptions, moment: datet
 def _with_full_entries(table: Table, live: LiveIndex, tasks: list[CompactTask]
                        ) -> list[CompactTask]:
     """The tasks with the whole manifest entries of their files (planned without stats)."""
-    full = live.full_entries(table, (e for t in tasks for e in (*t.inputs, *t.lookup_files)))
+    full = live.full_entries(table, [e for t in tasks for e in (*t.inputs, *t.lookup_files)])
     return [dataclasses.replace(t, inputs=tuple(full[e.identifier] for e in t.inputs),
                                 lookup_files=tuple(full[e.identifier] for e in t.lookup_files))
             for t in tasks]

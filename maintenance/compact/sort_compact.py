@@ -27,10 +27,11 @@ from paimond.clock import Clock
 from paimond.errors import UnsupportedError
 from paimond.format.meta.deletion_vector import DeletionVector
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
-from paimond.format.meta.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
+from paimond.format.meta.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
+from paimond.maintenance.compact.append_rewrite import rewrite_index_files
 from paimond.maintenance.compact.sort_order import check_sort_columns, sort_indices
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.maintenance.replan import Attempt, commit_with_replan
@@ -38,7 +39,7 @@ from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, Committer
 from paimond.table.data_files.arrow_io import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file
 from paimond.table.data_files.external_paths import ExternalPaths, external_provider
-from paimond.table.indexes.deletion_vectors import read_deletion_vectors, write_deletion_vectors
+from paimond.table.indexes.deletion_vectors import read_deletion_vectors
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refuse
@@ -145,22 +146,9 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
     """Read, sort and write one partition; deletes its own files on failure."""
     schema = table.latest_schema()
     options = TableOptions.of(schema)
-    vectors: dict[str, DeletionVector] = {}
-    held: dict[str, dict[str, DeletionVector]] = {}
-    for entry in task.dv_index_files:
-        found = read_deletion_vectors(table, entry)
-        held[entry.index_file.file_name] = dict(found)
-        vectors.update(found)
-    batches: list[pa.RecordBatch] = []
-    for data_entry in task.inputs:
-        meta = data_entry.file
-        path = meta.external_path or table.storage.join(task.directory, meta.file_name)
-        read = read_data_file(table.storage, path, file_format=meta.file_name.rsplit(".", 1)[-1],
-                              file_schema=table.schema(meta.schema_id), read_schema=schema,
-                              key_value=False, batch_rows=batch_rows)
-        vector = vectors.get(meta.file_name)
-        batches += filter_deleted(read, deleted_positions(vector)) if vector else read
-    rows = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+    held = {entry.index_file.file_name: read_deletion_vectors(table, entry)
+            for entry in task.dv_index_files}
+    rows = _read_inputs(task, table, schema, held, batch_rows)
     result = SortResult(task)
     writer = RollingDataFileWriter(
         table.storage, task.directory, schema, options, level=0, key_value=False,
@@ -175,20 +163,9 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
             for batch in rows.take(order).to_batches(batch_rows):
                 writer.write(batch)
         written = writer.close()
-        inputs = {e.file.file_name for e in task.inputs}
-        added_index, deleted_index = [], []
-        for entry in task.dv_index_files:
-            if not inputs & held[entry.index_file.file_name].keys():
-                continue  # holds no input's vector: stays as it is
-            remaining = {n: v for n, v in held[entry.index_file.file_name].items()
-                         if n not in inputs}
-            if remaining:
-                new, path = write_deletion_vectors(
-                    table, remaining, entry.partition, entry.bucket,
-                    bitmap64=options.deletion_vectors_bitmap64)
-                index_paths.append(path)
-                added_index.append(new)
-            deleted_index.append(dataclasses.replace(entry, kind=FILE_KIND_DELETE))
+        result.index_added, result.index_deleted = rewrite_index_files(
+            task.inputs, task.dv_index_files, table, held, index_paths,
+            bitmap64=options.deletion_vectors_bitmap64)
     except BaseException:
         writer.abort()
         for path in index_paths:
@@ -198,12 +175,29 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
                                        task.total_buckets,
                                        dataclasses.replace(meta, level=task.output_level))
                          for meta in written)
-    result.index_added, result.index_deleted = tuple(added_index), tuple(deleted_index)
     result.written_paths = tuple(
         e.file.external_path or table.storage.join(task.directory, e.file.file_name)
         for e in result.added) + tuple(index_paths)
     result.rows = rows.num_rows if rows is not None else 0
     return result
+
+
+def _read_inputs(task: SortTask, table: Table, schema: TableSchema,
+                 held: Mapping[str, Mapping[str, DeletionVector]], batch_rows: int
+                 ) -> pa.Table | None:
+    """The task's input rows (None: no batch at all), less those their deletion vectors
+    (``held``: per index file, per data file) mark deleted."""
+    vectors = {name: vector for found in held.values() for name, vector in found.items()}
+    batches: list[pa.RecordBatch] = []
+    for data_entry in task.inputs:
+        meta = data_entry.file
+        path = meta.external_path or table.storage.join(task.directory, meta.file_name)
+        read = read_data_file(table.storage, path, file_format=meta.file_name.rsplit(".", 1)[-1],
+                              file_schema=table.schema(meta.schema_id), read_schema=schema,
+                              key_value=False, batch_rows=batch_rows)
+        vector = vectors.get(meta.file_name)
+        batches += filter_deleted(read, deleted_positions(vector)) if vector else read
+    return pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
 
 
 @dataclass

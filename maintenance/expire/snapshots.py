@@ -302,12 +302,16 @@ class ExpireJob:
         settings = self.resolved_settings()
         settings.validate()
         refuse(self.table.latest_schema(), "expire", self.table.path)
+        return self._plan(settings)
+
+    def _plan(self, settings: ExpireSettings) -> ExpirePlan:
+        """The plan of a table already refused (once per run), ``settings`` validated."""
         refuse_stray_changelogs(self.table, settings)
         return plan_expiration(self.table.name, read_history(self.table, settings), settings,
                                self.clock.wall_ms())
 
     def run(self) -> ExpireResult:
-        refuse(self.table.latest_schema(), "expire", self.table.path)
+        refuse(self.table.latest_schema(), "expire", self.table.path)  # once per run
         latest = self.table.snapshots.latest()
         if latest is not None:  # a format paimond does not know: refused before any delete
             check_manifest_versions(self.table, latest)
@@ -322,7 +326,8 @@ class ExpireJob:
             sweep_temp_files(self.table.storage,
                              [self.table.file_path(d) for d in TEMP_SWEPT_DIRS],
                              self.clock.wall_ms() / 1000)
-        plan = self.plan()
+        settings.validate()
+        plan = self._plan(settings)
         if not plan.expires:
             if plan.write_earliest_hint and plan.earliest_id is not None and not self.dry_run:
                 self.table.storage.write_bytes(self.table.snapshots.hint_path(EARLIEST_HINT),
