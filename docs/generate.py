@@ -5,8 +5,8 @@
 
 - ``reference/cli.md``: every command and flag of ``paimond`` (the parser of ``cli/main.py``);
 - ``reference/metrics.md``: every metric of the daemon's registry (``daemon/metrics.py``);
-- ``reference/config.md``: every settings key (``paimond.config.reference.render_markdown``),
-  written only where that function exists.
+- ``reference/config.md``: every key of the daemon's settings file, from the declarations the
+  loader parses with (``paimond.cli.config_reference.render_markdown``).
 
 A script beside the documentation, not part of the package; ``tests/project/test_docs.py``
 checks that the committed pages equal what it produces.
@@ -15,7 +15,6 @@ checks that the committed pages equal what it produces.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import typing
 from pathlib import Path
@@ -119,22 +118,18 @@ def render_metrics() -> str:
 
 # ---- settings --------------------------------------------------------------------------------
 
-def render_config() -> str | None:
-    """The settings reference, or None where ``paimond.config.reference`` does not exist yet."""
-    try:
-        reference = importlib.import_module("paimond.config.reference")
-    except ModuleNotFoundError:
-        return None
-    text: str = reference.render_markdown()
+def render_config() -> str:
+    """The settings reference: every section and key the loader declares."""
+    from paimond.cli.config_reference import render_markdown
+
+    text = render_markdown()
     return text if text.endswith("\n") else text + "\n"
 
 
 def pages() -> dict[str, str]:
     """Each generated page's path under docs/ and its content."""
-    found = {"reference/cli.md": render_cli(), "reference/metrics.md": render_metrics()}
-    if (config := render_config()) is not None:
-        found["reference/config.md"] = config
-    return found
+    return {"reference/cli.md": render_cli(), "reference/metrics.md": render_metrics(),
+            "reference/config.md": render_config()}
 
 
 def main(argv: list[str]) -> int:
