@@ -1,4 +1,4 @@
-"""Benchmark: full compaction of one bucket as a whole process (issue #22, goals 2 and 3).
+"""Benchmark: full compaction of one bucket as a whole process.
 
 For each size (default 2M rows), pypaimon writes one bucket of a deduplicate table in 20
 commits of random, overlapping keys (the generator of ``bench/compact.py``); with

@@ -1,4 +1,4 @@
-"""Benchmark: CPU the daemon spends on idle tables (issue #22 goal 5: under 1% of one core at
+"""Benchmark: CPU the daemon spends on idle tables (under 1% of one core at
 1,000 tables, growing at most linearly with the tables).
 
 For each N (default 1,000 then 4,000): builds N tables (one pypaimon-written table, copied),

@@ -1,4 +1,4 @@
-"""Benchmark: the compaction's writer thread alone (issue #22, goal 2): CPU of writing one
+"""Benchmark: the compaction's writer thread alone: CPU of writing one
 primary-key Parquet data file with ``RollingDataFileWriter`` (encode, statistics, key and
 sequence tracking), in a child process per run, timed by the thread's CPU clock.
 

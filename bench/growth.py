@@ -1,4 +1,4 @@
-"""Benchmark: does the cost grow with the work, or faster (issue #22, goal 5)?
+"""Benchmark: does the cost grow with the work, or faster?
 
 Each case runs at sizes n, 2n, 4n and prints the CPU seconds and the growth factor per
 doubling (2.0 is linear; 4.0 quadratic). Baselines are the smaller sizes of the same run.

@@ -1,5 +1,4 @@
-"""Benchmark: do orphan removal and merge-manifests cost grow with the work, or faster (issue
-#22, goal 5)?
+"""Benchmark: do orphan removal and merge-manifests cost grow with the work, or faster?
 
 Each case runs at sizes n, 2n, 4n and prints the CPU seconds (the child's user + system, medians
 of 3 interleaved with their baselines) and the growth factor per doubling (2.0 is linear; 4.0

@@ -1,4 +1,4 @@
-"""The growth line of bench/growth.py and bench/growth_jobs.py (issue #22, goal 5): the figure
+"""The growth line of bench/growth.py and bench/growth_jobs.py: the figure
 at each size and the factor per doubling, against the goal of 2.0x (linear)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Benchmark: the rolling manifest writer (``table.commit.manifest_merge``; issue #22, goal 7), in
+"""Benchmark: the rolling manifest writer (``table.commit.manifest_merge``), in
 process, on real entries: the first ``--entries`` live entries of a ``bench/planning_scale.py``
 table (built if missing), written to 8 MB manifests
 

@@ -1,5 +1,5 @@
 """Benchmark: full compaction of an 8-bucket table with ``--parallelism 2`` against one worker
-(issue #22, goal 4: the parallel wall <= 0.55x the single worker's).
+(the parallel wall <= 0.55x the single worker's).
 
 pypaimon writes a deduplicate table with 8 buckets, ``--rows`` rows (default 4M) in
 ``--commits`` overlapping commits (a child process, so this process stays small). Then the

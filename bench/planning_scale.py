@@ -1,4 +1,4 @@
-"""Benchmark: planning a warehouse-scale table (issue #22, goal 7).
+"""Benchmark: planning a warehouse-scale table.
 
 Builds a synthetic primary-key table by writing paimond's own metadata directly (a schema,
 merged base manifests of 10,000 entries, one delta manifest with a recent compaction's

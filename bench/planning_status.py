@@ -1,5 +1,5 @@
 """Benchmark: ``paimond status`` and the append table's compaction plan of a warehouse-scale
-table (issue #22, goal 7), beside ``bench/planning_scale.py`` (whose primary-key tables and
+table, beside ``bench/planning_scale.py`` (whose primary-key tables and
 measuring it reuses).
 
 Tables (metadata only, written with paimond's own manifest writer; no data files: neither

@@ -1,5 +1,5 @@
 """Benchmark: the daemon's table reading (``daemon/tables/watch.Watcher.read``: status,
-regeneration items, lag, small files, health) of a warehouse-scale table (issue #22, goal 7),
+regeneration items, lag, small files, health) of a warehouse-scale table,
 beside ``bench/planning_scale.py`` (whose primary-key table, baseline and report it reuses).
 
 Each measurement is a fresh process (``os.wait4``: user + system CPU, peak RSS), interleaved,

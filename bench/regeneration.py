@@ -1,5 +1,5 @@
-"""Benchmark: what the daemon's regeneration and health figures add to a table's check (#23
-items 1 and 7). At each new snapshot (or options change) the daemon reads a table's status;
+"""Benchmark: what the daemon's regeneration and health figures add to a table's check.
+At each new snapshot (or options change) the daemon reads a table's status;
 ``daemon/tables/watch.py`` reads, from the same scan, which files' indexes are stale, which
 buckets miss vectors, the level-0 lag, small files and health. Baseline: ``table_status`` as
 the daemon called it before, measured in the same run, interleaved with the figures' own

@@ -1,4 +1,4 @@
-"""Benchmark: requests paimond sends to an object store per operation (issue #22, goal 6).
+"""Benchmark: requests paimond sends to an object store per operation.
 
 Runs on moto's S3 server on loopback behind a request log (tests/support/s3_requests.py).
 A pypaimon-written table (``--commits`` writer commits, primary key, 1 bucket) is uploaded,

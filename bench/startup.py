@@ -1,4 +1,4 @@
-"""Benchmark: what a ``paimond`` command costs before it does any work (issue #22, goal 1).
+"""Benchmark: what a ``paimond`` command costs before it does any work.
 
 Runs each command as a whole process and takes the CPU seconds (user + system) of the child,
 the median of ``--runs`` runs, against the baseline ``python -c "import pyarrow.parquet"``

@@ -1,6 +1,6 @@
 """structlog setup: JSON lines when not on a terminal, key=value on a terminal. The standard
 library's loggers (APScheduler's, say) go through the same renderer, so every line the process
-writes is one JSON object (#40)."""
+writes is one JSON object."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ class Metrics:
                       "run of a job on a table", ["job", "table"], registry=r)
         self._since = since
         # wall-clock time of the last success: stays meaningful in a textfile written by a
-        # cron job's run-once, where a duration is frozen at the moment it was written (#40)
+        # cron job's run-once, where a duration is frozen at the moment it was written
         self._last_success_at = Gauge(
             "paimond_last_success_timestamp_seconds", "Unix time of the last successful run "
             "of a job on a table", ["job", "table"], registry=r)

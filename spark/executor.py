@@ -102,7 +102,7 @@ _PLAIN_SESSION_PYTHON = "python3"  # PySpark's pythonExec when PYSPARK_PYTHON is
 def _workers_run_this_python(context: Any) -> None:
     """Spark's Python workers start ``context.pythonExec``, fixed when the context started
     (``PYSPARK_PYTHON``, else ``python3`` on PATH): from a plain SparkSession that is another
-    interpreter than the driver's, which cannot import paimond's dependencies (#40: every
+    interpreter than the driver's, which cannot import paimond's dependencies (every
     bucket failed with "No module named 'fastavro'"). On ``local`` and ``local-cluster``
     masters the executors run on this machine, so the tasks paimond submits use this
     interpreter, unless the session named one (``PYSPARK_PYTHON``: a packed environment, say,

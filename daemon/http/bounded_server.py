@@ -1,5 +1,5 @@
-"""A bounded HTTP/1.0 server for the daemon's one port (#40: 320 slow connections took the
-daemon from 7 to 328 threads, all still open a minute later).
+"""A bounded HTTP/1.0 server for the daemon's one port: slow or idle clients cost no thread
+each, so a few hundred of them cannot grow the daemon's threads.
 
 One thread reads every connection without blocking (``selectors``) until its request is whole:
 the head (at most ``MAX_HEAD_BYTES``) and a body of the announced length (at most

@@ -81,7 +81,7 @@ class _Handler(BufferedHandler):
         query = urllib.parse.parse_qs(url.query)
         if url.path == "/metrics":
             self._reply(200, generate_latest(self.server.registry), CONTENT_TYPE_LATEST)
-        elif url.path == "/healthz":  # the scheduler's heartbeat (#40)
+        elif url.path == "/healthz":  # the scheduler's heartbeat
             reason = control.liveness_reason()
             if reason is None:
                 self._reply(200, {"status": "alive"})

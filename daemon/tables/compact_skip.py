@@ -1,4 +1,4 @@
-"""Skipping an unchanged table's periodic compaction (#22 goal 5: the idle daemon).
+"""Skipping an unchanged table's periodic compaction (the idle daemon).
 
 A table whose compaction run found nothing to do (no task planned, nothing committed, no
 failure) is planned again only once something its plan depends on may have changed: a new

@@ -1,4 +1,4 @@
-"""Which base manifest lists an expiration reads (issue #22: expiry linear in the snapshots).
+"""Which base manifest lists an expiration reads (expiry linear in the snapshots).
 
 Java's ``SnapshotDeletion`` reads the base manifest list of every expiring snapshot. A base
 list names every live manifest, so on a table whose manifests are never merged the lists grow

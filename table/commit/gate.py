@@ -1,5 +1,5 @@
 """A stopping daemon's last word on commits: once it cancels, no job it runs publishes a
-snapshot any more (#40: a job committed after ``daemon_stopped``).
+snapshot any more (a job committed after ``daemon_stopped``).
 
 The runner runs each job under :func:`commits_cancelled_when` with its cancellation test;
 the commit checks :func:`check_open` right before it creates the snapshot file, the one step

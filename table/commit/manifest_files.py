@@ -111,7 +111,7 @@ class ManifestWriter:
         self.written.clear()
 
 
-# --- Reading only the names of a manifest list (expiry's skipping sets: issue #22) ---------
+# --- Reading only the names of a manifest list (expiry's skipping sets) ---------------------
 
 _NULL, _SKIP_LONG, _SKIP_BYTES, _SKIP_FIXED, _UNION, _ARRAY, _MAP, _RECORD = range(8)
 _FIXED_SIZES = {"null": 0, "boolean": 1, "float": 4, "double": 8}

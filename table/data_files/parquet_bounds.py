@@ -1,5 +1,5 @@
 """Column bounds of a new Parquet data file from the statistics its writer has just put in
-the footer (issue #22): the writer computes every column chunk's min and max anyway, so
+the footer: the writer computes every column chunk's min and max anyway, so
 :mod:`paimond.table.data_files.file_stats` takes them from there instead of running ``min_max`` over
 each batch a second time (truncation and stats modes stay its business).
 

@@ -240,7 +240,7 @@ def invalid_options(options: TableOptions) -> list[str]:
     """What is wrong with the values of the options paimond reads (every typed property of
     ``TableOptions``; the file-index ones only on a table with ``file-index.*`` options, as
     only they load the index codecs): a job refuses the table before writing rather than
-    fail, or worse not notice, half way (#40: ``bucket = abc`` was compacted over)."""
+    fail, or worse not notice, half way (``bucket = abc`` was compacted over)."""
     problems = []
     for name in _PROPERTIES:
         if name.startswith("file_index_") and not options.has_file_index:

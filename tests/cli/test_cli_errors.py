@@ -1,4 +1,4 @@
-"""#23.5: usage and configuration errors exit 2 from every command, with a one-line message
+"""Usage and configuration errors exit 2 from every command, with a one-line message
 and no traceback. The commands are enumerated from the argparse parser, so a new command is
 covered without editing this file: a bad ``--table``, an unknown table, a warehouse that does
 not exist, a malformed ``--storage-option``, a ``--partition`` key that is not a partition
@@ -241,7 +241,7 @@ def test_config_errors_exit_with_the_status_systemd_does_not_restart(tmp_path: P
 def test_numbers_out_of_range_are_refused_naming_the_flag(
         command: str, flag: str, value: str, warehouse: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """#40: `--parallelism -2` ran, `--max-deletes -1` turned expiry into a silent no-op."""
+    """`--parallelism -2` ran, `--max-deletes -1` turned expiry into a silent no-op."""
     with pytest.raises(SystemExit) as exit_info:
         main([command, str(warehouse), "--table", TABLE, f"{flag}={value}"])
     assert exit_info.value.code == EXIT_USAGE
@@ -252,7 +252,7 @@ def test_numbers_out_of_range_are_refused_naming_the_flag(
 
 def test_settings_errors_speak_of_flags(tmp_path: Path, warehouse: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """#40: `remove-orphans --older-than 1min` said `config older_than: ... (use force)`."""
+    """`remove-orphans --older-than 1min` said `config older_than: ... (use force)`."""
     assert main(["remove-orphans", str(warehouse), "--table", TABLE, "--older-than",
                  "1 min", "--dry-run"]) == EXIT_USAGE
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""What a command imports before it works (issue #22, goal 1): the import graph, never a time.
+"""What a command imports before it works: the import graph, never a time.
 
 Each case runs the command in a fresh interpreter and lists the modules it loaded; the CPU
 figures are bench/startup.py's."""

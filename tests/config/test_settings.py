@@ -88,7 +88,7 @@ def test_yaml(tmp_path: Path) -> None:
     ('[[warehouses]]\nuri = "/w"\n[limits]\nconcurrency = 0\n', "limits.concurrency"),
     ('[[warehouses]]\nuri = "/w"\n[limits]\nconcurrency = "many"\n', "limits.concurrency"),
     ('[[warehouses]]\nuri = "/w"\n[http]\nport = -1\n', "http.port"),
-    ('[[warehouses]]\nuri = "/w"\n[http]\nport = 70000\n', "http.port"),  # #40: no traceback
+    ('[[warehouses]]\nuri = "/w"\n[http]\nport = 70000\n', "http.port"),  # no traceback
     ('[[warehouses]]\nuri = "/w"\n[jobs.vacuum]\nenabled = true\n', "jobs.vacuum"),
     ('[[warehouses]]\nuri = "/w"\n[jobs.compact]\nenabled = "maybe"\n', "jobs.compact.enabled"),
     ('[[warehouses]]\nuri = "/w"\n[log]\nformat = "xml"\n', "log.format"),

@@ -1,4 +1,4 @@
-"""An unchanged table's periodic compaction is skipped (daemon.tables.compact_skip, #22 goal 5): after a
+"""An unchanged table's periodic compaction is skipped (daemon.tables.compact_skip): after a
 compaction that found nothing to do, the table is not planned again (no lease, no plan) while its
 snapshot and schema stay the same, until the next moment a time-dependent input of the planners
 may change the plan. A new snapshot, an options change, a trigger, the hour's cap, an off-peak

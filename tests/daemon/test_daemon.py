@@ -274,7 +274,7 @@ def test_a_compaction_with_a_failed_bucket_is_a_failed_job(
 
 def test_run_once_textfile_carries_the_time_of_the_last_success(
         warehouse: tuple[str, list[Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """#40: a cron job's textfile had only `paimond_seconds_since_last_success`, frozen at the
+    """A cron job's textfile had only `paimond_seconds_since_last_success`, frozen at the
     moment it was written, so the staleness alert never fired for a cron job that stopped.
     The timestamp keeps ageing in Prometheus (`time() - ...`)."""
     from paimond.cli.main import main

@@ -188,7 +188,7 @@ def test_a_taken_port_exits_2_naming_the_key(tmp_path: Path,
 
 
 def test_every_line_is_json_and_a_stop_ends_with_daemon_stopped(tmp_path: Path) -> None:
-    """#40: APScheduler's plain-text lines among the JSON ones, a traceback after
+    """APScheduler's plain-text lines among the JSON ones, a traceback after
     `daemon_stopped`, the plain "serving" line: every line the process writes is one JSON
     object, `daemon_stopped` is the last, and SIGTERM exits 0."""
     warehouse = str(tmp_path / "wh")

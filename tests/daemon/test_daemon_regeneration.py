@@ -1,4 +1,4 @@
-"""The daemon regenerates deletion vectors and file indexes by itself (#23 item 1): a live
+"""The daemon regenerates deletion vectors and file indexes by itself: a live
 primary-key table, compacted without vectors into levels 4 and 5, gets
 ``deletion-vectors.enabled`` through pypaimon and the daemon builds the vectors in bounded
 passes (one bucket each); then ``file-index.bloom-filter.columns`` changes and it rewrites the

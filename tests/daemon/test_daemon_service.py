@@ -293,7 +293,7 @@ def test_jobs_get_the_injected_clock_and_the_tables_picker_states(
 
 def test_a_job_still_running_after_the_grace_period_publishes_nothing(
         warehouse: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
-    """#40: a job committed after `daemon_stopped`. Once the grace period ended, a real
+    """A job committed after `daemon_stopped`. Once the grace period ended, a real
     compaction that reaches its commit (no progress check on the way) is refused there: no
     snapshot appears, and the run says it was abandoned."""
     path, names = warehouse

@@ -1,4 +1,4 @@
-"""The daemon's HTTP port under hostile clients, on 127.0.0.1 (#40): 320 slow connections
+"""The daemon's HTTP port under hostile clients, on 127.0.0.1: 320 slow connections
 once took the daemon from 7 to 328 threads, and a client that disconnected printed a raw
 `BrokenPipeError` traceback into the JSON log. Now 500 slow connections leave the thread count
 bounded and /metrics answering within a second, and a vanished client prints nothing."""

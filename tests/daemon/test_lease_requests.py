@@ -1,4 +1,4 @@
-"""A lease costs two PUTs and a HEAD per table run (#22 goal 6; the HEAD since #40: the
+"""A lease costs two PUTs and a HEAD per table run (the HEAD because
 storage may have lost our last epoch): acquiring right after our own release checks that our
 last epoch is still there and creates the next one without listing first, and lists only every
 33rd run or once the moment our next epoch was known free lies 5 minutes back. Still safe:
@@ -194,7 +194,7 @@ def test_racers_for_a_released_lease_one_wins(tmp_path: Path) -> None:
 def test_storage_that_lost_our_epochs_sends_us_to_the_listing(tmp_path: Path) -> None:
     """The warehouse comes back emptied (or restored from an older copy) and another replica
     took the lease there: our LIST-free path must not create "our last epoch + 1" beside it.
-    It first checks that our last epoch is still there (#40)."""
+    It first checks that our last epoch is still there."""
     storage = open_storage(str(tmp_path))
     now = [1000.0]
     a, b = _leases(storage, "a", now), _leases(storage, "b", now)

@@ -1,6 +1,6 @@
-"""#23.4: readiness that means ready. A local warehouse directory or an S3 bucket that does
+"""Readiness that means ready. A local warehouse directory or an S3 bucket that does
 not exist is a configuration error at startup (run, run-once) and a 503 naming it in
-/readyz, not an empty warehouse; an existing empty warehouse is ready. And #23.5: POST
+/readyz, not an empty warehouse; an existing empty warehouse is ready. And POST
 /trigger with a malformed Content-Length is a 400."""
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def test_an_unreachable_store_is_not_ready_and_run_once_fails(
 
 
 def test_liveness_follows_the_schedulers_heartbeat(tmp_path: Path, serve: Serve) -> None:
-    """#40: /healthz said 200 while every tick was skipped behind a stuck one. It fails once
+    """/healthz said 200 while every tick was skipped behind a stuck one. It fails once
     no tick has finished for daemon.liveness_timeout_s, and recovers with the next tick."""
     (tmp_path / "wh").mkdir()
     settings = load_settings(None, env={"PAIMOND_WAREHOUSE": str(tmp_path / "wh"),

@@ -1,5 +1,5 @@
-"""Two daemons on one warehouse whose storage disappears while they work and comes back
-(#40): no two runs of one table ever overlap, nothing is created in place of the missing
+"""Two daemons on one warehouse whose storage disappears while they work and comes back:
+no two runs of one table ever overlap, nothing is created in place of the missing
 warehouse, both say it is not ready while it is gone, and both work again once it is back.
 
 The outage starts inside a running job (the warehouse directory moved away, as an unmounted

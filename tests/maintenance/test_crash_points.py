@@ -205,7 +205,7 @@ def check_table(warehouse: str, table_name: str, allowed: list[pa.Table], what: 
     assert used <= on_disk, f"{what}: referenced files missing: {sorted(used - on_disk)}"
     if no_garbage:
         assert unreferenced_files(warehouse, table_name) == [], f"{what}: files left behind"
-        # #40: a temp file the killed process left (a snapshot or hint being linked, a job
+        # a temp file the killed process left (a snapshot or hint being linked, a job
         # record's job.json) is swept by the rerun
         temps = sorted(str(p.relative_to(warehouse)) for p in Path(warehouse).rglob(".*.tmp"))
         assert temps == [], f"{what}: temp files left behind: {temps}"

@@ -1,4 +1,4 @@
-"""#23.8a: the expire job keeps up. A pypaimon table of many snapshots, a small
+"""The expire job keeps up. A pypaimon table of many snapshots, a small
 snapshot.expire.limit and an injected clock: one run of the registered ``expire`` job ends
 within retention (a Python model of Java's rule), and the table equals what repeated single
 expiries give (Java expires after every commit, each time at most the limit). The cap on
@@ -101,7 +101,7 @@ def test_one_run_ends_within_retention_as_repeated_expiries(
     assert [r.plan.bound for r in result.rounds] == (
         ["expire-limit"] * (len(result.rounds) - 1) + ["retain-min"])
     assert not result.capped
-    # the first line (what the daemon's event and log line carry) tells every round (#40)
+    # the first line (what the daemon's event and log line carry) tells every round
     assert result.describe().splitlines()[0].startswith(
         f"db.t: expired snapshots 1..{expired} ({expired}) in {len(result.rounds)} rounds")
     assert _rows(path).equals(built[1])

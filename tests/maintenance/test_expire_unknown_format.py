@@ -1,5 +1,5 @@
 """Expiry refuses a table in a manifest format paimond does not know, before it deletes
-anything (#40: with `_VERSION 99` in a manifest, status and compact refused while
+anything (with `_VERSION 99` in a manifest, status and compact refused while
 expire-snapshots exited 0 and deleted files). The manifest is rewritten with the unknown
 version and every size that records it (manifest lists, snapshots) made to match, so only
 the version is wrong."""
@@ -85,7 +85,7 @@ def test_expire_refuses_an_unknown_manifest_version_before_deleting(
     ["merge-manifests"], ["rewrite-index"]])
 def test_a_job_refuses_an_option_value_it_cannot_read_before_writing(
         command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """#40: with `bucket = abc` status said UNREADABLE but `compact --full` committed."""
+    """With `bucket = abc` status said UNREADABLE but `compact --full` committed."""
     warehouse = tmp_path / "wh"
     spec = build_pk_deduplicate(str(warehouse))
     schema_dir = warehouse / "db.db" / spec.name.split(".")[1] / "schema"

@@ -1,5 +1,5 @@
 """merge-manifests forced (the CLI, Java's compact_manifest) or by the table's own thresholds
-(the daemon's default, issue #22): a table with a few small manifests gets no COMPACT
+(the daemon's default): a table with a few small manifests gets no COMPACT
 snapshot from the daemon's job, only from a forced merge or once manifest.merge-min-count is
 reached."""
 

@@ -1,4 +1,4 @@
-"""The local pool's order and its processes (issue #22 goal 4): bucket tasks start largest
+"""The local pool's order and its processes: bucket tasks start largest
 first and their results come back in plan order; a pool worker process and the ``paimond
 compact`` process never import pandas (pyarrow would, 0.9 s of CPU each), while a caller's
 own process is left alone."""

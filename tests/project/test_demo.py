@@ -1,4 +1,4 @@
-"""`make run`'s demo (examples/demo.py) shows the recommended setup (#40): write-only writers,
+"""`make run`'s demo (examples/demo.py) shows the recommended setup: write-only writers,
 the daemon's job lines in its log, nothing left behind but the demo warehouse."""
 
 from __future__ import annotations

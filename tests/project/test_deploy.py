@@ -432,7 +432,7 @@ def test_alert_rules_cover_the_required_conditions() -> None:
     required = {
         "PaimondDown": {"paimond_up"},
         "PaimondSortedRunsNearStopTrigger": {"paimond_table_max_sorted_runs", "paimond_table_stop_trigger"},
-        # a timestamp, not a duration: a cron job's textfile keeps it meaningful (#40)
+        # a timestamp, not a duration: a cron job's textfile keeps it meaningful
         "PaimondCompactionStale": {"paimond_last_success_timestamp_seconds"},
         "PaimondTableQuarantined": {"paimond_table_quarantined"},
         "PaimondJobFailureRatioHigh": {"paimond_jobs_finished_total"},

@@ -98,7 +98,7 @@ def test_maintain_refuses_an_unknown_job(spark: Any, tmp_path: Path) -> None:
 
 def test_maintain_from_a_session_whose_workers_run_another_python(
         spark: Any, tmp_path: Path) -> None:
-    """#40: a plain SparkSession (no PYSPARK_PYTHON, the venv not on PATH) started its Python
+    """A plain SparkSession (no PYSPARK_PYTHON, the venv not on PATH) started its Python
     workers with the system's python3, and every bucket failed with "No module named
     'fastavro'". On a local master paimond's tasks run the driver's interpreter (a session
     that names one keeps it: test_spark_cluster's packed environment)."""

@@ -1,6 +1,6 @@
 """A loopback S3 endpoint that logs every request: moto's server behind a WSGI wrapper.
 
-Counts are what paimond asks of an object store (issue #22, goal 6): deterministic, unlike
+Counts are what paimond asks of an object store: deterministic, unlike
 times, so tests may assert them. ``counting_endpoint`` starts one server on 127.0.0.1:0;
 ``RequestLog.counting()`` collects the requests of one block of code, as ``(method, key,
 query)`` where ``key`` is the object key or prefix without the bucket. Used by

@@ -1,4 +1,4 @@
-"""Large outputs go up to S3 by multipart upload (issue #22, goal 6), on moto's server on
+"""Large outputs go up to S3 by multipart upload, on moto's server on
 loopback behind the request log: the parts are sent while writing, the object appears only
 with CompleteMultipartUpload, and a write that fails leaves neither an object nor a pending
 upload (the upload is aborted). A small output is one PUT."""

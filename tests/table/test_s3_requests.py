@@ -1,4 +1,4 @@
-"""Requests paimond sends to S3 (issue #22, goal 6), counted on moto's server on loopback:
+"""Requests paimond sends to S3, counted on moto's server on loopback:
 an idle daemon check is one request, a table's status five besides its manifests, discovery
 lists no excluded table. Counts are deterministic; bench/s3_requests.py prints them all."""
 

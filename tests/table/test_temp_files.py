@@ -1,4 +1,4 @@
-"""Temp files a killed writer left (#40: `snapshot/.snapshot-N.<...>.tmp`, `.LATEST...tmp`,
+"""Temp files a killed writer left (`snapshot/.snapshot-N.<...>.tmp`, `.LATEST...tmp`,
 a job record's `.job.json...tmp`) are swept; a live writer's never are."""
 
 from __future__ import annotations
