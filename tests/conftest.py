@@ -1,25 +1,24 @@
-"""Shared fixtures. Service fixtures live in their own modules and are re-exported here."""
+"""Shared fixtures. Service fixtures live in tests/support/ and are re-exported here.
+
+tests/ is on sys.path through pytest's ``pythonpath`` setting (pyproject.toml), so the helpers
+import as ``support.<module>``; test modules import nothing from one another.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from support.java_maintainer import java_maintainer  # noqa: F401
+from support.java_reader import java_reader, java_readers  # noqa: F401
+from support.s3_endpoint import s3_endpoint, s3_storage  # noqa: F401
+from support.spark_session import spark  # noqa: F401
 
-# Test helpers (support/) and the test modules whose cases other folders reuse (format/ for
-# the row codecs, maintenance/ for the deletion-vector scenarios) import by bare name.
 TESTS = Path(__file__).resolve().parent
-SHARED_FOLDERS = (TESTS / "support", TESTS / "format", TESTS / "maintenance")
-sys.path[:0] = [str(folder) for folder in SHARED_FOLDERS]
-
-from java_maintainer import java_maintainer  # noqa: E402, F401
-from java_reader import java_reader, java_readers  # noqa: E402, F401
-from s3_endpoint import s3_endpoint, s3_storage  # noqa: E402, F401
-from spark_session import spark  # noqa: E402, F401
+SUPPORT = TESTS / "support"
 
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=60, deadline=None)
@@ -32,7 +31,7 @@ def oracle_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, lis
 
     Read-only: tests that change a table copy it first.
     """
-    from pypaimon_tables import build_all
+    from support.pypaimon_tables import build_all
 
     warehouse = str(tmp_path_factory.mktemp("oracle") / "wh")
     return warehouse, build_all(warehouse)
@@ -44,8 +43,8 @@ def oracle_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, lis
 # oracle are collected. A file needs one when it, or a helper module of tests/ it imports,
 # imports an oracle or asks for a fixture that builds tables with one.
 ORACLE_MODULES = {"pypaimon", "pypaimon_rust", "pyspark", "pyfory", "kubernetes_validate",
-                  "paimon_python_java", "java_reader", "java_paimon",
-                  "java_maintainer"}
+                  "paimon_python_java", "support.java_reader", "support.java_paimon",
+                  "support.java_maintainer"}
 ORACLE_FIXTURES = {"oracle_warehouse", "spark", "java_reader", "java_readers",
                    "java_maintainer"}
 
@@ -60,15 +59,19 @@ def _needs_oracle(path: Path, seen: set[Path]) -> bool:
         modules: list[str] = []
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "support":
+            modules = [f"support.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
             modules = [node.module]
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if {a.arg for a in node.args.args} & ORACLE_FIXTURES:
                 return True
         for module in modules:
-            top = module.split(".")[0]
-            if top in ORACLE_MODULES or any(_needs_oracle(folder / f"{top}.py", seen)
-                                            for folder in (path.parent, *SHARED_FOLDERS)):
+            parts = module.split(".")
+            if parts[0] in ORACLE_MODULES or ".".join(parts[:2]) in ORACLE_MODULES:
+                return True
+            if parts[0] == "support" and len(parts) > 1 and _needs_oracle(
+                    SUPPORT / f"{parts[1]}.py", seen):
                 return True
     return False
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 
 from paimond.config.settings import CompactJobSettings, load_settings
 from paimond.daemon.http import HttpServer
@@ -189,9 +189,9 @@ def test_trigger_needs_the_token(warehouse: tuple[str, list[Any]]) -> None:
 
 
 def test_the_daemon_maintains_deletion_vectors_through_its_lookup_cache(tmp_path: Path) -> None:
-    from test_dv_compaction import SCENARIOS, _Live
+    from support.dv_scenarios import SCENARIOS, Live
 
-    live = _Live(SCENARIOS[2], str(tmp_path / "wh"))  # BIGINT key, deletion vectors
+    live = Live(SCENARIOS[2], str(tmp_path / "wh"))  # BIGINT key, deletion vectors
     live.write(60)
     cache_dir = tmp_path / "cache"
     service, registry = _service(live.warehouse, PAIMOND_LOOKUP_CACHE_DIRECTORY=str(cache_dir))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from java_reader import find_jar, unavailable_reason
+from support.java_reader import find_jar, unavailable_reason
 
 from paimond.errors import CodecError
 from paimond.format.roaring.bitmap64 import Roaring64, encode_values, union_bytes
