@@ -96,12 +96,16 @@ def test_leases_exclude_a_second_replica(warehouse: tuple[str, list[Any]]) -> No
     assert wins.count(True) == 1
 
 
+BOTH_SUBMITTED_TIMEOUT_S = 60.0
+
+
 def test_two_replicas_never_work_on_one_table_at_once(warehouse: tuple[str, list[Any]],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     path, specs = warehouse
     active: dict[str, int] = {}
     overlaps, runs = [], []
     lock = threading.Lock()
+    both_submitted = threading.Event()
     original = registry_module.JOBS["compact"]
 
     def counting(table: Any, settings: Any, context: Any) -> Any:
@@ -112,7 +116,9 @@ def test_two_replicas_never_work_on_one_table_at_once(warehouse: tuple[str, list
                 overlaps.append(name)
             runs.append(name)
         try:
-            time.sleep(0.2)
+            # Held until both replicas have submitted their jobs: a second run of this table
+            # could only start while this one is counted. The timeout only bounds a failure.
+            both_submitted.wait(BOTH_SUBMITTED_TIMEOUT_S)
             return original.run(table, settings, context)
         finally:
             with lock:
@@ -123,6 +129,7 @@ def test_two_replicas_never_work_on_one_table_at_once(warehouse: tuple[str, list
     first, _ = _service(path)
     second, _ = _service(path)
     futures = first.tick() + second.tick()
+    both_submitted.set()
     results = [f.result() for f in futures]
     assert overlaps == []
     assert set(runs) == {s.name for s in specs}, "every table is still maintained"
