@@ -84,6 +84,34 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if _needs_oracle(collection_path, set()) else None
 
 
+# --- markers from what a test uses, and the workers that run it ----------------------------
+# make test runs the suite on one pytest-xdist worker per core with --dist loadgroup; make
+# test-fast leaves out `-m "jvm or spark or crash_campaign or slow"`. A test asking for a Java
+# oracle (directly or through another fixture) is `jvm`; one asking for Spark, or under
+# tests/spark/, is `spark`. Tests that start Java by hand carry `jvm` themselves.
+JVM_FIXTURES = {"java_reader", "java_readers", "java_maintainer", "java_readers_here"}
+SPARK_FIXTURES = {"spark"}
+# Spark's local cluster (a master, two workers, two executor JVMs) runs once per session, on one
+# worker; the kill and race campaigns time committers against each other, so they share a
+# worker with no other campaign.
+GROUPS = (("spark", "spark"), ("crash_campaign", "campaigns"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    spark_folder = TESTS / "spark"
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & JVM_FIXTURES:
+            item.add_marker(pytest.mark.jvm)
+        if used & SPARK_FIXTURES or spark_folder in item.path.parents:
+            item.add_marker(pytest.mark.spark)
+        for marker, group in GROUPS:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+
+
 @pytest.fixture(autouse=True)
 def _structlog_defaults() -> Iterator[None]:
     """A test that configures logging (``paimond run`` in-process) leaves no configuration

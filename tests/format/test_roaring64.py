@@ -71,6 +71,7 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> object:
     return ask
 
 
+@pytest.mark.jvm  # starts Java by hand
 def test_bitmaps_and_unions_are_byte_equal_to_java(golden: object) -> None:
     rng = random.Random(64)
     sets = [_bitmap(rng) for _ in range(60)]

@@ -325,6 +325,7 @@ def _tag_json(table: Table, name: str) -> dict[str, Any]:
     return json.loads(Path(table.file_path("tag", f"tag-{name}")).read_text())
 
 
+@pytest.mark.jvm  # starts Java by hand
 def test_tag_files_equal_pypaimons_and_javas(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "wh", {**DAILY, "tag.default-time-retained": "1 d"})
     writer.commit(utc_ms(TIMES[0]))
