@@ -47,9 +47,9 @@ PYTEST := $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 test: install
 	$(PYTEST) $(PYTEST_ARGS)
 
-# make test-fast: what a contributor runs between edits, in about FAST_SECONDS on 2 cores: no
-# JVM, no Spark, no crash campaigns and no test marked slow (the markers tests/conftest.py puts
-# on from the fixtures a test uses; see pyproject.toml).
+# make test-fast: what a contributor runs between edits (about 2,000 tests, one worker per
+# core): no JVM, no Spark, no crash campaigns and no test marked slow; tests/conftest.py puts
+# the jvm and spark markers on from the fixtures a test uses (markers: pyproject.toml).
 FAST_MARKERS := not jvm and not spark and not crash_campaign and not slow
 test-fast: install
 	$(PYTEST) -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
