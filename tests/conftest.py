@@ -95,6 +95,31 @@ SPARK_FIXTURES = {"spark"}
 # worker; the kill and race campaigns time committers against each other, so they share a
 # worker with no other campaign.
 GROUPS = (("spark", "spark"), ("crash_campaign", "campaigns"))
+# `slow`: the tests that took 2.5 CPU seconds or more each (worker and reaped subprocesses) in
+# a -m "not jvm and not spark and not crash_campaign" run; all parameters of a listed test.
+SLOW = (
+    "daemon/test_storage_outage.py::test_two_daemons_through_storage_outages_never_overlap[s3]",
+    "daemon/test_daemon_e2e.py::test_daemon_maintains_an_s3_warehouse",
+    "daemon/test_daemon_e2e.py::test_daemon_maintains_a_local_warehouse",
+    "daemon/test_daemon_e2e.py::test_every_line_is_json_and_a_stop_ends_with_daemon_stopped",
+    "daemon/test_watch_windows.py::test_synthetic_table_with_regeneration_needs",
+    "daemon/test_readiness.py::test_an_s3_bucket_that_does_not_exist_is_not_ready",
+    "lsm/test_lsm_model.py::TestTableLsm",
+    "lsm/test_row_merge.py::test_listagg_collect_merge_map_match_the_model",
+    "cli/test_compact_cli.py::test_a_crash_before_the_snapshot_leaves_the_table_unchanged",
+    "cli/test_compact_cli.py::test_workers_that_start_fresh_compact_alike",
+    "maintenance/test_append_compact.py::"
+    "test_a_killed_run_leaves_the_table_readable_and_the_rerun_cleans",
+    "format/test_manifest_sizes.py::test_each_prefix_size_equals_the_prefix_encoded_whole",
+    "format/test_row_file.py::test_arrow_batches_round_trip_to_the_same_bytes",
+    "interop/test_pypaimon_tables.py::test_build_all_writes_every_table_with_one_snapshot_per_commit",
+)
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    test_id = item.path.relative_to(TESTS).as_posix() + "::" + "::".join(
+        item.nodeid.split("::")[1:])
+    return any(test_id == slow or test_id.startswith((slow + "[", slow + "::")) for slow in SLOW)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -106,6 +131,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.jvm)
         if used & SPARK_FIXTURES or spark_folder in item.path.parents:
             item.add_marker(pytest.mark.spark)
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
         for marker, group in GROUPS:
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
