@@ -110,6 +110,15 @@ SLOW = (
     "cli/test_compact_cli.py::test_workers_that_start_fresh_compact_alike",
     "maintenance/test_append_compact.py::"
     "test_a_killed_run_leaves_the_table_readable_and_the_rerun_cleans",
+    "maintenance/test_changelog_expire.py::test_crash_at_every_point_then_rerun",
+    "maintenance/test_compact_oracle.py::test_compaction_keeps_what_pypaimon_reads",
+    "maintenance/test_manifests_oracle.py::"
+    "test_merge_manifests_commits_one_compact_snapshot_that_reads_the_same",
+    "maintenance/test_manifests_oracle.py::test_a_compaction_commit_merges_from_thirty_manifests_on",
+    "maintenance/test_expire_property.py::test_expiration_keeps_exactly_what_is_referenced",
+    "maintenance/test_expire_oracle.py::"
+    "test_a_crash_after_any_deletion_keeps_kept_snapshots_readable_and_a_rerun_converges",
+    "maintenance/test_memory_budget.py::test_the_estimate_follows_batch_size_and_runs",
     "format/test_manifest_sizes.py::test_each_prefix_size_equals_the_prefix_encoded_whole",
     "format/test_row_file.py::test_arrow_batches_round_trip_to_the_same_bytes",
     "interop/test_pypaimon_tables.py::test_build_all_writes_every_table_with_one_snapshot_per_commit",
