@@ -95,6 +95,9 @@ SPARK_FIXTURES = {"spark"}
 # worker; the kill and race campaigns time committers against each other, so they share a
 # worker with no other campaign.
 GROUPS = (("spark", "spark"), ("crash_campaign", "campaigns"))
+# A module whose last test reports on the others (module state): one worker, in file order;
+# the Java differential's report is `jvm` with the comparisons it reports on.
+ONE_WORKER_MODULES = {"interop/test_java_differential.py": ("java_differential", True)}
 # `slow`: the tests that took 2.5 CPU seconds or more each (worker and reaped subprocesses) in
 # a -m "not jvm and not spark and not crash_campaign" run; all parameters of a listed test.
 SLOW = (
@@ -142,6 +145,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.spark)
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
+        module = ONE_WORKER_MODULES.get(item.path.relative_to(TESTS).as_posix())
+        if module is not None:
+            group, jvm = module
+            item.add_marker(pytest.mark.xdist_group(group))
+            if jvm:
+                item.add_marker(pytest.mark.jvm)
         for marker, group in GROUPS:
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
