@@ -1,4 +1,5 @@
-# The two commands a newcomer needs:  make run  (demo)  and  make test  (suite).
+# The two commands a newcomer needs:  make run  (demo)  and  make test  (suite; make test-fast
+# for the quick subset).
 # Installs go through uv (bootstrapped into .tools/ from PyPI) and the versions locked in uv.lock.
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,7 +9,7 @@ UV := .tools/bin/uv
 SYNC := UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --locked --python $(PYTHON)
 DEMO_WAREHOUSE ?= demo-warehouse
 
-.PHONY: install install-demo install-docs run test lint typecheck docs clean
+.PHONY: install install-demo install-docs run test test-fast lint typecheck docs clean
 
 $(UV):
 	@echo "==> bootstrapping uv $(UV_VERSION) into .tools/"
@@ -34,8 +35,24 @@ run: install-demo
 	$(BIN)/python examples/demo.py $(DEMO_WAREHOUSE) $(DEMO_SECONDS)
 	$(BIN)/paimond status $(DEMO_WAREHOUSE)
 
+# make test: the whole suite on one pytest-xdist worker per core (PYTEST_WORKERS=auto; 2,200
+# tests). --dist loadgroup spreads the tests one by one, except the groups tests/conftest.py
+# gives: every Spark test on one worker (one local Spark cluster per run) and the kill and race
+# campaigns on one worker. Each worker has its own temporary directories, S3 endpoint port and
+# JVMs; Maven jar fetches take a file lock. PYTEST_ARGS adds options (CI's lowest Python:
+# -m "not crash_campaign"); PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+
 test: install
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
+
+# make test-fast: what a contributor runs between edits (about 2,000 tests, one worker per
+# core): no JVM, no Spark, no crash campaigns and no test marked slow; tests/conftest.py puts
+# the jvm and spark markers on from the fixtures a test uses (markers: pyproject.toml).
+FAST_MARKERS := not jvm and not spark and not crash_campaign and not slow
+test-fast: install
+	$(PYTEST) -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -9,7 +9,7 @@ test_python=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$test_python" tests/support/install_check.py make "$work/warehouse"
+PYTHONPATH=tests "$test_python" tests/support/install_check.py make "$work/warehouse"
 .tools/bin/uv build --no-build-logs -o "$work/dist" .  # the wheel from the sdist: no stale build/
 "$python" -m venv "$work/runtime"
 "$work/runtime/bin/pip" install --quiet --disable-pip-version-check "$work"/dist/paimond-*.whl
@@ -23,5 +23,5 @@ for table in db.all_types_pk db.pk_partial_update; do
     "$paimond" expire-snapshots "$work/warehouse" --table "$table" --retain-max 1 --retain-min 1
 done
 "$paimond" status "$work/warehouse"
-"$test_python" tests/support/install_check.py verify "$work/warehouse"
+PYTHONPATH=tests "$test_python" tests/support/install_check.py verify "$work/warehouse"
 echo "runtime-only install: passed"

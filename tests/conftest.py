@@ -1,25 +1,24 @@
-"""Shared fixtures. Service fixtures live in their own modules and are re-exported here."""
+"""Shared fixtures. Service fixtures live in tests/support/ and are re-exported here.
+
+tests/ is on sys.path through pytest's ``pythonpath`` setting (pyproject.toml), so the helpers
+import as ``support.<module>``; test modules import nothing from one another.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from support.java_maintainer import java_maintainer  # noqa: F401
+from support.java_reader import java_reader, java_readers  # noqa: F401
+from support.s3_endpoint import s3_endpoint, s3_storage  # noqa: F401
+from support.spark_session import spark  # noqa: F401
 
-# Test helpers (support/) and the test modules whose cases other folders reuse (format/ for
-# the row codecs, maintenance/ for the deletion-vector scenarios) import by bare name.
 TESTS = Path(__file__).resolve().parent
-SHARED_FOLDERS = (TESTS / "support", TESTS / "format", TESTS / "maintenance")
-sys.path[:0] = [str(folder) for folder in SHARED_FOLDERS]
-
-from java_maintainer import java_maintainer  # noqa: E402, F401
-from java_reader import java_reader, java_readers  # noqa: E402, F401
-from s3_endpoint import s3_endpoint, s3_storage  # noqa: E402, F401
-from spark_session import spark  # noqa: E402, F401
+SUPPORT = TESTS / "support"
 
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=60, deadline=None)
@@ -32,7 +31,7 @@ def oracle_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, lis
 
     Read-only: tests that change a table copy it first.
     """
-    from pypaimon_tables import build_all
+    from support.pypaimon_tables import build_all
 
     warehouse = str(tmp_path_factory.mktemp("oracle") / "wh")
     return warehouse, build_all(warehouse)
@@ -44,8 +43,8 @@ def oracle_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, lis
 # oracle are collected. A file needs one when it, or a helper module of tests/ it imports,
 # imports an oracle or asks for a fixture that builds tables with one.
 ORACLE_MODULES = {"pypaimon", "pypaimon_rust", "pyspark", "pyfory", "kubernetes_validate",
-                  "paimon_python_java", "java_reader", "java_paimon",
-                  "java_maintainer"}
+                  "paimon_python_java", "support.java_reader", "support.java_paimon",
+                  "support.java_maintainer"}
 ORACLE_FIXTURES = {"oracle_warehouse", "spark", "java_reader", "java_readers",
                    "java_maintainer"}
 
@@ -60,15 +59,19 @@ def _needs_oracle(path: Path, seen: set[Path]) -> bool:
         modules: list[str] = []
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "support":
+            modules = [f"support.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
             modules = [node.module]
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if {a.arg for a in node.args.args} & ORACLE_FIXTURES:
                 return True
         for module in modules:
-            top = module.split(".")[0]
-            if top in ORACLE_MODULES or any(_needs_oracle(folder / f"{top}.py", seen)
-                                            for folder in (path.parent, *SHARED_FOLDERS)):
+            parts = module.split(".")
+            if parts[0] in ORACLE_MODULES or ".".join(parts[:2]) in ORACLE_MODULES:
+                return True
+            if parts[0] == "support" and len(parts) > 1 and _needs_oracle(
+                    SUPPORT / f"{parts[1]}.py", seen):
                 return True
     return False
 
@@ -79,6 +82,79 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
     return True if _needs_oracle(collection_path, set()) else None
+
+
+# --- markers from what a test uses, and the workers that run it ----------------------------
+# make test runs the suite on one pytest-xdist worker per core with --dist loadgroup; make
+# test-fast leaves out `-m "jvm or spark or crash_campaign or slow"`. A test asking for a Java
+# oracle (directly or through another fixture) is `jvm`; one asking for Spark, or under
+# tests/spark/, is `spark`. Tests that start Java by hand carry `jvm` themselves.
+JVM_FIXTURES = {"java_reader", "java_readers", "java_maintainer", "java_readers_here"}
+SPARK_FIXTURES = {"spark"}
+# Spark's local cluster (a master, two workers, two executor JVMs) runs once per session, on one
+# worker; the kill and race campaigns time committers against each other, so they share a
+# worker with no other campaign.
+GROUPS = (("spark", "spark"), ("crash_campaign", "campaigns"))
+# A module whose last test reports on the others (module state): one worker, in file order;
+# the Java differential's report is `jvm` with the comparisons it reports on.
+ONE_WORKER_MODULES = {"interop/test_java_differential.py": ("java_differential", True)}
+# `slow`: the tests that took 2.5 CPU seconds or more each (worker and reaped subprocesses) in
+# a -m "not jvm and not spark and not crash_campaign" run; all parameters of a listed test.
+SLOW = (
+    "daemon/test_storage_outage.py::test_two_daemons_through_storage_outages_never_overlap[s3]",
+    "daemon/test_daemon_e2e.py::test_daemon_maintains_an_s3_warehouse",
+    "daemon/test_daemon_e2e.py::test_daemon_maintains_a_local_warehouse",
+    "daemon/test_daemon_e2e.py::test_every_line_is_json_and_a_stop_ends_with_daemon_stopped",
+    "daemon/test_watch_windows.py::test_synthetic_table_with_regeneration_needs",
+    "daemon/test_readiness.py::test_an_s3_bucket_that_does_not_exist_is_not_ready",
+    "lsm/test_lsm_model.py::TestTableLsm",
+    "lsm/test_row_merge.py::test_listagg_collect_merge_map_match_the_model",
+    "cli/test_compact_cli.py::test_a_crash_before_the_snapshot_leaves_the_table_unchanged",
+    "cli/test_compact_cli.py::test_workers_that_start_fresh_compact_alike",
+    "maintenance/test_append_compact.py::"
+    "test_a_killed_run_leaves_the_table_readable_and_the_rerun_cleans",
+    "maintenance/test_changelog_expire.py::test_crash_at_every_point_then_rerun",
+    "maintenance/test_compact_oracle.py::test_compaction_keeps_what_pypaimon_reads",
+    "maintenance/test_manifests_oracle.py::"
+    "test_merge_manifests_commits_one_compact_snapshot_that_reads_the_same",
+    "maintenance/test_manifests_oracle.py::test_a_compaction_commit_merges_from_thirty_manifests_on",
+    "maintenance/test_expire_property.py::test_expiration_keeps_exactly_what_is_referenced",
+    "maintenance/test_expire_oracle.py::"
+    "test_a_crash_after_any_deletion_keeps_kept_snapshots_readable_and_a_rerun_converges",
+    "maintenance/test_memory_budget.py::test_the_estimate_follows_batch_size_and_runs",
+    "format/test_manifest_sizes.py::test_each_prefix_size_equals_the_prefix_encoded_whole",
+    "format/test_row_file.py::test_arrow_batches_round_trip_to_the_same_bytes",
+    "interop/test_pypaimon_tables.py::test_build_all_writes_every_table_with_one_snapshot_per_commit",
+)
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    test_id = item.path.relative_to(TESTS).as_posix() + "::" + "::".join(
+        item.nodeid.split("::")[1:])
+    return any(test_id == slow or test_id.startswith((slow + "[", slow + "::")) for slow in SLOW)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    spark_folder = TESTS / "spark"
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & JVM_FIXTURES:
+            item.add_marker(pytest.mark.jvm)
+        if used & SPARK_FIXTURES or spark_folder in item.path.parents:
+            item.add_marker(pytest.mark.spark)
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+        module = ONE_WORKER_MODULES.get(item.path.relative_to(TESTS).as_posix())
+        if module is not None:
+            group, jvm = module
+            item.add_marker(pytest.mark.xdist_group(group))
+            if jvm:
+                item.add_marker(pytest.mark.jvm)
+        for marker, group in GROUPS:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pypaimon_tables import build_pk_deduplicate
+from support.pypaimon_tables import build_pk_deduplicate
 
 import paimond
 from paimond.clock import SYSTEM_CLOCK

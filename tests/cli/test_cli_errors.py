@@ -20,8 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pypaimon import Schema
-from pypaimon_tables import catalog_for
-from table_history import tree
+from support.pypaimon_tables import catalog_for
+from support.table_history import tree
 
 from paimond.cli.common import EXIT_USAGE
 from paimond.cli.daemon import EXIT_CONFIG

@@ -13,8 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, catalog_for, sort_rows
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate, catalog_for, sort_rows
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK

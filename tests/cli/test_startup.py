@@ -95,7 +95,7 @@ AS_CALLER = FULL_PROBE.format(argv="sys.argv[1:]")
 
 
 def test_compact_loads_only_compaction_code(tmp_path: Path) -> None:
-    from pypaimon_tables import build_pk_deduplicate
+    from support.pypaimon_tables import build_pk_deduplicate
 
     warehouse = str(tmp_path / "wh")
     spec = build_pk_deduplicate(warehouse)
@@ -124,7 +124,7 @@ def test_compact_loads_only_compaction_code(tmp_path: Path) -> None:
 def test_a_caller_of_main_keeps_its_collector_as_it_was(tmp_path: Path) -> None:
     """``main(argv)`` in someone's process: nothing of theirs is frozen (the command freezes
     what its own imports made: test above)."""
-    from pypaimon_tables import build_pk_deduplicate
+    from support.pypaimon_tables import build_pk_deduplicate
 
     warehouse = str(tmp_path / "wh")
     spec = build_pk_deduplicate(warehouse)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from prometheus_client import CollectorRegistry
-from pypaimon_tables import _Writer, catalog_for
+from support.pypaimon_tables import TableWriter, catalog_for
 
 from paimond.clock import Clock
 from paimond.daemon.metrics import Metrics
@@ -31,9 +31,9 @@ def _pending(table: object) -> int | None:
         .changelog_pending_millis  # type: ignore[arg-type]
 
 
-def _table(root: Path, producer: str) -> tuple[_Writer, object]:
+def _table(root: Path, producer: str) -> tuple[TableWriter, object]:
     warehouse = str(root / producer)
-    writer = _Writer(catalog_for(warehouse), "db.t", SCHEMA, primary_keys=["k"],
+    writer = TableWriter(catalog_for(warehouse), "db.t", SCHEMA, primary_keys=["k"],
                      options={"bucket": "1", "changelog-producer": producer})
     return writer, open_table(open_storage(warehouse), warehouse, "db.t")
 
@@ -94,7 +94,7 @@ def test_the_daemon_gauges_it_and_ranks_the_waiting_table_first(tmp_path: Path) 
 
     warehouse = str(tmp_path)
     for name, producer in (("db.cl", "lookup"), ("db.plain", "none")):
-        writer = _Writer(catalog_for(warehouse), name, SCHEMA, primary_keys=["k"],
+        writer = TableWriter(catalog_for(warehouse), name, SCHEMA, primary_keys=["k"],
                          options={"bucket": "1", "changelog-producer": producer})
         writer.commit([{"k": 1, "v": "a"}])
     written_local_ms = Clock().local_ms()

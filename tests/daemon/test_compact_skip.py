@@ -16,9 +16,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pypaimon import Schema
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_tables import catalog_for
 from structlog.testing import capture_logs
-from write_only_writer import SCHEMA, Writer
+from support.pypaimon_tables import catalog_for
+from support.write_only_writer import SCHEMA, Writer
 
 from paimond.clock import Clock
 from paimond.config.settings import load_settings

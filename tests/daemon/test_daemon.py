@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 
 from paimond.config.settings import load_settings
 from paimond.daemon.http.control import Control
@@ -99,12 +99,16 @@ def test_leases_exclude_a_second_replica(warehouse: tuple[str, list[Any]]) -> No
     assert wins.count(True) == 1
 
 
+BOTH_SUBMITTED_TIMEOUT_S = 60.0
+
+
 def test_two_replicas_never_work_on_one_table_at_once(warehouse: tuple[str, list[Any]],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     path, specs = warehouse
     active: dict[str, int] = {}
     overlaps, runs = [], []
     lock = threading.Lock()
+    both_submitted = threading.Event()
     original = registry_module.JOBS["compact"]
 
     def counting(table: Any, settings: Any, context: Any) -> Any:
@@ -115,7 +119,9 @@ def test_two_replicas_never_work_on_one_table_at_once(warehouse: tuple[str, list
                 overlaps.append(name)
             runs.append(name)
         try:
-            time.sleep(0.2)
+            # Held until both replicas have submitted their jobs: a second run of this table
+            # could only start while this one is counted. The timeout only bounds a failure.
+            both_submitted.wait(BOTH_SUBMITTED_TIMEOUT_S)
             return original.run(table, settings, context)
         finally:
             with lock:
@@ -126,6 +132,7 @@ def test_two_replicas_never_work_on_one_table_at_once(warehouse: tuple[str, list
     first, _ = _service(path)
     second, _ = _service(path)
     futures = first.tick() + second.tick()
+    both_submitted.set()
     results = [f.result() for f in futures]
     assert overlaps == []
     assert set(runs) == {s.name for s in specs}, "every table is still maintained"
@@ -192,9 +199,9 @@ def test_trigger_needs_the_token(warehouse: tuple[str, list[Any]]) -> None:
 
 
 def test_the_daemon_maintains_deletion_vectors_through_its_lookup_cache(tmp_path: Path) -> None:
-    from test_dv_compaction import SCENARIOS, _Live
+    from support.dv_scenarios import SCENARIOS, Live
 
-    live = _Live(SCENARIOS[2], str(tmp_path / "wh"))  # BIGINT key, deletion vectors
+    live = Live(SCENARIOS[2], str(tmp_path / "wh"))  # BIGINT key, deletion vectors
     live.write(60)
     cache_dir = tmp_path / "cache"
     service, registry = _service(live.warehouse, PAIMOND_LOOKUP_CACHE_DIRECTORY=str(cache_dir))

@@ -16,9 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
-from s3_endpoint import S3Endpoint
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for
+from support.s3_endpoint import S3Endpoint
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 DEADLINE_S = 180

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from pypaimon_oracle import read_rows
-from write_only_writer import Writer
+from support.pypaimon_oracle import read_rows
+from support.write_only_writer import Writer
 
 from paimond.config.settings import load_settings
 from paimond.daemon.lifecycle import Lifecycle

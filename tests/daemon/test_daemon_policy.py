@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 from prometheus_client import CollectorRegistry
 from pypaimon import Schema
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for
 
 from paimond.cli.main import main
 from paimond.config.settings import load_settings

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import TableSpec, build_pk_listagg, catalog_for
 from structlog.testing import capture_logs
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import TableSpec, build_pk_listagg, catalog_for
 
 from paimond.clock import Clock
 from paimond.config.settings import load_settings

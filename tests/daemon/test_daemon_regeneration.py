@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from file_index_checks import placed_index
-from java_reader import JavaReader, canonical_rows, multiset_diff
 from prometheus_client import CollectorRegistry
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_append_fixed_bucket, catalog_for
-from test_rebuild_dv import _layered
+from support.dv_layered import layered
+from support.file_index_checks import placed_index
+from support.java_reader import JavaReader, canonical_rows, multiset_diff
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_append_fixed_bucket, catalog_for
 
 from paimond.clock import Clock
 from paimond.config.settings import load_settings
@@ -102,7 +102,7 @@ def _java_rows(java: JavaReader, warehouse: str, name: str, filters: tuple[str, 
 
 def test_daemon_builds_vectors_then_rewrites_indexes(tmp_path: Path,
                                                      java_reader: JavaReader) -> None:
-    live = _layered(tmp_path)
+    live = layered(tmp_path)
     clock = SteppingClock()
     daemon, registry = _daemon(live.warehouse, clock)
     name = live.name
@@ -222,7 +222,7 @@ def _settle(daemon: Daemon, clock: SteppingClock, registry: CollectorRegistry, n
 
 
 def test_a_lost_vector_file_is_rebuilt_by_the_daemon(tmp_path: Path) -> None:
-    live = _layered(tmp_path)
+    live = layered(tmp_path)
     catalog_for(live.warehouse).alter_table(
         live.name, [SchemaChange.set_option("deletion-vectors.enabled", "true")])
     clock = SteppingClock()

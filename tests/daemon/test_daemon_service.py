@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 from structlog.testing import capture_logs
+from support.pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
 
 from paimond.config.settings import load_settings
 from paimond.daemon import service as daemon_service

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate
 
 from paimond.clock import SYSTEM_CLOCK
 from paimond.config.settings import load_settings

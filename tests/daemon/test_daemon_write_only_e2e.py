@@ -23,8 +23,8 @@ from pathlib import Path
 import pyarrow as pa
 from prometheus_client import CollectorRegistry
 from pypaimon import Schema
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for, sort_rows
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for, sort_rows
 
 from paimond.clock import Clock
 from paimond.config.settings import load_settings

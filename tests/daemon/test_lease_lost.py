@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from write_only_writer import Writer
+from support.write_only_writer import Writer
 
 from paimond.config.settings import load_settings
 from paimond.daemon.lifecycle import Lifecycle

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from s3_endpoint import S3Endpoint
+from support.s3_endpoint import S3Endpoint
 
 from paimond.cli.main import main
 from paimond.config.settings import load_settings

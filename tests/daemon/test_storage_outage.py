@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from pypaimon_tables import build_pk_deduplicate
-from s3_endpoint import S3Endpoint
+from support.pypaimon_tables import build_pk_deduplicate
+from support.s3_endpoint import S3Endpoint
 
 from paimond.config.settings import load_settings
 from paimond.daemon.lifecycle import Lifecycle

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_compact_plan_streaming as streaming
-from test_append_windows import _windows, add_vectors, write_append
-from test_compact_plan_streaming import write_synthetic
+from support import streaming_tables as streaming
+from support.append_windows import add_vectors, window_count, write_append
+from support.streaming_tables import write_synthetic
 
 from paimond.daemon.tables.watch import Watch, Watcher, watch, windowed_watch
 from paimond.daemon.tables.watch_windows import WatchWindows
@@ -104,7 +104,7 @@ def _regenerating(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) ->
     other = FileIndexBuilder({f.name: f.type for f in schema.fields}, TableOptions.of(
         decode_schema(json.dumps({**schema_json, "options": {
             "file-index.bitmap.columns": "v"}}).encode())).file_index_columns).finish()
-    plain = streaming._file
+    plain = streaming.synthetic_file
 
     def varied(rng: random.Random, n: int, level: int, min_key: int) -> DataFileMeta:
         meta = plain(rng, n, level, min_key)
@@ -115,7 +115,7 @@ def _regenerating(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) ->
             write_cols=("k", "v") if n % 5 == 3 else None,
             external_path=None if meta.extra_files else meta.external_path)  # index: local
 
-    monkeypatch.setattr(streaming, "_file", varied)
+    monkeypatch.setattr(streaming, "synthetic_file", varied)
     table = write_synthetic(tmp_path, {}, seed, partitions=40, delta_chunk=2)
     (tmp_path / "db.db" / "t" / "schema" / "schema-1").write_text(json.dumps(schema_json))
     table = open_table(open_storage(str(tmp_path)), str(tmp_path), "db.t")
@@ -130,7 +130,7 @@ def _regenerating(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) ->
 def test_synthetic_table_with_regeneration_needs(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     table = _regenerating(tmp_path, 1, monkeypatch)
-    assert _windows(table, 300) > 1
+    assert window_count(table, 300) > 1
     found = assert_watch_as_before(table, cases=((300, 1), (300, 7)))
     with monkeypatch.context() as patched:  # nothing kept whole: every such file read back
         patched.setattr(WatchWindows, "whole", lambda self, entry: False)
@@ -177,7 +177,7 @@ def test_append_tables_with_vectors_and_small_files(tmp_path: Path,
                                     "manifest.merge-min-count": "1000"}, 6, partitions=60,
                          delta_chunk=2)
     add_vectors(table, 6)
-    assert _windows(table, 300) > 1
+    assert window_count(table, 300) > 1
     found = assert_watch_as_before(table)
     assert found.gauges["small_files"] > 0 and found.oldest_level0_millis is None
 

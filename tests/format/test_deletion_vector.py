@@ -273,7 +273,7 @@ def test_paimond_reads_pypaimon_tables_dv_files(tmp_path: Path) -> None:
     from pypaimon.common.file_io import FileIO
     from pypaimon.deletionvectors.deletion_vector import DeletionVector
     from pypaimon.table.source.deletion_file import DeletionFile
-    from pypaimon_tables import build_append_deletion_vectors
+    from support.pypaimon_tables import build_append_deletion_vectors
 
     warehouse = tmp_path / "wh"
     build_append_deletion_vectors(str(warehouse))

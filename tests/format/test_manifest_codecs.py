@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from pypaimon.manifest.index_manifest_file import INDEX_MANIFEST_ENTRY_SCHEMA as PY_INDEX_SCHEMA
 from pypaimon.manifest.schema.manifest_entry import MANIFEST_ENTRY_SCHEMA as PY_ENTRY_SCHEMA
 from pypaimon.manifest.schema.manifest_file_meta import MANIFEST_FILE_META_SCHEMA as PY_LIST_SCHEMA
-from pypaimon_manifest_oracle import file_kind, manifest_dir, read_with_pypaimon, write_tables
+from support.manifest_strategies import blobs, codecs, entry_st, i32, i64, names, opt, stats_st, tuples
+from support.pypaimon_manifest_oracle import file_kind, manifest_dir, read_with_pypaimon, write_tables
 
 from paimond.errors import CodecError
 from paimond.format.meta import avro_container
@@ -40,7 +41,6 @@ from paimond.format.meta.manifest import (
     FILE_KIND_ADD,
     DataFileMeta,
     ManifestEntry,
-    SimpleStats,
     decode_manifest,
     encode_manifest,
 )
@@ -57,33 +57,13 @@ ENCODE = {"manifest": encode_manifest, "list": encode_manifest_list,
 
 # ------------------------------------------------------------------ strategies
 
-i32 = st.integers(-(2**31), 2**31 - 1)
-i64 = st.integers(-(2**63), 2**63 - 1)
-names = st.text(max_size=12)
-blobs = st.binary(max_size=40)
 
-
-def opt(s: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.none() | s
-
-
-def tuples(s: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[Any, ...]]:
-    return st.lists(s, max_size=4).map(tuple)
-
-
-stats_st = st.builds(SimpleStats, blobs, blobs, opt(tuples(opt(i64))))
-file_st = st.builds(
-    DataFileMeta, names, i64, i64, blobs, blobs, stats_st, stats_st, i64, i64, i64, i32,
-    tuples(names), opt(i64), opt(i64), opt(blobs), opt(i32), opt(tuples(names)), opt(names),
-    opt(i64), opt(tuples(names)), opt(tuples(i64)))
-entry_st = st.builds(ManifestEntry, st.sampled_from([0, 1]), blobs, i32, i32, file_st)
 meta_st = st.builds(ManifestFileMeta, names, i64, i64, i64, stats_st, i64, opt(i32), opt(i32),
                     opt(i32), opt(i32), opt(i64), opt(i64))
 index_entry_st = st.builds(IndexManifestEntry, st.sampled_from([0, 1]), blobs, i32, st.builds(
     IndexFileMeta, names, names, i64, i64,
     opt(tuples(st.builds(DeletionVectorMeta, names, i32, i32, opt(i64)))), opt(names),
     opt(st.builds(GlobalIndexMeta, i64, i64, i32, opt(tuples(i32)), opt(blobs), opt(blobs)))))
-codecs = st.sampled_from(["zstd", "null", "deflate", "snappy", "bzip2", "xz"])
 
 
 def _round_trip(kind: str, items: list[Any], compression: str) -> None:

@@ -6,24 +6,15 @@ a cut (``rest``), which re-block the records already encoded without encoding th
 from __future__ import annotations
 
 import pytest
-from test_manifest_sizes import _entries
+from support.manifest_containers import CODECS, unsynced
+from support.manifest_entries import manifest_entries
 
-from paimond.format.meta import avro_container
 from paimond.format.meta.manifest import (
     ManifestEntry,
     decode_manifest,
     encode_manifest,
     manifest_sizes,
 )
-
-CODECS = ["zstd", "none", "deflate", "bzip2", "xz"]
-
-
-def unsynced(data: bytes) -> bytes:
-    """The container with its sync marker (after the header and every block) zeroed."""
-    _, sync, _ = avro_container._read_header(memoryview(data))
-    assert data.count(bytes(sync)) >= 1
-    return data.replace(bytes(sync), bytes(16))
 
 
 def as_written(entries: list[ManifestEntry], compression: str) -> bytes:
@@ -32,7 +23,7 @@ def as_written(entries: list[ManifestEntry], compression: str) -> bytes:
 
 @pytest.mark.parametrize("compression", CODECS)
 def test_each_prefix_container_is_the_prefix_encoded_whole(compression: str) -> None:
-    entries = _entries(1500, seed=len(compression) + 10)
+    entries = manifest_entries(1500, seed=len(compression) + 10)
     sizes = manifest_sizes(entries, compression=compression)
     for count in (1500, 0, 1, 299, 300, 301, 999, 1000, 1001, 1499):
         made = sizes.container(count)
@@ -45,7 +36,7 @@ def test_each_prefix_container_is_the_prefix_encoded_whole(compression: str) -> 
 
 @pytest.mark.parametrize("compression", CODECS)
 def test_the_prefixes_after_a_cut_are_those_of_the_rest(compression: str) -> None:
-    entries = _entries(1400, seed=len(compression) + 20)
+    entries = manifest_entries(1400, seed=len(compression) + 20)
     for cut in (0, 1, 450, 700, 1399, 1400):
         sizes = manifest_sizes(entries, compression=compression)
         assert sizes.size(1400) is not None  # everything encoded before the cut
@@ -61,7 +52,7 @@ def test_the_prefixes_after_a_cut_are_those_of_the_rest(compression: str) -> Non
 def test_cuts_of_a_list_cut_in_front_and_partly_encoded() -> None:
     """As the streamed merge uses them: the written entries removed from the list's front,
     more appended later, only some encoded before each cut."""
-    entries = _entries(2600, seed=7)
+    entries = manifest_entries(2600, seed=7)
     held = entries[:900]
     sizes = manifest_sizes(held, compression="zstd")
     assert sizes.size(600) is not None and sizes.follows(held)

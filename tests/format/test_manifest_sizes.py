@@ -7,37 +7,17 @@ from __future__ import annotations
 import random
 
 import pytest
+from support.manifest_entries import manifest_entries
 
-from paimond.format.binary.binary_row import encode_manifest_row
 from paimond.format.meta.manifest import (
-    EMPTY_STATS,
-    FILE_KIND_ADD,
-    DataFileMeta,
-    ManifestEntry,
     encode_manifest,
     manifest_sizes,
 )
-from paimond.format.types.data_types import IntType
-
-
-def _entries(count: int, seed: int) -> list[ManifestEntry]:
-    """Entries of varied width (names, key bytes), so blocks close at varied records."""
-    rng = random.Random(seed)
-    out = []
-    for i in range(count):
-        name = f"data-{rng.getrandbits(64):x}-{i}" + "x" * rng.randrange(0, 200)
-        key = rng.randbytes(rng.randrange(0, 64))
-        file = DataFileMeta(name, rng.randrange(1, 1 << 30), rng.randrange(1, 1 << 20), key, key,
-                            EMPTY_STATS, EMPTY_STATS, 0, i, 0, rng.randrange(0, 5), (), None,
-                            0, None, 0, None, None, None, None, None)
-        out.append(ManifestEntry(FILE_KIND_ADD, encode_manifest_row([i % 7], [IntType()]),
-                                 i % 3, 4, file))
-    return out
 
 
 @pytest.mark.parametrize("compression", ["zstd", "none", "deflate", "bzip2", "xz"])
 def test_each_prefix_size_equals_the_prefix_encoded_whole(compression: str) -> None:
-    entries = _entries(1500, seed=len(compression))
+    entries = manifest_entries(1500, seed=len(compression))
     sizes = manifest_sizes(entries, compression=compression)
     # the last prefix first: what was encoded is reused for the shorter ones
     points = [1500, 0, 1, 2, 299, 300, 301, 999, 1000, 1001, 1499]
@@ -48,7 +28,7 @@ def test_each_prefix_size_equals_the_prefix_encoded_whole(compression: str) -> N
 
 
 def test_prefixes_from_a_first_entry_on() -> None:
-    entries = _entries(1200, seed=5)
+    entries = manifest_entries(1200, seed=5)
     sizes = manifest_sizes(entries, first=700)
     for count in (500, 0, 1, 250, 499):
         assert sizes.size(count) == len(encode_manifest(entries[700:700 + count])), count
@@ -56,7 +36,7 @@ def test_prefixes_from_a_first_entry_on() -> None:
 
 
 def test_a_prefix_longer_than_the_entries_has_no_size() -> None:
-    entries = _entries(10, seed=1)
+    entries = manifest_entries(10, seed=1)
     sizes = manifest_sizes(entries)
     assert sizes.size(5) == len(encode_manifest(entries[:5]))
     assert len(sizes) == 5  # encoded only as far as asked

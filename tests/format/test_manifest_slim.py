@@ -9,7 +9,7 @@ import fastavro
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_manifest_codecs import codecs, entry_st
+from support.manifest_strategies import codecs, entry_st
 
 from paimond.errors import CodecError
 from paimond.format.meta.avro_container import read_records, read_records_at

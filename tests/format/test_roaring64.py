@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from java_reader import find_jar, unavailable_reason
+from support.java_reader import find_jar, unavailable_reason
 
 from paimond.errors import CodecError
 from paimond.format.roaring.bitmap64 import Roaring64, encode_values, union_bytes
@@ -71,6 +71,7 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> object:
     return ask
 
 
+@pytest.mark.jvm  # starts Java by hand
 def test_bitmaps_and_unions_are_byte_equal_to_java(golden: object) -> None:
     rng = random.Random(64)
     sets = [_bitmap(rng) for _ in range(60)]

@@ -15,7 +15,8 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
-from test_row_codec import (
+from support.row_file_parts import decompress, split
+from support.row_values import (
     ROW_TYPES,
     ROWFILE_DIR,
     canon,
@@ -30,7 +31,6 @@ from paimond.format.row_file.file import RowFileFooter, RowFileReader, RowFileWr
 from paimond.format.row_file.index import (
     FOOTER_SIZE,
     BlockIndex,
-    decode_block_index,
     decode_footer,
     encode_block_index,
     encode_footer,
@@ -68,18 +68,6 @@ def write(rtype: RowType, rows: list[Any], block_size: int = 65536, level: int =
 
 def reader(data: bytes, rtype: RowType, source: BinaryIO | None = None) -> RowFileReader:
     return RowFileReader(source or io.BytesIO(data), rtype, path=PATH)
-
-
-def split(data: bytes) -> tuple[RowFileFooter, BlockIndex, list[bytes]]:
-    """Footer, index and compressed blocks of a file, decoded without the reader."""
-    footer = decode_footer(data[-FOOTER_SIZE:])
-    index = decode_block_index(data[footer.index_offset:footer.index_offset + footer.index_length])
-    ends = [sum(index.compressed_sizes[:i + 1]) for i in range(footer.block_count)]
-    return footer, index, [data[e - s:e] for e, s in zip(ends, index.compressed_sizes, strict=True)]
-
-
-def decompress(block: bytes) -> bytes:
-    return zstandard.ZstdDecompressor().decompressobj().decompress(block)
 
 
 def assemble(blocks: list[bytes], row_starts: list[int], rows: int, *,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from java_reader import JavaReader, find_jar
+from support.java_reader import JavaReader, find_jar
 
 from paimond.format.binary.sort_keys import (
     hilbert_index,

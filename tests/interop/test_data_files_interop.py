@@ -26,9 +26,9 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 from pypaimon import Schema
-from pypaimon_oracle import live_files, read_rows
-from pypaimon_tables import catalog_for, sort_rows
-from table_append import append_files
+from support.pypaimon_oracle import live_files, read_rows
+from support.pypaimon_tables import catalog_for, sort_rows
+from support.table_append import append_files
 
 from paimond.format.binary.binary_row import decode_manifest_row
 from paimond.format.meta.schema import TableSchema

@@ -26,7 +26,15 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_fory_row import FIXED_TYPES, INT64, MAP_KEY_TYPES, decimal_types, non_null_values, same, struct_of
+from support.fory_values import (
+    FIXED_TYPES,
+    INT64,
+    MAP_KEY_TYPES,
+    decimal_types,
+    non_null_values,
+    same,
+    struct_of,
+)
 
 from paimond.format.fory_row import decode_row, encode_row
 from paimond.format.fory_row.layout import Node, array_header_size, bitmap_size, compile_schema

@@ -29,10 +29,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_maintainer import JavaMaintainer
-from java_reader import JavaReader, JavaReaders, available, multiset_diff
 from pypaimon import Schema
-from pypaimon_tables import catalog_for
+from support.java_maintainer import JavaMaintainer
+from support.java_reader import JavaReader, JavaReaders, available, multiset_diff
+from support.pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob

@@ -29,19 +29,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from file_index_checks import placed_index
-from java_reader import (
+from pypaimon.schema.schema_change import SchemaChange
+from support.dv_layered import enable_vectors, layered
+from support.dv_scenarios import SCENARIOS, Live, Scenario
+from support.file_index_checks import placed_index
+from support.java_reader import (
     JavaRead,
     JavaReader,
     JavaReadError,
     canonical_rows,
     multiset_diff,
 )
-from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_tables import TableSpec, catalog_for
-from test_dv_compaction import SCENARIOS, Scenario, _Live
-from test_rebuild_dv import _enable_vectors, _layered
-from write_only_writer import Writer
+from support.pypaimon_tables import TableSpec, catalog_for
+from support.write_only_writer import Writer
 
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import RefusedError
@@ -208,7 +208,7 @@ def test_all_types_primary_key_table_after_full_compaction(
 # ---- deletion vectors written by paimond ---------------------------------------------------
 
 
-def _without_vectors(live: _Live, target: Path) -> str:
+def _without_vectors(live: Live, target: Path) -> str:
     """A copy whose latest snapshot lists no index manifest (no vectors to apply)."""
     shutil.copytree(live.warehouse, target)
     table = open_table(open_storage(str(target)), str(target), live.name)
@@ -222,7 +222,7 @@ def _without_vectors(live: _Live, target: Path) -> str:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_deletion_vector_tables_read_alike_after_every_compaction(
         scenario: Scenario, java_reader: JavaReader, tmp_path: Path) -> None:
-    live = _Live(scenario, str(tmp_path / "wh"))
+    live = Live(scenario, str(tmp_path / "wh"))
     # A compaction may upgrade a pypaimon-written level-0 file without rewriting it; Java
     # then reads pypaimon's dictionary-encoded DECIMAL(12,2) (FIXED_LEN_BYTE_ARRAY) and fails
     # ("UnsupportedOperationException: ...PlainValuesDictionary$PlainBinaryDictionary" in
@@ -260,8 +260,8 @@ def test_deletion_vector_tables_read_alike_after_every_compaction(
 
 
 def test_rebuilt_deletion_vectors_read_alike(java_reader: JavaReader, tmp_path: Path) -> None:
-    live = _layered(tmp_path)
-    _enable_vectors(live)
+    live = layered(tmp_path)
+    enable_vectors(live)
     before_id = live.table.snapshots.latest_id()
     # Vectors enabled, none written yet: both read every level >= 1 row unmerged.
     unvectored = compare(java_reader, live.warehouse, live.name, "before rebuild-dv")

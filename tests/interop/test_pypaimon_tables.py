@@ -12,14 +12,14 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
-from pypaimon_oracle import (
+from support.pypaimon_oracle import (
     index_entries,
     live_files,
     read_rows,
     read_rows_rust,
     snapshot_ids,
 )
-from pypaimon_tables import BUILDERS, TableSpec, build_all, build_pk_deduplicate, catalog_for
+from support.pypaimon_tables import BUILDERS, TableSpec, build_all, build_pk_deduplicate, catalog_for
 
 NAMES = list(BUILDERS)
 # pypaimon-rust 0.4.0: "<type> type is not supported as partition key".

@@ -31,10 +31,10 @@ from pypaimon.read.reader.format_row_reader import FormatRowReader
 from pypaimon.schema.data_types import AtomicType, DataField
 from pypaimon.table.special_fields import SpecialFields
 from pypaimon.write.writer.format_row_writer import FormatRowWriter
-from pypaimon_oracle import live_files, read_rows
-from pypaimon_tables import catalog_for, sort_rows
-from table_append import append_files
-from test_row_file import decompress, split
+from support.pypaimon_oracle import live_files, read_rows
+from support.pypaimon_tables import catalog_for, sort_rows
+from support.row_file_parts import decompress, split
+from support.table_append import append_files
 
 from paimond.format.binary.binary_row import EMPTY_MANIFEST_ROW
 from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pypaimon_oracle import index_entries, live_files, snapshot_ids
+from support.pypaimon_oracle import index_entries, live_files, snapshot_ids
 
 from paimond.format.binary.binary_row import decode_manifest_row, encode_manifest_row
 from paimond.format.meta.manifest import DataFileMeta, SimpleStats

@@ -18,8 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_paimon import classpath_text
-from java_reader import JavaReader
+from support.java_paimon import classpath_text
+from support.java_reader import JavaReader
 
 from paimond.lsm.row_merge import make_field_agg
 from paimond.table.options.merge import MergeConfig

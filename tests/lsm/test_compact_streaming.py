@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pypaimon_tables import build_pk_deduplicate
+from support.pypaimon_tables import build_pk_deduplicate
 
 from paimond.errors import CorruptFileError
 from paimond.lsm import rewrite

@@ -25,8 +25,8 @@ import pyarrow as pa
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from pypaimon_oracle import read_rows
-from pypaimon_tables import _not_null, _Writer, catalog_for
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import TableWriter, catalog_for, not_null
 
 from paimond.clock import Clock
 from paimond.format.binary.binary_row import decode_manifest_row
@@ -275,7 +275,7 @@ TestPureLsm.settings = settings(stateful_step_count=50, deadline=None)
 NOON = Clock(fixed_ms=1_795_348_800_000)  # 2026-11-22 12:00 UTC
 FAR_FUTURE = Clock(fixed_ms=4_102_444_800_000)
 _NAME = "db.lsm"
-_SCHEMA = pa.schema([_not_null("k", pa.int32()), ("v", pa.string()), ("rk", pa.string())])
+_SCHEMA = pa.schema([not_null("k", pa.int32()), ("v", pa.string()), ("rk", pa.string())])
 _RETRACT_KINDS = (1, 3)  # _VALUE_KIND of -U and -D
 
 
@@ -305,7 +305,7 @@ class TableLsm(RuleBasedStateMachine):
                    "num-levels": str(num_levels),
                    "compaction.max-size-amplification-percent": str(amp),
                    "compaction.size-ratio": str(ratio)}
-        self.writer = _Writer(catalog_for(self.warehouse), _NAME, _SCHEMA, primary_keys=("k",),
+        self.writer = TableWriter(catalog_for(self.warehouse), _NAME, _SCHEMA, primary_keys=("k",),
                               options=options)
         self.table: Table = open_table(open_storage(self.warehouse), self.warehouse, _NAME)
         self.trigger, self.max_level = trigger, num_levels - 1

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from nested_model import (
+from support.nested_model import (
     ADD,
     RETRACT,
     canonical,

@@ -20,10 +20,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_reader import unavailable_reason
 from pypaimon import Schema
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
+from support.java_reader import unavailable_reason
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError

@@ -22,18 +22,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from java_reader import JavaReader, canonical_rows, multiset_diff
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import live_files, read_rows, read_rows_rust
-from pypaimon_tables import (
-    _not_null,
-    _Writer,
+from support.java_reader import JavaReader, canonical_rows, multiset_diff
+from support.pypaimon_oracle import live_files, read_rows, read_rows_rust
+from support.pypaimon_tables import (
+    TableWriter,
     build_append_fixed_bucket,
     build_append_unaware,
     catalog_for,
+    not_null,
 )
-from table_history import assert_exactly_referenced
+from support.table_history import assert_exactly_referenced
 
 from paimond.clock import Clock
 from paimond.errors import UnsupportedError
@@ -204,8 +204,8 @@ def _reads_of_every_snapshot(warehouse: str, table: Table) -> dict[int, pa.Table
 
 def _split_rows(warehouse: str, name: str) -> dict[tuple[Any, int], list[dict[str, Any]]]:
     """pypaimon's rows per (partition, bucket), in its read order (no sorting)."""
-    from pypaimon_oracle import _table
-    builder = _table(warehouse, name, None).new_read_builder()
+    from support.pypaimon_oracle import pypaimon_table
+    builder = pypaimon_table(warehouse, name, None).new_read_builder()
     out: dict[tuple[Any, int], list[dict[str, Any]]] = defaultdict(list)
     for split in builder.new_scan().plan().splits():
         rows = builder.new_read().to_arrow([split]).to_pylist()
@@ -314,8 +314,8 @@ def test_orc_with_file_index_and_rolling_through_the_registry(tmp_path: Path) ->
     """ORC files with a bloom-filter index, a small target size so outputs roll, the job run
     as the CLI, daemon and Spark run it (``JOBS['compact']``)."""
     warehouse = str(tmp_path / "wh")
-    schema = pa.schema([_not_null("id", pa.int64()), ("s", pa.string())])
-    writer = _Writer(catalog_for(warehouse), "db.append_orc", schema, options={
+    schema = pa.schema([not_null("id", pa.int64()), ("s", pa.string())])
+    writer = TableWriter(catalog_for(warehouse), "db.append_orc", schema, options={
         "bucket": "-1", "file.format": "orc", "file-index.bloom-filter.columns": "id",
         "target-file-size": "40kb", "compaction.min.file-num": "3"})
     rng, rows = random.Random(5), []
@@ -358,8 +358,8 @@ def test_fixed_bucket_deletion_vectors(tmp_path: Path, java_reader: JavaReader) 
     compaction reads through the vectors, rewrites every file with one, and the bucket's
     index file loses their entries."""
     warehouse = str(tmp_path / "wh")
-    schema = pa.schema([_not_null("id", pa.int32()), ("v", pa.string())])
-    writer = _Writer(catalog_for(warehouse), "db.append_dv", schema, options={
+    schema = pa.schema([not_null("id", pa.int32()), ("v", pa.string())])
+    writer = TableWriter(catalog_for(warehouse), "db.append_dv", schema, options={
         "bucket": "2", "bucket-key": "id", "deletion-vectors.enabled": "true"})
     rows = []
     for commit in range(4):
@@ -394,8 +394,8 @@ def test_unaware_deletion_vectors(tmp_path: Path, java_reader: JavaReader) -> No
     20) and every file of b are large and kept. Afterwards A1's index file is replaced by
     one holding A2's vector alone, A3's index file is gone, b's is untouched."""
     warehouse = str(tmp_path / "wh")
-    schema = pa.schema([("dt", pa.string()), _not_null("id", pa.int32())])
-    writer = _Writer(catalog_for(warehouse), "db.unaware_dv", schema, partition_keys=("dt",),
+    schema = pa.schema([("dt", pa.string()), not_null("id", pa.int32())])
+    writer = TableWriter(catalog_for(warehouse), "db.unaware_dv", schema, partition_keys=("dt",),
                      options={"bucket": "-1", "deletion-vectors.enabled": "true",
                               "target-file-size": "2kb", "compaction.small-file-ratio": "0.01"})
     for commit in range(4):
@@ -452,16 +452,16 @@ def test_evolved_schema_and_file_num_limit(tmp_path: Path, java_reader: JavaRead
     the old rows reading null there. ``compaction.file-num-limit=7`` makes the coordinator
     scan 7 of the 12 small files (manifest order): one task of those 7, the other 5 stay."""
     warehouse = str(tmp_path / "wh")
-    schema = pa.schema([_not_null("id", pa.int32())])
-    writer = _Writer(catalog_for(warehouse), "db.evolved", schema,
+    schema = pa.schema([not_null("id", pa.int32())])
+    writer = TableWriter(catalog_for(warehouse), "db.evolved", schema,
                      options={"bucket": "-1", "compaction.file-num-limit": "7"})
     for commit in range(6):
         writer.commit([{"id": commit * 10 + i} for i in range(3)])
     catalog_for(warehouse).alter_table(
         "db.evolved", [SchemaChange.add_column("note", AtomicType("STRING"))], False)
-    evolved = _Writer.__new__(_Writer)
+    evolved = TableWriter.__new__(TableWriter)
     evolved.table = catalog_for(warehouse).get_table("db.evolved")
-    evolved.write_schema = pa.schema([_not_null("id", pa.int32()), ("note", pa.string())])
+    evolved.write_schema = pa.schema([not_null("id", pa.int32()), ("note", pa.string())])
     evolved.commits = 0
     for commit in range(6, 12):
         evolved.commit([{"id": commit * 10 + i, "note": f"n{commit}"} for i in range(3)])
@@ -491,8 +491,8 @@ def test_a_vector_added_meanwhile_makes_the_commit_replan(tmp_path: Path, bucket
     conflicts (the rewrite would bring the rows back), the job re-plans, and the second
     attempt reads through the vector."""
     warehouse = str(tmp_path / "wh")
-    schema = pa.schema([_not_null("id", pa.int32())])
-    writer = _Writer(catalog_for(warehouse), "db.meanwhile", schema, options={
+    schema = pa.schema([not_null("id", pa.int32())])
+    writer = TableWriter(catalog_for(warehouse), "db.meanwhile", schema, options={
         "bucket": bucket, "deletion-vectors.enabled": "true",
         **({"bucket-key": "id"} if bucket != "-1" else {})})
     for commit in range(6):
@@ -522,12 +522,12 @@ def test_a_vector_added_meanwhile_makes_the_commit_replan(tmp_path: Path, bucket
 
 def test_refusals(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
-    schema = pa.schema([_not_null("id", pa.int32())])
+    schema = pa.schema([not_null("id", pa.int32())])
     for name, options, reason in [
         ("clustered", {"bucket": "-1", "clustering.columns": "id",
                        "clustering.incremental": "true"}, "clustering.incremental"),
     ]:
-        writer = _Writer(catalog_for(warehouse), f"db.{name}", schema, options=options)
+        writer = TableWriter(catalog_for(warehouse), f"db.{name}", schema, options=options)
         writer.commit([{"id": 1}])
         table = _open(warehouse, f"db.{name}")
         with pytest.raises(UnsupportedError, match=reason):  # the job clusters such a table
@@ -571,8 +571,8 @@ def test_output_statistics_match_the_rows(tmp_path: Path) -> None:
              if f["file_name"] in added]
     assert len(files) == len(added)
     from pypaimon.table.row.generic_row import GenericRowDeserializer
-    from pypaimon_oracle import _table
-    all_fields = _table(warehouse, spec.name, None).table_schema.fields
+    from support.pypaimon_oracle import pypaimon_table
+    all_fields = pypaimon_table(warehouse, spec.name, None).table_schema.fields
     for file in files:
         ids = pq.ParquetFile(file["path"]).read(columns=["id", "msg"])
         stats = file["value_stats"]

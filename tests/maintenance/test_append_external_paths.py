@@ -18,8 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pypaimon.common.external_path_provider import EntropyInjectExternalPathProvider
-from pypaimon_oracle import live_files, read_rows, read_rows_rust, snapshot_ids
-from pypaimon_tables import _not_null, _Writer, catalog_for
+from support.pypaimon_oracle import live_files, read_rows, read_rows_rust, snapshot_ids
+from support.pypaimon_tables import TableWriter, catalog_for, not_null
 
 from paimond.clock import Clock
 from paimond.errors import UnsupportedError
@@ -34,7 +34,7 @@ from paimond.table.storage.interface import open_storage
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))
 NAME = "db.external"
-SCHEMA = pa.schema([("dt", pa.string()), _not_null("id", pa.int64()), ("v", pa.string())])
+SCHEMA = pa.schema([("dt", pa.string()), not_null("id", pa.int64()), ("v", pa.string())])
 
 
 def _options(raw: dict[str, str]) -> TableOptions:
@@ -94,7 +94,7 @@ def _table_with_external(tmp_path: Path, *, target: str | None = None) -> tuple[
                "file-index.in-manifest-threshold": "1 b"}
     if target:
         options["target-file-size"] = target
-    writer = _Writer(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
+    writer = TableWriter(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
                      options=options)
     for commit in range(6):
         writer.commit([{"dt": "a" if i % 3 else "b", "id": commit * 1000 + i, "v": f"v{i}" * 20}
@@ -161,8 +161,8 @@ def test_primary_key_compaction_writes_data_and_changelog_externally(tmp_path: P
     them; the table reads the same rows."""
     warehouse = str(tmp_path / "wh")
     roots = [str(tmp_path / "e1"), str(tmp_path / "e2")]
-    schema = pa.schema([_not_null("k", pa.int64()), ("v", pa.string())])
-    writer = _Writer(catalog_for(warehouse), "db.pk_external", schema, primary_keys=("k",),
+    schema = pa.schema([not_null("k", pa.int64()), ("v", pa.string())])
+    writer = TableWriter(catalog_for(warehouse), "db.pk_external", schema, primary_keys=("k",),
                      options={"bucket": "2", "changelog-producer": "lookup",
                               "data-file.external-paths": ",".join(f"file://{r}" for r in roots),
                               "data-file.external-paths.strategy": "round-robin"})

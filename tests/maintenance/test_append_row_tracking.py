@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from java_reader import JavaReader, canonical_rows
-from pypaimon_oracle import live_files, read_rows, read_rows_rust
-from pypaimon_tables import _not_null, _Writer, catalog_for
+from support.java_reader import JavaReader, canonical_rows
+from support.pypaimon_oracle import live_files, read_rows, read_rows_rust
+from support.pypaimon_tables import TableWriter, catalog_for, not_null
 
 from paimond.clock import Clock
 from paimond.lsm.deletion_vectors import vector_of
@@ -33,10 +33,10 @@ from paimond.table.storage.interface import open_storage
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))
 NAME = "db.row_tracking"
-SCHEMA = pa.schema([("dt", pa.string()), _not_null("id", pa.int64()), ("v", pa.string())])
+SCHEMA = pa.schema([("dt", pa.string()), not_null("id", pa.int64()), ("v", pa.string())])
 
 
-def _write(writer: _Writer, start: int, commits: int) -> None:
+def _write(writer: TableWriter, start: int, commits: int) -> None:
     for commit in range(start, start + commits):
         writer.commit([{"dt": "a" if i % 3 else "b", "id": commit * 100 + i, "v": f"v{i}"}
                        for i in range(7)])
@@ -98,7 +98,7 @@ def test_compaction_keeps_row_ids_and_sequences(tmp_path: Path, dv: bool,
                "compaction.min.file-num": "3"}
     if dv:
         options["deletion-vectors.enabled"] = "true"
-    writer = _Writer(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
+    writer = TableWriter(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
                      options=options)
     _write(writer, 0, 6)
     table = open_table(open_storage(warehouse), warehouse, NAME)
@@ -150,7 +150,7 @@ def test_a_file_without_ids_is_refused_by_its_task(tmp_path: Path) -> None:
     """A row-tracking file with neither firstRowId nor _ROW_ID cannot keep its ids: the
     task fails naming the file and nothing is committed."""
     warehouse = str(tmp_path / "wh")
-    writer = _Writer(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
+    writer = TableWriter(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
                      options={"bucket": "-1", "file.format": "parquet",
                               "compaction.min.file-num": "3"})
     _write(writer, 0, 4)

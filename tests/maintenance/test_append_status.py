@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from pypaimon_tables import _not_null, _Writer, catalog_for
+from support.pypaimon_tables import TableWriter, catalog_for, not_null
 
 from paimond.cli.report import render_text
 from paimond.clock import Clock
@@ -29,8 +29,8 @@ CLOCK = Clock(fixed_ms=int(datetime.datetime(2026, 11, 22, 12, 0).timestamp() * 
 
 def test_small_files_and_deleted_rows(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
-    schema = pa.schema([("dt", pa.string()), _not_null("id", pa.int64())])
-    writer = _Writer(catalog_for(warehouse), "db.small", schema, partition_keys=("dt",),
+    schema = pa.schema([("dt", pa.string()), not_null("id", pa.int64())])
+    writer = TableWriter(catalog_for(warehouse), "db.small", schema, partition_keys=("dt",),
                      options={"bucket": "-1", "deletion-vectors.enabled": "true"})
     for commit in range(7):
         writer.commit([{"dt": "a" if commit < 6 else "b", "id": commit * 10 + i}

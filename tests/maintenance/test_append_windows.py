@@ -5,30 +5,17 @@ tables and on synthetic ones whose delta manifests delete, re-add and span windo
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import json
-import random
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from support.append_windows import NOON, add_vectors, window_count, write_append
 
-from paimond.clock import Clock
-from paimond.format.binary.binary_row import encode_manifest_row
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.meta.manifest import (
-    FILE_KIND_ADD,
-    FILE_KIND_DELETE,
-    DataFileMeta,
     ManifestEntry,
-    SimpleStats,
 )
-from paimond.format.meta.schema import decode_schema
-from paimond.format.meta.snapshot import Snapshot, encode_snapshot
-from paimond.lsm.deletion_vectors import vector_of
 from paimond.lsm.task import CompactTask
 from paimond.maintenance.compact.append_plan import (
     AppendCompactOptions,
@@ -42,17 +29,11 @@ from paimond.maintenance.compact.append_plan import (
 )
 from paimond.maintenance.compact.plan import CompactionPlan, expired_partitions
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit.committer import CommitChanges, Committer
-from paimond.table.commit.manifest_files import ManifestWriter
-from paimond.table.indexes.deletion_vectors import bucket_dv_entry, write_deletion_vectors
+from paimond.table.indexes.deletion_vectors import bucket_dv_entry
 from paimond.table.layout import partition_text
 from paimond.table.options.core import TableOptions
-from paimond.table.scan.partition_windows import partition_windows
-from paimond.table.scan.snapshot_scan import read_manifest_list, scan_snapshot
+from paimond.table.scan.snapshot_scan import scan_snapshot
 from paimond.table.storage.interface import open_storage
-
-NOON = datetime.datetime(2026, 11, 22, 12, 0)
-CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))
 
 
 def eager_plan(table: Table, *, full: bool = False,
@@ -154,109 +135,6 @@ def test_pypaimon_tables_plan_as_before(oracle_warehouse: tuple[str, list[Any]],
         assert_plans_as_before(table, budget)
 
 
-APPEND_SCHEMA = {"version": 3, "id": 0,
-                 "fields": [{"id": 0, "name": "dt", "type": "STRING NOT NULL"},
-                            {"id": 1, "name": "v", "type": "BIGINT"},
-                            {"id": 2, "name": "a", "type": "INT"},
-                            {"id": 3, "name": "b", "type": "INT"}],
-                 "highestFieldId": 3, "partitionKeys": ["dt"], "primaryKeys": [],
-                 "options": {"target-file-size": "16 mb"}, "timeMillis": 0}
-
-
-def write_append(root: Path, options: dict[str, str], seed: int, *, partitions: int = 6,
-                 delta_chunk: int = 3, levels: bool = False) -> Table:
-    """An append table (``bucket`` from ``options``: -1 one bucket 0 of -1 total, else two
-    buckets) of ``partitions`` partitions over base manifests of two partitions each, then
-    delta manifests of ``delta_chunk`` entries that delete files (one never added), re-add a
-    deleted one and delete one of the farthest partition in one manifest; sizes around the
-    compaction file size, min sequence numbers out of file order and tied, extra files,
-    external paths, missing creation times; ``levels``: some files above level 0."""
-    table_dir = root / "db.db" / "t"
-    for sub in ("schema", "snapshot", "manifest"):
-        (table_dir / sub).mkdir(parents=True)
-    schema_json = json.dumps({**APPEND_SCHEMA, "options": {
-        **APPEND_SCHEMA["options"], **options}}).encode()
-    (table_dir / "schema" / "schema-0").write_bytes(schema_json)
-    schema = decode_schema(schema_json)
-    unaware = options.get("bucket", "-1") == "-1"
-    buckets, total = ((0,), -1) if unaware else ((0, 1), 2)
-    rng = random.Random(seed)
-    writer = ManifestWriter(open_storage(str(root)), str(table_dir),
-                            schema.partition_type.field_types)
-    empty = SimpleStats(b"", b"", ())
-    added: list[ManifestEntry] = []
-    base, written, n = [], 0, 0
-    for p in range(partitions):
-        partition = encode_manifest_row([f"2024-01-{p:03d}"], schema.partition_type.field_types)
-        if p % 2 == 0 and added:  # a manifest per two partitions: windows cut between them
-            base.append(writer.write_manifest(added[written:]))
-            written = len(added)
-        for bucket in buckets:
-            for _ in range(rng.randint(2, 14)):
-                n += 1
-                level = 5 if levels and rng.random() < 0.3 else 0
-                sequence = rng.randrange(40) * 10
-                meta = DataFileMeta(
-                    f"data-{n}.parquet", rng.randint(1, 30) << 20, rng.randint(10, 1000), b"",
-                    b"", empty, empty, sequence, sequence + 9, 0, level,
-                    (f"data-{n}.parquet.index",) if n % 7 == 0 else (),
-                    None if n % 5 == 0 else 1_700_000_000_000 + rng.randrange(10**6), 0, None,
-                    0, None, "s3://elsewhere/x" if n % 11 == 0 else None, None, None, None)
-                added.append(ManifestEntry(FILE_KIND_ADD, partition, bucket, total, meta))
-    if added[written:]:
-        base.append(writer.write_manifest(added[written:]))
-    delta = []
-    if len(added) > 2:
-        gone = rng.sample(added, min(8, len(added) // 2))
-        never = dataclasses.replace(added[0], file=dataclasses.replace(added[0].file,
-                                                                       file_name="x"))
-        far = next(e for e in (added[::-1] if added.index(gone[0]) < len(added) // 2
-                               else added) if e not in gone)
-        delta_entries = [dataclasses.replace(e, kind=FILE_KIND_DELETE) for e in (*gone, never)]
-        delta_entries += [gone[0], dataclasses.replace(far, kind=FILE_KIND_DELETE)]
-        if len(delta_entries) % delta_chunk == 1:  # keep the last two in one manifest
-            delta_entries.insert(0, dataclasses.replace(never, file=dataclasses.replace(
-                never.file, file_name="y")))
-        delta = [writer.write_manifest(delta_entries[i:i + delta_chunk])
-                 for i in range(0, len(delta_entries), delta_chunk)]
-    base_list, base_size = writer.write_manifest_list(base)
-    delta_list, delta_size = writer.write_manifest_list(delta)
-    snapshot = Snapshot(1, 0, base_list, delta_list, "test", 1, "APPEND", 1_700_000_000_000,
-                        base_manifest_list_size=base_size, delta_manifest_list_size=delta_size)
-    (table_dir / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(snapshot))
-    (table_dir / "snapshot" / "LATEST").write_text("1")
-    return open_table(open_storage(str(root)), str(root), "db.t")
-
-
-def add_vectors(table: Table, seed: int) -> None:
-    """Deletion vectors for some files of every other bucket (one DV index file each), in
-    one commit (writers have not compacted the table since)."""
-    snapshot = table.snapshots.latest()
-    assert snapshot is not None
-    rng = random.Random(seed)
-    indexes = []
-    for i, ((partition, bucket), files) in enumerate(
-            scan_snapshot(table, snapshot).buckets().items()):
-        if i % 2:
-            continue
-        picked = rng.sample(files.files, max(1, len(files.files) // 3))
-        vectors = {f.meta.file_name: vector_of(np.arange(rng.choice([1, f.meta.row_count // 2]),
-                                                         dtype=np.int64), bitmap64=False)
-                   for f in picked}
-        indexes.append(write_deletion_vectors(table, vectors, partition, bucket,
-                                              bitmap64=False)[0])
-    Committer(table, commit_kind="APPEND", clock=CLOCK, check_conflicts=False).commit(
-        CommitChanges(index_added=indexes))
-
-
-def _windows(table: Table, budget: int) -> int:
-    snapshot = table.snapshots.latest()
-    assert snapshot is not None
-    lists = (snapshot.base_manifest_list, snapshot.delta_manifest_list)
-    metas = [m for name in lists for m in read_manifest_list(table, name, "test")]
-    return partition_windows(table.latest_schema(), metas, budget=budget).count
-
-
 @pytest.mark.parametrize("options", [
     {"bucket": "-1"}, {"bucket": "2"},
     {"bucket": "-1", "compaction.file-num-limit": "40",  # the cut across windows
@@ -267,7 +145,7 @@ def _windows(table: Table, budget: int) -> int:
 def test_synthetic_tables_plan_as_before(tmp_path: Path, options: dict[str, str],
                                          seed: int) -> None:
     table = write_append(tmp_path, options, seed, partitions=120, delta_chunk=2)
-    assert _windows(table, 300) > 2  # small wide delta manifests are read by several
+    assert window_count(table, 300) > 2  # small wide delta manifests are read by several
     planned = sum(assert_plans_as_before(table, budget) for budget in (200_000, 300, 1))
     assert planned > 0
     skipped = plan_append_compaction(table, moment=NOON, window_entries=300).skipped
@@ -283,7 +161,7 @@ def test_deletion_vectors_plan_as_before(tmp_path: Path, bucket: str) -> None:
     add_vectors(table, 3)
     snapshot = table.snapshots.latest()
     assert snapshot is not None and snapshot.index_manifest
-    assert _windows(table, 300) > 1
+    assert window_count(table, 300) > 1
     plan = plan_append_compaction(table, moment=NOON, window_entries=300)
     assert any(t.dv_index_files or t.dv_index for t in plan.tasks)
     for budget in (200_000, 300, 1):

@@ -21,8 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_reader import JavaReader, canonical_rows
-from pypaimon_tables import _Model, _Writer, catalog_for
+from support.java_reader import JavaReader, canonical_rows
+from support.pypaimon_tables import MergeModel, TableWriter, catalog_for
 
 from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob
@@ -49,7 +49,7 @@ class Case:
     keys: int = 24
     buckets: int = 1
     cache: bool = False  # look level-0 keys up through the key-lookup cache
-    model: type[_Model] | None = None  # None: _Model (first-row: _FirstRowModel)
+    model: type[MergeModel] | None = None  # None: MergeModel (first-row: _FirstRowModel)
 
 
 _KV = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string()),
@@ -72,7 +72,7 @@ def _counts(rng: random.Random) -> Row:
     return {"v": rng.choice(["x", "y"]), "n": rng.randint(1, 5)}
 
 
-class _SequencedModel(_Model):
+class _SequencedModel(MergeModel):
     """Deduplicate with ``sequence.field=ts``: the greatest ts wins (the later on a tie),
     retractions included; once compaction drops a winning retraction (deletion vectors
     drop them at every level), a later record of the key wins whatever its ts."""
@@ -128,7 +128,7 @@ CASES = [
 ]
 
 
-class _FirstRowModel(_Model):
+class _FirstRowModel(MergeModel):
     def apply(self, row: Row) -> None:
         key = tuple(row[k] for k in self.keys)
         self.state.setdefault(key, dict(row))
@@ -153,7 +153,7 @@ def _expected(case: Case, before: dict[Any, Row], after: dict[Any, Row],
     return out
 
 
-def _changes(rng: random.Random, model: _Model, count: int, case: Case) -> tuple[list[Row],
+def _changes(rng: random.Random, model: MergeModel, count: int, case: Case) -> tuple[list[Row],
                                                                                    set[Any]]:
     rows: list[Row] = []
     touched: set[Any] = set()
@@ -204,10 +204,10 @@ def test_changelog_matches_model_and_readers(case: Case, tmp_path: Path,
                                              java_reader: JavaReader) -> None:
     warehouse = str(tmp_path)
     options = {"bucket": str(case.buckets), "rowkind.field": "rk"} | case.options
-    writer = _Writer(catalog_for(warehouse), "db.t", case.schema, primary_keys=["k"],
+    writer = TableWriter(catalog_for(warehouse), "db.t", case.schema, primary_keys=["k"],
                      options=options)
     engine = options.get("merge-engine", "deduplicate")
-    model_type = case.model or (_FirstRowModel if engine == "first-row" else _Model)
+    model_type = case.model or (_FirstRowModel if engine == "first-row" else MergeModel)
     model = model_type(engine, ["k"], case.aggregates)
     if engine == "first-row":
         model.engine = "first-row"
@@ -270,7 +270,7 @@ def test_changelog_files_named_and_registered(tmp_path: Path) -> None:
     """Changelog files: ``changelog-file.prefix``/``.format``, level of the output, in the
     COMPACT snapshot's changelog manifests only (never live data), and counted."""
     warehouse = str(tmp_path)
-    writer = _Writer(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
+    writer = TableWriter(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
         "bucket": "1", "changelog-producer": "lookup", "changelog-file.prefix": "cl-",
         "changelog-file.format": "avro", "file.format": "parquet"})
     writer.commit([{"k": i, "v": "a", "n": i, "rk": "+I"} for i in range(5)])
@@ -297,7 +297,7 @@ def test_full_compaction_producer_compacts_fully_at_every_writer_commit(tmp_path
     (``full-compaction.delta-commits`` unset: 1); a plain ``compact`` does so here, and the
     changelog is the difference to the previous top level."""
     warehouse = str(tmp_path)
-    writer = _Writer(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
+    writer = TableWriter(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
         "bucket": "1", "changelog-producer": "full-compaction"})
     table = open_table(open_storage(warehouse), warehouse, "db.t")
     writer.commit([{"k": 1, "v": "a", "n": 1, "rk": "+I"}])
@@ -323,7 +323,7 @@ def test_orphan_removal_keeps_and_expiry_deletes_changelog_files(tmp_path: Path)
     from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 
     warehouse = str(tmp_path)
-    writer = _Writer(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
+    writer = TableWriter(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
         "bucket": "1", "changelog-producer": "lookup"})
     table = open_table(open_storage(warehouse), warehouse, "db.t")
     for round_ in range(3):
@@ -358,7 +358,7 @@ def test_decoupled_changelog_keeps_compaction_changelog_then_expires_it(tmp_path
     from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 
     warehouse = str(tmp_path)
-    writer = _Writer(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
+    writer = TableWriter(catalog_for(warehouse), "db.t", _KV, primary_keys=["k"], options={
         "bucket": "1", "changelog-producer": "lookup", "changelog.num-retained.min": "10"})
     table = open_table(open_storage(warehouse), warehouse, "db.t")
     for round_ in range(3):
@@ -394,7 +394,7 @@ def test_force_lookup_merges_as_a_lookup_table(tmp_path: Path) -> None:
 
     warehouse = str(tmp_path)
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("n", pa.int64())])
-    writer = _Writer(catalog_for(warehouse), "db.t", schema, primary_keys=["k"], options={
+    writer = TableWriter(catalog_for(warehouse), "db.t", schema, primary_keys=["k"], options={
         "bucket": "1", "merge-engine": "aggregation", "fields.n.aggregate-function": "sum",
         "force-lookup": "true", "file.format": "parquet"})
     table = open_table(open_storage(warehouse), warehouse, "db.t")

@@ -29,11 +29,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from java_reader import JavaReader, canonical_rows, multiset_diff
-from pypaimon_oracle import read_rows
-from pypaimon_tables import _Writer, catalog_for
-from table_garbage import unreferenced_files
-from table_history import tree
+from support.java_reader import JavaReader, canonical_rows, multiset_diff
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import TableWriter, catalog_for
+from support.table_garbage import unreferenced_files
+from support.table_history import tree
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock
@@ -72,7 +72,7 @@ def build(warehouse: Path, producer: str, changelog_min: int) -> None:
     full compaction (8), commits 9-10; a tag on snapshot 2."""
     options = {"bucket": "2", "file.format": "parquet", "changelog-producer": producer,
                "changelog.num-retained.min": str(changelog_min)}
-    writer = _Writer(catalog_for(str(warehouse)), NAME, SCHEMA, primary_keys=("id",),
+    writer = TableWriter(catalog_for(str(warehouse)), NAME, SCHEMA, primary_keys=("id",),
                      options=options)
     table = _table(warehouse)
     for commit in range(1, 11):

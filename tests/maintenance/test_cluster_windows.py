@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from test_append_windows import _windows, add_vectors, write_append
+from support.append_windows import add_vectors, window_count, write_append
 
 from paimond.maintenance.compact.cluster_plan import (
     clustering_of,
@@ -78,7 +78,7 @@ def test_synthetic_tables_plan_as_before(tmp_path: Path, options: dict[str, str]
                          delta_chunk=2, levels=True)
     if options.get("deletion-vectors.enabled"):
         add_vectors(table, seed)
-    assert _windows(table, 300) > 1
+    assert window_count(table, 300) > 1
     planned = sum(assert_plans_as_before(table, budget) for budget in (200_000, 300, 1))
     assert planned > 0
     assert assert_plans_as_before(table, 300, {"dt": "2024-01-007"}) > 0

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pypaimon_oracle import read_rows, read_rows_rust
-from pypaimon_tables import (
+from support.pypaimon_oracle import read_rows, read_rows_rust
+from support.pypaimon_tables import (
     build_all_types_pk,
     build_pk_aggregation,
     build_pk_deduplicate,

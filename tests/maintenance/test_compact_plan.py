@@ -6,7 +6,13 @@ import datetime
 from pathlib import Path
 
 import pyarrow as pa
-from pypaimon_tables import _not_null, _Writer, build_append_unaware, build_pk_deduplicate, catalog_for
+from support.pypaimon_tables import (
+    TableWriter,
+    build_append_unaware,
+    build_pk_deduplicate,
+    catalog_for,
+    not_null,
+)
 
 from paimond.clock import Clock
 from paimond.lsm.picker import PickerState
@@ -64,8 +70,8 @@ def test_gentle_lookup_mode_forces_level0_up_every_max_interval_runs(tmp_path: P
     every ``lookup-compact.max-interval``-th attempt pushes level 0 up; the count lives in
     the picker states a long-lived caller hands each ``CompactJob``."""
     warehouse = str(tmp_path / "wh")
-    writer = _Writer(catalog_for(warehouse), "db.gentle",
-                     pa.schema([_not_null("id", pa.int32()), ("v", pa.string())]),
+    writer = TableWriter(catalog_for(warehouse), "db.gentle",
+                     pa.schema([not_null("id", pa.int32()), ("v", pa.string())]),
                      primary_keys=("id",),
                      options={"bucket": "1", "deletion-vectors.enabled": "true",
                               "lookup-compact": "gentle", "lookup-compact.max-interval": "3",

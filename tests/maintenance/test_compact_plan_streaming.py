@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
-import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.append_windows import window_count
+from support.streaming_tables import write_synthetic
 
 from paimond.errors import CorruptFileError
-from paimond.format.binary.binary_row import encode_manifest_row
-from paimond.format.meta.manifest import (
-    FILE_KIND_ADD,
-    FILE_KIND_DELETE,
-    DataFileMeta,
-    ManifestEntry,
-    SimpleStats,
-)
-from paimond.format.meta.schema import decode_schema
-from paimond.format.meta.snapshot import Snapshot, encode_snapshot
+from paimond.format.meta.snapshot import encode_snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.plan import BucketSnapshot, plan_bucket
 from paimond.lsm.task import CompactTask, TaskTable
@@ -33,7 +24,6 @@ from paimond.table.commit.manifest_files import ManifestWriter
 from paimond.table.indexes.deletion_vectors import bucket_dv_entry
 from paimond.table.layout import partition_text
 from paimond.table.options.core import TableOptions
-from paimond.table.scan.partition_windows import partition_windows
 from paimond.table.scan.snapshot_scan import bucket_path, read_manifest_list, scan_snapshot
 from paimond.table.storage.interface import open_storage
 
@@ -87,75 +77,6 @@ def test_pypaimon_tables_plan_as_before(oracle_warehouse: tuple[str, list[Any]],
     assert assert_plans_as_before(table, window_entries=1) > 0  # every manifest a window's
 
 
-SCHEMA = {"version": 3, "id": 0,
-          "fields": [{"id": 0, "name": "dt", "type": "STRING NOT NULL"},
-                     {"id": 1, "name": "k", "type": "BIGINT NOT NULL"},
-                     {"id": 2, "name": "v", "type": "STRING"}],
-          "highestFieldId": 2, "partitionKeys": ["dt"], "primaryKeys": ["dt", "k"],
-          "options": {"bucket": "2"}, "timeMillis": 0}
-
-
-def _file(rng: random.Random, n: int, level: int, min_key: int) -> DataFileMeta:
-    key = encode_manifest_row([min_key], decode_schema(json.dumps(SCHEMA).encode())
-                              .key_type.field_types)
-    stats = SimpleStats(key, key, (0,))
-    return DataFileMeta(
-        f"data-{n}.parquet", rng.randint(1, 64) << 20, 100, key, key, stats, stats, n * 10,
-        n * 10 + 9, 0, level, (f"data-{n}.parquet.index",) if n % 7 == 0 else (),
-        None if n % 5 == 0 else 1_700_000_000_000 + rng.randrange(10**6), 0, None,
-        1 if level else 0, None, "s3://elsewhere/x" if n % 11 == 0 else None, None, None, None)
-
-
-def write_synthetic(root: Path, options: dict[str, str], seed: int, *, partitions: int = 4,
-                    delta_chunk: int = 7) -> Table:
-    """A table of ``partitions`` x 2 buckets over base manifests of 13 entries in partition
-    order, then delta manifests of ``delta_chunk`` entries that delete files (one never
-    added), upgrade one and re-add a deleted one; min-key ties, extra files, external paths
-    and missing creation times mixed in."""
-    table_dir = root / "db.db" / "t"
-    for sub in ("schema", "snapshot", "manifest"):
-        (table_dir / sub).mkdir(parents=True)
-    schema_json = json.dumps({**SCHEMA, "options": {**SCHEMA["options"], **options}}).encode()
-    (table_dir / "schema" / "schema-0").write_bytes(schema_json)
-    schema = decode_schema(schema_json)
-    rng = random.Random(seed)
-    writer = ManifestWriter(open_storage(str(root)), str(table_dir),
-                            schema.partition_type.field_types)
-    added, n = [], 0
-    for p in range(partitions):
-        partition = encode_manifest_row([f"2024-01-{p:03d}"], schema.partition_type.field_types)
-        for bucket in (0, 1):
-            layout = [(0, 0)] * rng.randint(1, 7) + [(3, k) for k in (5, 5, 9)] + [
-                (5, k) for k in range(0, 40, 4)]
-            for level, key in layout:
-                n += 1
-                added.append(ManifestEntry(FILE_KIND_ADD, partition, bucket, 2,
-                                           _file(rng, n, level, key)))
-    base = [writer.write_manifest(added[i:i + 13]) for i in range(0, len(added), 13)]
-    gone = rng.sample(added, 12)
-    never = dataclasses.replace(added[0], file=dataclasses.replace(added[0].file, file_name="x"))
-    delta_entries = [dataclasses.replace(e, kind=FILE_KIND_DELETE) for e in (*gone, never)]
-    moved = next(e for e in added if e.file.level == 3 and e not in gone)
-    ends = added[::-1] if added.index(gone[0]) < len(added) // 2 else added
-    far = next(e for e in ends if e not in (*gone, moved))  # the farthest partition from it
-    delta_entries += [dataclasses.replace(moved, kind=FILE_KIND_DELETE),
-                      dataclasses.replace(moved, file=dataclasses.replace(moved.file, level=4)),
-                      gone[0],  # deleted above, added again: now last in first-seen order
-                      dataclasses.replace(far, kind=FILE_KIND_DELETE)]  # same manifest, far
-    if len(delta_entries) % delta_chunk == 1:  # keep the last two in one manifest
-        delta_entries.insert(0, dataclasses.replace(never, file=dataclasses.replace(
-            never.file, file_name="y")))
-    delta = [writer.write_manifest(delta_entries[i:i + delta_chunk])
-             for i in range(0, len(delta_entries), delta_chunk)]
-    base_list, base_size = writer.write_manifest_list(base)
-    delta_list, delta_size = writer.write_manifest_list(delta)
-    snapshot = Snapshot(1, 0, base_list, delta_list, "test", 1, "COMPACT", 1_700_000_000_000,
-                        base_manifest_list_size=base_size, delta_manifest_list_size=delta_size)
-    (table_dir / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(snapshot))
-    (table_dir / "snapshot" / "LATEST").write_text("1")
-    return open_table(open_storage(str(root)), str(root), "db.t")
-
-
 @pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"},
                                      {"num-sorted-run.compaction-trigger": "3",
                                       "compaction.size-ratio": "20"}])
@@ -188,18 +109,10 @@ def test_a_file_added_twice_is_refused_as_before(tmp_path: Path) -> None:
     assert str(now.value) == str(before.value) and "added twice" in str(now.value)
 
 
-def _windows(table: Table, budget: int) -> int:
-    snapshot = table.snapshots.latest()
-    assert snapshot is not None
-    lists = (snapshot.base_manifest_list, snapshot.delta_manifest_list)
-    metas = [m for name in lists for m in read_manifest_list(table, name, "test")]
-    return partition_windows(table.latest_schema(), metas, budget=budget).count
-
-
 @pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"}])
 def test_windows_of_partitions_plan_as_before(tmp_path: Path, options: dict[str, str]) -> None:
     table = write_synthetic(tmp_path, options, 4, partitions=40, delta_chunk=2)
-    assert _windows(table, 300) > 2  # small wide delta manifests are read by several
+    assert window_count(table, 300) > 2  # small wide delta manifests are read by several
     assert assert_plans_as_before(table, window_entries=300) > 0
 
 
@@ -214,10 +127,10 @@ def test_partition_statistics_that_lie_fall_back_to_one_window(tmp_path: Path) -
     name, size = writer.write_manifest_list(lying)
     changed = dataclasses.replace(snapshot, base_manifest_list=name, base_manifest_list_size=size)
     (Path(table.path) / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(changed))
-    assert _windows(table, 300) == 1  # every base manifest claims the first partitions
+    assert window_count(table, 300) == 1  # every base manifest claims the first partitions
     lying[-1] = base[-1]  # ... but one: windows, and entries outside their stated ranges
     name, size = writer.write_manifest_list(lying)
     changed = dataclasses.replace(snapshot, base_manifest_list=name, base_manifest_list_size=size)
     (Path(table.path) / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(changed))
-    assert _windows(table, 300) > 1
+    assert window_count(table, 300) > 1
     assert assert_plans_as_before(table, window_entries=300) > 0

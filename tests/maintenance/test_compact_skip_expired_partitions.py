@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pypaimon import Schema
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob

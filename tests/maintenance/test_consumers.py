@@ -6,75 +6,22 @@ live consumer and passes it once the consumer is expired; dry runs change nothin
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from pypaimon import Schema
-from pypaimon.consumer.consumer import Consumer
 from pypaimon.consumer.consumer_manager import ConsumerManager
-from pypaimon_tables import catalog_for
-from table_history import tree
+from support.consumer_tables import NAME, consumer_path, make_table, set_mtime, write_consumers
+from support.pypaimon_tables import catalog_for
+from support.table_history import tree
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.maintenance.expire.consumers import ConsumerExpireJob, list_consumers
 from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.jobs import JOBS, JobContext
-from paimond.table.catalog import Table, open_table
-from paimond.table.storage.interface import open_storage
+from paimond.table.catalog import Table
 
 HOUR_MS = 3_600_000
-NAME = "db.t"
-
-
-def _java_json(next_snapshot: int) -> bytes:
-    """Java ``Consumer.toJson``: Jackson's default pretty printer."""
-    return f'{{\n  "nextSnapshot" : {next_snapshot}\n}}'.encode()
-
-
-def _make_table(warehouse: Path, options: dict[str, str]) -> Table:
-    catalog = catalog_for(str(warehouse))
-    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-    catalog.create_database("db", True)
-    catalog.create_table(NAME, Schema.from_pyarrow_schema(
-        schema, primary_keys=["id"], options={"bucket": "1", **options}), False)
-    table = catalog.get_table(NAME)
-    for i in range(5):
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.Table.from_pylist([{"id": i, "v": f"v{i}"}], schema=schema))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
-    return open_table(open_storage(str(warehouse)), str(warehouse), NAME)
-
-
-def _set_mtime(path: str, ms: int) -> None:
-    os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
-
-
-def _consumer_path(table: Table, consumer_id: str) -> str:
-    return str(table.file_path("consumer", f"consumer-{consumer_id}"))
-
-
-def _write_consumers(table: Table, specs: dict[str, tuple[int | None, int]]) -> None:
-    """id -> (next snapshot, mtime ms); None writes an unparsable file. Even ids through
-    pypaimon's ConsumerManager, odd ones as Java's bytes."""
-    manager = ConsumerManager(catalog_for(str(Path(table.path).parents[1])).get_table(NAME)
-                              .file_io, table.path)
-    for index, (consumer_id, (next_snapshot, mtime_ms)) in enumerate(sorted(specs.items())):
-        path = _consumer_path(table, consumer_id)
-        if next_snapshot is None:
-            Path(path).parent.mkdir(exist_ok=True)
-            Path(path).write_bytes(b"{not json")
-        elif index % 2 == 0:
-            manager.reset_consumer(consumer_id, Consumer(next_snapshot))
-        else:
-            Path(path).parent.mkdir(exist_ok=True)
-            Path(path).write_bytes(_java_json(next_snapshot))
-        _set_mtime(path, mtime_ms)
 
 
 def _model_expired(specs: dict[str, tuple[int | None, int]], now_ms: int,
@@ -96,9 +43,9 @@ SPECS: dict[str, tuple[int | None, int]] = {
 
 @pytest.fixture
 def table(tmp_path: Path) -> Table:
-    table = _make_table(tmp_path / "wh", {"consumer.expiration-time": "1 h",
+    table = make_table(tmp_path / "wh", {"consumer.expiration-time": "1 h",
                                           "write-only": "true"})
-    _write_consumers(table, SPECS)
+    write_consumers(table, SPECS)
     return table
 
 
@@ -132,8 +79,8 @@ def test_dry_run_changes_nothing(table: Table) -> None:
 
 
 def test_override_and_unset_option(tmp_path: Path) -> None:
-    table = _make_table(tmp_path / "wh", {})
-    _write_consumers(table, SPECS)
+    table = make_table(tmp_path / "wh", {})
+    write_consumers(table, SPECS)
     before = tree(table.path)
     job = JOBS["expire_consumers"]
     context = JobContext(Clock(fixed_ms=NOW_MS))
@@ -148,11 +95,11 @@ def test_override_and_unset_option(tmp_path: Path) -> None:
 def test_a_consumer_refreshed_after_planning_is_kept(table: Table) -> None:
     job = ConsumerExpireJob(table, clock=Clock(fixed_ms=NOW_MS))
     original = job.plan
-    path = _consumer_path(table, "a-stale")
+    path = consumer_path(table, "a-stale")
 
     def plan_then_reader_advances():  # type: ignore[no-untyped-def]
         plan = original()
-        _set_mtime(path, NOW_MS - 1000)
+        set_mtime(path, NOW_MS - 1000)
         return plan
     job.plan = plan_then_reader_advances  # type: ignore[method-assign,unused-ignore]
     result = job.run()
@@ -161,10 +108,10 @@ def test_a_consumer_refreshed_after_planning_is_kept(table: Table) -> None:
 
 
 def test_snapshot_expiry_passes_a_consumer_once_it_is_expired(tmp_path: Path) -> None:
-    table = _make_table(tmp_path / "wh", {"consumer.expiration-time": "1 h"})
+    table = make_table(tmp_path / "wh", {"consumer.expiration-time": "1 h"})
     now_ms = SYSTEM_CLOCK.wall_ms() + 10 * HOUR_MS  # every snapshot is hours old
     specs: dict[str, tuple[int | None, int]] = {"reader": (2, now_ms - 2 * HOUR_MS)}
-    _write_consumers(table, specs)
+    write_consumers(table, specs)
     settings = ExpireSettings(retain_min=1, time_retained_ms=0, max_deletes=100)
     clock = Clock(fixed_ms=now_ms)
     first = ExpireJob(table, clock=clock, settings=settings).run()
@@ -178,15 +125,15 @@ def test_snapshot_expiry_passes_a_consumer_once_it_is_expired(tmp_path: Path) ->
 def test_cli(table: Table, capsys: pytest.CaptureFixture[str]) -> None:
     warehouse = str(Path(table.path).parents[1])
     now_ms = SYSTEM_CLOCK.wall_ms()
-    _set_mtime(_consumer_path(table, "a-stale"), now_ms - 3 * 86_400_000)
+    set_mtime(consumer_path(table, "a-stale"), now_ms - 3 * 86_400_000)
     for other in set(SPECS) - {"a-stale"}:
-        _set_mtime(_consumer_path(table, other), now_ms)
+        set_mtime(consumer_path(table, other), now_ms)
     before = tree(table.path)
     assert main(["expire-consumers", warehouse, "--table", NAME, "--older-than", "1 d",
                  "--dry-run"]) == 0
     assert "a-stale" in capsys.readouterr().out and tree(table.path) == before
     assert main(["expire-consumers", warehouse, "--table", NAME, "--older-than", "1 d"]) == 0
     assert "a-stale: next snapshot 2" in capsys.readouterr().out
-    assert not Path(_consumer_path(table, "a-stale")).exists()
+    assert not Path(consumer_path(table, "a-stale")).exists()
     assert len(list(Path(table.file_path("consumer")).iterdir())) == len(SPECS) - 1
     assert main(["expire-consumers", warehouse, "--table", NAME, "--older-than", "soon"]) == 2

@@ -27,20 +27,20 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import (
+from support.consumer_tables import make_table, write_consumers
+from support.daily_partitions import daily_table
+from support.dv_layered import enable_vectors, layered
+from support.dv_scenarios import SCENARIOS, Live
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import (
     TableSpec,
     build_append_fixed_bucket,
     build_append_unaware,
     build_pk_deduplicate,
     catalog_for,
 )
-from table_garbage import unreferenced_files
-from test_consumers import _make_table, _write_consumers
-from test_dv_compaction import SCENARIOS, _Live
-from test_partition_expire import _daily
-from test_rebuild_dv import _enable_vectors, _layered
-from test_tags import DAILY, TIMES, Writer, _utc_ms
+from support.table_garbage import unreferenced_files
+from support.tag_tables import DAILY, TIMES, Writer, utc_ms
 
 import paimond
 from paimond.cli.main import main
@@ -273,7 +273,7 @@ def _deduplicate(root: Path, options: dict[str, str] | None = None) -> tuple[Pat
 def _dv(root: Path) -> tuple[Path, str]:
     """A deletion-vector table with a compacted level and new level-0 files on top: the
     next compaction looks their keys up and writes vectors and an index manifest."""
-    live = _Live(SCENARIOS[0], str(root / "wh"))
+    live = Live(SCENARIOS[0], str(root / "wh"))
     live.write(60)
     live.compact(full=True)
     live.write(30)
@@ -281,8 +281,8 @@ def _dv(root: Path) -> tuple[Path, str]:
 
 
 def _rebuild(root: Path) -> tuple[Path, str]:
-    live = _layered(root)
-    _enable_vectors(live)
+    live = layered(root)
+    enable_vectors(live)
     return root / "wh", live.name
 
 
@@ -309,7 +309,7 @@ def _built(root: Path, build: Callable[[str], TableSpec]) -> tuple[Path, str]:
 
 def _daily_partitions(root: Path) -> tuple[Path, str]:
     """Nine dated partitions, all long expired under `3 d`, dropped three per commit."""
-    _daily(str(root / "wh"), "db.daily", **{"partition.expiration-batch-size": "3"})
+    daily_table(str(root / "wh"), "db.daily", **{"partition.expiration-batch-size": "3"})
     return root / "wh", "db.daily"
 
 
@@ -317,15 +317,15 @@ def _tagged(root: Path) -> tuple[Path, str]:
     """Daily process-time tags, two kept: the run creates four and deletes two."""
     writer = Writer(root / "wh", {**DAILY, "tag.num-retained-max": "2"})
     for moment in TIMES:
-        writer.commit(_utc_ms(moment))
+        writer.commit(utc_ms(moment))
     return root / "wh", writer.table.name
 
 
 def _idle_consumers(root: Path) -> tuple[Path, str]:
     """Two consumers idle for two days, one just now; the window is one day."""
-    table = _make_table(root / "wh", {"consumer.expiration-time": "1 d"})
+    table = make_table(root / "wh", {"consumer.expiration-time": "1 d"})
     now_ms = int(time.time() * 1000)
-    _write_consumers(table, {"a": (2, now_ms - 2 * 86_400_000), "b": (3, now_ms - 2 * 86_400_000),
+    write_consumers(table, {"a": (2, now_ms - 2 * 86_400_000), "b": (3, now_ms - 2 * 86_400_000),
                              "c": (4, now_ms)})
     return root / "wh", table.name
 
@@ -339,7 +339,7 @@ from paimond.table.catalog import open_table
 from paimond.table.storage.interface import open_storage
 warehouse, name = sys.argv[1], sys.argv[2]
 TagsJob(open_table(open_storage(warehouse), warehouse, name),
-        clock=Clock(fixed_ms={_utc_ms("2024-01-06 06:00")})).run()
+        clock=Clock(fixed_ms={utc_ms("2024-01-06 06:00")})).run()
 """
 
 # A concurrent full compaction commits just before the job's first commit: the job's commit

@@ -9,28 +9,23 @@ paimond's vectors: it reads back exactly the rows they delete, in addition."""
 
 from __future__ import annotations
 
-import datetime
 import json
-import random
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from pypaimon_oracle import read_rows, read_rows_rust
-from pypaimon_tables import _changes, _Model, _not_null, _rng, _Writer, catalog_for, sort_rows
+from support.dv_scenarios import CLOCK, NOW, SCENARIOS, Live, Scenario
+from support.pypaimon_oracle import read_rows, read_rows_rust
+from support.pypaimon_tables import TableWriter, catalog_for, not_null, sort_rows
 
 from paimond.cli.main import main
-from paimond.clock import Clock
 from paimond.errors import CommitConflictError
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
-from paimond.maintenance.compact.job import CompactionSummary, CompactJob
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.execution import LookupCacheSettings
 from paimond.table.catalog import Table, open_table
 from paimond.table.commit.committer import CommitChanges, Committer
@@ -38,140 +33,6 @@ from paimond.table.data_files.arrow_io import read_data_file
 from paimond.table.indexes.deletion_vectors import read_deletion_vectors
 from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
 from paimond.table.storage.interface import open_storage
-
-NOW = datetime.datetime(2026, 11, 22, 12)
-CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))  # its local time is NOW
-Row = dict[str, Any]
-
-
-class _SequencedModel(_Model):
-    """Deduplicate with `sequence.field=ts`: per key the record with the greatest ts wins
-    (the later on a tie), retractions included; a winning retraction deletes the key."""
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.newest: dict[tuple[Any, ...], Row] = {}
-
-    def apply(self, row: Row) -> None:
-        key = tuple(row[k] for k in self.keys)
-        old = self.newest.get(key)
-        if old is not None and row["ts"] < old["ts"]:
-            return
-        self.newest[key] = dict(row)
-        if row.get("rk") in ("-U", "-D"):
-            self.state.pop(key, None)
-        else:
-            self.state[key] = dict(row)
-
-    def forget_deletes(self) -> None:
-        """Compaction into a level >= 1 of a DV table drops the winning retractions: a
-        later record of the key, whatever its ts, finds nothing to lose against."""
-        self.newest = {k: r for k, r in self.newest.items() if k in self.state}
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    schema: pa.Schema
-    keys: tuple[str, ...]
-    partition_keys: tuple[str, ...]
-    options: dict[str, str]
-    make: Callable[[random.Random], Row]
-    retract: bool
-    aggregates: dict[str, str] | None = None
-    sequenced: bool = False
-
-
-def _value(rng: random.Random) -> Row:
-    return {"v": f"v{rng.randrange(1000)}", "ts": rng.randrange(5)}
-
-
-def _partial(rng: random.Random) -> Row:
-    return {"a": rng.choice([None, "x", "y"]), "b": rng.choice([None, rng.randrange(100)])}
-
-
-def _aggregate(rng: random.Random) -> Row:
-    return {"total": rng.randrange(-20, 50), "hi": rng.randrange(1000),
-            "amount": Decimal(rng.randrange(-10**4, 10**4)).scaleb(-2)}
-
-
-_KEYED = pa.schema([_not_null("dt", pa.string()), _not_null("id", pa.int32()),
-                    ("v", pa.string()), ("ts", pa.int32()), ("rk", pa.string())])
-_DV = {"deletion-vectors.enabled": "true", "bucket": "2"}
-SCENARIOS = [
-    Scenario("dedup", _KEYED, ("dt", "id"), ("dt",), _DV | {"file.format": "parquet"},
-             _value, retract=True),
-    Scenario("dedup_seq", _KEYED, ("dt", "id"), ("dt",),
-             _DV | {"file.format": "orc", "sequence.field": "ts"}, _value, retract=True,
-             sequenced=True),
-    Scenario("partial", pa.schema([_not_null("id", pa.int64()), ("a", pa.string()),
-                                   ("b", pa.int32()), ("rk", pa.string())]), ("id",), (),
-             _DV | {"file.format": "avro", "merge-engine": "partial-update"}, _partial,
-             retract=False),
-    Scenario("aggregate", pa.schema([_not_null("id", pa.int32()), ("total", pa.int64()),
-                                     ("hi", pa.int32()), ("amount", pa.decimal128(12, 2)),
-                                     ("rk", pa.string())]), ("id",), (),
-             _DV | {"file.format": "parquet", "merge-engine": "aggregation",
-                    "fields.total.aggregate-function": "sum",
-                    "fields.hi.aggregate-function": "max",
-                    "fields.amount.aggregate-function": "sum"}, _aggregate, retract=False,
-             aggregates={"total": "sum", "hi": "max", "amount": "sum"}),
-    # Not a DV table, but read the same way (level 0 skipped, higher files unmerged): the
-    # level-0 keys found above must be dropped, the older row staying first.
-    Scenario("first_row", _KEYED, ("dt", "id"), ("dt",),
-             {"bucket": "2", "file.format": "parquet", "merge-engine": "first-row",
-              "ignore-delete": "true"}, _value, retract=True),
-]
-
-
-class _Live:
-    """A scenario's table, its pypaimon writer and the model of what it holds."""
-
-    def __init__(self, scenario: Scenario, warehouse: str) -> None:
-        self.scenario, self.warehouse = scenario, warehouse
-        self.name = f"db.dv_{scenario.name}"
-        options = {"rowkind.field": "rk"} | scenario.options
-        self.writer = _Writer(catalog_for(warehouse), self.name, scenario.schema,
-                              primary_keys=scenario.keys, partition_keys=scenario.partition_keys,
-                              options=options)
-        model_type = _SequencedModel if scenario.sequenced else _Model
-        self.model = model_type(options.get("merge-engine", "deduplicate"), scenario.keys,
-                                scenario.aggregates)
-        self.rng = _rng(self.name)
-        if scenario.partition_keys:
-            self.pool = [(d, i) for d in ("a", "b") for i in range(40)]
-        else:
-            self.pool = [(i,) for i in range(60)]
-        self.table: Table = open_table(open_storage(warehouse), warehouse, self.name)
-
-    def write(self, count: int) -> None:
-        self.writer.commit(_changes(self.rng, self.model, self.pool, count, self.scenario.make,
-                                    retract=self.scenario.retract))
-
-    def expected(self) -> pa.Table:
-        rows = pa.Table.from_pylist(self.model.rows(), schema=self.writer.read_schema)
-        return sort_rows(rows, self.scenario.keys)
-
-    def compact(self, *, full: bool = False, cache: LookupCacheSettings | None = None
-                ) -> list[CompactionSummary]:
-        """Compact until no level-0 file is left (a pick may leave some for the next)."""
-        summaries = []
-        for _ in range(6):
-            job = CompactJob(self.table, full=full, use_processes=False,
-                             parallelism=2, clock=CLOCK, lookup_cache=cache)
-            summaries.append(job.run())
-            assert not summaries[-1].failures, summaries[-1].describe()
-            if not self.level0_files():
-                if isinstance(self.model, _SequencedModel):
-                    self.model.forget_deletes()
-                return summaries
-        raise AssertionError(f"{self.name}: level-0 files left after 6 compactions")
-
-    def level0_files(self) -> int:
-        latest = self.table.snapshots.latest()
-        assert latest is not None
-        return sum(len(b.levels.get(0, ())) for b in scan_snapshot(self.table, latest)
-                   .buckets().values())
 
 
 def _vector_count(table: Table) -> int:
@@ -182,7 +43,7 @@ def _vector_count(table: Table) -> int:
                for r in e.index_file.dv_ranges or ())
 
 
-def _without_vectors(live: _Live, target: Path) -> pa.Table:
+def _without_vectors(live: Live, target: Path) -> pa.Table:
     """pypaimon's read of a copy whose latest snapshot lists no index manifest."""
     shutil.copytree(live.warehouse, target)
     table = open_table(open_storage(str(target)), str(target), live.name)
@@ -197,7 +58,7 @@ def _without_vectors(live: _Live, target: Path) -> pa.Table:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_pypaimon_reads_what_the_model_holds_after_every_compaction(
         scenario: Scenario, tmp_path: Path) -> None:
-    live = _Live(scenario, str(tmp_path / "wh"))
+    live = Live(scenario, str(tmp_path / "wh"))
     snapshot_reads: dict[int, pa.Table] = {}
     superseded = 0
     for round_no in range(7):
@@ -221,7 +82,7 @@ def test_pypaimon_reads_what_the_model_holds_after_every_compaction(
 
 
 def test_pypaimon_applies_the_vectors_paimond_writes(tmp_path: Path) -> None:
-    live = _Live(SCENARIOS[0], str(tmp_path / "wh"))
+    live = Live(SCENARIOS[0], str(tmp_path / "wh"))
     live.write(60)
     live.compact(full=True)
     live.write(40)
@@ -237,7 +98,7 @@ def test_pypaimon_applies_the_vectors_paimond_writes(tmp_path: Path) -> None:
 
 
 def test_vectors_belong_to_live_files_above_level_0_until_a_full_compaction(tmp_path: Path) -> None:
-    live = _Live(SCENARIOS[0], str(tmp_path / "wh"))
+    live = Live(SCENARIOS[0], str(tmp_path / "wh"))
     live.write(60)
     live.compact(full=True)
     for _ in range(3):
@@ -268,7 +129,7 @@ def test_bitmap64_vectors_are_written_in_the_64_bit_layout(tmp_path: Path) -> No
     scenario = Scenario("dedup64", scenario.schema, scenario.keys, scenario.partition_keys,
                         scenario.options | {"deletion-vectors.bitmap64": "true"},
                         scenario.make, retract=True)
-    live = _Live(scenario, str(tmp_path / "wh"))
+    live = Live(scenario, str(tmp_path / "wh"))
     live.write(60)
     live.compact(full=True)
     live.write(40)
@@ -296,7 +157,7 @@ def test_bitmap64_vectors_are_written_in_the_64_bit_layout(tmp_path: Path) -> No
         assert rust.equals(live.expected())
 
 
-def _paimond_dv_read(live: _Live) -> pa.Table:
+def _paimond_dv_read(live: Live) -> pa.Table:
     """Levels >= 1 read through their vectors, as a non-merging batch reader does."""
     table = live.table
     latest = table.snapshots.latest()
@@ -323,7 +184,7 @@ def _paimond_dv_read(live: _Live) -> pa.Table:
 def test_a_commit_computed_from_a_replaced_vector_file_conflicts(tmp_path: Path) -> None:
     """Two compactions of one bucket: the second, computed from the DV file the first
     replaced, must not commit (its file would drop the first one's deletions)."""
-    live = _Live(SCENARIOS[0], str(tmp_path / "wh"))
+    live = Live(SCENARIOS[0], str(tmp_path / "wh"))
     live.write(60)
     live.compact(full=True)
     live.write(40)
@@ -358,8 +219,8 @@ def test_the_lookup_cache_changes_nothing_cold_warm_or_corrupted(scenario: Scena
                                                                   tmp_path: Path) -> None:
     """Twin tables get the same writes; one compacts reading the files above, the other
     through the lookup cache: cold, warm, then with every cache file damaged."""
-    plain = _Live(scenario, str(tmp_path / "plain"))
-    cached = _Live(scenario, str(tmp_path / "cached"))
+    plain = Live(scenario, str(tmp_path / "plain"))
+    cached = Live(scenario, str(tmp_path / "cached"))
     cache_dir = tmp_path / "cache"
     cache = LookupCacheSettings(str(cache_dir), 1 << 30)
     stats = {"hits": 0, "misses": 0, "discarded": 0}
@@ -386,7 +247,7 @@ def test_the_lookup_cache_changes_nothing_cold_warm_or_corrupted(scenario: Scena
 
 def test_cli_compact_with_a_lookup_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                          ) -> None:
-    live = _Live(SCENARIOS[2], str(tmp_path / "wh"))  # BIGINT key: fixed-size cached rows
+    live = Live(SCENARIOS[2], str(tmp_path / "wh"))  # BIGINT key: fixed-size cached rows
     live.write(60)
     live.compact(full=True)
     live.write(30)
@@ -411,8 +272,8 @@ def test_an_upgraded_file_keeps_its_vector(tmp_path: Path) -> None:
     from paimond.lsm.rewrite import execute_compaction
     from paimond.maintenance.compact.plan import plan_compaction
 
-    schema = pa.schema([_not_null("id", pa.int64()), ("v", pa.string())])
-    writer = _Writer(catalog_for(str(tmp_path / "wh")), "db.upgrade", schema, primary_keys=["id"],
+    schema = pa.schema([not_null("id", pa.int64()), ("v", pa.string())])
+    writer = TableWriter(catalog_for(str(tmp_path / "wh")), "db.upgrade", schema, primary_keys=["id"],
                      options={"bucket": "1", "deletion-vectors.enabled": "true",
                               "target-file-size": "1 kb"})
     writer.commit([{"id": i, "v": f"v{i}"} for i in range(50)])

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pypaimon_oracle import read_rows
-from s3_requests import write_pk_table
-from table_history import assert_exactly_referenced, tree, write_tag
+from support.pypaimon_oracle import read_rows
+from support.s3_requests import write_pk_table
+from support.table_history import assert_exactly_referenced, tree, write_tag
 
 from paimond.clock import Clock
 from paimond.errors import CodecError, CorruptFileError

@@ -24,8 +24,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import (
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import (
     TableSpec,
     build_append_deletion_vectors,
     build_pk_deduplicate,
@@ -33,8 +33,8 @@ from pypaimon_tables import (
     sort_columns_of,
     sort_rows,
 )
-from table_garbage import unreferenced_files
-from table_history import tree
+from support.table_garbage import unreferenced_files
+from support.table_history import tree
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK

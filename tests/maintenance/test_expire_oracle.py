@@ -13,15 +13,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import (
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import (
     build_append_deletion_vectors,
     build_pk_deduplicate,
     catalog_for,
     sort_columns_of,
     sort_rows,
 )
-from table_history import (
+from support.table_history import (
     CrashAfterDeletes,
     assert_exactly_referenced,
     tree,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from table_history import History, assert_exactly_referenced, write_consumer
+from support.table_history import History, assert_exactly_referenced, write_consumer
 
 from paimond.clock import Clock
 from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import fastavro
 import pytest
-from pypaimon_tables import build_pk_deduplicate
+from support.pypaimon_tables import build_pk_deduplicate
 
 from paimond.cli.common import EXIT_UNREADABLE
 from paimond.cli.main import main

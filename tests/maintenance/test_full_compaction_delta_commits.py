@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-from java_reader import JavaReader, canonical_rows
 from pypaimon import Schema
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
+from support.java_reader import JavaReader, canonical_rows
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob

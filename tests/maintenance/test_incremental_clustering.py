@@ -14,9 +14,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from java_reader import JavaReader, canonical_rows
-from pypaimon_oracle import live_files, read_rows, snapshot_ids
-from pypaimon_tables import _not_null, _Writer, catalog_for
+from support.java_reader import JavaReader, canonical_rows
+from support.pypaimon_oracle import live_files, read_rows, snapshot_ids
+from support.pypaimon_tables import TableWriter, catalog_for, not_null
 
 from paimond.clock import Clock
 from paimond.format.binary.sort_keys import zorder_key
@@ -65,18 +65,18 @@ def test_full_pick_as_java(case: str, num_levels: int, runs: list[tuple[int, int
         assert [f.file_size for f in unit.files] == sizes, case
 
 
-SCHEMA = pa.schema([("dt", pa.string()), _not_null("id", pa.int64()), ("a", pa.int32()),
+SCHEMA = pa.schema([("dt", pa.string()), not_null("id", pa.int64()), ("a", pa.int32()),
                     ("b", pa.int32())])
 
 
-def _build(warehouse: str) -> _Writer:
-    return _Writer(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
+def _build(warehouse: str) -> TableWriter:
+    return TableWriter(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
                    options={"bucket": "-1", "file.format": "parquet",
                             "clustering.columns": "a,b", "clustering.incremental": "true",
                             "target-file-size": "4 kb"})
 
 
-def _write(writer: _Writer, commits: range) -> None:
+def _write(writer: TableWriter, commits: range) -> None:
     rng = random.Random(commits.start)
     for commit in commits:
         writer.commit([{"dt": "x", "id": commit * 1000 + i, "a": rng.randrange(1000),

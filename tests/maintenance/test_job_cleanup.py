@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, catalog_for
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate, catalog_for
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock

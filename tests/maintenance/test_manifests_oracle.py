@@ -14,9 +14,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pypaimon import Schema
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
-from table_history import tree
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for
+from support.table_history import tree
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock

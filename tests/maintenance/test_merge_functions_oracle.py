@@ -13,7 +13,6 @@ the only reader."""
 
 from __future__ import annotations
 
-import datetime
 import json
 import random
 from collections.abc import Callable
@@ -22,58 +21,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_reader import canonical_rows, multiset_diff
-from merge_model import aggregate, partial_update
-from pypaimon import Schema
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
+from support.java_reader import canonical_rows, multiset_diff
+from support.merge_model import aggregate, partial_update
+from support.merge_oracle_tables import CLOCK, KINDS, Row, random_commits, write_rows
+from support.pypaimon_oracle import read_rows
 
-from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
 from paimond.table.scan.snapshot_scan import scan_snapshot
 from paimond.table.storage.interface import open_storage
-
-CLOCK = Clock(fixed_ms=int(datetime.datetime(2026, 11, 25, 12).timestamp() * 1000))
-KINDS = ("+I", "+U", "-U", "-D")
-Row = dict[str, Any]
-
-
-def _write(warehouse: str, name: str, schema: pa.Schema, options: dict[str, str],
-           commits: list[list[Row]], altered: dict[str, str]) -> None:
-    catalog = catalog_for(warehouse)
-    catalog.create_database("db", True)
-    catalog.create_table(name, Schema.from_pyarrow_schema(schema, primary_keys=["k"],
-                                                          options=options), False)
-    table = catalog.get_table(name)
-    for rows in commits:
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.Table.from_pylist(rows, schema=schema))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
-    if altered:  # Paimon (and pypaimon) refuse to ALTER the merge engine: a new schema file
-        schema_dir = Path(warehouse) / "db.db" / name.split(".")[1] / "schema"
-        latest = json.loads((schema_dir / "schema-0").read_text())
-        latest |= {"id": 1, "options": latest["options"] | altered}
-        (schema_dir / "schema-1").write_text(json.dumps(latest))
-
-
-def _commits(rng: random.Random, make: Callable[[random.Random, int], Row], count: int = 7,
-             keys: int = 25, kinds: tuple[str, ...] = KINDS) -> list[list[Row]]:
-    """Each key's first version is +I: the Java reader's Paimon 1.0 starts a key that opens
-    with a retraction from its NOT NULL fields only (apache/paimon a45be9f0d2 changed that to
-    every field, which paimond follows; tests/lsm/test_row_merge.py covers it)."""
-    seen: set[int] = set()
-    commits = []
-    for _ in range(count):
-        rows = []
-        for k in sorted(rng.sample(range(keys), 18)):
-            rows.append(make(rng, k) | {"rk": rng.choice(kinds) if k in seen else "+I"})
-            seen.add(k)
-        commits.append(rows)
-    return commits
 
 
 def _expected(commits: list[list[Row]], schema: pa.Schema,
@@ -232,9 +188,9 @@ def test_compaction_reads_as_the_model(case: str, tmp_path: Path, java_reader: A
     kinds: tuple[str, ...] = ("+I", "+U") if case == "aggregation_pypaimon" else KINDS
     if case == "aggregation_remove_on_delete":  # listagg cannot retract a -U
         kinds = ("+I", "+U", "-D")
-    commits = _commits(rng, make, kinds=kinds)
+    commits = random_commits(rng, make, kinds=kinds)
     warehouse, name = str(tmp_path / "wh"), f"db.{case}"
-    _write(warehouse, name, schema, options, commits, altered)
+    write_rows(warehouse, name, schema, options, commits, altered)
     expected_table = _expected(commits, schema, model)
     expected = canonical_rows(expected_table)
     # pypaimon merges sketches its own way (not Java's bytes): it is compared without them

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from java_reader import canonical_rows, multiset_diff
-from nested_model import (
+from support.java_reader import canonical_rows, multiset_diff
+from support.merge_oracle_tables import CLOCK, random_commits, write_rows
+from support.nested_model import (
     ADD,
     RETRACT,
     fold,
@@ -31,8 +32,7 @@ from nested_model import (
     nested_update,
     nested_update_retract,
 )
-from pypaimon_oracle import read_rows
-from test_merge_functions_oracle import CLOCK, _commits, _write
+from support.pypaimon_oracle import read_rows
 
 from paimond.format.roaring.bitmap64 import Roaring64, encode_values, union_bytes
 from paimond.maintenance.compact.job import CompactJob
@@ -157,9 +157,9 @@ CASES = {"nested_update": (NESTED_UPDATE, ("+I", "+U", "-U", "-D"), True),
 def test_compaction_reads_as_the_model(case: str, tmp_path: Path, java_reader: Any) -> None:
     altered, kinds, java_merges = CASES[case]
     rng = random.Random(case)
-    commits = _commits(rng, lambda r, k: _row(r, k, clean=java_merges), kinds=kinds)
+    commits = random_commits(rng, lambda r, k: _row(r, k, clean=java_merges), kinds=kinds)
     warehouse, name = str(tmp_path / "wh"), f"db.{case}"
-    _write(warehouse, name, SCHEMA, BASE, commits, altered)
+    write_rows(warehouse, name, SCHEMA, BASE, commits, altered)
     by_key: dict[int, list[Row]] = {}
     for rows in commits:
         for row in rows:
@@ -215,9 +215,9 @@ def test_rbm64_compaction_is_javas_merge(tmp_path: Path, java_reader: Any) -> No
     pypaimon and Java read them. The model ORs the versions' value sets and encodes the
     union with format/roaring/bitmap64.py's Java layout; Java's own merge checks those bytes."""
     rng = random.Random("rbm64")
-    commits = _commits(rng, _bm_row)
+    commits = random_commits(rng, _bm_row)
     warehouse, name = str(tmp_path / "wh"), "db.rbm64"
-    _write(warehouse, name, BM_SCHEMA, BASE, commits, {
+    write_rows(warehouse, name, BM_SCHEMA, BASE, commits, {
         "merge-engine": "aggregation", "fields.bm.aggregate-function": "rbm64",
         "fields.bm.ignore-retract": "true", "fields.n.aggregate-function": "sum"})
     by_key: dict[int, list[Row]] = {}

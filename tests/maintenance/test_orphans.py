@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, catalog_for
-from s3_endpoint import S3Endpoint
-from table_history import tree
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate, catalog_for
+from support.s3_endpoint import S3Endpoint
+from support.table_history import tree
 
 from paimond.cli.main import main
 from paimond.clock import SYSTEM_CLOCK, Clock

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for, sort_rows
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for, sort_rows
 
 from paimond.clock import SYSTEM_CLOCK
 from paimond.lsm.task import CompactTask

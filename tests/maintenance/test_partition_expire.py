@@ -17,12 +17,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from java_reader import canonical_rows, multiset_diff, unavailable_reason
-from pypaimon import Schema
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import index_entries, live_files, read_rows
-from pypaimon_tables import build_append_deletion_vectors, catalog_for, sort_rows
-from table_history import tree
+from support.daily_partitions import DAYS, SCHEMA, commit_day, create_partitioned, daily_table
+from support.java_reader import canonical_rows, multiset_diff, unavailable_reason
+from support.pypaimon_oracle import index_entries, live_files, read_rows
+from support.pypaimon_tables import build_append_deletion_vectors, catalog_for, sort_rows
+from support.table_history import tree
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError, UnsupportedError
@@ -40,9 +40,6 @@ from paimond.table.storage.interface import open_storage
 
 NOW_MS = round(datetime.datetime(2024, 1, 10, 12, 0).timestamp() * 1000)  # local 2024-01-10 12:00
 CLOCK = Clock(fixed_ms=NOW_MS)
-DAYS = [f"202401{d:02d}" for d in range(1, 10)] + ["not-a-date"]
-SCHEMA = pa.schema([pa.field("dt", pa.string()), pa.field("id", pa.int32()),
-                    pa.field("v", pa.string())])
 HOURLY = pa.schema([pa.field("dt", pa.string()), pa.field("hour", pa.string()),
                     pa.field("id", pa.int32())])
 
@@ -50,44 +47,10 @@ HOURLY = pa.schema([pa.field("dt", pa.string()), pa.field("hour", pa.string()),
 # ---- building tables ---------------------------------------------------------------------
 
 
-def _create(warehouse: str, name: str, schema: pa.Schema, keys: Sequence[str],
-            options: dict[str, str]) -> Any:
-    catalog = catalog_for(warehouse)
-    catalog.create_database(name.split(".")[0], True)
-    catalog.create_table(name, Schema.from_pyarrow_schema(
-        schema, partition_keys=list(keys), options={"bucket": "-1", **options}), False)
-    return catalog.get_table(name)
-
-
-def _commit(table: Any, schema: pa.Schema, rows: list[dict[str, Any]]) -> None:
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    try:
-        write.write_arrow(pa.Table.from_pylist(rows, schema=schema))
-        commit.commit(write.prepare_commit())
-    finally:
-        write.close()
-        commit.close()
-
-
-def _daily(warehouse: str, name: str = "db.daily", **options: str) -> list[dict[str, Any]]:
-    """Ten partitions (nine days and one value that is no date), two commits each."""
-    table = _create(warehouse, name, SCHEMA, ["dt"], {
-        "partition.expiration-time": "3 d", "partition.timestamp-formatter": "yyyyMMdd",
-        **options})
-    rows: list[dict[str, Any]] = []
-    for round_ in range(2):
-        batch = [{"dt": dt, "id": round_ * 100 + i, "v": f"{dt}-{round_}"}
-                 for i, dt in enumerate(DAYS)]
-        _commit(table, SCHEMA, batch)
-        rows += batch
-    return rows
-
-
 @pytest.fixture(scope="module")
 def daily(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
     warehouse = tmp_path_factory.mktemp("partitions") / "wh"
-    return warehouse, _daily(str(warehouse))
+    return warehouse, daily_table(str(warehouse))
 
 
 @pytest.fixture
@@ -236,7 +199,7 @@ def test_older_than_overrides_the_option(copy: tuple[str, list[dict[str, Any]]])
 
 def test_batch_size_commits_one_overwrite_per_batch(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
-    rows = _daily(warehouse, "db.batched", **{"partition.expiration-batch-size": "4"})
+    rows = daily_table(warehouse, "db.batched", **{"partition.expiration-batch-size": "4"})
     start = _open(warehouse, "db.batched").snapshots.latest_id()
     assert start is not None
     result = PartitionExpireJob(_open(warehouse, "db.batched"), clock=CLOCK).run()
@@ -250,14 +213,14 @@ def test_batch_size_commits_one_overwrite_per_batch(tmp_path: Path) -> None:
 
 def test_hour_partitions_with_a_pattern(tmp_path: Path) -> None:
     warehouse, name = str(tmp_path / "wh"), "db.hourly"
-    table = _create(warehouse, name, HOURLY, ["dt", "hour"], {
+    table = create_partitioned(warehouse, name, HOURLY, ["dt", "hour"], {
         "partition.expiration-time": "12 h", "partition.timestamp-pattern": "$dt $hour:00:00",
         "partition.timestamp-formatter": "yyyyMMdd HH:mm:ss"})
     # 20240110 00: exactly now - 12 h, which is not strictly before it: kept
     parts = [("20240109", f"{h:02d}") for h in range(0, 24, 3)] + [("20240110", "00"),
                                                                    ("20240110", "01")]
     rows = [{"dt": dt, "hour": hour, "id": i} for i, (dt, hour) in enumerate(parts)]
-    _commit(table, HOURLY, rows)
+    commit_day(table, HOURLY, rows)
     threshold = datetime.datetime.fromtimestamp(NOW_MS / 1000) - datetime.timedelta(hours=12)
     expired = sorted(p for p in parts
                      if datetime.datetime.strptime(f"{p[0]} {p[1]}", "%Y%m%d %H") < threshold)
@@ -275,13 +238,13 @@ def test_hour_partitions_with_a_pattern(tmp_path: Path) -> None:
 
 def test_update_time_uses_the_newest_file_of_each_partition(tmp_path: Path) -> None:
     warehouse, name = str(tmp_path / "wh"), "db.updates"
-    table = _create(warehouse, name, SCHEMA, ["dt"], {
+    table = create_partitioned(warehouse, name, SCHEMA, ["dt"], {
         "partition.expiration-time": "1 d", "partition.expiration-strategy": "update-time"})
     old = [{"dt": dt, "id": i, "v": "old"} for i, dt in enumerate(["a", "b", "c"])]
-    _commit(table, SCHEMA, old)
+    commit_day(table, SCHEMA, old)
     first = live_files(warehouse, name, 1)
     new = [{"dt": "c", "id": 10, "v": "new"}, {"dt": "d", "id": 11, "v": "new"}]
-    _commit(table, SCHEMA, new)
+    commit_day(table, SCHEMA, new)
     # the model: each partition's newest creation time, as pypaimon reads it
     newest: dict[str, int] = {}
     for f in live_files(warehouse, name, 2):
@@ -334,11 +297,11 @@ class _WriterInterferes(PartitionExpireJob):
     interfered = False
     warehouse = ""
 
-    def _commit(self, *args: Any, **kwargs: Any) -> Any:
+    def commit_day(self, *args: Any, **kwargs: Any) -> Any:
         if not self.interfered:
             type(self).interfered = True
             table = catalog_for(self.warehouse).get_table("db.daily")
-            _commit(table, SCHEMA, [{"dt": "20240101", "id": 999, "v": "late"},
+            commit_day(table, SCHEMA, [{"dt": "20240101", "id": 999, "v": "late"},
                                     {"dt": "20240109", "id": 998, "v": "late"}])
         return super()._commit(*args, **kwargs)
 
@@ -358,10 +321,10 @@ def test_a_concurrent_commit_makes_the_job_re_plan(
 
 def test_nothing_to_do_is_said_clearly(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
-    plain = _create(warehouse, "db.plain", SCHEMA, [], {"partition.expiration-time": "1 d"})
-    _commit(plain, SCHEMA, [{"dt": "20240101", "id": 1, "v": "x"}])
-    no_option = _create(warehouse, "db.no_option", SCHEMA, ["dt"], {})
-    _commit(no_option, SCHEMA, [{"dt": "20240101", "id": 1, "v": "x"}])
+    plain = create_partitioned(warehouse, "db.plain", SCHEMA, [], {"partition.expiration-time": "1 d"})
+    commit_day(plain, SCHEMA, [{"dt": "20240101", "id": 1, "v": "x"}])
+    no_option = create_partitioned(warehouse, "db.no_option", SCHEMA, ["dt"], {})
+    commit_day(no_option, SCHEMA, [{"dt": "20240101", "id": 1, "v": "x"}])
     before = tree(warehouse)
     unpartitioned = PartitionExpireJob(_open(warehouse, "db.plain"), clock=CLOCK).run()
     assert "not partitioned" in unpartitioned.describe()
@@ -376,9 +339,9 @@ def test_nothing_to_do_is_said_clearly(tmp_path: Path) -> None:
 
 def test_an_unsupported_formatter_is_refused_naming_the_option(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
-    table = _create(warehouse, "db.bad", SCHEMA, ["dt"], {
+    table = create_partitioned(warehouse, "db.bad", SCHEMA, ["dt"], {
         "partition.expiration-time": "1 d", "partition.timestamp-formatter": "dd MMM yyyy"})
-    _commit(table, SCHEMA, [{"dt": "01 Jan 2024", "id": 1, "v": "x"}])
+    commit_day(table, SCHEMA, [{"dt": "01 Jan 2024", "id": 1, "v": "x"}])
     with pytest.raises(ConfigError, match="partition.timestamp-formatter"):
         PartitionExpireJob(_open(warehouse, "db.bad"), clock=CLOCK).run()
 
@@ -386,9 +349,9 @@ def test_an_unsupported_formatter_is_refused_naming_the_option(tmp_path: Path) -
 @pytest.mark.parametrize("option", ["chain-table.enabled", "metastore.partitioned-table"])
 def test_tables_java_expires_otherwise_are_refused(option: str, tmp_path: Path) -> None:
     warehouse = str(tmp_path / "wh")
-    table = _create(warehouse, "db.other", SCHEMA, ["dt"],
-                    {"partition.expiration-time": "1 d", option: "true"})
-    _commit(table, SCHEMA, [{"dt": "2024-01-01", "id": 1, "v": "x"}])
+    table = create_partitioned(warehouse, "db.other", SCHEMA, ["dt"],
+                               {"partition.expiration-time": "1 d", option: "true"})
+    commit_day(table, SCHEMA, [{"dt": "2024-01-01", "id": 1, "v": "x"}])
     before = tree(warehouse)
     with pytest.raises(UnsupportedError, match=option):
         PartitionExpireJob(_open(warehouse, "db.other"), clock=CLOCK).run()

@@ -18,9 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, catalog_for, sort_rows
-from s3_endpoint import S3Endpoint
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate, catalog_for, sort_rows
+from support.s3_endpoint import S3Endpoint
 
 import paimond.maintenance.expire.snapshots as expire_module
 from paimond.clock import SYSTEM_CLOCK

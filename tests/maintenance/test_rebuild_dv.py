@@ -7,56 +7,25 @@ without merging, so its read is wrong until `rebuild-dv` commits the vectors."""
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 import pytest
-from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
-from test_dv_compaction import SCENARIOS, _Live
+from support.dv_layered import enable_vectors, layered
+from support.dv_scenarios import SCENARIOS, Live
+from support.pypaimon_oracle import read_rows
 
 from paimond.cli.main import main
-from paimond.clock import SYSTEM_CLOCK, Clock
+from paimond.clock import SYSTEM_CLOCK
 from paimond.errors import UnsupportedError
-from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.regenerate.rebuild_dv import RebuildDvJob
 from paimond.table.scan.snapshot_scan import scan_snapshot
 
-NOW = datetime.datetime(2026, 11, 22, 12)
-CLOCK = Clock(fixed_ms=int(NOW.timestamp() * 1000))  # its local time is NOW
-
-
-def _layered(tmp_path: Path) -> _Live:
-    """A deduplicate table, vectors off, with versions of keys in levels 4 and 5."""
-    base = SCENARIOS[0]
-    options = {k: v for k, v in base.options.items() if k != "deletion-vectors.enabled"}
-    scenario = type(base)("rebuild", base.schema, base.keys, base.partition_keys,
-                          options | {"compaction.force-up-level-0": "true"}, base.make,
-                          retract=True)
-    live = _Live(scenario, str(tmp_path / "wh"))
-    live.write(60)
-    CompactJob(live.table, clock=SYSTEM_CLOCK, full=True, use_processes=False).run()
-    live.write(40)
-    CompactJob(live.table, use_processes=False, clock=CLOCK).run()
-    latest = live.table.snapshots.latest()
-    assert latest is not None
-    levels = {lv for b in scan_snapshot(live.table, latest).buckets().values() for lv in b.levels}
-    assert levels == {4, 5}, levels
-    return live
-
-
-def _enable_vectors(live: _Live) -> None:
-    change = SchemaChange.set_option("deletion-vectors.enabled", "true")
-    catalog_for(live.warehouse).alter_table(live.name, [change])
-    assert live.table.options().deletion_vectors_enabled
-
 
 def test_rebuild_makes_pypaimon_read_the_table_right(tmp_path: Path) -> None:
-    live = _layered(tmp_path)
+    live = layered(tmp_path)
     merged = read_rows(live.warehouse, live.name)
     assert merged.equals(live.expected())
-    _enable_vectors(live)
+    enable_vectors(live)
     unvectored = read_rows(live.warehouse, live.name)
     assert not unvectored.equals(live.expected())
     before_id = live.table.snapshots.latest_id()
@@ -79,7 +48,7 @@ def test_rebuild_makes_pypaimon_read_the_table_right(tmp_path: Path) -> None:
 
 
 def test_vectors_maintained_by_compaction_need_no_rebuild(tmp_path: Path) -> None:
-    live = _Live(SCENARIOS[0], str(tmp_path / "wh"))
+    live = Live(SCENARIOS[0], str(tmp_path / "wh"))
     live.write(60)
     live.compact(full=True)
     for _ in range(3):
@@ -94,8 +63,8 @@ def test_vectors_maintained_by_compaction_need_no_rebuild(tmp_path: Path) -> Non
 
 
 def test_lost_vector_files_are_rebuilt_with_discard_existing(tmp_path: Path) -> None:
-    live = _layered(tmp_path)
-    _enable_vectors(live)
+    live = layered(tmp_path)
+    enable_vectors(live)
     RebuildDvJob(live.table, clock=SYSTEM_CLOCK).run()
     latest = live.table.snapshots.latest()
     assert latest is not None
@@ -109,10 +78,10 @@ def test_lost_vector_files_are_rebuilt_with_discard_existing(tmp_path: Path) -> 
 
 
 def test_cli_rebuild_dv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    live = _layered(tmp_path)
+    live = layered(tmp_path)
     assert main(["rebuild-dv", live.warehouse, "--table", live.name]) == 1
     assert "deletion-vectors.enabled" in capsys.readouterr().err
-    _enable_vectors(live)
+    enable_vectors(live)
     assert main(["rebuild-dv", live.warehouse, "--table", live.name, "--dry-run"]) == 0
     assert "would be committed" in capsys.readouterr().out
     assert main(["rebuild-dv", live.warehouse, "--table", live.name,
@@ -127,6 +96,6 @@ def test_cli_rebuild_dv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_tables_without_vectors_are_refused(tmp_path: Path) -> None:
-    live = _layered(tmp_path)
+    live = layered(tmp_path)
     with pytest.raises(UnsupportedError, match="deletion-vectors.enabled"):
         RebuildDvJob(live.table, clock=SYSTEM_CLOCK).run()

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import TableSpec, build_pk_clustering_override, build_pk_listagg
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import TableSpec, build_pk_clustering_override, build_pk_listagg
 
 from paimond.cli.main import main
 from paimond.clock import Clock

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import fastavro
 import pytest
-from file_index_checks import assert_index_matches, placed_index
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_append_fixed_bucket, catalog_for
-from test_rebuild_dv import _enable_vectors, _layered
+from support.dv_layered import enable_vectors, layered
+from support.file_index_checks import assert_index_matches, placed_index
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_append_fixed_bucket, catalog_for
 
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.maintenance.regenerate.pending import (
@@ -132,12 +132,12 @@ def test_an_item_a_pass_could_not_change_is_not_taken_again(
 
 
 def test_bounded_vector_passes_one_bucket_at_a_time(tmp_path: Path) -> None:
-    live = _layered(tmp_path)
+    live = layered(tmp_path)
     latest = live.table.snapshots.latest()
     assert latest is not None
     assert not vector_needs(live.table, scan_snapshot(live.table, latest).buckets().values(),
                             [], lambda _: True)  # vectors off: nothing is missing
-    _enable_vectors(live)
+    enable_vectors(live)
     scanned = scan_snapshot(live.table, latest)
     needs = vector_needs(live.table, scanned.buckets().values(), scanned.index_entries,
                          lambda _: True)
@@ -175,7 +175,7 @@ def test_a_bounded_pass_on_a_table_without_vectors_is_nothing(pristine: tuple[Pa
 
 
 def test_file_figures_and_health_score(tmp_path: Path) -> None:
-    live = _layered(tmp_path)
+    live = layered(tmp_path)
     live.write(10)  # one level-0 file
     latest = live.table.snapshots.latest()
     assert latest is not None

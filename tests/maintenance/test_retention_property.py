@@ -34,8 +34,8 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from pypaimon import Schema
-from pypaimon_oracle import read_rows
-from pypaimon_tables import catalog_for
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
 from paimond.maintenance.jobs import JOBS, JobContext

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from file_index_checks import assert_index_matches, index_files, parquet_columns, placed_index
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_append_fixed_bucket, build_pk_deduplicate, catalog_for
-from table_history import assert_exactly_referenced, tree, write_tag
+from support.file_index_checks import assert_index_matches, index_files, parquet_columns, placed_index
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_append_fixed_bucket, build_pk_deduplicate, catalog_for
+from support.table_history import assert_exactly_referenced, tree, write_tag
 
 from paimond.cli.main import main
 from paimond.clock import Clock

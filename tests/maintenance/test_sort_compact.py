@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from pypaimon_oracle import live_files, read_rows, read_rows_rust, snapshot_ids
-from pypaimon_tables import _not_null, _Writer, catalog_for
+from support.pypaimon_oracle import live_files, read_rows, read_rows_rust, snapshot_ids
+from support.pypaimon_tables import TableWriter, catalog_for, not_null
 
 from paimond.clock import Clock
 from paimond.errors import UnsupportedError
@@ -29,12 +29,12 @@ from paimond.table.storage.interface import open_storage
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))
 NAME = "db.sorted"
-SCHEMA = pa.schema([("dt", pa.string()), _not_null("id", pa.int64()), ("a", pa.int32()),
+SCHEMA = pa.schema([("dt", pa.string()), not_null("id", pa.int64()), ("a", pa.int32()),
                     ("b", pa.int32()), ("s", pa.string())])
 
 
-def _build(warehouse: str, options: dict[str, str] | None = None) -> _Writer:
-    writer = _Writer(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
+def _build(warehouse: str, options: dict[str, str] | None = None) -> TableWriter:
+    writer = TableWriter(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
                      options={"bucket": "-1", "file.format": "parquet",
                               "target-file-size": "6 kb", **(options or {})})
     rng = random.Random(5)
@@ -156,7 +156,7 @@ def test_refused_before_anything_is_written(tmp_path: Path, options: dict[str, s
                                             strategy: str, columns: tuple[str, ...],
                                             reason: str) -> None:
     warehouse = str(tmp_path / "wh")
-    writer = _Writer(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
+    writer = TableWriter(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
                      options={"bucket": "-1", **options})
     writer.commit([{"dt": "x", "id": 1, "a": 1, "b": 1, "s": "s"}])
     table = open_table(open_storage(warehouse), warehouse, NAME)
@@ -241,7 +241,7 @@ def test_a_killed_sort_leaves_the_table_readable_and_the_rerun_cleans(tmp_path: 
     import subprocess
     import sys
 
-    from table_history import assert_exactly_referenced
+    from support.table_history import assert_exactly_referenced
 
     warehouse = str(tmp_path / "wh")
     _build(warehouse)

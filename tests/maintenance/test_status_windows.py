@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_append_windows import _windows, add_vectors, write_append
-from test_compact_plan_streaming import write_synthetic
+from support.append_windows import add_vectors, window_count, write_append
+from support.streaming_tables import write_synthetic
 
 from paimond.cli.report import render_text
 from paimond.table.catalog import Table, open_table
@@ -78,7 +78,7 @@ def test_synthetic_tables_in_many_windows(tmp_path: Path, seed: int) -> None:
                             delta_chunk=2)
     if vectors:
         add_vectors(table, seed)
-    assert _windows(table, 300) > 1
+    assert window_count(table, 300) > 1
     status = assert_status_as_before(table, budgets=(1, 300))
     assert len(status.buckets) == 80 and any(b.levels[0].level == 0 for b in status.buckets)
     assert any(b.files_with_dv for b in status.buckets) == vectors
@@ -113,7 +113,7 @@ def test_append_tables_with_vectors(tmp_path: Path, options: dict[str, str]) -> 
                                     "manifest.merge-min-count": "1000"}, 6, partitions=60,
                          delta_chunk=2)
     add_vectors(table, 6)
-    assert _windows(table, 300) > 1
+    assert window_count(table, 300) > 1
     status = assert_status_as_before(table, budgets=(1, 300))
     assert any(b.dv_deleted_rows for b in status.buckets)
     assert any(b.small_files for b in status.buckets)

@@ -26,13 +26,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_reader import JavaReader, canonical_rows
 from pypaimon import Schema
 from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
-from pypaimon_tables import catalog_for
-from table_garbage import unreferenced_files
+from support.java_reader import JavaReader, canonical_rows
+from support.pypaimon_tables import catalog_for
+from support.table_garbage import unreferenced_files
 
 from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob

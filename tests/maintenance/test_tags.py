@@ -20,10 +20,10 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from java_reader import JavaReader, canonical_rows, find_jar, unavailable_reason
-from pypaimon import Schema
-from pypaimon_tables import catalog_for
-from table_history import tree, write_tag
+from support.java_reader import JavaReader, canonical_rows, find_jar, unavailable_reason
+from support.pypaimon_tables import catalog_for
+from support.table_history import tree, write_tag
+from support.tag_tables import DAILY, NAME, SCHEMA, TIMES, Writer, utc_ms
 
 from paimond.cli.main import main
 from paimond.clock import Clock
@@ -34,25 +34,14 @@ from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.maintenance.tags.job import create_tag, delete_tag
 from paimond.maintenance.tags.period import TagTimeExtractor, tag_period
 from paimond.maintenance.tags.plan import SnapshotTime, plan_auto_tags, resume_point
-from paimond.table.catalog import Table, open_table
+from paimond.table.catalog import Table
 from paimond.table.options.core import TableOptions
-from paimond.table.storage.interface import open_storage
 from paimond.table.tags import list_tags, read_tag
 
-NAME = "db.t"
 HOUR_MS, DAY_MS = 3_600_000, 86_400_000
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 
 
-def _utc_ms(text: str) -> int:
-    moment = datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.timezone.utc)
-    return int(moment.timestamp() * 1000)
-
-
-# Commit times of snapshots 1..7 (UTC); sink.process-time-zone is UTC in these tables.
-TIMES = ["2024-01-01 10:00", "2024-01-01 23:00", "2024-01-02 00:30", "2024-01-02 12:00",
-         "2024-01-05 08:00", "2024-01-05 09:00", "2024-01-06 00:00"]
-NOW_MS = _utc_ms("2024-01-06 06:00")
+NOW_MS = utc_ms("2024-01-06 06:00")
 
 
 # ---- building tables -----------------------------------------------------------------------
@@ -62,39 +51,6 @@ def _model_rows(snapshot_id: int) -> list[dict[str, Any]]:
     """Commit k writes (0, s<k>) and (k, s<k>): the rows at snapshot s."""
     return [{"id": 0, "v": f"s{snapshot_id}"}] + [{"id": k, "v": f"s{k}"}
                                                   for k in range(1, snapshot_id + 1)]
-
-
-class Writer:
-    """A pypaimon-written primary-key table; each commit's time (and watermark) is then set in
-    its snapshot file, as a writer committing at that moment would have written it."""
-
-    def __init__(self, warehouse: Path, options: dict[str, str]) -> None:
-        self.warehouse = str(warehouse)
-        catalog = catalog_for(self.warehouse)
-        catalog.create_database("db", True)
-        catalog.create_table(NAME, Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={
-            "bucket": "1", "write-only": "true", **options}), False)
-        self.py_table = catalog.get_table(NAME)
-        self.table = open_table(open_storage(self.warehouse), self.warehouse, NAME)
-        self.count = 0
-
-    def commit(self, time_ms: int, watermark: int | None = None) -> int:
-        self.count += 1
-        k = self.count
-        builder = self.py_table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.Table.from_pylist([{"id": 0, "v": f"s{k}"}, {"id": k, "v": f"s{k}"}],
-                                               schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
-        path = Path(self.table.snapshots.path(k))
-        raw = json.loads(path.read_text())
-        raw["timeMillis"] = time_ms
-        if watermark is not None:
-            raw["watermark"] = watermark
-        path.write_text(json.dumps(raw, indent=2))
-        return k
 
 
 def _tags(table: Table) -> dict[str, int]:
@@ -188,14 +144,14 @@ def test_delay_must_be_shorter_than_a_period_and_batch_is_refused(tmp_path: Path
         with pytest.raises(ConfigError, match="tag.automatic-creation"):
             _ = TableOptions({"tag.automatic-creation": value}).tag_automatic_creation
     writer = Writer(tmp_path / "wh", {"tag.automatic-creation": "batch"})
-    writer.commit(_utc_ms(TIMES[0]))
+    writer.commit(utc_ms(TIMES[0]))
     with pytest.raises(UnsupportedError, match="batch"):
         _run_tags(writer.table)
     expire = JOBS["expire_tags"]  # expiry alone does not depend on how tags are created
     assert expire.run(writer.table, expire.settings(), JobContext(Clock(fixed_ms=NOW_MS))
                       ).result.done == ()
     callbacks = Writer(tmp_path / "wh2", {"tag.callbacks": "my-callback"})
-    callbacks.commit(_utc_ms(TIMES[0]))
+    callbacks.commit(utc_ms(TIMES[0]))
     for run in (lambda: _run_tags(callbacks.table),
                 lambda: create_tag(callbacks.table, clock=Clock(fixed_ms=NOW_MS), name="a")):
         with pytest.raises(UnsupportedError, match="tag.callbacks"):
@@ -209,7 +165,7 @@ def test_delay_must_be_shorter_than_a_period_and_batch_is_refused(tmp_path: Path
 def test_planner_matches_the_model(steps: list[int], kind: tuple[str, int], completion: bool,
                                    retained_max: int | None, delay_ms: int) -> None:
     name, period_ms = kind
-    base = _utc_ms("2024-02-28 00:00")
+    base = utc_ms("2024-02-28 00:00")
     times = [base + sum(steps[:i + 1]) // 7 for i in range(len(steps))]  # ascending
     options = {"sink.process-time-zone": "UTC", "tag.creation-delay": f"{delay_ms} ms"}
     if name == "minutes":
@@ -236,7 +192,6 @@ def test_planner_matches_the_model(steps: list[int], kind: tuple[str, int], comp
 
 # ---- automatic creation on tables ----------------------------------------------------------
 
-DAILY = {"tag.automatic-creation": "process-time", "sink.process-time-zone": "UTC"}
 EXPECTED_DAILY = {"2023-12-31": 1, "2024-01-01": 3, "2024-01-04": 5, "2024-01-05": 7}
 
 
@@ -250,7 +205,7 @@ EXPECTED_DAILY = {"2023-12-31": 1, "2024-01-01": 3, "2024-01-04": 5, "2024-01-05
 def test_daily_tags_as_java_creates_them(tmp_path: Path, options: dict[str, str],
                                          expected: dict[str, int]) -> None:
     writer = Writer(tmp_path / "wh", {**DAILY, **options})
-    times = [_utc_ms(t) for t in TIMES]
+    times = [utc_ms(t) for t in TIMES]
     # The model agrees with the hand-computed names.
     assert model_tags(times, period_ms=DAY_MS, period="daily",
                       delay_ms=HOUR_MS if "tag.creation-delay" in options else 0,
@@ -269,7 +224,7 @@ def test_daily_tags_as_java_creates_them(tmp_path: Path, options: dict[str, str]
 
 def test_manual_tags_do_not_count(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "wh", {**DAILY, "tag.num-retained-max": "1"})
-    times = [_utc_ms(t) for t in TIMES]
+    times = [utc_ms(t) for t in TIMES]
     for t in times[:2]:
         writer.commit(t)
     create_tag(writer.table, clock=Clock(fixed_ms=NOW_MS), name="release-1", snapshot_id=2)
@@ -284,7 +239,7 @@ def test_watermark_tags(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "wh", {"tag.automatic-creation": "watermark",
                                       "tag.creation-period": "hourly",
                                       "sink.watermark-time-zone": "GMT+08:00"})
-    base = _utc_ms("2024-01-01 00:00")  # 08:00 in UTC+8
+    base = utc_ms("2024-01-01 00:00")  # 08:00 in UTC+8
     for minute in (10, 50, 65, 70, 190):  # watermarks, minutes after base
         writer.commit(NOW_MS, watermark=base + minute * 60_000)
     writer.commit(NOW_MS, watermark=-(2**63))  # Long.MIN_VALUE: no time
@@ -298,9 +253,9 @@ def test_watermark_tags(tmp_path: Path) -> None:
 
 def test_process_time_in_the_machines_zone_by_default(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "wh", {"tag.automatic-creation": "process-time"})
-    writer.commit(_utc_ms(TIMES[0]))
+    writer.commit(utc_ms(TIMES[0]))
     _run_tags(writer.table)
-    local = datetime.datetime.fromtimestamp(_utc_ms(TIMES[0]) / 1000)
+    local = datetime.datetime.fromtimestamp(utc_ms(TIMES[0]) / 1000)
     expected = (local.replace(hour=0, minute=0) - datetime.timedelta(days=1)).strftime("%Y-%m-%d")
     assert _tags(writer.table) == {expected: 1}
 
@@ -311,7 +266,7 @@ def test_process_time_in_the_machines_zone_by_default(tmp_path: Path) -> None:
 def test_time_retained_expiry_is_strict_and_spares_tags_without_retention(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "wh", {**DAILY, "tag.default-time-retained": "1 h"})
     for t in TIMES[:3]:
-        writer.commit(_utc_ms(t))
+        writer.commit(utc_ms(t))
     clock = Clock(fixed_ms=NOW_MS)
     create_tag(writer.table, clock=clock, name="defaulted", snapshot_id=2)
     create_tag(writer.table, clock=clock, name="two-hours", snapshot_id=2,
@@ -337,7 +292,7 @@ def test_expire_tags_older_than_uses_file_times_for_tags_without_retention(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     writer = Writer(tmp_path / "wh", {"tag.time-expire-enabled": "false"})
     for t in TIMES[:2]:
-        writer.commit(_utc_ms(t))
+        writer.commit(utc_ms(t))
     clock = Clock(fixed_ms=NOW_MS)
     create_tag(writer.table, clock=clock, name="retained", snapshot_id=1, time_retained_ms=HOUR_MS)
     snapshot = writer.table.snapshots.load(1)
@@ -370,9 +325,10 @@ def _tag_json(table: Table, name: str) -> dict[str, Any]:
     return json.loads(Path(table.file_path("tag", f"tag-{name}")).read_text())
 
 
+@pytest.mark.jvm  # starts Java by hand
 def test_tag_files_equal_pypaimons_and_javas(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "wh", {**DAILY, "tag.default-time-retained": "1 d"})
-    writer.commit(_utc_ms(TIMES[0]))
+    writer.commit(utc_ms(TIMES[0]))
     clock = Clock(fixed_ms=NOW_MS + 123)
     _run_tags(writer.table, NOW_MS + 123)
     ours = _tag_json(writer.table, "2023-12-31")
@@ -428,7 +384,7 @@ def test_tag_files_equal_pypaimons_and_javas(tmp_path: Path) -> None:
 def test_tagged_snapshots_survive_snapshot_expiry(tmp_path: Path, java_reader: JavaReader) -> None:
     writer = Writer(tmp_path / "wh", DAILY)
     for t in TIMES:
-        writer.commit(_utc_ms(t))
+        writer.commit(utc_ms(t))
     _run_tags(writer.table)
     assert _tags(writer.table) == EXPECTED_DAILY
     ExpireJob(writer.table, clock=Clock(fixed_ms=NOW_MS + DAY_MS),
@@ -459,7 +415,7 @@ def test_a_killed_run_is_finished_by_the_next(tmp_path: Path, crash_at: str) -> 
     delete 2024-01-01. Killed anywhere, the rerun ends with Java's two newest."""
     writer = Writer(tmp_path / "wh", {**DAILY, "tag.num-retained-max": "2"})
     for t in TIMES:
-        writer.commit(_utc_ms(t))
+        writer.commit(utc_ms(t))
     # The job alone in a fresh process (the command line imports far more: seconds a start).
     command = [sys.executable, "-c", _RUN_TAGS, writer.warehouse]
     killed = subprocess.run(command, env={**os.environ, "PAIMOND_CRASH_AT": crash_at},
@@ -477,7 +433,7 @@ def test_a_killed_run_is_finished_by_the_next(tmp_path: Path, crash_at: str) -> 
 def test_dry_runs_change_nothing(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "wh", {**DAILY, "tag.default-time-retained": "1 h"})
     for t in TIMES:
-        writer.commit(_utc_ms(t))
+        writer.commit(utc_ms(t))
     before = tree(writer.table.path)
     result = _run_tags(writer.table, dry_run=True)
     assert {a.name for a in result.plan.actions if a.create} == set(EXPECTED_DAILY)
@@ -497,7 +453,7 @@ def test_dry_runs_change_nothing(tmp_path: Path) -> None:
 def test_by_hand_never_overwrites(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "wh", DAILY)
     for t in TIMES[:2]:
-        writer.commit(_utc_ms(t))
+        writer.commit(utc_ms(t))
     clock = Clock(fixed_ms=NOW_MS)
     create_tag(writer.table, clock=clock, name="a")
     before = Path(writer.table.file_path("tag", "tag-a")).read_bytes()
@@ -519,7 +475,7 @@ def test_by_hand_never_overwrites(tmp_path: Path) -> None:
 def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     writer = Writer(tmp_path / "wh", DAILY)
     for t in TIMES[:3]:
-        writer.commit(_utc_ms(t))
+        writer.commit(utc_ms(t))
     wh = writer.warehouse
     assert main(["tags", wh, "--table", NAME, "--dry-run"]) == 0
     assert "would create tag '2024-01-01'" in capsys.readouterr().out

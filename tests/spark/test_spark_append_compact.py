@@ -7,8 +7,8 @@ import datetime
 from pathlib import Path
 from typing import Any
 
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_append_fixed_bucket
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_append_fixed_bucket
 
 from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_append_fixed_bucket, build_pk_deduplicate
 from pyspark import cloudpickle
-from s3_endpoint import S3Endpoint
-from spark_session import ENVIRONMENT, EXECUTOR_ENV
-from table_garbage import unreferenced_files
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_append_fixed_bucket, build_pk_deduplicate
+from support.s3_endpoint import S3Endpoint
+from support.spark_session import ENVIRONMENT, EXECUTOR_ENV
+from support.table_garbage import unreferenced_files
 
 from paimond.clock import Clock
 from paimond.lsm.task import CompactResult, CompactTask

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pypaimon_oracle import read_rows
+from support.pypaimon_oracle import read_rows
 
 import paimond.spark
 from paimond.errors import ConfigError
@@ -102,7 +102,7 @@ def test_maintain_from_a_session_whose_workers_run_another_python(
     workers with the system's python3, and every bucket failed with "No module named
     'fastavro'". On a local master paimond's tasks run the driver's interpreter (a session
     that names one keeps it: test_spark_cluster's packed environment)."""
-    from write_only_writer import Writer
+    from support.write_only_writer import Writer
 
     writer = Writer(str(tmp_path), "db.t", compaction_trigger=2)
     for _ in range(3):

@@ -14,11 +14,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from file_index_checks import index_files, placed_index
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, catalog_for
-from table_garbage import unreferenced_files
+from support.file_index_checks import index_files, placed_index
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate, catalog_for
+from support.table_garbage import unreferenced_files
 
 from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob

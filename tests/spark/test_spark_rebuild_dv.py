@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pypaimon_oracle import read_rows
-from table_garbage import unreferenced_files
-from test_rebuild_dv import CLOCK, _enable_vectors, _layered
+from support.dv_layered import CLOCK, enable_vectors, layered
+from support.pypaimon_oracle import read_rows
+from support.table_garbage import unreferenced_files
 
 from paimond.lsm.deletion_vectors import deleted_positions
 from paimond.maintenance.regenerate.rebuild_dv import RebuildDvJob
@@ -42,8 +42,8 @@ def _vectors(warehouse: str, name: str) -> list[tuple[bytes, int, list[tuple[str
 
 def test_rebuild_dv_runs_one_spark_task_per_bucket_like_the_local_job(
         spark: Any, tmp_path: Path) -> None:
-    live = _layered(tmp_path)
-    _enable_vectors(live)
+    live = layered(tmp_path)
+    enable_vectors(live)
     name = live.name
     shutil.copytree(live.warehouse, tmp_path / "cluster")
     tracker = spark.sparkContext.statusTracker()
@@ -82,8 +82,8 @@ class FailingAfterTasks:
 def test_a_failed_spark_rebuild_leaves_no_dv_file_behind(spark: Any, tmp_path: Path) -> None:
     """The tasks' DV files were noted in the job's record before they were written: the job
     deletes them when it fails, and the table is as it was."""
-    live = _layered(tmp_path)
-    _enable_vectors(live)
+    live = layered(tmp_path)
+    enable_vectors(live)
     table = live.table
     before = table.snapshots.latest_id()
     index_dir = Path(table.file_path(INDEX_DIR, "x").removeprefix("file://")).parent

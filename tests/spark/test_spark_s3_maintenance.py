@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate_orc
 from pyspark import cloudpickle
-from s3_endpoint import S3Endpoint
-from table_garbage import STATE_DIRS
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate_orc
+from support.s3_endpoint import S3Endpoint
+from support.table_garbage import STATE_DIRS
 
 from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob

@@ -2,9 +2,9 @@
 beforehand, a venv holding only the built wheel compacts, expires and reports it, and the test
 environment checks the result.
 
-    python tests/support/install_check.py make WAREHOUSE      (test environment)
+    PYTHONPATH=tests python tests/support/install_check.py make WAREHOUSE    (test environment)
     paimond compact / expire-snapshots / status ...   (the runtime-only venv)
-    python tests/support/install_check.py verify WAREHOUSE    (test environment)
+    PYTHONPATH=tests python tests/support/install_check.py verify WAREHOUSE  (test environment)
 """
 
 from __future__ import annotations
@@ -13,14 +13,11 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from pypaimon_oracle import read_rows  # noqa: E402
-from pypaimon_tables import build_all_types_pk, build_pk_partial_update  # noqa: E402
-
-from paimond.table.catalog import open_table  # noqa: E402
-from paimond.table.scan.snapshot_scan import scan_snapshot  # noqa: E402
-from paimond.table.storage.interface import open_storage  # noqa: E402
+from paimond.table.catalog import open_table
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_all_types_pk, build_pk_partial_update
 
 EXPECTED = "expected-rows.json"
 

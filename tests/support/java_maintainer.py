@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from java_paimon import JavaUnavailable, classpath, classpath_text, stop_serving
+
+from support.java_paimon import JavaUnavailable, classpath, classpath_text, stop_serving
 
 SOURCE = Path(__file__).parent / "java" / "PaimonMaintainer.java"
 REFERENCE = "2.0"  # the newest Java Paimon Maven Central serves (java_paimon.py)

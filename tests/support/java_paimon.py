@@ -12,15 +12,18 @@ The one place that pins them. `classpath(release)` gives the jars of one release
 
 Maven fetches a jar once (`mvn dependency:get -Dtransitive=false`) into its local repository
 (`~/.m2/repository`, or `$MAVEN_REPO_LOCAL`), which is the cache: a jar already there costs
-no Maven start.
+no Maven start. Fetches hold a file lock there, so parallel test workers fetch a jar once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 # Hadoop's configuration and file-system classes, which Paimon's parquet and ORC readers use
@@ -69,9 +72,29 @@ def _artifact_path(coordinates: str) -> Path:
             / f"{artifact}-{version}.jar")
 
 
+@contextlib.contextmanager
+def _fetching() -> Iterator[None]:
+    """One Maven fetch at a time across processes (pytest-xdist workers start their oracles
+    together): a lock file in the local repository, held while a jar is fetched."""
+    lock = maven_repository() / ".paimond-tests-fetch.lock"
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _fetch(coordinates: str) -> Path:
     path = _artifact_path(coordinates)
     if path.is_file():
+        return path
+    with _fetching():
+        return _fetch_unlocked(coordinates, path)
+
+
+def _fetch_unlocked(coordinates: str, path: Path) -> Path:
+    if path.is_file():  # another worker fetched it while this one waited
         return path
     if shutil.which("mvn") is None:
         raise JavaUnavailable(f"no Maven (mvn) on PATH to fetch {coordinates}")

@@ -34,7 +34,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_paimon import (
+
+from support.java_paimon import (
     RELEASES,
     JavaUnavailable,
     classpath,

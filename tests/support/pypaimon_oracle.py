@@ -30,13 +30,14 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.file_entry import FileEntry
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
-from pypaimon_tables import catalog_for, sort_columns_of, sort_rows
+
+from support.pypaimon_tables import catalog_for, sort_columns_of, sort_rows
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _MILLISECOND = dt.timedelta(milliseconds=1)
 
 
-def _table(warehouse: str, table_name: str, catalog_options: dict[str, str] | None) -> Any:
+def pypaimon_table(warehouse: str, table_name: str, catalog_options: dict[str, str] | None) -> Any:
     return catalog_for(warehouse, catalog_options).get_table(table_name)
 
 
@@ -55,7 +56,7 @@ def _avro_records(table: Any, file_name: str) -> list[dict[str, Any]]:
 
 def snapshot_ids(warehouse: str, table_name: str,
                  catalog_options: dict[str, str] | None = None) -> list[int]:
-    table = _table(warehouse, table_name, catalog_options)
+    table = pypaimon_table(warehouse, table_name, catalog_options)
     return sorted(s.id for s in table.snapshot_manager().list_snapshots())
 
 
@@ -94,7 +95,7 @@ def live_files(warehouse: str, table_name: str, snapshot_id: int,
     Raw manifest bytes: partition, min_key, max_key, key/value_stats min/max_values.
     Decoded by pypaimon: partition_values, min/max_key_values. `path` is where pypaimon
     locates the file."""
-    table = _table(warehouse, table_name, catalog_options)
+    table = pypaimon_table(warehouse, table_name, catalog_options)
     manifests = ManifestListManager(table).read_all(_snapshot(table, snapshot_id))
     reader, entries, records = ManifestFileManager(table), [], {}
     for manifest in manifests:
@@ -113,7 +114,7 @@ def index_entries(warehouse: str, table_name: str, snapshot_id: int,
                   catalog_options: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The snapshot's index manifest as read by pypaimon's `IndexManifestFile`, in file
     order; `partition` is the raw stored bytes. Empty when the snapshot has none."""
-    table = _table(warehouse, table_name, catalog_options)
+    table = pypaimon_table(warehouse, table_name, catalog_options)
     name = _snapshot(table, snapshot_id).index_manifest
     if not name:
         return []
@@ -136,7 +137,7 @@ def read_rows(warehouse: str, table_name: str, snapshot_id: int | None = None,
     """pypaimon's batch read, sorted by the primary key (or every sortable column).
     `include_level0` merges level-0 files too where a batch read would skip them
     (first-row and deletion-vector tables): the content a full compaction must keep."""
-    table = _table(warehouse, table_name, catalog_options)
+    table = pypaimon_table(warehouse, table_name, catalog_options)
     if snapshot_id is not None:
         table = table.copy({"scan.snapshot-id": str(snapshot_id)})
     builder = table.new_read_builder()
@@ -159,7 +160,7 @@ def read_rows_rust(warehouse: str, table_name: str, snapshot_id: int | None = No
     options = {} if snapshot_id is None else {"scan.snapshot-id": str(snapshot_id)}
     builder = table.new_read_builder(options)
     batches = builder.new_read().read(builder.new_scan().plan().splits())
-    fields = _table(warehouse, table_name, catalog_options).table_schema.fields
+    fields = pypaimon_table(warehouse, table_name, catalog_options).table_schema.fields
     arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
     rows = pa.Table.from_batches(batches) if batches else arrow_schema.empty_table()
     return sort_rows(rows, sort_columns_of(rows.schema, table.schema().primary_keys()))

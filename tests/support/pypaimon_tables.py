@@ -89,7 +89,7 @@ def sort_rows(rows: pa.Table, columns: Sequence[str]) -> pa.Table:
 # ---- writing ---------------------------------------------------------------------------
 
 
-class _Writer:
+class TableWriter:
     """Creates a table from an Arrow schema, commits batches and counts snapshots."""
 
     def __init__(self, catalog: Any, name: str, schema: pa.Schema, *,
@@ -143,7 +143,7 @@ class _Writer:
 _RETRACT = ("-U", "-D")
 
 
-class _Model:
+class MergeModel:
     """The rows a full merge keeps, fed records in sequence-number order."""
 
     def __init__(self, engine: str, keys: Sequence[str],
@@ -176,11 +176,11 @@ class _Model:
         return list(self.state.values())
 
 
-def _rng(name: str) -> random.Random:
+def seeded_rng(name: str) -> random.Random:
     return random.Random(zlib.crc32(name.encode()))
 
 
-def _changes(rng: random.Random, model: _Model, pool: Sequence[tuple[Any, ...]], count: int,
+def random_changes(rng: random.Random, model: MergeModel, pool: Sequence[tuple[Any, ...]], count: int,
              make: Callable[[random.Random], Row], *, retract: bool) -> list[Row]:
     """`count` upserts of keys from `pool`, some keys twice; with `retract`, also -U/+U
     pairs, -D of live keys and -D of absent keys. `model` sees each row as it is made."""
@@ -210,18 +210,18 @@ def _build_pk(warehouse: str, catalog_options: Options, name: str, schema: pa.Sc
     """A primary-key table with a string `rk` column as `rowkind.field`, one commit per
     entry of `counts`."""
     options = {"rowkind.field": "rk"} | options
-    w = _Writer(catalog_for(warehouse, catalog_options), name, schema, primary_keys=keys,
+    w = TableWriter(catalog_for(warehouse, catalog_options), name, schema, primary_keys=keys,
                 partition_keys=partition_keys, options=options)
     engine = options.get("merge-engine", "deduplicate")
-    rng, model = _rng(name), _Model(engine, keys, aggregates)
+    rng, model = seeded_rng(name), MergeModel(engine, keys, aggregates)
     keys_pool = pool(rng)
     for count in counts:
-        w.commit(_changes(rng, model, keys_pool, count, make, retract=retract))
+        w.commit(random_changes(rng, model, keys_pool, count, make, retract=retract))
     skips_level0 = engine == "first-row" or options.get("deletion-vectors.enabled") == "true"
     return w.spec(model.rows(), skips_level0=skips_level0)
 
 
-def _not_null(name: str, type_: pa.DataType) -> pa.Field:
+def not_null(name: str, type_: pa.DataType) -> pa.Field:
     return pa.field(name, type_, nullable=False)
 
 
@@ -244,8 +244,8 @@ def _short_values(rng: random.Random) -> Row:
 def build_pk_deduplicate(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """Deduplicate, partitioned by DATE and an escaped STRING, 2 buckets, parquet,
     6 commits with -U/+U/-D."""
-    schema = pa.schema([_not_null("day", pa.date32()), _not_null("tag", pa.string()),
-                        _not_null("id", pa.int32()), ("v", pa.string()),
+    schema = pa.schema([not_null("day", pa.date32()), not_null("tag", pa.string()),
+                        not_null("id", pa.int32()), ("v", pa.string()),
                         ("score", pa.float64()), ("rk", pa.string())])
     partitions = list(zip(_DAYS * 3, _TAGS, strict=False))
     return _build_pk(
@@ -263,7 +263,7 @@ def _order_values(rng: random.Random) -> Row:
 
 def build_pk_deduplicate_orc(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """Deduplicate, unpartitioned, 4 buckets, orc, 6 commits with -U/+U/-D."""
-    schema = pa.schema([_not_null("id", pa.int64()), ("name", pa.string()),
+    schema = pa.schema([not_null("id", pa.int64()), ("name", pa.string()),
                         ("amount", pa.decimal128(12, 2)), ("at", pa.timestamp("us")),
                         ("rk", pa.string())])
     return _build_pk(
@@ -281,7 +281,7 @@ def _partial_values(rng: random.Random) -> Row:
 
 def build_pk_partial_update(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """Partial-update, partitioned by INT, 2 buckets, avro, 5 commits of +I/+U with NULLs."""
-    schema = pa.schema([_not_null("region", pa.int32()), _not_null("id", pa.int32()),
+    schema = pa.schema([not_null("region", pa.int32()), not_null("id", pa.int32()),
                         ("a", pa.string()), ("b", pa.int64()), ("c", pa.float64()),
                         ("rk", pa.string())])
     return _build_pk(
@@ -305,7 +305,7 @@ def _aggregated_values(rng: random.Random) -> Row:
 def build_pk_aggregation(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """Aggregation (sum of BIGINT, DECIMAL and INT, max, min, and the default
     last_non_null_value), unpartitioned, 4 buckets, avro, 6 commits of +I/+U."""
-    schema = pa.schema([_not_null("id", pa.int32()), ("total", pa.int64()),
+    schema = pa.schema([not_null("id", pa.int32()), ("total", pa.int64()),
                         ("amount", pa.decimal128(20, 3)), ("hi", pa.int32()),
                         ("lo", pa.float64()), ("n", pa.int32()), ("last", pa.string()),
                         ("rk", pa.string())])
@@ -324,7 +324,7 @@ def _one_value(rng: random.Random) -> Row:
 def build_pk_first_row(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """First-row with ignore-delete (pypaimon drops the -U/-D rows before writing),
     partitioned by STRING, 2 buckets, orc, 5 commits. Batch reads skip level 0."""
-    schema = pa.schema([_not_null("dt", pa.string()), _not_null("id", pa.int32()),
+    schema = pa.schema([not_null("dt", pa.string()), not_null("id", pa.int32()),
                         ("v", pa.string()), ("rk", pa.string())])
     return _build_pk(
         warehouse, catalog_options, "db.pk_first_row", schema, keys=("dt", "id"),
@@ -338,7 +338,7 @@ def build_pk_first_row(warehouse: str, catalog_options: Options = None) -> Table
 def build_pk_deletion_vectors(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """Deduplicate with deletion-vectors.enabled, partitioned, 2 buckets, parquet, 5 commits
     with -U/+U/-D. pypaimon writes level 0 only and no index, so batch reads are empty."""
-    schema = pa.schema([_not_null("dt", pa.string()), _not_null("id", pa.int32()),
+    schema = pa.schema([not_null("dt", pa.string()), not_null("id", pa.int32()),
                         ("v", pa.string()), ("rk", pa.string())])
     return _build_pk(
         warehouse, catalog_options, "db.pk_deletion_vectors", schema, keys=("dt", "id"),
@@ -354,11 +354,11 @@ def build_pk_deletion_vectors(warehouse: str, catalog_options: Options = None) -
 def build_append_unaware(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """Append, bucket -1 (unaware), partitioned by STRING and INT with NULLs, parquet,
     5 commits."""
-    schema = pa.schema([("dt", pa.string()), ("hr", pa.int32()), _not_null("id", pa.int64()),
+    schema = pa.schema([("dt", pa.string()), ("hr", pa.int32()), not_null("id", pa.int64()),
                         ("msg", pa.string()), ("tags", pa.list_(pa.string()))])
-    w = _Writer(catalog_for(warehouse, catalog_options), "db.append_unaware", schema,
+    w = TableWriter(catalog_for(warehouse, catalog_options), "db.append_unaware", schema,
                 partition_keys=("dt", "hr"), options={"bucket": "-1", "file.format": "parquet"})
-    rng, rows = _rng("append_unaware"), []
+    rng, rows = seeded_rng("append_unaware"), []
     for commit in range(5):
         batch = [{"dt": rng.choice(["2024-01-01", "2024-01-02", None]),
                   "hr": rng.choice([0, 23, None]), "id": commit * 1000 + i,
@@ -371,12 +371,12 @@ def build_append_unaware(warehouse: str, catalog_options: Options = None) -> Tab
 
 def build_append_fixed_bucket(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """Append with 4 fixed buckets on `bucket-key` id, partitioned by DATE, avro, 5 commits."""
-    schema = pa.schema([("day", pa.date32()), _not_null("id", pa.int32()),
+    schema = pa.schema([("day", pa.date32()), not_null("id", pa.int32()),
                         ("v", pa.float64()), ("note", pa.string())])
-    w = _Writer(catalog_for(warehouse, catalog_options), "db.append_fixed_bucket", schema,
+    w = TableWriter(catalog_for(warehouse, catalog_options), "db.append_fixed_bucket", schema,
                 partition_keys=("day",),
                 options={"bucket": "4", "bucket-key": "id", "file.format": "avro"})
-    rng, rows = _rng("append_fixed_bucket"), []
+    rng, rows = seeded_rng("append_fixed_bucket"), []
     for commit in range(5):
         batch = [{"day": rng.choice(_DAYS), "id": commit * 100 + i, "v": rng.randrange(99) / 4,
                   "note": rng.choice([None, "n"])} for i in range(30)]
@@ -390,12 +390,12 @@ def build_append_deletion_vectors(warehouse: str,
     """Data-evolution append table (row tracking, deletion vectors), partitioned, parquet:
     3 commits of one partition each, then 2 `delete_by_row_id` commits that write DV index
     files and an index manifest. Each commit writes one file, so row ids follow input order."""
-    schema = pa.schema([("dt", pa.string()), _not_null("id", pa.int32()), ("v", pa.string())])
-    w = _Writer(catalog_for(warehouse, catalog_options), "db.append_deletion_vectors", schema,
+    schema = pa.schema([("dt", pa.string()), not_null("id", pa.int32()), ("v", pa.string())])
+    w = TableWriter(catalog_for(warehouse, catalog_options), "db.append_deletion_vectors", schema,
                 partition_keys=("dt",),
                 options={"bucket": "-1", "file.format": "parquet", "row-tracking.enabled": "true",
                          "data-evolution.enabled": "true", "deletion-vectors.enabled": "true"})
-    rng, rows = _rng("append_deletion_vectors"), []
+    rng, rows = seeded_rng("append_deletion_vectors"), []
     for dt_value in ("a", "b", "a"):
         batch = [{"dt": dt_value, "id": len(rows) + i, "v": f"v{rng.randrange(100)}"}
                  for i in range(30)]
@@ -508,13 +508,13 @@ def build_all_types_pk(warehouse: str, catalog_options: Options = None) -> Table
     type incl. nested as nullable values; deduplicate, 2 buckets, parquet, 5 commits.
     TIMESTAMP(9) values are whole microseconds (see `_MICROS_ONLY`)."""
     keys = tuple(f"k_{n}" for n, _, _, _ in ATOMIC_TYPES)
-    schema = pa.schema([_not_null(f"k_{n}", t) for n, t, _, _ in ATOMIC_TYPES]
+    schema = pa.schema([not_null(f"k_{n}", t) for n, t, _, _ in ATOMIC_TYPES]
                        + _value_fields())
-    w = _Writer(catalog_for(warehouse, catalog_options), "db.all_types_pk", schema,
+    w = TableWriter(catalog_for(warehouse, catalog_options), "db.all_types_pk", schema,
                 primary_keys=keys, partition_keys=("k_date", "k_boolean"),
                 options={"bucket": "2", "file.format": "parquet"},
                 type_overrides=_type_overrides("k_") | _type_overrides("v_"))
-    rng, model = _rng("all_types_pk"), _Model("deduplicate", keys)
+    rng, model = seeded_rng("all_types_pk"), MergeModel("deduplicate", keys)
     generators = {f"k_{n}": g for n, g in _generators(micros_only=True).items()}
     days = [generators["k_date"](rng) for _ in range(2)]
     generators |= {"k_date": lambda r: r.choice(days)}
@@ -534,11 +534,11 @@ def _build_partitioned(warehouse: str, catalog_options: Options, name: str,
     values and one all-NULL; every type as values; parquet, 20 rows per commit."""
     arrow_types = {n: t for n, t, _, _ in ATOMIC_TYPES}
     schema = pa.schema([pa.field(f"p_{n}", arrow_types[n]) for n in types]
-                       + [_not_null("id", pa.int32())] + _value_fields())
-    w = _Writer(catalog_for(warehouse, catalog_options), name, schema,
+                       + [not_null("id", pa.int32())] + _value_fields())
+    w = TableWriter(catalog_for(warehouse, catalog_options), name, schema,
                 partition_keys=tuple(f"p_{n}" for n in types), options={"bucket": "-1"},
                 type_overrides=_type_overrides("p_") | _type_overrides("v_"))
-    rng, rows, generators = _rng(name), [], _generators(micros_only=True)
+    rng, rows, generators = seeded_rng(name), [], _generators(micros_only=True)
     partitions = [{f"p_{n}": generators[n](rng) for n in types} for _ in range(2)]
     partitions.append({f"p_{n}": None for n in types})
     for commit in range(commits):
@@ -572,8 +572,8 @@ def build_float_partitions(warehouse: str, catalog_options: Options = None) -> T
 def build_binary_partition(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """Append partitioned by BYTES (pypaimon-rust cannot read it). pypaimon names the
     directory after the Python repr of the value (`p=b%27abc%27`), which Java would not."""
-    schema = pa.schema([("p", pa.binary()), _not_null("id", pa.int32())])
-    w = _Writer(catalog_for(warehouse, catalog_options), "db.binary_partition", schema,
+    schema = pa.schema([("p", pa.binary()), not_null("id", pa.int32())])
+    w = TableWriter(catalog_for(warehouse, catalog_options), "db.binary_partition", schema,
                 partition_keys=("p",), options={"bucket": "-1"})
     rows: list[Row] = []
     for commit in range(2):
@@ -614,12 +614,12 @@ def build_pk_listagg(warehouse: str, catalog_options: Options = None) -> TableSp
     `sequence.snapshot-ordering=true` (paimond refuses that one), 2 buckets, parquet, 3 commits
     of +I where later commits revisit earlier keys. The compacted rows model listagg (values
     joined by ',' in commit order)."""
-    schema = pa.schema([_not_null("id", pa.int32()), ("tags", pa.string()),
+    schema = pa.schema([not_null("id", pa.int32()), ("tags", pa.string()),
                         ("total", pa.int64())])
     options = {"bucket": "2", "file.format": "parquet", "merge-engine": "aggregation",
                "fields.tags.aggregate-function": "listagg",
                "fields.total.aggregate-function": "sum", "sequence.snapshot-ordering": "true"}
-    w = _Writer(catalog_for(warehouse, catalog_options), "db.pk_listagg", schema,
+    w = TableWriter(catalog_for(warehouse, catalog_options), "db.pk_listagg", schema,
                 primary_keys=("id",), options=options)
     state: dict[int, Row] = {}
     for commit, keys in enumerate((range(0, 20), range(10, 30), range(5, 25, 2))):
@@ -636,10 +636,10 @@ def build_pk_listagg(warehouse: str, catalog_options: Options = None) -> TableSp
 def build_pk_clustering_override(warehouse: str, catalog_options: Options = None) -> TableSpec:
     """Deduplicate with `pk-clustering-override=true` clustered by `v`, 1 bucket, parquet,
     3 commits of +I/+U."""
-    schema = pa.schema([_not_null("id", pa.int32()), ("v", pa.string())])
+    schema = pa.schema([not_null("id", pa.int32()), ("v", pa.string())])
     options = {"bucket": "1", "file.format": "parquet", "pk-clustering-override": "true",
                "clustering.columns": "v"}
-    w = _Writer(catalog_for(warehouse, catalog_options), "db.pk_clustering_override", schema,
+    w = TableWriter(catalog_for(warehouse, catalog_options), "db.pk_clustering_override", schema,
                 primary_keys=("id",), options=options)
     state: dict[int, Row] = {}
     for commit in range(3):

@@ -19,9 +19,9 @@ import pytest
 
 from paimond.table.storage.interface import Storage, open_storage
 
-_REGION = "us-east-1"
-_KEY = "paimond-test-key"
-_SECRET = "paimond-test-secret"
+REGION = "us-east-1"
+ACCESS_KEY = "paimond-test-key"
+SECRET_KEY = "paimond-test-secret"
 _START_TIMEOUT_S = 30.0
 
 
@@ -36,8 +36,8 @@ class S3Endpoint:
         """Options for ``open_storage``; a fresh dict each time."""
         return {
             "endpoint_url": self.endpoint_url,
-            "key": _KEY,
-            "secret": _SECRET,
+            "key": ACCESS_KEY,
+            "secret": SECRET_KEY,
             "region": self.region,
         }
 
@@ -67,10 +67,10 @@ def _fake_aws_env(mp: pytest.MonkeyPatch) -> None:
     for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN",
                  "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "PAIMOND_S3_ENDPOINT_URL"):
         mp.delenv(name, raising=False)
-    mp.setenv("AWS_ACCESS_KEY_ID", _KEY)
-    mp.setenv("AWS_SECRET_ACCESS_KEY", _SECRET)
-    mp.setenv("AWS_DEFAULT_REGION", _REGION)
-    mp.setenv("AWS_REGION", _REGION)
+    mp.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    mp.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    mp.setenv("AWS_DEFAULT_REGION", REGION)
+    mp.setenv("AWS_REGION", REGION)
     mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
     mp.setenv("AWS_CONFIG_FILE", os.devnull)
     mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
@@ -124,10 +124,10 @@ def s3_endpoint() -> Iterator[S3Endpoint]:
             host, port = server.get_host_and_port()
             endpoint_url = f"http://{host}:{port}"
             fs = s3fs.S3FileSystem(
-                endpoint_url=endpoint_url, key=_KEY, secret=_SECRET,
-                client_kwargs={"region_name": _REGION}, skip_instance_cache=True,
+                endpoint_url=endpoint_url, key=ACCESS_KEY, secret=SECRET_KEY,
+                client_kwargs={"region_name": REGION}, skip_instance_cache=True,
             )
-            yield S3Endpoint(endpoint_url=endpoint_url, region=_REGION, _fs=fs)
+            yield S3Endpoint(endpoint_url=endpoint_url, region=REGION, _fs=fs)
         finally:
             server.stop()
             werkzeug_log.setLevel(old_level)

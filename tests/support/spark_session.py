@@ -24,16 +24,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from packed_env import pack_environment
-from s3_endpoint import _KEY, _REGION, _SECRET
+
+from support.packed_env import pack_environment
+from support.s3_endpoint import ACCESS_KEY, REGION, SECRET_KEY
 
 MASTER = "local-cluster[2,1,1024]"
 ENVIRONMENT = "environment"  # the alias the archive unpacks as, in each executor's directory
 EXECUTOR_PYTHON = f"./{ENVIRONMENT}/bin/python"
 EXECUTOR_ENV = {  # what an instance role or a secret mounted as environment gives executors
-    "AWS_ACCESS_KEY_ID": _KEY,
-    "AWS_SECRET_ACCESS_KEY": _SECRET,
-    "AWS_DEFAULT_REGION": _REGION,
+    "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+    "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+    "AWS_DEFAULT_REGION": REGION,
     "AWS_EC2_METADATA_DISABLED": "true",
     "AWS_CONFIG_FILE": os.devnull,
     "AWS_SHARED_CREDENTIALS_FILE": os.devnull,

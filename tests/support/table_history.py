@@ -17,7 +17,6 @@ from typing import Any
 
 import pyarrow as pa
 from pypaimon import Schema
-from pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
 from paimond.format.meta.manifest import FILE_KIND_ADD, ManifestEntry
@@ -32,6 +31,7 @@ from paimond.table.scan.snapshot_scan import (
     scan_snapshot,
 )
 from paimond.table.storage.interface import open_storage
+from support.pypaimon_tables import catalog_for
 
 HISTORY_TABLE = "db.history"
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pypaimon import Schema
-from pypaimon_tables import catalog_for
+
+from support.pypaimon_tables import catalog_for
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 

@@ -4,18 +4,15 @@ the whole scan's, and row counts come through the statistics-free records."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from support.append_windows import window_count, write_append
+from support.streaming_tables import write_synthetic
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "maintenance"))
-from test_append_windows import _windows, write_append  # noqa: E402
-from test_compact_plan_streaming import write_synthetic  # noqa: E402
-
-from paimond.table.catalog import Table  # noqa: E402
-from paimond.table.scan.bucket_scan import scan_live_windows  # noqa: E402
-from paimond.table.scan.snapshot_scan import scan_snapshot  # noqa: E402
+from paimond.table.catalog import Table
+from paimond.table.scan.bucket_scan import scan_live_windows
+from paimond.table.scan.snapshot_scan import scan_snapshot
 
 
 def _check(table: Table, budget: int, cap: int) -> None:
@@ -42,7 +39,7 @@ def _check(table: Table, budget: int, cap: int) -> None:
 @pytest.mark.parametrize("budget", [1, 300, 200_000])
 def test_primary_key_table(tmp_path: Path, budget: int) -> None:
     table = write_synthetic(tmp_path, {}, 7, partitions=40, delta_chunk=2)
-    assert _windows(table, 300) > 1
+    assert window_count(table, 300) > 1
     _check(table, budget, 50)
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, sort_rows
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate, sort_rows
 
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError, CorruptFileError

@@ -10,14 +10,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, sort_rows
+from support.incremental_commits import append_with_pypaimon, renamed
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate, sort_rows
 
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError
-from paimond.format.meta.manifest import ManifestEntry
 from paimond.format.meta.snapshot import Snapshot
 from paimond.table.catalog import Table, open_table
 from paimond.table.commit.committer import CommitChanges, Committer
@@ -75,10 +74,6 @@ def _known(committer: Committer) -> set[tuple[object, ...]]:
     return set(known.entries)
 
 
-def _renamed(entry: ManifestEntry, name: str) -> ManifestEntry:
-    return dataclasses.replace(entry, file=dataclasses.replace(entry.file, file_name=name))
-
-
 def test_a_concurrent_delete_of_an_input_between_plan_and_commit_conflicts(
         table: tuple[Table, Any, str]) -> None:
     tbl, _, _ = table
@@ -98,7 +93,7 @@ def test_a_concurrent_append_between_plan_and_commit_still_commits(
     tbl, spec, warehouse = table
     plan = _plan(tbl)
     files = _level0(plan)
-    _append_with_pypaimon(warehouse, spec.name)  # a writer commits new level-0 files
+    append_with_pypaimon(warehouse, spec.name)  # a writer commits new level-0 files
     appended = tbl.snapshots.latest()
     assert appended is not None and appended.id == plan.snapshot.id + 1
     rows = sort_rows(read_rows(warehouse, spec.name), spec.sort_columns)
@@ -162,7 +157,7 @@ def test_a_rolled_back_plan_snapshot_is_not_trusted(table: tuple[Table, Any, str
     tbl.storage.write_bytes(tbl.snapshots.hint_path(LATEST_HINT), str(n - 1).encode())
     other = _level0(scan_snapshot(tbl, tbl.snapshots.load(n - 1)))[0]
     replaced = Committer(tbl, clock=CLOCK, commit_kind="APPEND").commit(
-        CommitChanges(added=[_renamed(other.entry, "data-other-writer-0.parquet")]))
+        CommitChanges(added=[renamed(other.entry, "data-other-writer-0.parquet")]))
     assert replaced.id == n and newest[0].entry.identifier not in _live(tbl, replaced)
 
     committer = Committer(tbl, clock=CLOCK)
@@ -190,23 +185,6 @@ def test_snapshots_since_that_cannot_be_trusted_are_scanned_whole(
         Committer(tbl, clock=CLOCK).commit(_upgrade(files[1:2], 5, base=plan))
 
 
-def _append_with_pypaimon(warehouse: str, name: str) -> None:
-    """A writer's commit: five existing keys with new values (new level-0 files)."""
-    from pypaimon import CatalogFactory
-
-    table = CatalogFactory.create({"warehouse": warehouse}).get_table(name)
-    rows = read_rows(warehouse, name).slice(0, 5)
-    for column, values in (("v", [f"appended-{i}" for i in range(rows.num_rows)]),
-                           ("rk", ["+I"] * rows.num_rows)):
-        rows = rows.set_column(rows.schema.get_field_index(column), column, pa.array(values))
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(rows)
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
-
-
 def test_the_check_from_a_plan_agrees_with_a_full_scan_under_random_commits(
         table: tuple[Table, Any, str]) -> None:
     """Differential: writers append, other jobs move files up, manifests get merged; at every
@@ -225,7 +203,7 @@ def test_the_check_from_a_plan_agrees_with_a_full_scan_under_random_commits(
         live = [f for f in _plan(tbl).files if f.meta.level == 0]
         if action == "append":
             Committer(tbl, clock=CLOCK, commit_kind="APPEND").commit(CommitChanges(
-                added=[_renamed(rng.choice(live).entry, f"data-writer-{step}.parquet")]))
+                added=[renamed(rng.choice(live).entry, f"data-writer-{step}.parquet")]))
         elif action == "upgrade" and live:
             try:
                 Committer(tbl, clock=CLOCK).commit(_upgrade([rng.choice(live)], rng.randint(1, 5)))

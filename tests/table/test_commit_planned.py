@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, sort_rows
-from test_commit_incremental import _append_with_pypaimon, _renamed
+from support.incremental_commits import append_with_pypaimon, renamed
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate, sort_rows
 
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError
@@ -148,7 +148,7 @@ def test_the_job_commits_after_a_concurrent_append_reading_only_the_snapshots_si
 
         def execute(self, tasks: Any, runner: Any, progress: Any) -> Any:
             results = [runner(task) for task in tasks]
-            _append_with_pypaimon(warehouse, spec.name)
+            append_with_pypaimon(warehouse, spec.name)
             return results, []
 
     before = tbl.snapshots.latest_id()
@@ -194,7 +194,7 @@ def test_the_check_from_planned_buckets_agrees_with_a_full_scan_under_random_com
         live = [f for f in _scan(tbl).files if f.meta.level == 0]
         if action == "append":
             Committer(tbl, clock=CLOCK, commit_kind="APPEND").commit(CommitChanges(
-                added=[_renamed(rng.choice(live).entry, f"data-writer-{step}.parquet")]))
+                added=[renamed(rng.choice(live).entry, f"data-writer-{step}.parquet")]))
         elif action == "upgrade" and live:
             try:
                 Committer(tbl, clock=CLOCK).commit(

@@ -11,11 +11,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from file_index_checks import assert_index_matches, index_files, parquet_columns, placed_index
 from pypaimon.schema.schema_change import SchemaChange
-from pypaimon_oracle import read_rows
-from pypaimon_tables import build_pk_deduplicate, catalog_for
-from table_history import tree
+from support.file_index_checks import assert_index_matches, index_files, parquet_columns, placed_index
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import build_pk_deduplicate, catalog_for
+from support.table_history import tree
 
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError, UnsupportedError

@@ -10,8 +10,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from test_manifest_container import CODECS, unsynced
-from test_manifest_sizes import _entries
+from support.manifest_containers import CODECS, unsynced
+from support.manifest_entries import manifest_entries
 
 from paimond.format.meta.manifest import ManifestEntry, decode_manifest, encode_manifest
 from paimond.format.types.data_types import IntType
@@ -44,7 +44,7 @@ def _written(writer: ManifestWriter) -> list[bytes]:
 
 @pytest.mark.parametrize("compression", CODECS)
 def test_rolling_files_are_the_slices_encoded_whole(compression: str) -> None:
-    entries = _entries(5300, seed=len(compression) + 30)
+    entries = manifest_entries(5300, seed=len(compression) + 30)
     target = len(encode_manifest(entries[:1700], compression=compression))
     expected = expected_files(entries, target, compression)
     assert len(expected) >= 3  # cut at 2000, 4000 (not between: checked at thousands only)
@@ -63,7 +63,7 @@ def test_rolling_files_are_the_slices_encoded_whole(compression: str) -> None:
 def test_streamed_files_are_the_slices_encoded_whole(compression: str, chunk: int) -> None:
     """Entries arrive ``chunk`` at a time; full files are written as ``_full_compaction``
     asks, the rest at the end."""
-    entries = _entries(6100, seed=len(compression) + chunk)
+    entries = manifest_entries(6100, seed=len(compression) + chunk)
     target = len(encode_manifest(entries[:1300], compression=compression))
     storage = open_storage(f"memory://streamed-bytes-{uuid.uuid4()}")
     writer = ManifestWriter(storage, storage.root, [IntType()], compression=compression)

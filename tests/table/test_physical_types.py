@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pypaimon_oracle import read_rows
-from pypaimon_tables import TableSpec, _Model, _Writer, catalog_for
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import MergeModel, TableSpec, TableWriter, catalog_for
 
 from paimond.clock import SYSTEM_CLOCK
 from paimond.errors import CodecError
@@ -275,9 +275,9 @@ def build_timestamps_pk(warehouse: str) -> TableSpec:
                         ("ltz_3", pa.timestamp("ms", tz="UTC")),
                         ("ltz_6", pa.timestamp("us", tz="UTC")), ("ltz_9", ltz_ns),
                         ("array_ts_9", pa.list_(ns))])
-    writer = _Writer(catalog_for(warehouse), "db.timestamps", schema, primary_keys=("id",),
+    writer = TableWriter(catalog_for(warehouse), "db.timestamps", schema, primary_keys=("id",),
                      options={"bucket": "1", "file.format": "parquet"})
-    rng, model = random.Random(9), _Model("deduplicate", ("id",))
+    rng, model = random.Random(9), MergeModel("deduplicate", ("id",))
 
     def nanos() -> int | None:
         return None if rng.random() < 0.2 else rng.randrange(-(10**18), 4 * 10**18)

@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds
+from support.s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds
 
 import paimond.table.storage.fsspec_storage as storage_module
 from paimond.table.storage.interface import Storage, open_storage

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds, write_pk_table
+from support.s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds, write_pk_table
 
 from paimond.table.catalog import WATCH_FULL_CHECK_EVERY, Table, list_tables
 from paimond.table.status.report import table_status
@@ -134,7 +134,7 @@ def test_the_compaction_job_commit_reads_no_manifest(endpoint: CountingEndpoint,
     """The job hands its plan's buckets to the commit: with nothing committed since the plan,
     the conflict check and the manifest merge (below its thresholds) read no manifest list
     nor manifest; the compaction is committed."""
-    from s3_requests import Request
+    from support.s3_requests import Request
 
     from paimond.clock import Clock
     from paimond.format.meta.snapshot import Snapshot

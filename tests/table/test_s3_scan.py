@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from pypaimon_oracle import live_files
-from pypaimon_tables import build_pk_deduplicate
-from s3_endpoint import S3Endpoint
+from support.pypaimon_oracle import live_files
+from support.pypaimon_tables import build_pk_deduplicate
+from support.s3_endpoint import S3Endpoint
 
 from paimond.cli.main import main
 from paimond.table.catalog import list_tables

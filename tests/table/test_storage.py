@@ -22,7 +22,7 @@ from typing import BinaryIO, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from s3_endpoint import S3Endpoint
+from support.s3_endpoint import S3Endpoint
 
 from paimond.errors import (
     CorruptFileError,

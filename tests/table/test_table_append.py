@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pyarrow as pa
-from pypaimon_oracle import live_files, read_rows
-from pypaimon_tables import build_append_unaware
-from table_append import append_files
+from support.pypaimon_oracle import live_files, read_rows
+from support.pypaimon_tables import build_append_unaware
+from support.table_append import append_files
 
 from paimond.table.catalog import open_table
 from paimond.table.scan.snapshot_scan import data_file_path, scan_snapshot
