@@ -297,7 +297,7 @@ class _WriterInterferes(PartitionExpireJob):
     interfered = False
     warehouse = ""
 
-    def commit_day(self, *args: Any, **kwargs: Any) -> Any:
+    def _commit(self, *args: Any, **kwargs: Any) -> Any:
         if not self.interfered:
             type(self).interfered = True
             table = catalog_for(self.warehouse).get_table("db.daily")
