@@ -171,7 +171,7 @@ def main() -> None:
     args = parser.parse_args()
     _instrument_storage()
 
-    import paimond.lsm.lookup_cache as lookup_cache
+    import paimond.lsm.lookup.lookup_cache as lookup_cache
     from paimond.maintenance.execution import LookupCacheSettings
 
     root = Path(tempfile.mkdtemp(prefix="paimond-lookup-bench-"))

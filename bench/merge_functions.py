@@ -6,10 +6,10 @@ schema only changes the merge options (as tests/maintenance/test_merge_functions
 does) and paimond compacts it fully, each in a fresh process:
   - deduplicate: the baseline (Arrow kernels);
   - sum: aggregation, ``amount`` summed, the rest last_non_null_value (Arrow kernels);
-  - listagg: aggregation, ``tag`` joined with listagg (per key in Python, lsm/row_merge.py);
+  - listagg: aggregation, ``tag`` joined with listagg (per key in Python, lsm/merge/row_merge.py);
   - sequence-group: partial-update, ``tag,amount`` guarded by ``seq`` (per key in Python);
   - nested_update: aggregation, ``items`` (ARRAY<ROW>, 0-2 rows) keyed by ``id`` (per key,
-    lsm/nested_aggregates.py);
+    lsm/merge/nested_aggregates.py);
   - rbm64: aggregation, ``bm`` ORed as Java Roaring64Bitmaps (per key, format/roaring/bitmap64.py;
     bitmaps of 1-20 values drawn from a pool of 64).
 Prints seconds, input rows/s and peak RSS, and each time over deduplicate's.

@@ -16,6 +16,7 @@ from paimond.format.binary.key_order import min_key_order
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.manifest import DataFileMeta, ManifestEntry
 from paimond.lsm.levels import Levels
+from paimond.lsm.merge.record_expire import RecordExpiry
 from paimond.lsm.picker import (
     CompactUnit,
     PickerState,
@@ -23,7 +24,6 @@ from paimond.lsm.picker import (
     pick_full_compaction,
     pick_step,
 )
-from paimond.lsm.record_expire import RecordExpiry
 from paimond.lsm.task import CompactTask, TaskTable
 from paimond.table.options.compaction import CompactionOptions
 

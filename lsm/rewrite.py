@@ -5,19 +5,19 @@ Inputs are split into key-disjoint sections. A section of several runs, or a sma
 a rewrite candidate; a large file alone in its section is upgraded (moved to the output
 level in metadata, same file) unless it must be rewritten: output at the max level while it
 may hold -U/-D rows, or ``compaction.force-rewrite-all-files``. Candidates are merged
-(streaming, ``lsm.merge``) into new files at the output level. Nothing here commits; on any
+(streaming, ``lsm.merge.streaming``) into new files at the output level. Nothing here commits; on any
 error the files written so far are deleted and the error propagates.
 
 Deletion-vector tables (Java ``LookupMergeTreeCompactRewriter`` with a ``BucketedDvMaintainer``)
 read every input through its vector. Before merging, the keys of the level-0 inputs are looked
-up in the files above the output level (``lsm.key_lookup``): the live rows they supersede get
+up in the files above the output level (``lsm.lookup.key_lookup``): the live rows they supersede get
 their positions marked, and for merge engines that combine versions (anything but deduplicate
 without a sequence field) those rows join the merge as one more run, so the result carries
 them. Rewritten files lose their vectors, upgraded ones keep them; a changed map is written as
 one new DV index file for the bucket.
 
 Tables whose compaction produces changelog (``changelog-producer`` lookup / full-compaction)
-and ``force-lookup`` tables merge through ``lsm.changelog``'s reducer, every row carrying its
+and ``force-lookup`` tables merge through ``lsm.merge.changelog``'s reducer, every row carrying its
 file's level: their level-0 keys are looked up above the output with or without vectors (the
 rows found join the merge), and a level-0 file moved up without a rewrite is merged once more
 for its changelog only. Changelog files are written beside the output.
@@ -43,7 +43,11 @@ from paimond.format.binary.key_order import sort_key_function
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.manifest import FILE_KIND_ADD, DataFileMeta, ManifestEntry
 from paimond.format.meta.schema import TableSchema
-from paimond.lsm.changelog import (
+from paimond.lsm.interval_partition import Section, partition_intervals
+from paimond.lsm.lookup.deletion_vectors import BucketDeletionVectors, filter_deleted
+from paimond.lsm.lookup.key_lookup import KeyIndex, ScanKeyIndex, without_keys
+from paimond.lsm.lookup.level0_lookup import Level0Lookup
+from paimond.lsm.merge.changelog import (
     FULL,
     LEVEL_COLUMN,
     LOOKUP,
@@ -52,13 +56,9 @@ from paimond.lsm.changelog import (
     changelog_mode_of,
     with_level,
 )
-from paimond.lsm.deletion_vectors import BucketDeletionVectors, filter_deleted
-from paimond.lsm.interval_partition import Section, partition_intervals
-from paimond.lsm.key_lookup import KeyIndex, ScanKeyIndex, without_keys
-from paimond.lsm.level0_lookup import Level0Lookup
-from paimond.lsm.merge import VALUE_KIND_COLUMN, merge_sorted_runs
-from paimond.lsm.merge_engines import make_reducer
-from paimond.lsm.pipeline import BackgroundWriter, SharedPrefetch, run_at_lower_priority
+from paimond.lsm.merge.engines import make_reducer
+from paimond.lsm.merge.pipeline import BackgroundWriter, SharedPrefetch, run_at_lower_priority
+from paimond.lsm.merge.streaming import VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files.arrow_io import RollingDataFileWriter, file_format_for_level, read_data_file
@@ -74,7 +74,7 @@ from paimond.table.options.merge import MergeConfig
 from paimond.table.storage.interface import Storage
 
 if TYPE_CHECKING:  # the cache's module (and hashlib, mmap) only where a task uses it
-    from paimond.lsm.lookup_cache import LookupCache
+    from paimond.lsm.lookup.lookup_cache import LookupCache
 
 FILE_SOURCE_COMPACT = 1
 # Rows per batch read from a file. Memory holds about two batches per run plus each file
@@ -243,7 +243,7 @@ class _BucketRewrite:
 
         index: KeyIndex = ScanKeyIndex(read_keys, self.key_columns)
         if self.lookup_cache is not None:
-            from paimond.lsm.lookup_cache import CachedKeyIndex
+            from paimond.lsm.lookup.lookup_cache import CachedKeyIndex
 
             index = CachedKeyIndex(self.lookup_cache, self.table.path, read_keys,
                                    self.key_columns)

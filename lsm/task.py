@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.manifest import ManifestEntry
 from paimond.format.meta.schema import TableSchema
-from paimond.lsm.record_expire import RecordExpiry
+from paimond.lsm.merge.record_expire import RecordExpiry
 from paimond.table.commit.requirements import Requirement
 from paimond.table.indexes.deletion_vectors import dv_index_unchanged
 from paimond.table.options.core import TableOptions

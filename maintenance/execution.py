@@ -40,7 +40,7 @@ class BucketFailure:
 
 @dataclass(frozen=True, slots=True)
 class LookupCacheSettings:
-    """Where the key-lookup cache lives on the machine running a task (``lsm.lookup_cache``)."""
+    """Where the key-lookup cache lives on the machine running a task (``lsm.lookup.lookup_cache``)."""
 
     directory: str
     max_bytes: int = 1 << 30
@@ -61,7 +61,7 @@ def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
                                              batch_rows=batch_rows)
         cache = None
         if lookup_cache is not None and task.lookup_files:
-            from paimond.lsm.lookup_cache import LookupCache
+            from paimond.lsm.lookup.lookup_cache import LookupCache
 
             cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
         return execute_compaction(task, storage, now_millis=clock.local_ms,
@@ -104,7 +104,7 @@ def _before_fork() -> None:
     import pyarrow.orc  # noqa: F401  (an ORC table's files: table/data_files/file_formats.py)
 
     from paimond.format.row_file import file as row_file  # noqa: F401  (a .row table's files)
-    from paimond.lsm import lookup_cache  # noqa: F401  (a task with level-0 lookups)
+    from paimond.lsm.lookup import lookup_cache  # noqa: F401  (a task with level-0 lookups)
     from paimond.table.options import file_index as file_index_options  # noqa: F401  (TableOptions imports it late)
 
 

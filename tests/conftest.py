@@ -92,9 +92,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 JVM_FIXTURES = {"java_reader", "java_readers", "java_maintainer", "java_readers_here"}
 SPARK_FIXTURES = {"spark"}
 # Spark's local cluster (a master, two workers, two executor JVMs) runs once per session, on one
-# worker; the kill and race campaigns time committers against each other, so they share a
-# worker with no other campaign.
-GROUPS = (("spark", "spark"), ("crash_campaign", "campaigns"))
+# worker.
+GROUPS = (("spark", "spark"),)
 # A module whose last test reports on the others (module state): one worker, in file order;
 # the Java differential's report is `jvm` with the comparisons it reports on.
 ONE_WORKER_MODULES = {"interop/test_java_differential.py": ("java_differential", True)}

@@ -5,7 +5,7 @@ failure) is planned again only once something its plan depends on may have chang
 snapshot, a new schema (its options), a trigger, a failure, or the moment a time-dependent
 input of the planners changes. The time-dependent inputs, from reading the planners:
 
-- ``record-level.expire-time`` (``lsm/record_expire.py``): files' records expire as time
+- ``record-level.expire-time`` (``lsm/merge/record_expire.py``): files' records expire as time
   passes: never skipped.
 - ``compaction.optimization-interval`` (``lsm/picker.py`` early full compaction): compares the
   plan's moment with the max-level files' creation times; never skipped.

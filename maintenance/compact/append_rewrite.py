@@ -30,8 +30,8 @@ import pyarrow as pa
 from paimond.format.meta.deletion_vector import DeletionVector
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
-from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, filter_deleted
-from paimond.lsm.pipeline import BackgroundWriter, Prefetch
+from paimond.lsm.lookup.deletion_vectors import BucketDeletionVectors, deleted_positions, filter_deleted
+from paimond.lsm.merge.pipeline import BackgroundWriter, Prefetch
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files.arrow_io import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file

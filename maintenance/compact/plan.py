@@ -17,9 +17,9 @@ from paimond.format.binary.binary_row import decode_manifest_row
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
+from paimond.lsm.merge.record_expire import RecordExpiry, record_expiry_of
 from paimond.lsm.picker import PickerState
 from paimond.lsm.plan import BucketSnapshot, plan_bucket
-from paimond.lsm.record_expire import RecordExpiry, record_expiry_of
 from paimond.lsm.task import CompactTask, TaskTable
 from paimond.table.catalog import Table
 from paimond.table.commit.base import PlannedBuckets, PlannedBucketsBuilder

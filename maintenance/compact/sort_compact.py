@@ -30,7 +30,7 @@ from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, Inde
 from paimond.format.meta.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
-from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
+from paimond.lsm.lookup.deletion_vectors import deleted_positions, filter_deleted
 from paimond.maintenance.compact.append_rewrite import rewrite_index_files
 from paimond.maintenance.compact.sort_order import check_sort_columns, sort_indices
 from paimond.maintenance.job_cleanup import committed_names, recorded_job

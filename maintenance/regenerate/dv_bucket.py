@@ -20,8 +20,8 @@ from paimond.errors import CorruptFileError, MissingFileError
 from paimond.format.meta.deletion_vector import DeletionVector
 from paimond.format.meta.index_manifest import IndexManifestEntry
 from paimond.format.meta.schema import TableSchema
-from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, vector_of
-from paimond.lsm.merge import VALUE_KIND_COLUMN
+from paimond.lsm.lookup.deletion_vectors import BucketDeletionVectors, deleted_positions, vector_of
+from paimond.lsm.merge.streaming import VALUE_KIND_COLUMN
 from paimond.table.catalog import Table
 from paimond.table.commit.job_records import JobJournal
 from paimond.table.data_files.arrow_io import read_data_file

@@ -4,7 +4,7 @@
 A primary-key bucket has at most one DV index file under ``index/``, listed in the index
 manifest; it maps data file names to the row positions deleted from them. This module finds a
 bucket's file, reads its vectors and writes a new one; what the vectors should hold is the
-LSM's business (``paimond.lsm.deletion_vectors``).
+LSM's business (``paimond.lsm.lookup.deletion_vectors``).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class MergeConfig:
     aggregation_remove_record_on_delete: bool = False
     list_agg_delimiters: Mapping[str, str] = field(default_factory=dict)
     distinct: frozenset[str] = frozenset()
-    # fields.<c>.{nested-key, ..., ts-field}: suffix -> column -> value (lsm/nested_aggregates.py)
+    # fields.<c>.{nested-key, ..., ts-field}: suffix -> column -> value (lsm/merge/nested_aggregates.py)
     nested_options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod

@@ -31,7 +31,7 @@ from paimond.table.options.merge import ENGINES
 
 Handling = Literal["implemented", "refused", "not affecting"]
 
-# Aggregate functions lsm/merge_engines.py reduces exactly (a test keeps the two equal).
+# Aggregate functions lsm/merge/engines.py reduces exactly (a test keeps the two equal).
 AGGREGATE_FUNCTIONS = frozenset({
     "last_value", "last_non_null_value", "primary-key", "first_value", "first_non_null_value",
     "first_not_null_value", "sum", "product", "min", "max", "bool_and", "bool_or",
@@ -134,7 +134,7 @@ _NOT_WRITTEN = "paimond writes no such files"
 SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
     # merge engine and its settings
     SemanticOption("merge-engine (deduplicate, partial-update, aggregation, first-row)", (COMPACT,),
-                   "implemented", "lsm/merge_engines.py"),
+                   "implemented", "lsm/merge/engines.py"),
     SemanticOption("merge-engine (any other)", (COMPACT,), "refused",
                    "paimond merges with deduplicate, partial-update, aggregation and first-row "
                    "only", _pk(_engine_unknown)),
@@ -146,20 +146,20 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
     SemanticOption("fields.<c>.ignore-retract", (COMPACT,), "implemented",
                    "aggregation engine and partial-update sequence groups"),
     SemanticOption("fields.<c>.{distinct, list-agg-delimiter}", (COMPACT,), "implemented",
-                   "listagg and collect (lsm/row_merge.py)"),
+                   "listagg and collect (lsm/merge/row_merge.py)"),
     SemanticOption("fields.<c>.{nested-key, nested-key-null-strategy, nested-sequence-field, "
                    "count-limit, ts-field}", (COMPACT,), "implemented",
                    "nested_update, nested_partial_update, merge_map_with_keytime "
-                   "(lsm/nested_aggregates.py)"),
+                   "(lsm/merge/nested_aggregates.py)"),
     SemanticOption("fields.<c>.sequence-group", (COMPACT,), "implemented",
-                   "per key in Python (lsm/row_merge.py, Java PartialUpdateMergeFunction): "
+                   "per key in Python (lsm/merge/row_merge.py, Java PartialUpdateMergeFunction): "
                    "several sequence fields, aggregate functions and retraction per group"),
     SemanticOption("partial-update.remove-record-on-delete", (COMPACT,), "implemented",
-                   "a -D removes the row (lsm/row_merge.py)"),
+                   "a -D removes the row (lsm/merge/row_merge.py)"),
     SemanticOption("partial-update.remove-record-on-sequence-group", (COMPACT,), "implemented",
-                   "a -D newer in the named groups removes the row (lsm/row_merge.py)"),
+                   "a -D newer in the named groups removes the row (lsm/merge/row_merge.py)"),
     SemanticOption("aggregation.remove-record-on-delete", (COMPACT,), "implemented",
-                   "a -D removes the row (lsm/row_merge.py)"),
+                   "a -D removes the row (lsm/merge/row_merge.py)"),
     SemanticOption("ignore-delete (and first-row., deduplicate., partial-update. prefixes)", (COMPACT,),
                    "implemented", "-U/-D records are dropped while merging"),
     SemanticOption("sequence.field, sequence.field.sort-order", (COMPACT,), "implemented",
@@ -175,7 +175,7 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
     SemanticOption("changelog-producer (any)", (EXPIRE,), "implemented",
                    "expire deletes a snapshot's changelog files with it"),
     SemanticOption("changelog-producer (lookup, full-compaction)", (COMPACT,), "implemented",
-                   "lsm/changelog.py: changelog files from compactions of level-0 files "
+                   "lsm/merge/changelog.py: changelog files from compactions of level-0 files "
                    "(lookup: every merge engine, with deletion vectors too) or into the max "
                    "level (full-compaction), in the COMPACT snapshot's changelog manifest list"),
     SemanticOption("changelog-producer=full-compaction with deletion-vectors.enabled", (COMPACT,),
@@ -208,7 +208,7 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "a size hint and reader/writer modes"),
     # record-level expiry
     SemanticOption("record-level.expire-time, record-level.time-field", (COMPACT,),
-                   "implemented", "lsm/record_expire.py (Java RecordLevelExpire): compaction "
+                   "implemented", "lsm/merge/record_expire.py (Java RecordLevelExpire): compaction "
                    "drops rows past their TTL"),
     # clustering
     SemanticOption("pk-clustering-override", (COMPACT, DV), "refused",

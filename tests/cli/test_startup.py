@@ -74,7 +74,7 @@ NOT_FOR_COMPACT = (
     # the daemon's settings (the registry's settings types load only config.declare)
     "paimond.config.settings", "paimond.config.policy", "paimond.config.jobs",
     "paimond.config.reference",
-    "concurrent.futures.process", "multiprocessing", "paimond.lsm.lookup_cache",
+    "concurrent.futures.process", "multiprocessing", "paimond.lsm.lookup.lookup_cache",
     "fsspec",  # a local warehouse is read and written through os
     # a Parquet table without file indexes: no index codecs, no other format's code
     "paimond.format.file_index", "paimond.table.options.file_index", "pyarrow.orc",

@@ -1,4 +1,4 @@
-"""The changelog reducer (lsm/changelog.py) on hand-built runs, record by record against
+"""The changelog reducer (lsm/merge/changelog.py) on hand-built runs, record by record against
 Java's wrappers: ``LookupChangelogMergeFunctionWrapper`` over ``LookupMergeFunction`` and
 ``FullChangelogMergeFunctionWrapper``."""
 
@@ -12,9 +12,9 @@ from paimond.format.binary.key_order import sort_key_function
 from paimond.format.meta.schema import TableSchema
 from paimond.format.types.data_types import BigIntType, DataField, IntType
 from paimond.format.types.row_kind import RowKind
-from paimond.lsm.changelog import FULL, LOOKUP, ChangelogMode, ChangelogReducer, with_level
-from paimond.lsm.merge import merge_sorted_runs
-from paimond.lsm.merge_engines import make_reducer
+from paimond.lsm.merge.changelog import FULL, LOOKUP, ChangelogMode, ChangelogReducer, with_level
+from paimond.lsm.merge.engines import make_reducer
+from paimond.lsm.merge.streaming import merge_sorted_runs
 from paimond.table.options.merge import MergeConfig
 
 INS, UB, UA, D = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE

@@ -21,7 +21,7 @@ import pytest
 from support.java_paimon import classpath_text
 from support.java_reader import JavaReader
 
-from paimond.lsm.row_merge import make_field_agg
+from paimond.lsm.merge.row_merge import make_field_agg
 from paimond.table.options.merge import MergeConfig
 
 SOURCE = Path(__file__).parents[1] / "support" / "java" / "CollectOrderGolden.java"

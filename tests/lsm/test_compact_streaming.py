@@ -21,7 +21,7 @@ from support.pypaimon_tables import build_pk_deduplicate
 
 from paimond.errors import CorruptFileError
 from paimond.lsm import rewrite
-from paimond.lsm.pipeline import (
+from paimond.lsm.merge.pipeline import (
     MERGE_NICENESS,
     BackgroundWriter,
     Prefetch,

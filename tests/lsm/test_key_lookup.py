@@ -13,8 +13,8 @@ from pyroaring import BitMap
 from paimond.format.binary.binary_row import encode_manifest_row
 from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta
 from paimond.format.types.data_types import IntType, VarCharType
-from paimond.lsm.deletion_vectors import BucketDeletionVectors, deleted_positions, filter_deleted
-from paimond.lsm.key_lookup import ScanKeyIndex, find_superseded, rows_at, wanted_keys
+from paimond.lsm.lookup.deletion_vectors import BucketDeletionVectors, deleted_positions, filter_deleted
+from paimond.lsm.lookup.key_lookup import ScanKeyIndex, find_superseded, rows_at, wanted_keys
 
 KEY_TYPES = [VarCharType(nullable=False, length=2147483647), IntType(nullable=False)]
 KEYS = ["_KEY_k1", "_KEY_k2"]

@@ -21,8 +21,8 @@ from paimond.format.binary.binary_row import encode_manifest_row
 from paimond.format.fory_row import encode_row
 from paimond.format.fory_row.columnar import decode_flat_rows, encode_flat_rows, fixed_columns
 from paimond.format.meta.manifest import EMPTY_STATS, DataFileMeta
-from paimond.lsm.key_lookup import POSITION_COLUMN, WANTED_COLUMN, ScanKeyIndex
-from paimond.lsm.lookup_cache import CachedKeyIndex, LookupCache
+from paimond.lsm.lookup.key_lookup import POSITION_COLUMN, WANTED_COLUMN, ScanKeyIndex
+from paimond.lsm.lookup.lookup_cache import CachedKeyIndex, LookupCache
 
 INT_KEYS = pa.schema([pa.field("_KEY_id", pa.int64(), False)])
 MIXED_KEYS = pa.schema([pa.field("_KEY_dt", pa.string(), False),
@@ -212,7 +212,7 @@ def test_columnar_rows_equal_the_row_writer() -> None:
 
 
 def test_decoded_rows_are_kept_within_their_budget() -> None:
-    from paimond.lsm.lookup_cache import _DecodedRows
+    from paimond.lsm.lookup.lookup_cache import _DecodedRows
 
     tables = [pa.table({"k": pa.array([f"{i}-{j}" for j in range(100)])}) for i in range(4)]
     size = tables[0].nbytes

@@ -15,8 +15,8 @@ from paimond.errors import UnsupportedError
 from paimond.format.binary.key_order import sort_key_function
 from paimond.format.meta.schema import TableSchema
 from paimond.format.types.data_types import BigIntType, DataField, IntType, VarCharType
-from paimond.lsm.merge import merge_sorted_runs
-from paimond.lsm.merge_engines import make_reducer
+from paimond.lsm.merge.engines import make_reducer
+from paimond.lsm.merge.streaming import merge_sorted_runs
 from paimond.table.options.merge import MergeConfig
 
 KEY = ["_KEY_k"]

@@ -14,9 +14,10 @@ import pytest
 
 from paimond.format.binary.key_order import sort_key_function
 from paimond.format.types.data_types import BigIntType
-from paimond.lsm import merge, merge_engines
-from paimond.lsm.merge import merge_sorted_runs, stable_int_order
-from paimond.lsm.merge_engines import make_reducer
+from paimond.lsm.merge import engines as merge_engines
+from paimond.lsm.merge import streaming as merge
+from paimond.lsm.merge.engines import make_reducer
+from paimond.lsm.merge.streaming import merge_sorted_runs, stable_int_order
 from paimond.table.options.merge import MergeConfig
 
 KEY = ["_KEY_k"]

@@ -1,4 +1,4 @@
-"""nested_update, nested_partial_update and merge_map_with_keytime (lsm/nested_aggregates.py)
+"""nested_update, nested_partial_update and merge_map_with_keytime (lsm/merge/nested_aggregates.py)
 against an independent model of Paimon's semantics (tests/support/nested_model.py), over
 random versions with retractions and NULLs, on the aggregation engine and inside a
 partial-update sequence group; and the settings Java's factories refuse."""
@@ -32,8 +32,8 @@ from paimond.format.types.data_types import (
     RowType,
     VarCharType,
 )
-from paimond.lsm.merge import sort_slice
-from paimond.lsm.merge_engines import make_reducer
+from paimond.lsm.merge.engines import make_reducer
+from paimond.lsm.merge.streaming import sort_slice
 from paimond.table.options.merge import MergeConfig
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3

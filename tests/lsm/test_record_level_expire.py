@@ -27,7 +27,7 @@ from support.pypaimon_tables import catalog_for
 
 from paimond.clock import Clock
 from paimond.errors import ConfigError
-from paimond.lsm.record_expire import RecordExpiry, record_expiry_of
+from paimond.lsm.merge.record_expire import RecordExpiry, record_expiry_of
 from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import Table, open_table
 from paimond.table.options.core import TableOptions

@@ -23,8 +23,8 @@ from paimond.format.types.data_types import (
     VarBinaryType,
     VarCharType,
 )
-from paimond.lsm.merge import merge_sorted_runs, sort_slice
-from paimond.lsm.merge_engines import make_reducer
+from paimond.lsm.merge.engines import make_reducer
+from paimond.lsm.merge.streaming import merge_sorted_runs, sort_slice
 from paimond.table.options.merge import MergeConfig
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3

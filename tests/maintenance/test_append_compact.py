@@ -39,7 +39,7 @@ from paimond.clock import Clock
 from paimond.errors import UnsupportedError
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.meta.manifest import FILE_KIND_DELETE, ManifestEntry
-from paimond.lsm.deletion_vectors import vector_of
+from paimond.lsm.lookup.deletion_vectors import vector_of
 from paimond.maintenance.compact.append_plan import (
     AppendCompactOptions,
     FileVector,

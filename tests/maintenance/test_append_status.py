@@ -14,7 +14,7 @@ from support.pypaimon_tables import TableWriter, catalog_for, not_null
 from paimond.cli.report import render_text
 from paimond.clock import Clock
 from paimond.daemon.tables.evaluate import health
-from paimond.lsm.deletion_vectors import vector_of
+from paimond.lsm.lookup.deletion_vectors import vector_of
 from paimond.maintenance.compact.job import CompactJob
 from paimond.table.catalog import open_table
 from paimond.table.commit.committer import CommitChanges, Committer

@@ -24,7 +24,7 @@ from support.pypaimon_tables import TableWriter, catalog_for, not_null, sort_row
 from paimond.cli.main import main
 from paimond.errors import CommitConflictError
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS
-from paimond.lsm.deletion_vectors import deleted_positions, filter_deleted
+from paimond.lsm.lookup.deletion_vectors import deleted_positions, filter_deleted
 from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.execution import LookupCacheSettings
 from paimond.table.catalog import Table, open_table
@@ -268,7 +268,7 @@ def test_an_upgraded_file_keeps_its_vector(tmp_path: Path) -> None:
     (large, alone in its key range, no -U/-D rows): same file, same vector, no new DV file."""
     import dataclasses
 
-    from paimond.lsm.deletion_vectors import BucketDeletionVectors
+    from paimond.lsm.lookup.deletion_vectors import BucketDeletionVectors
     from paimond.lsm.rewrite import execute_compaction
     from paimond.maintenance.compact.plan import plan_compaction
 

@@ -60,7 +60,7 @@ def test_what_tasks_import_late_is_imported_before_the_workers_fork() -> None:
     """Workers fork from a process that may have threads (the daemon's); an import a task
     makes late (a format, the index codecs, the lookup cache) is made in the parent first."""
     late = ["pyarrow.orc", "paimond.format.row_file.file", "paimond.format.file_index",
-            "paimond.table.options.file_index", "paimond.lsm.lookup_cache"]
+            "paimond.table.options.file_index", "paimond.lsm.lookup.lookup_cache"]
     probe = ("import json, sys\n"
              "from paimond.maintenance import execution\n"
              f"late = {late!r}\n"

@@ -122,7 +122,7 @@ def test_sorted_files_read_alike_and_skip_more(tmp_path: Path, strategy: str,
 def test_deleted_rows_stay_deleted_and_vectors_go(tmp_path: Path) -> None:
     import numpy as np
 
-    from paimond.lsm.deletion_vectors import vector_of
+    from paimond.lsm.lookup.deletion_vectors import vector_of
     from paimond.table.commit.committer import CommitChanges, Committer
     from paimond.table.indexes.deletion_vectors import write_deletion_vectors
     from paimond.table.scan.snapshot_scan import scan_snapshot

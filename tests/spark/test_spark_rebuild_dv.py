@@ -17,7 +17,7 @@ from support.dv_layered import CLOCK, enable_vectors, layered
 from support.pypaimon_oracle import read_rows
 from support.table_garbage import unreferenced_files
 
-from paimond.lsm.deletion_vectors import deleted_positions
+from paimond.lsm.lookup.deletion_vectors import deleted_positions
 from paimond.maintenance.regenerate.rebuild_dv import RebuildDvJob
 from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import open_table

@@ -22,7 +22,7 @@ from paimond.format.meta.manifest import (
 )
 from paimond.format.meta.schema import decode_schema
 from paimond.format.meta.snapshot import Snapshot, encode_snapshot
-from paimond.lsm.deletion_vectors import vector_of
+from paimond.lsm.lookup.deletion_vectors import vector_of
 from paimond.table.catalog import Table, open_table
 from paimond.table.commit.committer import CommitChanges, Committer
 from paimond.table.commit.manifest_files import ManifestWriter

@@ -12,7 +12,7 @@ import pytest
 
 from paimond.errors import RefusedError, kind_of
 from paimond.format.meta.schema import decode_schema
-from paimond.lsm import merge_engines
+from paimond.lsm.merge import engines as merge_engines
 from paimond.maintenance.jobs import JOBS
 from paimond.table.duties import duties
 from paimond.table.options.core import TableOptions

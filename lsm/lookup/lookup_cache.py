@@ -21,7 +21,7 @@ each write the least recently used files (by access time, set on every hit) go.
 The CRC of a file is checked once per process for each (inode, size, modification time):
 a hit changes only the access time, while any rewrite of the file changes the token.
 
-Keys are held in comparable form (``lsm.merge.comparable_keys``: temporal types as
+Keys are held in comparable form (``lsm.merge.streaming.comparable_keys``: temporal types as
 integers). Integer and boolean keys give fixed-size rows, searched with numpy's vectorized
 binary search over a zero-copy view; rows with string or binary keys are decoded column by
 column (vectorized, every slot bounds-checked; kept decoded in memory, up to 256 MiB per
@@ -59,8 +59,8 @@ from paimond.format.fory_row.columnar import (
 )
 from paimond.format.fory_row.layout import bitmap_size
 from paimond.format.meta.manifest import DataFileMeta
-from paimond.lsm.key_lookup import POSITION_COLUMN, WANTED_COLUMN, ReadKeys, ScanKeyIndex
-from paimond.lsm.merge import comparable_keys
+from paimond.lsm.lookup.key_lookup import POSITION_COLUMN, WANTED_COLUMN, ReadKeys, ScanKeyIndex
+from paimond.lsm.merge.streaming import comparable_keys
 
 MAGIC, TRAILER = b"PMDKEYS1", b"PMDKEND1"
 VERSION = 1

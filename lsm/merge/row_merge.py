@@ -25,7 +25,7 @@ from paimond.errors import UnsupportedError
 from paimond.format.binary.java_order import boxed_hash, java_hashmap_order
 from paimond.format.roaring.bitmap32 import read_bitmap, serialize_bitmap
 from paimond.format.types.row_kind import RowKind
-from paimond.lsm.merge import SEQUENCE_COLUMN, VALUE_KIND_COLUMN, SortedSlice
+from paimond.lsm.merge.streaming import SEQUENCE_COLUMN, VALUE_KIND_COLUMN, SortedSlice
 from paimond.table.options.merge import MergeConfig
 
 ROW_FUNCTIONS = frozenset({"listagg", "collect", "merge_map", "rbm32", "hll_sketch",
@@ -372,7 +372,7 @@ def make_field_agg(name: str, function: str, type_: pa.DataType, config: MergeCo
                                    "VARBINARY")
         agg = _Sketch(name, function)
     else:
-        from paimond.lsm.nested_aggregates import make_nested_agg  # it imports FieldAgg
+        from paimond.lsm.merge.nested_aggregates import make_nested_agg  # it imports FieldAgg
 
         agg = make_nested_agg(name, function, type_, config.nested_options)
     if name in config.ignore_retract:

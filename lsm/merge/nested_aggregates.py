@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from paimond.errors import CodecError, UnsupportedError
 from paimond.format.roaring.bitmap64 import Roaring64
-from paimond.lsm.row_merge import FieldAgg
+from paimond.lsm.merge.row_merge import FieldAgg
 
 _INT_MAX = (1 << 31) - 1
 _STRATEGIES = ("merge", "ignore", "error")

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from paimond.format.meta.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.types.row_kind import RowKind
-from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
+from paimond.lsm.merge.streaming import VALUE_KIND_COLUMN, Reducer, SortedSlice, is_add
 from paimond.lsm.task import CompactTask
 from paimond.table.data_files.arrow_io import RollingDataFileWriter
 from paimond.table.data_files.external_paths import external_provider

@@ -3,7 +3,7 @@
 
 Readers of deletion-vector and first-row tables skip level 0 and read the other files
 unmerged, so a key may live in one file of levels >= 1 only. When level-0 files move up,
-their keys are looked up (set-wise, ``lsm.key_lookup``) in the files above the output:
+their keys are looked up (set-wise, ``lsm.lookup.key_lookup``) in the files above the output:
 - deletion vectors: the rows found are superseded; their positions are marked, and for
   merge engines that combine versions the rows themselves join the merge of the section
   holding the key, as one more (oldest) run;
@@ -22,9 +22,9 @@ import pyarrow.compute as pc
 
 from paimond.format.meta.manifest import DataFileMeta
 from paimond.format.types.data_types import DataType
-from paimond.lsm.deletion_vectors import BucketDeletionVectors
 from paimond.lsm.interval_partition import Section
-from paimond.lsm.key_lookup import (
+from paimond.lsm.lookup.deletion_vectors import BucketDeletionVectors
+from paimond.lsm.lookup.key_lookup import (
     TAG_COLUMN,
     KeyIndex,
     Superseded,

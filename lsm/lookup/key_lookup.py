@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from paimond.format.binary.binary_row import decode_manifest_row
 from paimond.format.meta.manifest import DataFileMeta
 from paimond.format.types.data_types import DataType
-from paimond.lsm.merge import comparable_keys
+from paimond.lsm.merge.streaming import comparable_keys
 
 POSITION_COLUMN = "_POSITION"
 WANTED_COLUMN = "_WANTED"  # row number of the matched key in the wanted table

@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 
 from paimond.errors import UnsupportedError
 from paimond.format.types.row_kind import RowKind
-from paimond.lsm.merge import VALUE_KIND_COLUMN, Reducer, SortedSlice, arrow_of, is_add
-from paimond.lsm.row_merge import ROW_FUNCTIONS, merge_rows, pc_coalesce
+from paimond.lsm.merge.row_merge import ROW_FUNCTIONS, merge_rows, pc_coalesce
+from paimond.lsm.merge.streaming import VALUE_KIND_COLUMN, Reducer, SortedSlice, arrow_of, is_add
 from paimond.table.options.merge import MergeConfig
 
 # Aggregate functions with a vectorized implementation: name -> (arrow kernel, skip nulls).
@@ -27,7 +27,7 @@ _FIRST = {"first_value": False, "first_non_null_value": True, "first_not_null_va
 _ARROW = {"sum": "sum", "product": "product", "min": "min", "max": "max",
           "bool_and": "all", "bool_or": "any"}
 _RETRACTABLE = {"sum", "last_value", "last_non_null_value", "primary-key"}
-# Every function reduced exactly: the Arrow ones and the per-key Python ones (lsm/row_merge.py).
+# Every function reduced exactly: the Arrow ones and the per-key Python ones (lsm/merge/row_merge.py).
 SUPPORTED = frozenset({*_ORDERED, *_FIRST, *_ARROW, *ROW_FUNCTIONS})
 
 
@@ -215,7 +215,7 @@ def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[
 
 
 # Java Character.isWhitespace and Arrow's utf8_is_space differ on these: such text goes the
-# per-key way (lsm/row_merge.py)
+# per-key way (lsm/merge/row_merge.py)
 _WHITESPACE_DIFFERS = "[\u00a0\u2007\u202f\u0085\u001c-\u001f]"
 
 
