@@ -145,7 +145,7 @@ format = "json"
     finally:
         process.send_signal(signal.SIGTERM)
         try:
-            code = process.wait(timeout=30)
+            code = process.wait(timeout=60)  # the grace period (20 s) and a loaded machine's slack
         except subprocess.TimeoutExpired:
             process.kill()
             raise
