@@ -21,15 +21,15 @@ from paimond.format.meta.manifest import (
     SimpleStats,
 )
 from paimond.format.meta.schema import decode_schema
-from paimond.format.meta.snapshot import Snapshot, encode_snapshot
 from paimond.lsm.lookup.deletion_vectors import vector_of
-from paimond.table.catalog import Table, open_table
+from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, Committer
 from paimond.table.commit.manifest_files import ManifestWriter
 from paimond.table.indexes.deletion_vectors import write_deletion_vectors
 from paimond.table.scan.partition_windows import partition_windows
 from paimond.table.scan.snapshot_scan import read_manifest_list, scan_snapshot
 from paimond.table.storage.interface import open_storage
+from support.streaming_tables import commit_first_snapshot
 
 NOON = datetime.datetime(2026, 11, 22, 12, 0)
 
@@ -102,13 +102,7 @@ def write_append(root: Path, options: dict[str, str], seed: int, *, partitions: 
                 never.file, file_name="y")))
         delta = [writer.write_manifest(delta_entries[i:i + delta_chunk])
                  for i in range(0, len(delta_entries), delta_chunk)]
-    base_list, base_size = writer.write_manifest_list(base)
-    delta_list, delta_size = writer.write_manifest_list(delta)
-    snapshot = Snapshot(1, 0, base_list, delta_list, "test", 1, "APPEND", 1_700_000_000_000,
-                        base_manifest_list_size=base_size, delta_manifest_list_size=delta_size)
-    (table_dir / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(snapshot))
-    (table_dir / "snapshot" / "LATEST").write_text("1")
-    return open_table(open_storage(str(root)), str(root), "db.t")
+    return commit_first_snapshot(root, table_dir, writer, base, delta, "APPEND")
 
 
 def add_vectors(table: Table, seed: int) -> None:

@@ -16,6 +16,7 @@ from paimond.format.meta.manifest import (
     ManifestEntry,
     SimpleStats,
 )
+from paimond.format.meta.manifest_list import ManifestFileMeta
 from paimond.format.meta.schema import decode_schema
 from paimond.format.meta.snapshot import Snapshot, encode_snapshot
 from paimond.table.catalog import Table, open_table
@@ -82,9 +83,17 @@ def write_synthetic(root: Path, options: dict[str, str], seed: int, *, partition
             never.file, file_name="y")))
     delta = [writer.write_manifest(delta_entries[i:i + delta_chunk])
              for i in range(0, len(delta_entries), delta_chunk)]
+    return commit_first_snapshot(root, table_dir, writer, base, delta, "COMPACT")
+
+
+def commit_first_snapshot(root: Path, table_dir: Path, writer: ManifestWriter,
+                          base: list[ManifestFileMeta], delta: list[ManifestFileMeta],
+                          kind: str) -> Table:
+    """Snapshot 1 of the synthetic table ``db.t`` under ``root``: ``base`` and ``delta``'s
+    manifest lists, the snapshot file and ``LATEST``; the table opened."""
     base_list, base_size = writer.write_manifest_list(base)
     delta_list, delta_size = writer.write_manifest_list(delta)
-    snapshot = Snapshot(1, 0, base_list, delta_list, "test", 1, "COMPACT", 1_700_000_000_000,
+    snapshot = Snapshot(1, 0, base_list, delta_list, "test", 1, kind, 1_700_000_000_000,
                         base_manifest_list_size=base_size, delta_manifest_list_size=delta_size)
     (table_dir / "snapshot" / "snapshot-1").write_bytes(encode_snapshot(snapshot))
     (table_dir / "snapshot" / "LATEST").write_text("1")
