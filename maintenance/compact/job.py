@@ -8,6 +8,7 @@ attempt's new files and re-plans from the new latest snapshot.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Mapping, MutableMapping, Sequence
@@ -26,6 +27,11 @@ from paimond.maintenance.compact.plan import (
     CompactionPlan,
     plan_compaction,
 )
+from paimond.maintenance.compact.postpone import (
+    PostponeSummary,
+    move_postponed_rows,
+    plan_postpone,
+)
 from paimond.maintenance.execution import (
     BucketFailure,
     LookupCacheSettings,
@@ -41,6 +47,7 @@ from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, Committer
 from paimond.table.commit.job_records import JobJournal
+from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.semantic import refuse
 from paimond.table.storage.interface import Storage
 
@@ -55,6 +62,8 @@ class CompactionSummary:
     attempts: int = 0
     duration_s: float = 0.0
     lookup_cache_used: bool = False
+    # a postpone-bucket table's rows moved into real buckets before the LSM compaction
+    postpone: PostponeSummary | None = None
 
     @property
     def files_in(self) -> int:
@@ -81,8 +90,11 @@ class CompactionSummary:
         return sum(r.rows_written for r in self.results)
 
     def describe(self) -> str:
+        postpone = self.postpone if self.postpone and self.postpone.snapshot else None
         if self.plan is not None and not self.plan.tasks and not self.failures:
-            return f"{self.table_name}: nothing to compact"
+            if postpone is None:
+                return f"{self.table_name}: nothing to compact"
+            return f"{self.table_name}: no LSM compaction due\n{postpone.describe()}"
         committed = f"snapshot {self.snapshot.id}" if self.snapshot else "nothing committed"
         lines = [
             f"{self.table_name}: {committed} after {self.attempts} attempt(s) in "
@@ -111,6 +123,8 @@ class CompactionSummary:
                          + (f", {discarded} damaged cache files rebuilt" if discarded else ""))
         lines += [f"  FAILED {f.task.partition_text or '-'} bucket {f.task.bucket}: {f.error}"
                   for f in self.failures]
+        if self.postpone is not None:
+            lines.append(self.postpone.describe())
         return "\n".join(lines)
 
 
@@ -137,11 +151,20 @@ class CompactJob:
     def plan(self, *, for_commit: bool = False, schema: TableSchema | None = None
              ) -> CompactionPlan:
         """``for_commit``: the plan also keeps its tasks' buckets for the commit's check.
-        ``schema``: the one this run refused (None: the latest, refused by the plan)."""
-        return plan_compaction(self.table, full=self.full, partitions=self.partitions,
+        ``schema``: the one this run refused (None: the latest, refused by the plan). A
+        dry run's plan of a postpone-bucket table says where its postpone rows would go."""
+        plan = plan_compaction(self.table, full=self.full, partitions=self.partitions,
                                moment=self.clock.local_now(),
                                picker_states=self.picker_states, commit_base=for_commit,
                                schema=schema)
+        if for_commit or plan.base_snapshot_id is None:
+            return plan
+        schema = schema or self.table.latest_schema()
+        if TableOptions.of(schema).bucket != BUCKET_POSTPONE:
+            return plan
+        snapshot = self.table.snapshots.load(plan.base_snapshot_id)
+        postpone = plan_postpone(self.table, schema, snapshot, partitions=self.partitions)
+        return dataclasses.replace(plan, postpone=postpone)
 
     def run(self) -> CompactionSummary:
         """Runs as a recorded job: a run killed midway leaves files the next run deletes. The
@@ -158,6 +181,10 @@ class CompactJob:
         committer = Committer(self.table, clock=self.clock, journal=recorded)
 
         checked = schema
+        if TableOptions.of(schema).bucket == BUCKET_POSTPONE:  # first: they are invisible
+            summary.postpone = move_postponed_rows(recorded, schema, self.clock,
+                                                   partitions=self.partitions,
+                                                   max_attempts=self.max_attempts)
 
         def attempt(number: int) -> Attempt:
             nonlocal checked

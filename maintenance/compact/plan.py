@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from paimond.errors import MissingFileError, PartitionStatsMismatchError
 from paimond.format.binary.binary_row import decode_manifest_row
@@ -34,6 +35,9 @@ from paimond.table.scan.bucket_scan import LiveIndex, scan_live_windows
 from paimond.table.scan.partition_windows import WINDOW_ENTRIES
 from paimond.table.scan.snapshot_scan import BucketFiles, bucket_path, scan_snapshot
 
+if TYPE_CHECKING:  # a dry run's postpone plan only
+    from paimond.maintenance.compact.postpone import PostponePlan
+
 # A snapshot property paimond writes on the snapshot of a full compaction (readers ignore it).
 FULL_COMPACTION_PROPERTY = "paimond.full-compaction"
 
@@ -51,6 +55,8 @@ class CompactionPlan:
     full_reason: str | None = None  # why a full compaction the caller did not ask for is due
     # the tasks' buckets as planned: the commit's conflict check starts from them
     commit_base: PlannedBuckets | None = None
+    # a dry run's plan of a postpone-bucket table: its postpone rows' real buckets
+    postpone: PostponePlan | None = None
 
     def describe(self) -> str:
         lines = [f"{self.table_name}: {len(self.tasks)} of {self.buckets_seen} buckets to compact "
@@ -59,6 +65,8 @@ class CompactionPlan:
             lines.append(f"  full compaction: {self.full_reason}")
         lines += [f"  {t.describe()}" for t in self.tasks]
         lines += [f"  skipped: {reason}" for reason in self.skipped]
+        if self.postpone is not None:
+            lines += ["", self.postpone.describe()]
         return "\n".join(lines)
 
 
@@ -193,7 +201,7 @@ class BucketPlanner:
             return (f"{text} bucket {bucket}: partition expired "
                     "(compaction.skip-expired-partitions)")
         if bucket == BUCKET_POSTPONE:
-            return f"{text} bucket-postpone (only Paimon's postpone compactor may move it)"
+            return f"{text} bucket-postpone (its rows are moved into real buckets first)"
         return None
 
     def _plan_bucket(self, files: BucketFiles, text: str,

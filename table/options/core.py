@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from paimond.errors import PaimondError
+from paimond.errors import PaimondError, UnsupportedError
 from paimond.format.meta.schema import TableSchema
 from paimond.table.options.compaction import CompactionOptions
 from paimond.table.options.files import FileOptions
@@ -42,6 +42,31 @@ class TableOptions(RetentionOptions, FileOptions):
     def bucket(self) -> int:
         # Schemas of version <= 1 without a bucket option meant one bucket.
         return self._int("bucket", 1 if self.schema_version <= 1 else BUCKET_DYNAMIC)
+
+    @property
+    def postpone_default_bucket_num(self) -> int | None:
+        """``postpone.default-bucket-num``: the buckets of a partition a postpone table moves
+        rows into for the first time (None: estimated from the rows or bytes waiting)."""
+        return self._positive("postpone.default-bucket-num")
+
+    @property
+    def postpone_target_row_num_per_bucket(self) -> int | None:
+        """``postpone.target-row-num-per-bucket``: first-time buckets by rows waiting."""
+        return self._positive("postpone.target-row-num-per-bucket")
+
+    @property
+    def postpone_target_size_per_bucket_bytes(self) -> int:
+        """``postpone.target-size-per-bucket`` (1 GiB): first-time buckets by bytes waiting."""
+        size = self._size("postpone.target-size-per-bucket", 1 << 30)
+        if size <= 0:
+            raise UnsupportedError(f"postpone.target-size-per-bucket must be positive, got {size}")
+        return size
+
+    def _positive(self, key: str) -> int | None:
+        value = self._optional(key, lambda v: int(v.strip()), "an integer")
+        if value is not None and value <= 0:
+            raise UnsupportedError(f"{key} must be greater than 0, got {value}")
+        return value
 
     @property
     def merge_engine(self) -> str:

@@ -26,7 +26,7 @@ from typing import Literal
 from paimond.errors import RefusedError
 from paimond.format.meta.schema import TableSchema
 from paimond.table.data_files.file_formats import FORMATS
-from paimond.table.options.core import TableOptions, invalid_options
+from paimond.table.options.core import BUCKET_POSTPONE, TableOptions, invalid_options
 from paimond.table.options.merge import ENGINES
 
 Handling = Literal["implemented", "refused", "not affecting"]
@@ -118,6 +118,18 @@ def _first_row_dv(options: TableOptions) -> str | None:
 
 def _append(options: TableOptions) -> str | None:
     return None if options.has_primary_key else "no primary key (append table)"
+
+
+def _postpone_input_changelog(options: TableOptions) -> str | None:
+    return ("bucket=-2 with changelog-producer=input"
+            if options.bucket == BUCKET_POSTPONE and options.changelog_producer == "input"
+            else None)
+
+
+def _postpone_hive_buckets(options: TableOptions) -> str | None:
+    kind = (options.text("bucket-function.type") or "default").lower()
+    return (f"bucket=-2 with bucket-function.type={kind}"
+            if options.bucket == BUCKET_POSTPONE and kind not in ("default", "mod") else None)
 
 
 def _file_format(options: TableOptions) -> str | None:
@@ -242,9 +254,17 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
     # bucket modes
     SemanticOption("bucket (fixed, dynamic -1, cross-partition)", (COMPACT,), "implemented",
                    "compaction keeps every file in its bucket; hash index files are kept"),
-    SemanticOption("bucket=-2 (postpone)", (COMPACT,), "implemented",
-                   "the postpone bucket's files are left to Paimon's postpone compactor "
-                   "(listed as skipped in the plan)"),
+    SemanticOption("bucket=-2 (postpone), postpone.default-bucket-num, "
+                   "postpone.target-row-num-per-bucket, postpone.target-size-per-bucket",
+                   (COMPACT,), "implemented",
+                   "maintenance/compact/postpone.py: the postpone bucket's rows moved into "
+                   "real buckets (Java's postpone compactor), then compacted"),
+    SemanticOption("changelog-producer=input on a postpone table", (COMPACT,), "refused",
+                   "paimond does not write the input changelog of the rows it moves out of "
+                   "the postpone bucket", _postpone_input_changelog),
+    SemanticOption("bucket-function.type=hive on a postpone table", (COMPACT,), "refused",
+                   "paimond assigns postpone rows with the default and mod bucket functions "
+                   "only", _postpone_hive_buckets),
     SemanticOption("primary-key (absent: append table)", (COMPACT,), "implemented",
                    "maintenance/compact/append_plan.py (Java AppendCompactCoordinator, "
                    "BucketedAppendCompactManager): small files concatenated, in order"),
@@ -257,8 +277,9 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
     SemanticOption("deletion-vectors.enabled on append tables, compaction.delete-ratio-threshold",
                    (COMPACT,), "implemented", "inputs read through their vectors; the index "
                    "files that held them rewritten without them (Java AppendDeleteFileMaintainer)"),
-    SemanticOption("bucket-key, bucket-function.type", (), "not affecting",
-                   "writers assign buckets; maintenance keeps them"),
+    SemanticOption("bucket-key, bucket-function.type (default, mod)", (COMPACT,), "implemented",
+                   "writers assign buckets and maintenance keeps them; a postpone table's rows "
+                   "are assigned by table/bucketing.py"),
     # row tracking, data evolution, blob, vector, primary-key indexes
     SemanticOption("row-tracking.enabled", (COMPACT,), "implemented",
                    "table/data_files/row_tracking.py: compacted files hold each row's _ROW_ID and "

@@ -90,6 +90,8 @@ class JavaRead:
     splits: dict[str, Any]
     candidates: int  # rows the reader returned before the row-by-row filter
     seconds: float
+    # check_buckets: {"checked": rows, "mismatched": rows not in Java's bucket for them}
+    buckets: dict[str, int] | None = None
 
     def levels(self) -> dict[int, int]:
         return {int(k): v for k, v in self.splits["levels"].items()}
@@ -133,10 +135,13 @@ class JavaReader:
     def read(self, table_path: str | os.PathLike[str], *, snapshot_id: int | None = None,
              tag: str | None = None, projection: Sequence[str] | None = None,
              filters: Iterable[str] = (), incremental: tuple[int, int] | None = None,
-             scan_mode: str | None = None) -> JavaRead:
+             scan_mode: str | None = None, check_buckets: int | None = None) -> JavaRead:
         """``incremental``: what snapshots (FROM, TO] added; ``scan_mode="changelog"``
-        reads their changelog files (row kinds in ``row_kinds``)."""
+        reads their changelog files (row kinds in ``row_kinds``). ``check_buckets``: Java
+        computes each row's bucket for that many buckets (``JavaRead.buckets``)."""
         args = [os.fspath(table_path)]
+        if check_buckets is not None:
+            args += ["--check-buckets", str(check_buckets)]
         if snapshot_id is not None:
             args += ["--snapshot", str(snapshot_id)]
         if incremental is not None:
@@ -169,6 +174,7 @@ class JavaReader:
         splits: dict[str, Any] = {}
         rows: list[str] = []
         kinds: list[str] = []
+        buckets: dict[str, int] | None = None
         while True:
             line = process.stdout.readline()
             if not line:
@@ -182,10 +188,12 @@ class JavaReader:
                 columns = json.loads(line[len("#SCHEMA "):])
             elif line.startswith("#SPLITS "):
                 splits = json.loads(line[len("#SPLITS "):])
+            elif line.startswith("#BUCKETS "):
+                buckets = json.loads(line[len("#BUCKETS "):])
             elif line.startswith("#END "):
                 end = json.loads(line[len("#END "):])
                 assert end["rows"] == len(rows)
-                return JavaRead(columns, rows, kinds, splits, end["candidates"], 0.0)
+                return JavaRead(columns, rows, kinds, splits, end["candidates"], 0.0, buckets)
             else:
                 kind, values = line.split("\t", 1)
                 kinds.append(kind)

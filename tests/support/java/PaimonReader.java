@@ -11,6 +11,9 @@
 // (the read keeps -U/-D rows whenever --incremental is given).
 // EXPR is `col=value`, `col!=value`, `col<value`, `col<=value`, `col>value`, `col>=value`,
 // `col=null` (IS NULL) or `col!=null` (IS NOT NULL); several filters are ANDed.
+// --check-buckets N: every row of every split is also read whole and given to Java's
+// FixedBucketRowKeyExtractor for a copy of the schema with `bucket` = N; the rows whose
+// bucket is not their split's are counted (#BUCKETS before #END).
 //
 //   java -cp jar:classes PaimonReader <request args>     one read; exit 1 on an error
 //   java -cp jar:classes PaimonReader --serve            one request a line on stdin, the
@@ -20,6 +23,7 @@
 //   #SCHEMA ["col", ...]                    the printed columns, in order
 //   #SPLITS {"splits":n,"files":n,"levels":[...],"deletionFiles":n,"rawConvertible":n}
 //   <row kind>\t<JSON array of the row's values>          one line per row
+//   #BUCKETS {"checked":n,"mismatched":n}   only with --check-buckets
 //   #END {"rows":n,"candidates":n}  (candidates: rows the reader returned before the
 //                                    filter was applied to each row here)
 // or, when the read fails, `#ERROR <JSON string: the stack trace>` (in --serve mode; the
@@ -58,6 +62,7 @@ import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.FileStoreTableFactory;
+import org.apache.paimon.table.sink.FixedBucketRowKeyExtractor;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
@@ -122,6 +127,7 @@ public final class PaimonReader {
         List<String> projection = null;
         List<String> filters = new ArrayList<>();
         boolean keepDelete = false;
+        int checkBuckets = 0;
         for (int i = 1; i < args.length; i++) {
             String flag = args[i];
             if (i + 1 >= args.length) {
@@ -148,6 +154,9 @@ public final class PaimonReader {
                     break;
                 case "--filter":
                     filters.add(value);
+                    break;
+                case "--check-buckets":
+                    checkBuckets = Integer.parseInt(value);
                     break;
                 default:
                     throw new IllegalArgumentException("unknown argument " + flag);
@@ -223,7 +232,39 @@ public final class PaimonReader {
                 batch.releaseBatch();
             }
         }
+        if (checkBuckets > 0) {
+            out.println("#BUCKETS " + checkBuckets(table, splits, checkBuckets));
+        }
         out.println("#END {\"rows\":" + rows + ",\"candidates\":" + candidates + "}");
+    }
+
+    private static String checkBuckets(FileStoreTable table, List<Split> splits, int buckets)
+            throws Exception {
+        Map<String, String> options = new HashMap<>(table.schema().options());
+        options.put("bucket", String.valueOf(buckets));
+        FixedBucketRowKeyExtractor extractor =
+                new FixedBucketRowKeyExtractor(table.schema().copy(options));
+        long checked = 0;
+        long mismatched = 0;
+        for (Split split : splits) {
+            int bucket = ((DataSplit) split).bucket();
+            try (RecordReader<InternalRow> reader =
+                    table.newReadBuilder().newRead().createReader(split)) {
+                RecordReader.RecordIterator<InternalRow> batch;
+                while ((batch = reader.readBatch()) != null) {
+                    InternalRow row;
+                    while ((row = batch.next()) != null) {
+                        extractor.setRecord(row);
+                        checked++;
+                        if (extractor.bucket() != bucket) {
+                            mismatched++;
+                        }
+                    }
+                    batch.releaseBatch();
+                }
+            }
+        }
+        return "{\"checked\":" + checked + ",\"mismatched\":" + mismatched + "}";
     }
 
     private static int fieldIndex(RowType rowType, String name) {

@@ -1,0 +1,178 @@
+"""Postpone-bucket tables (``bucket = -2``) written by pypaimon 2.1.0: readers skip the
+postpone bucket, so until paimond moves its rows into real buckets none of them is visible.
+Checked after ``compact`` against a model of the rows (the later write of a key wins, or the
+merge engine combines them), pypaimon's read and Java Paimon's read (1.4, 2.0; 1.0 has no postpone mode), with
+every row in the bucket Java's own ``FixedBucketRowKeyExtractor`` gives it; the bucket number
+decided as Paimon decides it and then kept; a failure halfway leaves nothing behind."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from support.java_reader import JavaReader, canonical_rows
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import MergeModel, TableWriter, catalog_for, seeded_rng
+
+from paimond.clock import Clock
+from paimond.errors import RefusedError
+from paimond.maintenance.compact import postpone
+from paimond.maintenance.compact.job import CompactJob
+from paimond.maintenance.expire.snapshots import ExpireJob
+from paimond.table.catalog import Table, open_table
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
+
+NAME = "db.t"
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False),
+                    pa.field("dt", pa.string(), nullable=False),
+                    pa.field("v", pa.string()), pa.field("n", pa.int64())])
+CLOCK = Clock(fixed_ms=1_700_000_000_000)
+
+
+def _table(tmp_path: Path, options: dict[str, str]) -> tuple[str, TableWriter, Table]:
+    warehouse = str(tmp_path / "wh")
+    writer = TableWriter(catalog_for(warehouse), NAME, SCHEMA, primary_keys=("id", "dt"),
+                         partition_keys=("dt",), options={"bucket": "-2", **options})
+    return warehouse, writer, open_table(open_storage(warehouse), warehouse, NAME)
+
+
+def _commit_random(writer: TableWriter, model: MergeModel, seed: str, rows: int) -> None:
+    rng = seeded_rng(seed)
+    batch = [{"id": rng.randrange(40), "dt": rng.choice(["2024-01-01", "2024-01-02"]),
+              "v": f"{seed}-{i}", "n": rng.randrange(100)} for i in range(rows)]
+    writer.commit(batch)
+    for row in batch:  # a writer's buffer keeps the last row of a key within one commit
+        model.apply(row)
+
+
+def _rows(table: pa.Table) -> collections.Counter[str]:
+    return collections.Counter(canonical_rows(table, list(SCHEMA.names)))
+
+
+def _model_rows(model: MergeModel) -> collections.Counter[str]:
+    return _rows(pa.Table.from_pylist(model.rows(), schema=SCHEMA))
+
+
+def _real_buckets(table: Table) -> dict[str, set[tuple[int, int]]]:
+    """Per partition directory, the (bucket, total buckets) of the live files."""
+    snapshot = table.snapshots.latest()
+    assert snapshot is not None
+    found: dict[str, set[tuple[int, int]]] = collections.defaultdict(set)
+    for live in scan_snapshot(table, snapshot).files:
+        found[live.entry.partition.hex()].add((live.entry.bucket, live.entry.total_buckets))
+    return found
+
+
+def test_postpone_rows_become_visible_in_javas_buckets(tmp_path: Path, java_reader: JavaReader
+                                                       ) -> None:
+    if java_reader.release == "1.0":
+        pytest.skip("Paimon 1.0 has no postpone-bucket mode: it refuses to open bucket = -2")
+    warehouse, writer, table = _table(tmp_path, {"postpone.default-bucket-num": "3"})
+    model = MergeModel("deduplicate", ("id", "dt"))
+    for commit in range(3):
+        _commit_random(writer, model, f"c{commit}", 50)
+    assert read_rows(warehouse, NAME).num_rows == 0  # the problem: nothing visible yet
+
+    summary = CompactJob(table, clock=CLOCK, use_processes=False).run()
+    assert summary.postpone is not None and summary.postpone.snapshot is not None
+    assert summary.postpone.rows_read == 150
+    assert _rows(read_rows(warehouse, NAME)) == _model_rows(model)
+    java = java_reader.read(Path(table.path), check_buckets=3)
+    assert collections.Counter(java.rows) == _model_rows(model)
+    assert java.buckets == {"checked": len(model.rows()), "mismatched": 0}
+    wrong = java_reader.read(Path(table.path), check_buckets=2).buckets  # the check can fail
+    assert wrong is not None and wrong["mismatched"] > 0
+    for buckets in _real_buckets(table).values():
+        assert {total for _, total in buckets} == {3} and {b for b, _ in buckets} <= {0, 1, 2}
+
+    # later writes land in the same buckets and win over what the buckets hold
+    for commit in range(3, 5):
+        _commit_random(writer, model, f"c{commit}", 30)
+    CompactJob(table, clock=CLOCK, use_processes=False).run()
+    java = java_reader.read(Path(table.path), check_buckets=3)
+    assert collections.Counter(java.rows) == _model_rows(model)
+    assert java.buckets == {"checked": len(model.rows()), "mismatched": 0}
+    assert _rows(read_rows(warehouse, NAME)) == _model_rows(model)
+
+
+def test_bucket_number_decided_once_per_partition(tmp_path: Path) -> None:
+    warehouse, writer, table = _table(tmp_path, {"postpone.target-row-num-per-bucket": "4"})
+    writer.commit([{"id": i, "dt": "2024-01-01", "v": "a", "n": i} for i in range(9)])
+    writer.commit([{"id": i, "dt": "2024-01-02", "v": "b", "n": i} for i in range(2)])
+    plan = CompactJob(table, clock=CLOCK, use_processes=False).plan()
+    assert plan.postpone is not None
+    decided = {p.text: (p.num_buckets, p.decided_by) for p in plan.postpone.partitions}
+    assert decided == {"dt=2024-01-01": (3, "postpone.target-row-num-per-bucket"),
+                       "dt=2024-01-02": (1, "postpone.target-row-num-per-bucket")}
+    assert table.snapshots.latest_id() == 2  # a plan writes nothing
+
+    CompactJob(table, clock=CLOCK, use_processes=False).run()
+    writer.commit([{"id": i, "dt": "2024-01-02", "v": "c", "n": i} for i in range(40)])
+    plan = CompactJob(table, clock=CLOCK, use_processes=False).plan()
+    assert plan.postpone is not None
+    assert [(p.num_buckets, p.decided_by) for p in plan.postpone.partitions] == [
+        (1, "the partition's buckets")]  # kept, though 40 rows would have made 10
+    CompactJob(table, clock=CLOCK, use_processes=False).run()
+    assert read_rows(warehouse, NAME).num_rows == 9 + 40
+
+
+def test_size_estimate_without_options(tmp_path: Path) -> None:
+    _, writer, table = _table(tmp_path, {"postpone.target-size-per-bucket": "1 kb"})
+    writer.commit([{"id": i, "dt": "d", "v": "x" * 100, "n": i} for i in range(200)])
+    plan = CompactJob(table, clock=CLOCK, use_processes=False).plan()
+    assert plan.postpone is not None
+    (partition,) = plan.postpone.partitions
+    assert partition.decided_by == "postpone.target-size-per-bucket"
+    assert partition.num_buckets == (partition.bytes - 1) // 1024 + 1 > 1
+
+
+def test_aggregation_merges_postpone_rows_with_bucket_rows(tmp_path: Path) -> None:
+    warehouse, writer, table = _table(tmp_path, {
+        "merge-engine": "aggregation", "fields.n.aggregate-function": "sum",
+        "postpone.default-bucket-num": "2"})
+    model = MergeModel("aggregation", ("id", "dt"), {"n": "sum"})
+    rows_per_commit = [[{"id": i % 5, "dt": "d", "v": f"c{c}", "n": i} for i in range(8)]
+                       for c in range(4)]
+    for number, rows in enumerate(rows_per_commit):
+        writer.commit(rows)
+        for row in rows:
+            model.apply(row)
+        if number == 1:  # half of the rows reach the buckets first
+            CompactJob(table, clock=CLOCK, use_processes=False).run()
+    CompactJob(table, clock=CLOCK, use_processes=False).run()
+    assert _rows(read_rows(warehouse, NAME)) == _model_rows(model)
+
+
+def test_refused_before_anything_is_written(tmp_path: Path) -> None:
+    _, writer, table = _table(tmp_path, {"changelog-producer": "input"})
+    writer.commit([{"id": 1, "dt": "d", "v": "a", "n": 1}])
+    with pytest.raises(RefusedError, match="changelog-producer=input"):
+        CompactJob(table, clock=CLOCK, use_processes=False).run()
+    assert table.snapshots.latest_id() == 1
+    ExpireJob(table, clock=CLOCK).run()  # the table's other jobs still run
+
+
+def test_a_failure_halfway_leaves_no_file_and_no_snapshot(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _, writer, table = _table(tmp_path, {"postpone.default-bucket-num": "4"})
+    writer.commit([{"id": i, "dt": "d", "v": "a", "n": i} for i in range(50)])
+    before = sorted(p.relative_to(table.path) for p in Path(table.path).rglob("*") if p.is_file())
+    written: list[Any] = []
+    original = postpone.PostponeMover._write_bucket
+
+    def fail_third(self: postpone.PostponeMover, moved: Any, bucket: int, rows: pa.Table) -> None:
+        if len(written) == 2:
+            raise OSError("disk full")
+        written.append(bucket)
+        original(self, moved, bucket, rows)
+
+    monkeypatch.setattr(postpone.PostponeMover, "_write_bucket", fail_third)
+    with pytest.raises(OSError, match="disk full"):
+        CompactJob(table, clock=CLOCK, use_processes=False).run()
+    assert len(written) == 2  # two buckets' files were written, then deleted
+    after = sorted(p.relative_to(table.path) for p in Path(table.path).rglob("*") if p.is_file())
+    assert after == before and table.snapshots.latest_id() == 1
