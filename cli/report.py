@@ -116,6 +116,11 @@ def render_text(status: TableStatus) -> str:
         lines.append(
             f"  manifests: base {m.base_files} ({format_bytes(m.base_bytes)}), delta "
             f"{m.delta_files} ({format_bytes(m.delta_bytes)}); index files: {index}")
+    if status.bucket_mode == "POSTPONE_MODE":
+        oldest = status.postpone_oldest_millis
+        lines.append(f"  postpone bucket: {status.postpone_rows} rows no reader sees until "
+                     "compaction moves them into real buckets"
+                     + (f" (oldest written {_time(oldest)})" if oldest is not None else ""))
     if status.primary_keys:
         lines.append(f"  sorted runs against compaction trigger {status.compaction_trigger}, "
                      f"stop trigger {status.stop_trigger}:")

@@ -24,6 +24,7 @@ class Metrics:
     _last_success: dict[tuple[str, str], float] = field(default_factory=dict)
     _oldest_level0: dict[str, int | None] = field(default_factory=dict)  # local wall millis
     _changelog_pending: dict[str, int | None] = field(default_factory=dict)  # local wall millis
+    _postpone_oldest: dict[str, int | None] = field(default_factory=dict)  # local wall millis
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -77,6 +78,8 @@ class Metrics:
                                  "file-index options, left for rewrite_index",
             "buckets_missing_vectors": "Buckets of a deletion-vector table whose vectors are "
                                        "missing, left for rebuild_dv",
+            "postpone_rows": "Rows in postpone buckets (bucket = -2), which no reader sees "
+                             "until compaction moves them into real buckets",
         }
         self.table_gauges = {name: Gauge(f"paimond_table_{name}", help_text, ["table"], registry=r)
                              for name, help_text in gauges.items()}
@@ -95,6 +98,10 @@ class Metrics:
             "paimond_table_changelog_latency_seconds", "Tables with changelog-producer lookup "
             "or full-compaction: seconds since the oldest data file whose changelog compaction "
             "has not produced yet was written (0: none)", ["table"], registry=r)
+        self._postpone_age = Gauge(
+            "paimond_table_postpone_age_seconds", "Postpone-bucket tables: seconds since the "
+            "oldest postpone file, whose rows no reader sees yet, was written (0: none)",
+            ["table"], registry=r)
 
     def on_event(self, event: JobEvent) -> None:
         """The job events' subscriber."""
@@ -166,6 +173,17 @@ class Metrics:
     def _changelog_latency_s(self, table: str) -> float:
         pending = self._changelog_pending.get(table)
         return 0.0 if pending is None else max(0.0, (self.clock.local_ms() - pending) / 1000)
+
+    def set_postpone_oldest(self, table: str, local_millis: int | None) -> None:
+        """The creation time of the table's oldest postpone file; the age gauge ages with the
+        clock between refreshes."""
+        if table not in self._postpone_oldest:
+            self._postpone_age.labels(table).set_function(lambda: self._postpone_age_s(table))
+        self._postpone_oldest[table] = local_millis
+
+    def _postpone_age_s(self, table: str) -> float:
+        oldest = self._postpone_oldest.get(table)
+        return 0.0 if oldest is None else max(0.0, (self.clock.local_ms() - oldest) / 1000)
 
     def set_quarantine(self, quarantined: set[str], known: set[str]) -> None:
         self.quarantined_tables.set(len(quarantined))

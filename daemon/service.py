@@ -185,19 +185,23 @@ class Daemon:
         if not moved and not state.watcher.due(state.table, now_ms):
             self._show_needs(state)  # passes since
             return
-        health = evaluate.health(state.watcher.read(state.table, now_ms))
+        status = state.watcher.read(state.table, now_ms)
+        health = evaluate.health(status)
+        local_ms = self.clock.local_ms()
         with self.lock:
             state.gauged_snapshot_id = latest
             state.active = moved
-            if health is not None:  # a streaming reader waiting for changelog adds to it
-                state.urgency = health.urgency + evaluate.changelog_urgency(
-                    state.watcher.last.changelog_pending_millis, self.clock.local_ms())
+            if health is not None:  # changelog a reader waits for, rows no reader sees
+                state.urgency = (health.urgency + evaluate.changelog_urgency(
+                    state.watcher.last.changelog_pending_millis, local_ms)
+                    + evaluate.postpone_urgency(status, local_ms))
                 state.gauges = dict(health.gauges)
                 state.compaction_due = pace.compaction_due(health.gauges)
         if health is not None:
             self.metrics.set_table(name, **health.gauges, **state.watcher.last.gauges)
             self.metrics.set_level0_oldest(name, state.watcher.last.oldest_level0_millis)
             self.metrics.set_changelog_pending(name, state.watcher.last.changelog_pending_millis)
+            self.metrics.set_postpone_oldest(name, status.postpone_oldest_millis)
         self._show_needs(state)
 
     def _show_needs(self, state: TableState) -> None:

@@ -109,6 +109,22 @@ def changelog_urgency(pending_local_ms: int | None, now_local_ms: int) -> float:
     return max(0.0, (now_local_ms - pending_local_ms) / 1000) / CHANGELOG_LATENCY_AT_STOP_S
 
 
+# Rows waiting this long in a postpone bucket, which no reader sees, make a table as urgent as
+# one at its stop trigger; so does this many of them.
+POSTPONE_AGE_AT_STOP_S = 300.0
+POSTPONE_ROWS_AT_STOP = 10_000_000
+
+
+def postpone_urgency(status: TableStatus, now_local_ms: int) -> float:
+    """What a postpone-bucket table's invisible rows add to its urgency: the age of its
+    oldest postpone file and their number (invisible data is a freshness problem)."""
+    oldest = status.postpone_oldest_millis
+    if oldest is None:
+        return 0.0
+    age_s = max(0.0, (now_local_ms - oldest) / 1000)
+    return age_s / POSTPONE_AGE_AT_STOP_S + status.postpone_rows / POSTPONE_ROWS_AT_STOP
+
+
 # An append table's partition (bucket) with this many small files, or this share of its rows
 # deleted by vectors, is as urgent as a primary-key bucket at its stop trigger.
 APPEND_SMALL_FILES_AT_STOP = 50
@@ -140,7 +156,8 @@ def health(status: TableStatus) -> Health | None:
         "manifest_files": (manifests.base_files + manifests.delta_files) if manifests else 0,
         "dv_cardinality": sum(b.dv_deleted_rows for b in status.buckets),
         "deleted_row_ratio": (sum(b.dv_deleted_rows for b in status.buckets)
-                              / max(1, sum(b.rows for b in status.buckets)))}
+                              / max(1, sum(b.rows for b in status.buckets))),
+        "postpone_rows": status.postpone_rows}
     if not status.primary_keys:  # append: every file is a level-0 run; small files matter
         return Health(gauges, append_urgency(status))
     return Health(gauges, runs / stop + debt / 1e12)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from paimond.errors import PaimondError
 from paimond.table.catalog import Table
 from paimond.table.layout import CONSUMER_DIR, TAG_DIR, partition_text
-from paimond.table.options.core import TableOptions
+from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 
 if TYPE_CHECKING:  # scan, duties and refusals load with the first table described
     from paimond.format.meta.index_manifest import IndexManifestEntry
@@ -41,6 +41,7 @@ class BucketStatus:
     files_with_dv: int
     dv_deleted_rows: int
     small_files: int = 0  # under the compaction file size (append compaction's candidates)
+    oldest_file_millis: int | None = None  # creation time of its oldest file (local wall millis)
 
     @property
     def files(self) -> int:
@@ -98,8 +99,23 @@ class TableStatus:
     duties: tuple[DutyStatus, ...] = ()
     error: str | None = None
 
+    @property
+    def postpone_rows(self) -> int:
+        """Rows in postpone buckets: no reader sees them until compaction moves them."""
+        return sum(b.rows for b in self.buckets if b.bucket == BUCKET_POSTPONE)
+
+    @property
+    def postpone_oldest_millis(self) -> int | None:
+        """Creation time of the oldest postpone file (local wall millis; None: none)."""
+        times = [b.oldest_file_millis for b in self.buckets
+                 if b.bucket == BUCKET_POSTPONE and b.oldest_file_millis is not None]
+        return min(times) if times else None
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
+        if self.bucket_mode == "POSTPONE_MODE":
+            out["postpone"] = {"invisible_rows": self.postpone_rows,
+                               "oldest_file_millis": self.postpone_oldest_millis}
         if self.manifests is not None:
             out["manifests"]["index_files"] = dict(self.manifests.index_files)
         for bucket, source in zip(out["buckets"], self.buckets, strict=True):
@@ -116,17 +132,22 @@ def bucket_status(schema: TableSchema, bucket: BucketFiles,
                    dv_cardinality: dict[str, int], small_size_bytes: int) -> BucketStatus:
     levels = []
     files_with_dv = deleted = small = 0
+    oldest: int | None = None
     for level in sorted(bucket.levels):
         files = bucket.levels[level]
         levels.append(LevelStatus(level, len(files), sum(f.meta.file_size for f in files),
                                   sum(f.meta.row_count for f in files)))
         for live in files:
             small += live.meta.file_size < small_size_bytes
+            created = live.meta.creation_time_millis
+            if created is not None and (oldest is None or created < oldest):
+                oldest = created
             if live.meta.file_name in dv_cardinality:
                 files_with_dv += 1
                 deleted += dv_cardinality[live.meta.file_name]
     return BucketStatus(partition_text(schema, bucket.partition), bucket.bucket,
-                        tuple(levels), bucket.sorted_run_count(), files_with_dv, deleted, small)
+                        tuple(levels), bucket.sorted_run_count(), files_with_dv, deleted, small,
+                        oldest)
 
 
 def dv_cardinality_by_bucket(index_entries: Iterable[IndexManifestEntry]

@@ -70,7 +70,7 @@ def test_health_figures_and_urgency() -> None:
     assert figures.gauges == {"level0_files": 8, "max_sorted_runs": 8, "compaction_trigger": 5,
                               "stop_trigger": 10, "compaction_debt_bytes": 1000, "snapshots": 7,
                               "manifest_files": 5, "dv_cardinality": 3,
-                              "deleted_row_ratio": 3 / 40}
+                              "deleted_row_ratio": 3 / 40, "postpone_rows": 0}
     assert figures.urgency == 8 / 10 + 1000 / 1e12
     calmer = health(TableStatus("db.u", "/wh/db.db/u", primary_keys=("k",), compaction_trigger=5,
                                 stop_trigger=10,

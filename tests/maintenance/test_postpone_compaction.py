@@ -13,17 +13,25 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from prometheus_client import CollectorRegistry
 from support.java_reader import JavaReader, canonical_rows
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import MergeModel, TableWriter, catalog_for, seeded_rng
 
+from paimond.cli.report import render_text
 from paimond.clock import Clock
+from paimond.config.settings import load_settings
+from paimond.daemon.metrics import Metrics
+from paimond.daemon.service import Daemon
+from paimond.daemon.tables import evaluate
 from paimond.errors import RefusedError
 from paimond.maintenance.compact import postpone
 from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.expire.snapshots import ExpireJob
+from paimond.maintenance.jobs import ROUTINE
 from paimond.table.catalog import Table, open_table
 from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.status.report import table_status
 from paimond.table.storage.interface import open_storage
 
 NAME = "db.t"
@@ -176,3 +184,34 @@ def test_a_failure_halfway_leaves_no_file_and_no_snapshot(tmp_path: Path,
     assert len(written) == 2  # two buckets' files were written, then deleted
     after = sorted(p.relative_to(table.path) for p in Path(table.path).rglob("*") if p.is_file())
     assert after == before and table.snapshots.latest_id() == 1
+
+
+def test_status_and_a_daemon_pass(tmp_path: Path) -> None:
+    """``status`` shows the invisible rows and the age of the oldest; one daemon pass moves
+    them (the table is write-only: paimond is its only maintainer); the daemon's urgency
+    grows with their age and number; the age gauge ages with the clock."""
+    warehouse, writer, table = _table(tmp_path, {"write-only": "true"})
+    writer.commit([{"id": i, "dt": "d", "v": "a", "n": i} for i in range(30)])
+    status = table_status(table)
+    oldest = status.postpone_oldest_millis
+    assert status.postpone_rows == 30 and oldest is not None
+    assert status.to_json()["postpone"] == {"invisible_rows": 30, "oldest_file_millis": oldest}
+    assert "postpone bucket: 30 rows no reader sees" in render_text(status)
+    assert evaluate.health(status).gauges["postpone_rows"] == 30  # type: ignore[union-attr]
+    assert 0 < evaluate.postpone_urgency(status, oldest + 60_000) < evaluate.postpone_urgency(
+        status, oldest + 600_000)
+
+    daemon = Daemon(load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse}, jobs=ROUTINE),
+                    Metrics(CollectorRegistry(), CLOCK), clock=CLOCK)
+    runs = daemon.run_once()
+    assert [r.error for r in runs] == [None] and runs[0].reports["compact"].outcome == "success"
+    assert read_rows(warehouse, NAME).num_rows == 30
+    after = table_status(table)
+    assert after.postpone_rows == 0 and after.postpone_oldest_millis is None
+    assert evaluate.postpone_urgency(after, oldest + 600_000) == 0.0
+
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, CLOCK)
+    metrics.set_postpone_oldest(NAME, CLOCK.local_ms() - 90_000)
+    assert registry.get_sample_value("paimond_table_postpone_age_seconds",
+                                     {"table": NAME}) == pytest.approx(90.0)

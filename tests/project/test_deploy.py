@@ -59,6 +59,7 @@ GAUGES = {
     "paimond_table_health", "paimond_table_stale_index_files",
     "paimond_table_buckets_missing_vectors", "paimond_table_level0_lag_seconds",
     "paimond_table_changelog_latency_seconds", "paimond_table_deleted_row_ratio",
+    "paimond_table_postpone_rows", "paimond_table_postpone_age_seconds",
 }
 METRICS = COUNTERS | HISTOGRAMS | GAUGES
 SERIES = METRICS | {h + suffix for h in HISTOGRAMS for suffix in ("_bucket", "_sum", "_count")}
