@@ -109,7 +109,7 @@ def _run(job: str, table: Table, context: JobContext, **settings: Any) -> JobRep
     if settings.get("dry_run"):
         from paimond.cli.report import dry_run_refusals  # status rendering: dry runs only
 
-        if refused := dry_run_refusals(table, job):
+        if refused := dry_run_refusals(table, job, settings.get("allow_unknown_options", ())):
             print(refused.describe())
             return JobReport(refused)
     spec = JOBS[job]
@@ -140,7 +140,8 @@ def _compact(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise ConfigError("--lookup-cache-size", str(error)) from None
     settings = {"full": args.full, "partitions": table_partitions_of(table, args.partition),
-                "parallelism": args.parallelism or None, "dry_run": args.dry_run}
+                "parallelism": args.parallelism or None, "dry_run": args.dry_run,
+                "allow_unknown_options": tuple(args.allow_unknown_option)}
     for strategy in ("order", "zorder", "hilbert"):
         if columns := getattr(args, f"{strategy}_by"):
             settings.update(order_strategy=strategy, order_by=tuple(
@@ -381,6 +382,10 @@ def build_parser() -> argparse.ArgumentParser:
         order.add_argument(f"--{strategy}-by", metavar="COL,COL",
                            help=f"sort compaction of a bucket-unaware append table: rewrite "
                                 f"the partitions' rows in {strategy} order of these columns")
+    compact.add_argument("--allow-unknown-option", action="append", default=[], metavar="KEY",
+                         help="accept this table option key although paimond has not decided "
+                              "it (a table with any other undecided key is refused; repeat "
+                              "for several keys)")
     compact.add_argument("--parallelism", type=int_at_least(1), default=0,
                          help="bucket tasks at once (default: CPU count)")
     compact.add_argument("--executor", choices=EXECUTORS, default="local",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,10 +27,11 @@ class Refused:
                           "written:", *(f"  {r.describe()}" for r in self.refusals)])
 
 
-def dry_run_refusals(table: Table, job: str) -> Refused | None:
+def dry_run_refusals(table: Table, job: str, accepted: Iterable[str] = ()) -> Refused | None:
+    """``accepted``: undecided option keys the job accepts (compaction's)."""
     from paimond.table.options.semantic import refusals
 
-    found = refusals(table.options(), job)
+    found = refusals(table.options(), job, accepted)
     return Refused(table.name, job, tuple(found)) if found else None
 
 
@@ -87,6 +88,10 @@ def _duty_lines(status: TableStatus) -> list[str]:
         lines.append(f"  not needed: {', '.join(idle)}")
     for job, reasons in status.refusals.items():
         lines += [f"  refused by {job}: {reason}" for reason in reasons]
+    if status.undecided_options:
+        lines.append(f"  undecided options (compact refuses the table unless "
+                     f"allow_unknown_options accepts them): "
+                     f"{', '.join(status.undecided_options)}")
     return lines
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from paimond.config.values import choice, duration_ms, flag, number
+from paimond.config.values import choice, duration_ms, flag, names, number
 from paimond.errors import ConfigError
 
 _META = "paimond"
@@ -65,8 +65,11 @@ class DeclaredField:
 
 
 def _kind(hint: Any) -> tuple[type, bool]:
-    """The scalar type of an annotation and whether it admits None."""
+    """The scalar type of an annotation (``tuple``: a tuple of strings) and whether it admits
+    None."""
     args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple and args == (str, ...):
+        return tuple, False
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         rest = [a for a in args if a is not type(None)]
         return (rest[0] if len(rest) == 1 and isinstance(rest[0], type) else object), True
@@ -98,6 +101,8 @@ def parse_value(raw: Any, key: str, kind: type, declared: Declared) -> Any:
         return duration_ms(raw, key, int(declared.minimum or 0))
     if kind is bool:
         return flag(raw, key)
+    if kind is tuple:
+        return names(raw, key)
     if kind is int or kind is float:
         return number(raw, key, kind, declared.minimum if declared.minimum is not None else
                       float("-inf"), declared.maximum)
@@ -159,5 +164,5 @@ class Key:
 def type_name(kind: type | str, declared: Declared, optional: bool = False) -> str:
     """How the reference names what a key holds."""
     name = ("duration" if declared.duration else kind if isinstance(kind, str)
-            else kind.__name__)
+            else "list of strings" if kind is tuple else kind.__name__)
     return f"{name} (optional)" if optional else name

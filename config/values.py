@@ -45,6 +45,15 @@ def flag(raw: Any, key: str) -> bool:
     raise ConfigError(key, f"expected true or false (or 1/0, yes/no), got {raw!r}")
 
 
+def names(raw: Any, key: str) -> tuple[str, ...]:
+    """A list of non-empty strings (a file's array, or the environment's comma-separated)."""
+    if isinstance(raw, str):
+        raw = [p.strip() for p in raw.split(",") if p.strip()]
+    if not isinstance(raw, list) or not all(isinstance(p, str) and p for p in raw):
+        raise ConfigError(key, f"expected a list of strings, got {raw!r}")
+    return tuple(raw)
+
+
 def choice(raw: Any, key: str, choices: tuple[str, ...]) -> str:
     value = str(raw).strip().lower()
     if value not in choices:

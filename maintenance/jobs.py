@@ -85,6 +85,9 @@ class CompactSettings:
     order_strategy: str | None = setting(
         None, "a sort compaction (Paimon's order_strategy)", choices=("order", "zorder", "hilbert"))
     order_by: tuple[str, ...] = setting((), "the sort compaction's columns")
+    allow_unknown_options: tuple[str, ...] = setting(
+        (), "table option keys paimond has not decided that compaction accepts (a table with "
+        "any other undecided key is refused)", daemon=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +216,7 @@ def _compact(table: Table, settings: CompactSettings, context: JobContext) -> Jo
                      progress=context.progress, executor=context.executor,
                      lookup_cache=context.lookup_cache, picker_states=context.picker_states,
                      memory=context.memory_budget,
+                     accepted_options=settings.allow_unknown_options,
                      **({} if settings.parallelism is None else {"parallelism": settings.parallelism}))
     if settings.dry_run:
         return JobReport(job.plan())
@@ -233,10 +237,13 @@ def _sort_compact(table: Table, settings: CompactSettings, context: JobContext, 
     from paimond.maintenance.compact.cluster_plan import plan_incremental_clustering
     from paimond.maintenance.compact.sort_compact import SortCompactJob
 
+    accepted = settings.allow_unknown_options
     planner = (functools.partial(plan_incremental_clustering, table, full=settings.full,
-                                 partitions=settings.partitions) if clustering else None)
+                                 partitions=settings.partitions, accepted_options=accepted)
+               if clustering else None)
     job = SortCompactJob(table, settings.order_strategy or "", settings.order_by,
-                         clock=context.clock, partitions=settings.partitions, planner=planner)
+                         clock=context.clock, partitions=settings.partitions, planner=planner,
+                         accepted_options=accepted)
     if settings.dry_run:
         return JobReport(job.plan())
     summary = job.run()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from paimond.table.options.catalogue import undecided
 from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refusals
 
@@ -79,7 +80,10 @@ def duties(options: TableOptions) -> tuple[DutyStatus, ...]:
         if duty.by_writers(options):
             out.append(DutyStatus(duty.name, "writers"))
             continue
-        found = [r for job in duty.jobs for r in refusals(options, job)]
+        # undecided keys are the status's own line (TableStatus.undecided_options): an
+        # operator may accept them for compaction
+        accepted = undecided(options.raw)
+        found = [r for job in duty.jobs for r in refusals(options, job, accepted)]
         if found:
             detail = "; ".join(dict.fromkeys(f"{r.job}: {r.describe()}" for r in found))
             out.append(DutyStatus(duty.name, "refused", detail))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from paimond.errors import UnsupportedError
@@ -231,18 +231,20 @@ def plan_append_compaction(table: Table, *, full: bool = False,
                            partitions: Mapping[str, str] | None = None,
                            moment: datetime.datetime, snapshot: Snapshot | None = None,
                            window_entries: int = WINDOW_ENTRIES,
-                           schema: TableSchema | None = None) -> CompactionPlan:
+                           schema: TableSchema | None = None,
+                           accepted_options: Collection[str] = ()) -> CompactionPlan:
     """The tasks of one compaction run of an append table at the latest snapshot (or
     ``snapshot``); ``partitions`` as ``plan_compaction``'s. ``full`` applies to fixed buckets
     (the coordinator of a bucket-unaware table has no full mode). The live files are read a
     window of about ``window_entries`` manifest entries at a time, without statistics; the
     picked files are read back whole (``maintenance.compact.append_windows``). ``schema``: as
-    ``plan_compaction``'s (refused already); None: the latest, refused here."""
+    ``plan_compaction``'s (refused already); None: the latest, refused here, accepting the
+    undecided ``accepted_options``."""
     from paimond.maintenance.compact.append_windows import plan_buckets, plan_unaware
 
     if schema is None:
         schema = table.latest_schema()
-        refuse(schema, "compact", table.path)
+        refuse(schema, "compact", table.path, accepted_options)
     options = TableOptions.of(schema)
     if options.flag("clustering.incremental"):
         raise UnsupportedError("clustering.incremental: the compact job clusters this table "

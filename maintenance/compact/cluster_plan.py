@@ -19,7 +19,7 @@ refused then.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from paimond.errors import UnsupportedError
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
@@ -83,12 +83,13 @@ def partition_runs(entries: list[ManifestEntry]) -> list[SortedRun]:
 def plan_incremental_clustering(table: Table, *, full: bool = False,
                                 partitions: Mapping[str, str] | None = None,
                                 snapshot: Snapshot | None = None,
-                                window_entries: int = WINDOW_ENTRIES) -> SortPlan:
+                                window_entries: int = WINDOW_ENTRIES,
+                                accepted_options: Collection[str] = ()) -> SortPlan:
     """The partitions to cluster at the latest snapshot (or ``snapshot``), their live files
     read a window of about ``window_entries`` manifest entries at a time without statistics
     (``table.scan.window_scan``), the picked files read back whole."""
     schema = table.latest_schema()
-    refuse(schema, "compact", table.path)
+    refuse(schema, "compact", table.path, accepted_options)
     options = TableOptions.of(schema)
     _check_clustered(table, schema, options, partitions)
     columns, strategy = clustering_of(options)

@@ -147,6 +147,7 @@ class CompactJob:
     lookup_cache: LookupCacheSettings | None = None
     picker_states: MutableMapping[tuple[bytes, int], PickerState] | None = None
     memory: MemoryBudget | None = None  # the local pool admits tasks within it
+    accepted_options: tuple[str, ...] = ()  # undecided option keys the operator accepts
 
     def plan(self, *, for_commit: bool = False, schema: TableSchema | None = None
              ) -> CompactionPlan:
@@ -156,7 +157,7 @@ class CompactJob:
         plan = plan_compaction(self.table, full=self.full, partitions=self.partitions,
                                moment=self.clock.local_now(),
                                picker_states=self.picker_states, commit_base=for_commit,
-                               schema=schema)
+                               schema=schema, accepted_options=self.accepted_options)
         if for_commit or plan.base_snapshot_id is None:
             return plan
         schema = schema or self.table.latest_schema()
@@ -171,7 +172,7 @@ class CompactJob:
         table's schema is read and refused once, before any record; a re-planned attempt
         refuses again only a schema a writer has evolved since."""
         schema = self.table.latest_schema()
-        refuse(schema, "compact", self.table.path)
+        refuse(schema, "compact", self.table.path, self.accepted_options)
         with recorded_job(self.table, "compact", self.clock) as recorded:
             return self._run(recorded, schema)
 
@@ -192,7 +193,7 @@ class CompactJob:
             if number > 1:  # a conflict: the writer that won may have evolved the schema
                 latest = self.table.latest_schema()
                 if latest.id != checked.id:
-                    refuse(latest, "compact", self.table.path)
+                    refuse(latest, "compact", self.table.path, self.accepted_options)
                     checked = latest
             summary.plan = self.plan(for_commit=True, schema=checked)
             summary.results, summary.failures = self._execute(summary.plan.tasks,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -77,7 +77,8 @@ def plan_compaction(table: Table, *, full: bool = False,
                     picker_states: Mapping[tuple[bytes, int], PickerState] | None = None,
                     window_entries: int = WINDOW_ENTRIES,
                     commit_base: bool = False,
-                    schema: TableSchema | None = None) -> CompactionPlan:
+                    schema: TableSchema | None = None,
+                    accepted_options: Collection[str] = ()) -> CompactionPlan:
     """Plan every bucket of the latest snapshot (or ``snapshot``). ``partitions`` keeps only
     partitions whose path components match (``{"dt": "2024-01-01"}``). ``moment``: the local
     wall date-time the plan is made at (off-peak hours, the forced-compaction interval), data
@@ -86,10 +87,11 @@ def plan_compaction(table: Table, *, full: bool = False,
     entries a window of partitions holds (``table.scan.partition_windows``; memory). ``commit_base``:
     keep the files of the tasks' buckets for the commit (``CompactionPlan.commit_base``).
     ``schema``: the table's schema as the caller's job run already refused it
-    (``CompactJob.run``, once per run); None: the latest, refused here."""
+    (``CompactJob.run``, once per run); None: the latest, refused here. ``accepted_options``:
+    undecided option keys the operator accepts (``CompactSettings.allow_unknown_options``)."""
     if schema is None:
         schema = table.latest_schema()
-        refuse(schema, "compact", table.path)  # before anything is planned or written
+        refuse(schema, "compact", table.path, accepted_options)  # before anything is written
     if not schema.primary_keys:  # an append table has no LSM tree
         from paimond.maintenance.compact.append_plan import plan_append_compaction  # imports this one
         return plan_append_compaction(table, full=full, partitions=partitions, moment=moment,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -78,10 +78,12 @@ class SortPlan:
 
 def plan_sort_compaction(table: Table, strategy: str, columns: Sequence[str], *,
                          partitions: Mapping[str, str] | None = None,
-                         snapshot: Snapshot | None = None) -> SortPlan:
-    """Raises RefusedError / UnsupportedError before anything is written."""
+                         snapshot: Snapshot | None = None,
+                         accepted_options: Collection[str] = ()) -> SortPlan:
+    """Raises RefusedError / UnsupportedError before anything is written (undecided option
+    keys refuse the table unless in ``accepted_options``)."""
     schema = table.latest_schema()
-    refuse(schema, "compact", table.path)
+    refuse(schema, "compact", table.path, accepted_options)
     options = TableOptions.of(schema)
     if schema.primary_keys:
         raise UnsupportedError("sort compaction of a primary-key table (Paimon sorts append "
@@ -240,12 +242,14 @@ class SortCompactJob:
     partitions: Mapping[str, str] | None = None
     max_attempts: int = 3
     planner: Callable[[], SortPlan] | None = None
+    accepted_options: tuple[str, ...] = ()  # undecided option keys the operator accepts
 
     def plan(self) -> SortPlan:
         if self.planner is not None:
             return self.planner()
         return plan_sort_compaction(self.table, self.strategy, self.columns,
-                                    partitions=self.partitions)
+                                    partitions=self.partitions,
+                                    accepted_options=self.accepted_options)
 
     def run(self) -> SortSummary:
         started = time.monotonic()

@@ -12,20 +12,22 @@ Jobs are the registry's names (``maintenance/jobs.py``) and the duties no job pe
 (``expire_changelogs``): a row for one of these is refused until its job
 exists; flipping its ``handling`` to ``implemented`` (and dropping its ``setting``) is all the
 table needs then. Every job's plan calls
-:func:`refuse` (or :func:`refusals`) first.
+:func:`refuse` (or :func:`refusals`) first. Which keys exist at all, and which of them are
+decided, is the option catalogue's (``catalogue.py``): compaction also refuses a key it lacks.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from paimond.errors import RefusedError
 from paimond.format.meta.schema import TableSchema
 from paimond.table.data_files.file_formats import FORMATS
+from paimond.table.options.catalogue import undecided
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions, invalid_options
 from paimond.table.options.merge import ENGINES
 
@@ -132,6 +134,23 @@ def _postpone_hive_buckets(options: TableOptions) -> str | None:
             if options.bucket == BUCKET_POSTPONE and kind not in ("default", "mod") else None)
 
 
+def _map_layout(options: TableOptions) -> str | None:
+    layouts = options.field_options("map.storage-layout")
+    return next((f"fields.{c}.map.storage-layout={v}" for c, v in sorted(layouts.items())
+                 if v.lower() != "default"), None)
+
+
+def _iceberg(options: TableOptions) -> str | None:
+    storage = options.text("metadata.iceberg.storage")
+    return (f"metadata.iceberg.storage={storage}"
+            if storage is not None and storage.lower() != "disabled" else None)
+
+
+def _manifest_format(options: TableOptions) -> str | None:
+    value = options.text("manifest.format")
+    return f"manifest.format={value}" if value is not None and value.lower() != "avro" else None
+
+
 def _file_format(options: TableOptions) -> str | None:
     formats = {options.file_format, *options.file_format_per_level.values()}
     return next((f"file.format={f}" for f in sorted(formats) if f not in FORMATS), None)
@@ -174,6 +193,9 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    "a -D removes the row (lsm/merge/row_merge.py)"),
     SemanticOption("ignore-delete (and first-row., deduplicate., partial-update. prefixes)", (COMPACT,),
                    "implemented", "-U/-D records are dropped while merging"),
+    SemanticOption("fields.<c>.map.storage-layout (shared-shredding)", (COMPACT, INDEX),
+                   "refused", "the MAP column is stored as a shared-shredding row; paimond "
+                   "reads and writes MAP columns in the plain key-value layout only", _map_layout),
     SemanticOption("sequence.field, sequence.field.sort-order", (COMPACT,), "implemented",
                    "versions ordered by the sequence fields, then the sequence number"),
     SemanticOption("sequence.snapshot-ordering", (COMPACT,), "refused",
@@ -287,9 +309,11 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
     SemanticOption("data-evolution.enabled", (COMPACT, INDEX), "refused",
                    "data files hold some columns only; paimond reads and rewrites whole rows",
                    _true("data-evolution.enabled")),
-    SemanticOption("blob-field, blob-descriptor-field, blob-view-field", (COMPACT, INDEX), "refused",
+    SemanticOption("blob-field, blob-descriptor-field (blob.stored-descriptor-fields), "
+                   "blob-view-field", (COMPACT, INDEX), "refused",
                    "blob columns live in .blob files paimond neither reads nor writes",
-                   _any_set("blob-field", "blob-descriptor-field", "blob-view-field")),
+                   _any_set("blob-field", "blob-descriptor-field", "blob.stored-descriptor-fields",
+                            "blob-view-field")),
     SemanticOption("vector-field, vector.file.format", (COMPACT, INDEX), "refused",
                    "vector columns live in files paimond neither reads nor writes",
                    _set("vector-field")),
@@ -299,12 +323,18 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                        "pk-vector.index.columns", "pk-btree.index.columns",
                        "pk-bitmap.index.columns", "pk-multivalue.index.columns",
                        "pk-full-text.index.columns")),
+    SemanticOption("metadata.iceberg.storage (other than disabled)", (COMPACT,), "refused",
+                   "Java's commits keep Iceberg metadata beside the table; paimond's commits "
+                   "do not, so Iceberg readers would go on reading files compaction replaced "
+                   "until expiry deletes them", _iceberg),
     SemanticOption("global-index.*", (), "not affecting",
                    "global indexes serve row-tracking tables, which paimond does not compact"),
     # manifests
     SemanticOption("manifest.target-file-size, manifest.merge-min-count, "
                    "manifest.full-compaction-threshold-size, manifest.compression", (MANIFESTS,),
                    "implemented", "Paimon's manifest merge"),
+    SemanticOption("manifest.format (other than avro)", (COMPACT, MANIFESTS), "refused",
+                   "paimond reads and writes avro manifests only", _manifest_format),
     SemanticOption("manifest-sort.*, manifest.merge-optimize.enabled", (MANIFESTS,), "not affecting",
                    "layout choices of Java's committer; merged manifests stay valid"),
     SemanticOption("compaction.skip-expired-partitions", (COMPACT,), "implemented",
@@ -330,14 +360,30 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
 )
 
 
-def refusals(options: TableOptions, job: str) -> list[Refusal]:
-    """What makes ``job`` refuse a table with these options (empty: it may run)."""
+UNDECIDED = "undecided option"
+
+
+def undecided_reason(key: str) -> str:
+    """Why compaction refuses an undecided key, and how an operator accepts it."""
+    return (f"an option paimond has not decided (a newer Paimon's, a plugin's or a typo): "
+            f"compacting could write what Paimon would not; accept it with [jobs.compact] "
+            f"allow_unknown_options = [\"{key}\"] or paimond compact "
+            f"--allow-unknown-option {key}")
+
+
+def refusals(options: TableOptions, job: str, accepted: Iterable[str] = ()) -> list[Refusal]:
+    """What makes ``job`` refuse a table with these options (empty: it may run): the refused
+    rows that apply, and for compaction every option key the catalogue
+    (table/options/catalogue.py) does not decide, less the ``accepted`` ones."""
     out = []
     for row in SEMANTIC_OPTIONS:
         if row.handling == "refused" and job in row.jobs:
             setting = row.setting(options)
             if setting is not None:
                 out.append(Refusal(job, row.option, setting, row.note))
+    if job == COMPACT:
+        out += [Refusal(job, UNDECIDED, f"{key}={options.raw[key]}", undecided_reason(key))
+                for key in undecided(options.raw, accepted)]
     return out
 
 
@@ -347,11 +393,13 @@ def fingerprint(schema: TableSchema) -> str:
     return f"{schema.id}:{digest.hexdigest()[:16]}"
 
 
-def refuse(schema: TableSchema, job: str, path: str | None = None) -> None:
+def refuse(schema: TableSchema, job: str, path: str | None = None,
+           accepted: Iterable[str] = ()) -> None:
     """Raise RefusedError naming every reason ``job`` refuses the table, if any: options it
-    does not implement, and option values it cannot read (``invalid_options``)."""
+    does not implement, undecided options compaction was not told to accept (``accepted``),
+    and option values it cannot read (``invalid_options``)."""
     options = TableOptions.of(schema)
-    reasons = [r.describe() for r in refusals(options, job)] + [
+    reasons = [r.describe() for r in refusals(options, job, accepted)] + [
         f"invalid option value: {problem}" for problem in invalid_options(options)]
     if reasons:
         raise RefusedError(job, "; ".join(reasons), path, fingerprint(schema))

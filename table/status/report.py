@@ -96,6 +96,9 @@ class TableStatus:
     buckets: tuple[BucketStatus, ...] = ()
     write_only: bool = False  # writers neither compact nor expire: paimond is the maintainer
     refusals: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> reasons
+    # option keys paimond has not decided (table/options/catalogue.py): compaction refuses the
+    # table unless the operator accepts them (allow_unknown_options); the other jobs run
+    undecided_options: tuple[str, ...] = ()
     duties: tuple[DutyStatus, ...] = ()
     error: str | None = None
 
@@ -166,12 +169,21 @@ def dv_cardinality_by_bucket(index_entries: Iterable[IndexManifestEntry]
 
 
 def refusals_by_job(options: TableOptions) -> dict[str, tuple[str, ...]]:
-    """Every job (and duty job) that refuses the table, with its reasons."""
+    """Every job (and duty job) that refuses the table, with its reasons; undecided option
+    keys are left to ``TableStatus.undecided_options`` (an operator may accept them)."""
+    from paimond.table.options.catalogue import undecided
     from paimond.table.options.semantic import SEMANTIC_OPTIONS, refusals
 
     jobs = dict.fromkeys(job for row in SEMANTIC_OPTIONS for job in row.jobs)
-    found = {job: tuple(r.describe() for r in refusals(options, job)) for job in jobs}
+    accepted = undecided(options.raw)
+    found = {job: tuple(r.describe() for r in refusals(options, job, accepted)) for job in jobs}
     return {job: reasons for job, reasons in found.items() if reasons}
+
+
+def undecided_options(options: TableOptions) -> tuple[str, ...]:
+    from paimond.table.options.catalogue import undecided
+
+    return undecided(options.raw)
 
 
 def table_status(table: Table, *, verify_files: bool = True, parallelism: int = 8,
@@ -215,7 +227,7 @@ def _table_status(table: Table, verify_files: bool, parallelism: int,
         snapshot_count=len(ids), tags=tuple(table.tags()) if TAG_DIR in folders else (),
         consumers=table.consumers() if CONSUMER_DIR in folders else {},
         write_only=options.write_only, refusals=refusals_by_job(options),
-        duties=duties(options),
+        undecided_options=undecided_options(options), duties=duties(options),
     )
     if latest is None:
         return status
