@@ -20,9 +20,11 @@ Per partition holding postpone files:
    writers committed in across them, where Java promises none.
 3. **The bucket of each row**: :mod:`paimond.table.bucketing` on the bucket key.
 4. **Each bucket's new rows** get sequence numbers after the bucket's highest (Java's
-   writer restores it), are merged with the table's merge engine as a writer's buffer
-   merges them (one row per key, retractions kept) and written as level-0 files of the
-   table's format, ``file_source`` APPEND, ``total_buckets`` the partition's number.
+   writer restores it; with ``write.sequence-number-init-mode = snapshot`` after the
+   snapshot's recorded highest too, if that is higher), are merged with the table's merge
+   engine as a writer's buffer merges them (one row per key, retractions kept) and written
+   as level-0 files of the table's format, ``file_source`` APPEND, ``total_buckets`` the
+   partition's number.
 
 One COMPACT snapshot deletes the postpone files and adds the new ones (Java ``BucketFiles``
 turns the new files into the compaction's ``compactAfter``). The LSM compaction that
@@ -57,7 +59,11 @@ from paimond.maintenance.job_cleanup import RecordedJob, committed_names
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.bucketing import BucketFunction, bucket_function_of
 from paimond.table.catalog import Table
-from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.commit.committer import (
+    MAX_SEQUENCE_NUMBER_PROPERTY,
+    CommitChanges,
+    Committer,
+)
 from paimond.table.data_files.arrow_io import (
     FILE_SOURCE_APPEND,
     RollingDataFileWriter,
@@ -110,6 +116,9 @@ class PostponePlan:
     schema: TableSchema
     partitions: tuple[PostponePartition, ...]
     scan: SnapshotFiles  # what the plan read: the commit's conflict check starts there
+    # ``write.sequence-number-init-mode = snapshot``: the snapshot's highest sequence number,
+    # which a real bucket's writer starts after as well (Java ``startingMaxSequenceNumber``)
+    sequence_floor: int = -1
 
     def describe(self) -> str:
         lines = [f"{self.table_name}: {len(self.partitions)} partition(s) with postpone rows "
@@ -169,7 +178,11 @@ def plan_postpone(table: Table, schema: TableSchema, snapshot: Snapshot, *,
                                          num_buckets, decided_by,
                                          dict(max_sequences.get(partition, {}))))
     planned.sort(key=lambda p: p.partition)
-    return PostponePlan(table.name, snapshot, schema, tuple(planned), scan)
+    floor = -1
+    if options.sequence_number_init_mode == "snapshot":
+        known = (snapshot.properties or {}).get(MAX_SEQUENCE_NUMBER_PROPERTY)
+        floor = int(known) if known is not None and known.strip().lstrip("-").isdigit() else -1
+    return PostponePlan(table.name, snapshot, schema, tuple(planned), scan, floor)
 
 
 def _bucket_number(options: TableOptions, entries: Sequence[ManifestEntry],
@@ -253,7 +266,7 @@ class PostponeMover:
 
     def _write_bucket(self, moved: PostponeMoved, bucket: int, rows: pa.Table) -> None:
         partition = moved.partition
-        first = partition.max_sequences.get(bucket, -1) + 1
+        first = max(partition.max_sequences.get(bucket, -1), self.plan.sequence_floor) + 1
         sequences = pa.array(np.arange(first, first + rows.num_rows, dtype=np.int64))
         rows = rows.set_column(rows.schema.get_field_index(SEQUENCE_COLUMN), SEQUENCE_COLUMN,
                                sequences)

@@ -131,13 +131,21 @@ class RetryPolicy:
         return base + base * 0.2 * rng.random()
 
 
-def merged_properties(latest: Snapshot | None, changes: CommitChanges,
-                      where: str) -> dict[str, str] | None:
-    """The new snapshot's ``properties``: the commit's own (paimond's markers) and what Java
-    (``SequenceSnapshotProperties``) merges into every commit: the highest sequence number
-    written so far, the latest snapshot's (at ``where``) or the added files' if higher, which
-    ``write.sequence-number-init-mode = snapshot`` writers start from."""
+def merged_properties(latest: Snapshot | None, changes: CommitChanges, where: str, *,
+                      snapshot_sequence: bool,
+                      highest_written: Callable[[], int | None] = lambda: None
+                      ) -> dict[str, str] | None:
+    """The new snapshot's ``properties``: the commit's own (paimond's markers) and, on a table
+    whose writers take their sequence numbers from the snapshot
+    (``write.sequence-number-init-mode = snapshot``: ``snapshot_sequence``), what Java's commit
+    (``FileStoreCommitImpl`` with ``SequenceSnapshotProperties``) merges in: the highest
+    sequence number written so far, the latest snapshot's property (at ``where``) or, when it
+    has none, ``highest_written()`` (every ADD entry of its data manifests), or the added
+    files' if higher. Those writers start after it, so a value too low would make their rows
+    lose to older ones. Other tables carry no such property (Java drops it)."""
     properties = dict(changes.properties) if changes.properties else {}
+    if not snapshot_sequence:
+        return properties or None
     highest = [e.file.max_sequence_number for e in changes.added]
     known = (latest.properties or {}).get(MAX_SEQUENCE_NUMBER_PROPERTY) if latest else None
     if known is not None:
@@ -146,6 +154,8 @@ def merged_properties(latest: Snapshot | None, changes: CommitChanges,
         except ValueError:
             raise CorruptFileError(where, f"property {MAX_SEQUENCE_NUMBER_PROPERTY} = "
                                           f"{known!r} is not a number") from None
+    elif latest is not None and (written := highest_written()) is not None:
+        highest.append(written)
     if highest:
         properties[MAX_SEQUENCE_NUMBER_PROPERTY] = str(max(highest))
     return properties or None
@@ -340,7 +350,7 @@ class Committer:
                                         for e in changes.changelog])])
         index_manifest = self._index_manifest(writer, latest, schema, changes, reads)
         return self._next_snapshot(latest, schema, changes, base_list, delta_list,
-                                   changelog_list, index_manifest)
+                                   changelog_list, index_manifest, reads)
 
     def _base_manifests(self, writer: ManifestWriter, latest: Snapshot | None,
                         schema: TableSchema, reads: AttemptReads) -> list[ManifestFileMeta]:
@@ -368,11 +378,22 @@ class Committer:
             crash_point("commit.index_manifest_written")
         return index_manifest
 
+    def _highest_written(self, latest: Snapshot | None, reads: AttemptReads) -> int | None:
+        """The highest sequence number of any ADD entry of ``latest``'s data manifests
+        (Java ``FileStoreCommitImpl.maxSequenceNumber`` of the manifests before merging)."""
+        if latest is None:
+            return None
+        base, delta = reads.snapshot_manifests(latest)
+        where = self.table.snapshots.path(latest.id)
+        found = [e.file.max_sequence_number for entries in reads.manifests([*base, *delta], where)
+                 for e in entries if e.kind == FILE_KIND_ADD]
+        return max(found) if found else None
+
     def _next_snapshot(self, latest: Snapshot | None, schema: TableSchema,
                        changes: CommitChanges, base_list: tuple[str, int],
                        delta_list: tuple[str, int],
                        changelog_list: tuple[str | None, int | None],
-                       index_manifest: str | None) -> Snapshot:
+                       index_manifest: str | None, reads: AttemptReads) -> Snapshot:
         delta_rows = (sum(e.file.row_count for e in changes.added)
                       - sum(e.file.row_count for e in changes.deleted))
         previous_total = (latest.total_record_count or 0) if latest else 0
@@ -392,7 +413,10 @@ class Committer:
             watermark=latest.watermark if latest else None,
             statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
             next_row_id=(latest.next_row_id or 0) if latest else 0,
-            properties=merged_properties(latest, changes, where),
+            properties=merged_properties(
+                latest, changes, where,
+                snapshot_sequence=TableOptions.of(schema).sequence_number_init_mode == "snapshot",
+                highest_written=lambda: self._highest_written(latest, reads)),
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
 
     def compact_manifests(self, *, forced: bool = True) -> Snapshot | ManifestsUnchanged:

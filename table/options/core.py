@@ -44,6 +44,12 @@ class TableOptions(RetentionOptions, FileOptions):
         return self._int("bucket", 1 if self.schema_version <= 1 else BUCKET_DYNAMIC)
 
     @property
+    def sequence_number_init_mode(self) -> str:
+        """``write.sequence-number-init-mode``: ``scan`` (writers restore their bucket's
+        highest) or ``snapshot`` (they start after the latest snapshot's property)."""
+        return self._enum("write.sequence-number-init-mode", "scan", ("scan", "snapshot"))
+
+    @property
     def postpone_default_bucket_num(self) -> int | None:
         """``postpone.default-bucket-num``: the buckets of a partition a postpone table moves
         rows into for the first time (None: estimated from the rows or bytes waiting)."""

@@ -8,6 +8,7 @@ decided as Paimon decides it and then kept; a failure halfway leaves nothing beh
 from __future__ import annotations
 
 import collections
+import json
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.expire.snapshots import ExpireJob
 from paimond.maintenance.jobs import ROUTINE
 from paimond.table.catalog import Table, open_table
+from paimond.table.commit.committer import MAX_SEQUENCE_NUMBER_PROPERTY
 from paimond.table.scan.snapshot_scan import scan_snapshot
 from paimond.table.status.report import table_status
 from paimond.table.storage.interface import open_storage
@@ -215,3 +217,30 @@ def test_status_and_a_daemon_pass(tmp_path: Path) -> None:
     metrics.set_postpone_oldest(NAME, CLOCK.local_ms() - 90_000)
     assert registry.get_sample_value("paimond_table_postpone_age_seconds",
                                      {"table": NAME}) == pytest.approx(90.0)
+
+
+def test_snapshot_sequence_tables_number_after_the_recorded_highest(tmp_path: Path) -> None:
+    """``write.sequence-number-init-mode = snapshot``: a real bucket's writer starts after the
+    snapshot's recorded highest sequence number when that is above the bucket's own; so do
+    the moved rows (Java ``startingMaxSequenceNumber``), and the commit records the new one."""
+    _, writer, table = _table(tmp_path, {"write.sequence-number-init-mode": "snapshot",
+                                         "postpone.default-bucket-num": "2"})
+    writer.commit([{"id": i, "dt": "d", "v": "a", "n": i} for i in range(20)])
+    CompactJob(table, clock=CLOCK, use_processes=False).run()
+    latest = table.snapshots.latest()
+    assert latest is not None and latest.properties is not None
+    recorded = int(latest.properties[MAX_SEQUENCE_NUMBER_PROPERTY])
+    written = table.snapshots.load(1)  # the writer's postpone file counts too, as in Java
+    assert recorded == max(f.entry.file.max_sequence_number
+                           for snapshot in (written, latest)
+                           for f in scan_snapshot(table, snapshot).files)
+    # a Java writer in snapshot mode committed and recorded a higher one (pypaimon records none)
+    writer.commit([{"id": i, "dt": "d", "v": "b", "n": i} for i in range(5)])
+    path = Path(table.snapshots.path(latest.id + 1))
+    raw = json.loads(path.read_text())
+    raw["properties"] = {MAX_SEQUENCE_NUMBER_PROPERTY: str(recorded + 1000)}
+    path.write_text(json.dumps(raw))
+    summary = CompactJob(table, clock=CLOCK, use_processes=False).run()
+    assert summary.postpone is not None
+    moved = [e.file for m in summary.postpone.moved for e in m.added]
+    assert moved and min(f.min_sequence_number for f in moved) == recorded + 1001

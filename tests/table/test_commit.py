@@ -247,27 +247,46 @@ def test_a_fixed_clock_stamps_the_snapshot_and_the_compacted_files(
         sort_rows(before_rows, spec.sort_columns))
 
 
-def test_commits_carry_the_highest_sequence_number_as_java_does(
+def _with_option(tbl: Table, key: str, value: str) -> None:
+    """A new schema file with one more option (an ALTER TABLE SET of Java's)."""
+    folder = Path(tbl.path) / "schema"
+    latest = max(int(p.name.split("-")[1]) for p in folder.glob("schema-*"))
+    schema = json.loads((folder / f"schema-{latest}").read_text())
+    schema["id"], schema["options"] = latest + 1, {**schema["options"], key: value}
+    (folder / f"schema-{latest + 1}").write_text(json.dumps(schema))
+
+
+def test_snapshot_sequence_tables_carry_the_highest_sequence_number_as_java_does(
         table: tuple[Table, Any, str]) -> None:
-    """Java merges `sequence.generation.max-sequence-number` into every commit: the latest
-    snapshot's value or the added files' highest, whichever is higher; paimond's own markers
-    stay beside it. pypaimon's snapshots have none, so the first commit starts it from the
-    files it adds."""
+    """With ``write.sequence-number-init-mode = snapshot`` Java merges
+    `sequence.generation.max-sequence-number` into every commit: the latest snapshot's value,
+    or when it has none the highest of every ADD entry of its data manifests, or the added
+    files' highest, whichever is higher; paimond's own markers stay beside it. Other tables
+    carry none."""
     tbl, _, _ = table
     before = tbl.snapshots.latest()
     assert before is not None and MAX_SEQUENCE_NUMBER_PROPERTY not in (before.properties or {})
     files = _oldest_level0_per_bucket(tbl)
-    upgraded = Committer(tbl, clock=CLOCK).commit(_upgrade(files, 5))
-    highest = max(f.meta.max_sequence_number for f in files)
-    assert upgraded.properties == {MAX_SEQUENCE_NUMBER_PROPERTY: str(highest)}
+    plain = Committer(tbl, clock=CLOCK).commit(_upgrade(files, 5))
+    assert plain.properties is None  # scan mode: no property
+    written = max(f.meta.max_sequence_number for f in scan_snapshot(tbl, plain).files)
+    assert written > max(f.meta.max_sequence_number for f in files)
+
+    _with_option(tbl, "write.sequence-number-init-mode", "SNAPSHOT")
+    files = _oldest_level0_per_bucket(tbl)
+    upgraded = Committer(tbl, clock=CLOCK).commit(_upgrade(files, 4))
+    # the latest snapshot had none: the table's highest, not only the moved files'
+    assert upgraded.properties == {MAX_SEQUENCE_NUMBER_PROPERTY: str(written)}
     # A higher value in the latest snapshot wins over the added files'; markers stay beside.
     higher = dataclasses.replace(upgraded, properties={MAX_SEQUENCE_NUMBER_PROPERTY: "10000000"})
     marked = dataclasses.replace(_upgrade(files, 6), properties={"paimond.marker": "x"})
-    assert merged_properties(higher, marked, "snapshot-x") == {
+    assert merged_properties(higher, marked, "snapshot-x", snapshot_sequence=True) == {
         "paimond.marker": "x", MAX_SEQUENCE_NUMBER_PROPERTY: "10000000"}
+    assert merged_properties(higher, marked, "snapshot-x", snapshot_sequence=False) == {
+        "paimond.marker": "x"}
     with pytest.raises(CorruptFileError, match="snapshot-x.*max-sequence-number"):
         merged_properties(dataclasses.replace(upgraded, properties={
-            MAX_SEQUENCE_NUMBER_PROPERTY: "ten"}), marked, "snapshot-x")
+            MAX_SEQUENCE_NUMBER_PROPERTY: "ten"}), marked, "snapshot-x", snapshot_sequence=True)
     # A full compaction: the property survives beside paimond's full-compaction marker.
     summary = CompactJob(tbl, full=True, use_processes=False, clock=CLOCK).run()
     assert not summary.failures
@@ -275,5 +294,5 @@ def test_commits_carry_the_highest_sequence_number_as_java_does(
     assert latest is not None and latest.properties is not None
     live = scan_snapshot(tbl, latest).files
     assert int(latest.properties[MAX_SEQUENCE_NUMBER_PROPERTY]) == max(
-        highest, *(f.meta.max_sequence_number for f in live))
+        written, *(f.meta.max_sequence_number for f in live))
     assert latest.properties[FULL_COMPACTION_PROPERTY] == "true"
