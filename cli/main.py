@@ -14,6 +14,7 @@ from paimond import __version__
 from paimond.cli import daemon as cli_daemon
 from paimond.cli import daemon_status as cli_daemon_status
 from paimond.cli import rebuild_dv as cli_rebuild_dv
+from paimond.cli import rescale as cli_rescale
 from paimond.cli import tags as cli_tags
 from paimond.cli.common import (
     EXIT_OK,
@@ -406,6 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_table_maintenance_commands(commands)
     _add_rewrite_index_command(commands)
     cli_rebuild_dv.register(commands)
+    cli_rescale.register(commands)
     cli_tags.register(commands)
     cli_daemon.register(commands)
     cli_daemon_status.register(commands)

@@ -193,6 +193,15 @@ class CreateTagSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RescaleSettings:
+    bucket_num: int | None = setting(None, "the partitions' new bucket number; unset: the "
+                                     "table's bucket option (required for bucket = -2)",
+                                     minimum=1)
+    partitions: Mapping[str, str] | None = setting(None, "only the partition with these values")
+    dry_run: bool = setting(False, _DRY_RUN)
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteTagSettings:
     tag: str = setting("", "the tag's name")
     dry_run: bool = setting(False, _DRY_RUN)
@@ -362,6 +371,16 @@ def _create_tag(table: Table, settings: CreateTagSettings, context: JobContext) 
                                 dry_run=settings.dry_run))
 
 
+def _rescale(table: Table, settings: RescaleSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.compact.rescale import RescaleSummary, rescale
+
+    result = rescale(table, settings.bucket_num, clock=context.clock,
+                     partitions=settings.partitions, dry_run=settings.dry_run)
+    if not isinstance(result, RescaleSummary):
+        return JobReport(result)
+    return JobReport(result, read_rows=result.rows_read, written_rows=result.rows_written)
+
+
 def _delete_tag(table: Table, settings: DeleteTagSettings, context: JobContext) -> JobReport:
     from paimond.maintenance.tags.job import delete_tag
 
@@ -409,6 +428,7 @@ JOBS: Mapping[str, Job[Any]] = {job.name: job for job in (
     Job("expire_tags", ExpireTagsSettings, _expire_tags),
     Job("create_tag", CreateTagSettings, _create_tag),
     Job("delete_tag", DeleteTagSettings, _delete_tag),
+    Job("rescale", RescaleSettings, _rescale),
 )}
 # Every module a run above imports when it runs (tests/maintenance/test_job_registry.py keeps
 # this equal to the runs' imports).
@@ -419,6 +439,7 @@ JOB_MODULES = (
     "paimond.maintenance.expire.orphans", "paimond.maintenance.expire.partitions",
     "paimond.maintenance.regenerate.rebuild_dv", "paimond.maintenance.regenerate.rewrite_index",
     "paimond.maintenance.compact.sort_compact", "paimond.maintenance.tags.job",
+    "paimond.maintenance.compact.rescale",
 )
 
 

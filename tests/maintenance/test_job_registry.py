@@ -23,7 +23,7 @@ from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS
 
 def test_every_registered_name_is_a_job_with_its_settings() -> None:
     assert set(ROUTINE_JOBS) <= set(JOBS)
-    assert len(JOBS) == 12
+    assert len(JOBS) == 13
     for name, job in JOBS.items():
         assert job.name == name
         assert dataclasses.is_dataclass(job.settings_type)

@@ -1,0 +1,302 @@
+"""Rescale: rewrite partitions of a primary-key table into another number of buckets (Paimon's
+``rescale`` procedure, Spark ``RescaleProcedure`` and the ``rescale-bucket`` guide;
+apache/paimon 5dacde516b).
+
+What Java does: read the partitions' rows (a batch read of the real buckets: every key once,
+merged), write them into ``bucket_num`` buckets with the table's bucket function, and commit
+an OVERWRITE of those partitions in strict mode (any commit since the snapshot read fails it:
+that commit's rows would be lost). Refused as Java refuses: no snapshot; a postpone-bucket
+table without a bucket number. Refused by paimond with the reason:
+
+- ``bucket = -1`` tables (dynamic buckets: a key's bucket is in the hash index, not a
+  function of the key) and append tables;
+- a fixed-bucket table whose ``bucket`` option is not the new number: writers would keep
+  writing the old number into the partition (Paimon's guide alters the option first);
+- a partition that still holds postpone files: their rows are not in the real buckets Java
+  reads, and the overwrite would delete them; compact first.
+
+paimond's rewrite: per partition, every live file of its real buckets read (through its
+deletion vectors), merged with the table's merge engine as a full compaction merges them
+(retractions dropped, each row keeps its sequence number), assigned to buckets by
+:mod:`paimond.table.bucketing`, and written as one sorted run per bucket at the max level,
+``file_source`` COMPACT; the partition's deletion-vector index entries are deleted. Readers see
+the same rows; no changelog is written (nothing changed). One OVERWRITE snapshot requires the
+snapshot the plan read to be the latest. Memory: one partition's rows at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pyarrow as pa
+
+from paimond.clock import Clock
+from paimond.errors import RefusedError
+from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
+from paimond.format.meta.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
+from paimond.format.meta.schema import TableSchema
+from paimond.format.meta.snapshot import Snapshot
+from paimond.lsm.lookup.deletion_vectors import BucketDeletionVectors, deleted_positions, filter_deleted
+from paimond.lsm.merge.engines import make_reducer
+from paimond.lsm.merge.streaming import sort_slice
+from paimond.maintenance.job_cleanup import RecordedJob, committed_names, recorded_job
+from paimond.table.bucketing import bucket_function_of
+from paimond.table.catalog import Table
+from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.commit.requirements import RequireSnapshot
+from paimond.table.data_files.arrow_io import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file
+from paimond.table.data_files.external_paths import external_provider
+from paimond.table.data_files.kv_layout import (
+    key_fields,
+    physical_arrow_schema,
+    physical_row_type,
+    thin_mode,
+)
+from paimond.table.layout import partition_matches, partition_text
+from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
+from paimond.table.options.merge import MergeConfig
+from paimond.table.options.semantic import refuse
+from paimond.table.scan.snapshot_scan import bucket_path, scan_snapshot
+
+JOB = "rescale"
+BATCH_ROWS = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class RescalePartition:
+    partition: bytes
+    text: str
+    files: tuple[ManifestEntry, ...]  # every live file of its real buckets
+    buckets_before: tuple[int, ...]  # the total buckets its files record
+    dv_entries: tuple[IndexManifestEntry, ...] = ()  # its buckets' deletion-vector index files
+
+    @property
+    def rows(self) -> int:
+        return sum(e.file.row_count for e in self.files)
+
+    def describe(self, bucket_num: int) -> str:
+        before = ", ".join(str(b) for b in self.buckets_before)
+        return (f"{self.text or '-'}: {len(self.files)} files, {self.rows} rows in {before} "
+                f"bucket(s) -> {bucket_num}")
+
+
+@dataclass(frozen=True, slots=True)
+class RescalePlan:
+    table_name: str
+    snapshot: Snapshot
+    schema: TableSchema
+    bucket_num: int
+    partitions: tuple[RescalePartition, ...]
+
+    def describe(self) -> str:
+        head = (f"{self.table_name}: rescale {len(self.partitions)} partition(s) to "
+                f"{self.bucket_num} buckets (base snapshot {self.snapshot.id})")
+        if not self.partitions:
+            return f"{self.table_name}: no partition to rescale (base snapshot {self.snapshot.id})"
+        return "\n".join([head, *(f"  {p.describe(self.bucket_num)}" for p in self.partitions)])
+
+
+@dataclass
+class RescaleSummary:
+    plan: RescalePlan
+    snapshot: Snapshot | None = None
+    rows_read: int = 0
+    rows_written: int = 0
+    files_written: int = 0
+    duration_s: float = 0.0
+
+    def describe(self) -> str:
+        if self.snapshot is None:
+            return self.plan.describe() + "\n  nothing committed"
+        return "\n".join([
+            self.plan.describe(),
+            f"  snapshot {self.snapshot.id} (OVERWRITE): {self.rows_read} rows read, "
+            f"{self.rows_written} written in {self.files_written} files, "
+            f"{self.duration_s:.2f} s"])
+
+
+def plan_rescale(table: Table, bucket_num: int | None, *,
+                 partitions: Mapping[str, str] | None = None) -> RescalePlan:
+    """What a rescale would rewrite; RefusedError names why a table cannot be rescaled."""
+    schema = table.latest_schema()
+    refuse(schema, "compact", table.path)  # it merges rows as compaction does
+    options = TableOptions.of(schema)
+    bucket_num = _bucket_number(table, schema, options, bucket_num)
+    snapshot = table.snapshots.latest()
+    if snapshot is None:
+        raise RefusedError(JOB, f"{table.name} has no snapshot: nothing to rescale", table.path)
+    scan = scan_snapshot(table, snapshot)
+    files: dict[bytes, list[ManifestEntry]] = defaultdict(list)
+    postpone: dict[bytes, int] = defaultdict(int)
+    for live in scan.files:
+        entry = live.entry
+        if entry.bucket == BUCKET_POSTPONE:
+            postpone[entry.partition] += entry.file.row_count
+        else:
+            files[entry.partition].append(entry)
+    dv_entries: dict[bytes, list[IndexManifestEntry]] = defaultdict(list)
+    for index in scan.index_entries:
+        if index.index_file.index_type == INDEX_TYPE_DELETION_VECTORS:
+            dv_entries[index.partition].append(index)
+    planned = []
+    for partition in sorted(files.keys() | postpone.keys()):
+        text = partition_text(schema, partition)
+        if partitions and not partition_matches(text, partitions):
+            continue
+        if postpone.get(partition):
+            raise RefusedError(JOB, f"partition {text or '-'} holds {postpone[partition]} rows "
+                               "in bucket-postpone, which the rewrite would drop: run "
+                               "`paimond compact` first", table.path)
+        entries = files[partition]
+        planned.append(RescalePartition(
+            partition, text, tuple(entries),
+            tuple(sorted({e.total_buckets for e in entries})), tuple(dv_entries[partition])))
+    return RescalePlan(table.name, snapshot, schema, bucket_num, tuple(planned))
+
+
+def _bucket_number(table: Table, schema: TableSchema, options: TableOptions,
+                   bucket_num: int | None) -> int:
+    if not schema.primary_keys:
+        raise RefusedError(JOB, "an append table: paimond rescales primary-key tables only",
+                           table.path)
+    if options.bucket <= 0 and options.bucket != BUCKET_POSTPONE:
+        raise RefusedError(JOB, f"bucket={options.bucket}: a dynamic-bucket table keeps each "
+                           "key's bucket in its hash index; rescale serves fixed-bucket and "
+                           "postpone-bucket tables", table.path)
+    if bucket_num is not None and bucket_num <= 0:
+        raise RefusedError(JOB, f"the bucket number must be positive, got {bucket_num}",
+                           table.path)
+    if options.bucket == BUCKET_POSTPONE:
+        if bucket_num is None:
+            raise RefusedError(JOB, "When rescaling postpone bucket tables, you must provide "
+                               "the resulting bucket number.", table.path)
+        return bucket_num
+    if bucket_num is not None and bucket_num != options.bucket:
+        raise RefusedError(JOB, f"the table's bucket option is {options.bucket}: writers would "
+                           f"keep writing {options.bucket} buckets into a partition of "
+                           f"{bucket_num}; set the option first (ALTER TABLE ... SET "
+                           f"('bucket' = '{bucket_num}')), then rescale", table.path)
+    return options.bucket
+
+
+class _Rewriter:
+    """Merges one partition's rows and writes them into the plan's buckets."""
+
+    def __init__(self, table: Table, plan: RescalePlan, now_millis: Callable[[], int]) -> None:
+        self.table, self.plan, self.now_millis = table, plan, now_millis
+        schema = plan.schema
+        self.options = TableOptions.of(schema)
+        self.bucket_function = bucket_function_of(schema, self.options)
+        config = MergeConfig.of(schema)
+        self.reducer = make_reducer(config, schema.field_names, drop_deletes=True)
+        order = "descending" if config.sequence_descending else "ascending"
+        self.user_sequence = [(name, order) for name in config.sequence_fields]
+        self.key_columns = [f.name for f in key_fields(schema)]
+        self.output_columns = physical_row_type(
+            schema, key_value=True, thin=thin_mode(schema, self.options)).field_names
+        self.max_level = self.options.num_levels - 1
+        self.added: list[ManifestEntry] = []
+        self.written_paths: list[str] = []
+        self.rows_read = self.rows_written = 0
+
+    def rewrite(self, partition: RescalePartition) -> None:
+        rows = self._read(partition)
+        self.rows_read += rows.num_rows
+        merged = self.reducer(sort_slice([rows], self.key_columns, self.user_sequence))
+        buckets = self.bucket_function.buckets(merged, self.plan.bucket_num)
+        order = np.argsort(buckets, kind="stable")  # key order kept within each bucket
+        sorted_buckets = buckets[order]
+        starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
+        for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
+            self._write(partition, int(sorted_buckets[start]), merged.take(order[start:end]))
+        self.rows_written += merged.num_rows
+
+    def _read(self, partition: RescalePartition) -> pa.Table:
+        schema, storage = self.plan.schema, self.table.storage
+        vectors = {e.bucket: BucketDeletionVectors.load(
+            self.table, e, bitmap64=self.options.deletion_vectors_bitmap64)
+            for e in partition.dv_entries}
+        batches: list[pa.RecordBatch] = []
+        for entry in partition.files:
+            meta = entry.file
+            directory = bucket_path(self.table, schema, partition.partition, entry.bucket)
+            path = meta.external_path or storage.join(directory, meta.file_name)
+            read = read_data_file(storage, path,
+                                  file_format=meta.file_name.rsplit(".", 1)[-1].lower(),
+                                  file_schema=self.table.schema(meta.schema_id),
+                                  read_schema=schema, key_value=True, batch_rows=BATCH_ROWS)
+            dvs = vectors.get(entry.bucket)
+            vector = dvs.vector_of(meta.file_name) if dvs is not None else None
+            if vector is not None:
+                read = filter_deleted(read, deleted_positions(vector))
+            batches.extend(read)
+        if not batches:
+            return physical_arrow_schema(physical_row_type(schema, key_value=True)).empty_table()
+        return pa.Table.from_batches(batches)
+
+    def _write(self, partition: RescalePartition, bucket: int, rows: pa.Table) -> None:
+        directory = bucket_path(self.table, self.plan.schema, partition.partition, bucket)
+        writer = RollingDataFileWriter(
+            self.table.storage, directory, self.plan.schema, self.options, level=self.max_level,
+            key_value=True, file_source=FILE_SOURCE_COMPACT, now_millis=self.now_millis,
+            external=external_provider(self.options, self.table.path, directory))
+        try:
+            for batch in rows.select(self.output_columns).to_batches(BATCH_ROWS):
+                writer.write(batch)
+            written = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        for meta in written:
+            self.added.append(ManifestEntry(FILE_KIND_ADD, partition.partition, bucket,
+                                            self.plan.bucket_num, meta))
+            self.written_paths.append(meta.external_path
+                                      or self.table.storage.join(directory, meta.file_name))
+
+
+def rescale(table: Table, bucket_num: int | None, *, clock: Clock,
+            partitions: Mapping[str, str] | None = None, dry_run: bool = False
+            ) -> RescalePlan | RescaleSummary:
+    """Plan (``dry_run``: only that) and run a rescale as a recorded job: a run killed midway
+    leaves files the next run deletes; a commit since the plan fails it (CommitConflictError),
+    its files deleted."""
+    plan = plan_rescale(table, bucket_num, partitions=partitions)
+    if dry_run:
+        return plan
+    with recorded_job(table, JOB, clock) as recorded:
+        return _run(recorded, plan, clock)
+
+
+def _run(recorded: RecordedJob, plan: RescalePlan, clock: Clock) -> RescaleSummary:
+    started = time.monotonic()
+    summary = RescaleSummary(plan)
+    if not plan.partitions:
+        return summary
+    table = recorded.table
+    rewriter = _Rewriter(table, plan, clock.local_ms)
+    try:
+        for partition in plan.partitions:
+            rewriter.rewrite(partition)
+        changes = CommitChanges(
+            deleted=[e for p in plan.partitions for e in p.files], added=rewriter.added,
+            index_deleted=[_deleted(e) for p in plan.partitions for e in p.dv_entries],
+            requirements=[RequireSnapshot(plan.snapshot.id)])
+        recorded.keep(committed_names(changes))
+        summary.snapshot = Committer(table, commit_kind="OVERWRITE", clock=clock,
+                                     journal=recorded).commit(changes)
+    except BaseException:
+        for path in rewriter.written_paths:
+            table.storage.delete(path)
+        raise
+    summary.rows_read, summary.rows_written = rewriter.rows_read, rewriter.rows_written
+    summary.files_written = len(rewriter.added)
+    summary.duration_s = time.monotonic() - started
+    return summary
+
+
+def _deleted(entry: IndexManifestEntry) -> IndexManifestEntry:
+    return replace(entry, kind=FILE_KIND_DELETE)
