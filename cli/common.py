@@ -1,5 +1,5 @@
-"""What the one-shot commands share: storage options, the table argument, --partition,
-exit codes, and usage errors (a ConfigError) exiting with 2."""
+"""What the one-shot commands share: storage options, the table argument, --partition, the
+executor options, exit codes, and usage errors (a ConfigError) exiting with 2."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import contextlib
 import gc
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from paimond.errors import ConfigError
 
 if TYPE_CHECKING:  # imported by the commands that open storage, not by --help
+    from paimond.maintenance.execution import TaskExecutor
     from paimond.table.catalog import Table
     from paimond.table.storage.interface import Storage
 
@@ -159,3 +161,27 @@ def progress_bar(done: int, total: int, label: str) -> None:
     if done == total:
         sys.stderr.write("\n")
     sys.stderr.flush()
+
+
+# spark.executor.EXECUTORS, spelled here so that building the parser imports no job code
+# (tests/cli/test_startup.py keeps them equal)
+EXECUTORS = ("local", "spark")
+
+
+def add_executor_options(command: argparse.ArgumentParser, what: str) -> None:
+    """``--executor`` and ``--spark-master``: where ``what`` runs."""
+    command.add_argument("--executor", choices=EXECUTORS, default="local",
+                         help=f"where {what} run: here (a local process pool), or as Spark "
+                              "tasks (pip install paimond[spark]; the driver plans and commits)")
+    command.add_argument("--spark-master", metavar="URL",
+                         help="with --executor spark and no running session: the master "
+                              "(default: spark-submit's, else local[*])")
+
+
+def open_executor_of(args: argparse.Namespace) -> AbstractContextManager[TaskExecutor | None]:
+    """The local pool (None) without importing ``paimond.spark`` (structlog, rich: ~0.3 CPU s)."""
+    if args.executor == "local":
+        return contextlib.nullcontext()
+    from paimond.spark.executor import open_executor
+
+    return open_executor(args.executor, spark_master=args.spark_master)

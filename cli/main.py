@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import os
 import sys
@@ -20,9 +19,11 @@ from paimond.cli.common import (
     EXIT_OK,
     EXIT_UNREADABLE,
     EXIT_USAGE,
+    add_executor_options,
     add_storage_option,
     imports_uncollected,
     int_at_least,
+    open_executor_of,
     open_table_of,
     open_warehouse_of,
     own_collector,
@@ -35,16 +36,11 @@ from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, PaimondError
 
 if TYPE_CHECKING:  # the commands import what they run when they run (bench/startup.py)
-    from contextlib import AbstractContextManager
 
     from paimond.lsm.task import CompactTask
-    from paimond.maintenance.execution import TaskExecutor
     from paimond.maintenance.jobs import JobContext, JobReport
     from paimond.table.catalog import Table
 
-# spark.executor.EXECUTORS, spelled here so that building the parser imports no job code
-# (tests/cli/test_startup.py keeps them equal)
-EXECUTORS = ("local", "spark")
 
 def _status(args: argparse.Namespace) -> int:
     if args.daemon or not args.warehouse:
@@ -119,15 +115,6 @@ def _run(job: str, table: Table, context: JobContext, **settings: Any) -> JobRep
     return report
 
 
-def _open_executor(args: argparse.Namespace) -> AbstractContextManager[TaskExecutor | None]:
-    """The local pool (None) without importing ``paimond.spark`` (structlog, rich: ~0.3 CPU s)."""
-    if args.executor == "local":
-        return contextlib.nullcontext()
-    from paimond.spark.executor import open_executor
-
-    return open_executor(args.executor, spark_master=args.spark_master)
-
-
 def _compact(args: argparse.Namespace) -> int:
     with imports_uncollected():
         from paimond.maintenance.execution import LookupCacheSettings
@@ -155,7 +142,7 @@ def _compact(args: argparse.Namespace) -> int:
         from paimond.maintenance.arrow_runtime import skip_pandas
 
         skip_pandas()
-    with _open_executor(args) as executor:
+    with open_executor_of(args) as executor:
         context = _job_context(SYSTEM_CLOCK, executor=executor, progress=progress, lookup_cache=cache)
         report = _run("compact", table, context, **settings)
     return EXIT_UNREADABLE if report.failed else EXIT_OK
@@ -389,12 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "for several keys)")
     compact.add_argument("--parallelism", type=int_at_least(1), default=0,
                          help="bucket tasks at once (default: CPU count)")
-    compact.add_argument("--executor", choices=EXECUTORS, default="local",
-                         help="where bucket tasks run: a local process pool, or Spark tasks "
-                              "(pip install paimond[spark]; the driver plans and commits)")
-    compact.add_argument("--spark-master", metavar="URL",
-                         help="with --executor spark and no running session: the master "
-                              "(default: spark-submit's, else local[*])")
+    add_executor_options(compact, "bucket tasks (and a postpone table's partitions)")
     compact.add_argument("--lookup-cache", metavar="DIR",
                          help="keep the sorted keys of higher-level files here, so deletion-"
                               "vector and first-row lookups need not read them again")

@@ -8,9 +8,11 @@ from typing import Any
 
 from paimond.cli.common import (
     EXIT_OK,
+    add_executor_options,
     add_storage_option,
     imports_uncollected,
     int_at_least,
+    open_executor_of,
     open_table_of,
     table_partitions_of,
     usage_errors_exit_2,
@@ -26,7 +28,12 @@ def _rescale(args: argparse.Namespace) -> int:
     table = open_table_of(args)
     settings = job.settings(bucket_num=args.bucket_num, dry_run=args.dry_run,
                             partitions=table_partitions_of(table, args.partition))
-    print(job.run(table, settings, JobContext(SYSTEM_CLOCK)).result.describe())
+    if args.dry_run:
+        print(job.run(table, settings, JobContext(SYSTEM_CLOCK)).result.describe())
+        return EXIT_OK
+    with open_executor_of(args) as executor:
+        report = job.run(table, settings, JobContext(SYSTEM_CLOCK, executor=executor))
+    print(report.result.describe())
     return EXIT_OK
 
 
@@ -49,5 +56,6 @@ def register(commands: Any) -> None:
                               "default: every partition")
     rescale.add_argument("--dry-run", action="store_true",
                          help="print the partitions and their buckets now; write nothing")
+    add_executor_options(rescale, "the partitions' rewrites")
     add_storage_option(rescale)
     rescale.set_defaults(run=usage_errors_exit_2(_rescale))

@@ -373,9 +373,11 @@ def _create_tag(table: Table, settings: CreateTagSettings, context: JobContext) 
 
 def _rescale(table: Table, settings: RescaleSettings, context: JobContext) -> JobReport:
     from paimond.maintenance.compact.rescale import RescaleSummary, rescale
+    from paimond.maintenance.distributed import mapper_of
 
     result = rescale(table, settings.bucket_num, clock=context.clock,
-                     partitions=settings.partitions, dry_run=settings.dry_run)
+                     partitions=settings.partitions, dry_run=settings.dry_run,
+                     mapper=mapper_of(context.executor))
     if not isinstance(result, RescaleSummary):
         return JobReport(result)
     return JobReport(result, read_rows=result.rows_read, written_rows=result.rows_written)
@@ -439,7 +441,7 @@ JOB_MODULES = (
     "paimond.maintenance.expire.orphans", "paimond.maintenance.expire.partitions",
     "paimond.maintenance.regenerate.rebuild_dv", "paimond.maintenance.regenerate.rewrite_index",
     "paimond.maintenance.compact.sort_compact", "paimond.maintenance.tags.job",
-    "paimond.maintenance.compact.rescale",
+    "paimond.maintenance.compact.rescale", "paimond.maintenance.distributed",
 )
 
 

@@ -183,9 +183,14 @@ class CompactJob:
 
         checked = schema
         if TableOptions.of(schema).bucket == BUCKET_POSTPONE:  # first: they are invisible
+            mapper = None
+            if self.executor is not None:  # (its module loads file-index code)
+                from paimond.maintenance.distributed import mapper_of
+
+                mapper = mapper_of(self.executor)
             summary.postpone = move_postponed_rows(recorded, schema, self.clock,
                                                    partitions=self.partitions,
-                                                   max_attempts=self.max_attempts)
+                                                   max_attempts=self.max_attempts, mapper=mapper)
 
         def attempt(number: int) -> Attempt:
             nonlocal checked

@@ -44,6 +44,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +65,7 @@ from paimond.table.commit.committer import (
     CommitChanges,
     Committer,
 )
+from paimond.table.commit.job_records import JobJournal
 from paimond.table.data_files.arrow_io import (
     FILE_SOURCE_APPEND,
     RollingDataFileWriter,
@@ -80,6 +82,10 @@ from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.merge import MergeConfig
 from paimond.table.scan.snapshot_scan import SnapshotFiles, bucket_path, scan_snapshot
+from paimond.table.storage.interface import StorageLocation
+
+if TYPE_CHECKING:  # the executor's protocol (its module loads file-index code)
+    from paimond.maintenance.distributed import TaskMapper
 
 BATCH_ROWS = 65536
 
@@ -210,13 +216,14 @@ def _ceil_at_least_one(value: int, per_bucket: int) -> int:
 
 
 class PostponeMover:
-    """Moves the rows of one plan's partitions; everything it wrote is in ``moved`` (the
-    caller deletes those files if the commit does not land)."""
+    """Moves the rows of partitions of a table whose schema is ``schema``; everything it
+    wrote is in ``moved`` (the caller deletes those files if the commit does not land).
+    ``sequence_floor``: :attr:`PostponePlan.sequence_floor`."""
 
-    def __init__(self, table: Table, plan: PostponePlan, now_millis: Callable[[], int],
-                 batch_rows: int = BATCH_ROWS) -> None:
-        self.table, self.plan, self.now_millis, self.batch_rows = table, plan, now_millis, batch_rows
-        schema = plan.schema
+    def __init__(self, table: Table, schema: TableSchema, sequence_floor: int,
+                 now_millis: Callable[[], int], batch_rows: int = BATCH_ROWS) -> None:
+        self.table, self.schema, self.sequence_floor = table, schema, sequence_floor
+        self.now_millis, self.batch_rows = now_millis, batch_rows
         self.options = TableOptions.of(schema)
         self.bucket_function: BucketFunction = bucket_function_of(schema, self.options)
         config = MergeConfig.of(schema)
@@ -228,8 +235,8 @@ class PostponeMover:
             schema, key_value=True, thin=thin_mode(schema, self.options)).field_names
         self.moved: list[PostponeMoved] = []
 
-    def move_all(self) -> list[PostponeMoved]:
-        for partition in self.plan.partitions:
+    def move_all(self, partitions: Sequence[PostponePartition]) -> list[PostponeMoved]:
+        for partition in partitions:
             self.move(partition)
         return self.moved
 
@@ -250,7 +257,7 @@ class PostponeMover:
         return moved
 
     def _read(self, partition: PostponePartition) -> pa.Table:
-        schema, storage = self.plan.schema, self.table.storage
+        schema, storage = self.schema, self.table.storage
         directory = bucket_path(self.table, schema, partition.partition, BUCKET_POSTPONE)
         batches: list[pa.RecordBatch] = []
         for entry in partition.files:
@@ -266,14 +273,14 @@ class PostponeMover:
 
     def _write_bucket(self, moved: PostponeMoved, bucket: int, rows: pa.Table) -> None:
         partition = moved.partition
-        first = max(partition.max_sequences.get(bucket, -1), self.plan.sequence_floor) + 1
+        first = max(partition.max_sequences.get(bucket, -1), self.sequence_floor) + 1
         sequences = pa.array(np.arange(first, first + rows.num_rows, dtype=np.int64))
         rows = rows.set_column(rows.schema.get_field_index(SEQUENCE_COLUMN), SEQUENCE_COLUMN,
                                sequences)
         merged = self.reducer(sort_slice([rows], self.key_columns, self.user_sequence))
-        directory = bucket_path(self.table, self.plan.schema, partition.partition, bucket)
+        directory = bucket_path(self.table, self.schema, partition.partition, bucket)
         writer = RollingDataFileWriter(
-            self.table.storage, directory, self.plan.schema, self.options, level=0,
+            self.table.storage, directory, self.schema, self.options, level=0,
             key_value=True, file_source=FILE_SOURCE_APPEND, now_millis=self.now_millis,
             external=external_provider(self.options, self.table.path, directory))
         try:
@@ -289,6 +296,34 @@ class PostponeMover:
             moved.written_paths.append(meta.external_path
                                        or self.table.storage.join(directory, meta.file_name))
         moved.rows_written += merged.num_rows
+
+
+@dataclass(frozen=True, slots=True)
+class PostponeTask:
+    """One partition's move as plain data, for an executor's task (Spark): where the table's
+    storage is, the job's journal (every file noted before it is written), what the plan
+    settled and the driver's clock (the files' creation time)."""
+
+    location: StorageLocation
+    table_path: str
+    table_name: str
+    journal: JobJournal
+    schema: TableSchema
+    sequence_floor: int
+    partition: PostponePartition
+    clock: Clock
+
+
+def move_partition(task: PostponeTask) -> PostponeMoved:
+    """A task: one partition's postpone rows moved; its own files deleted if it fails."""
+    storage = task.journal.recording(task.location.open())
+    table = Table(storage, task.table_path, task.table_name)
+    mover = PostponeMover(table, task.schema, task.sequence_floor, task.clock.local_ms)
+    try:
+        return mover.move(task.partition)
+    except BaseException:
+        _delete_paths(table, mover.moved)
+        raise
 
 
 @dataclass
@@ -329,9 +364,11 @@ class PostponeSummary:
 
 def move_postponed_rows(recorded: RecordedJob, schema: TableSchema, clock: Clock, *,
                         partitions: Mapping[str, str] | None = None,
-                        max_attempts: int = 3) -> PostponeSummary:
+                        max_attempts: int = 3, mapper: TaskMapper | None = None
+                        ) -> PostponeSummary:
     """Plan, move and commit the postpone rows of ``recorded``'s table (files written
-    through its journal, so a killed run leaves nothing behind); re-planned on a conflict."""
+    through its journal, so a killed run leaves nothing behind); re-planned on a conflict.
+    ``mapper``: an executor that runs one task per partition (Spark), else they run here."""
     table = recorded.table
     committer = Committer(table, clock=clock, journal=recorded)
     summary = PostponeSummary()
@@ -344,12 +381,21 @@ def move_postponed_rows(recorded: RecordedJob, schema: TableSchema, clock: Clock
         summary.plan = plan_postpone(table, schema, snapshot, partitions=partitions)
         if not summary.plan.partitions:
             return Attempt()
-        mover = PostponeMover(table, summary.plan, clock.local_ms)
-        try:
-            summary.moved = mover.move_all()
-        except BaseException:
-            _delete_paths(table, mover.moved)
-            raise
+        plan = summary.plan
+        if mapper is not None:  # a failed task fails the run; the journal has its files
+            tasks = [PostponeTask(table.location, table.path, table.name, recorded.journal,
+                                  schema, plan.sequence_floor, p, clock)
+                     for p in plan.partitions]
+            summary.moved = mapper.map_tasks(
+                move_partition, tasks, f"paimond compact {table.name}: the postpone rows of "
+                f"{len(tasks)} partition(s) into real buckets")
+        else:
+            mover = PostponeMover(table, schema, plan.sequence_floor, clock.local_ms)
+            try:
+                summary.moved = mover.move_all(plan.partitions)
+            except BaseException:
+                _delete_paths(table, mover.moved)
+                raise
         changes = CommitChanges(
             deleted=[e for p in summary.plan.partitions for e in p.files],
             added=[e for m in summary.moved for e in m.added], base=summary.plan.scan)

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -47,6 +48,7 @@ from paimond.maintenance.job_cleanup import RecordedJob, committed_names, record
 from paimond.table.bucketing import bucket_function_of
 from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, Committer
+from paimond.table.commit.job_records import JobJournal
 from paimond.table.commit.requirements import RequireSnapshot
 from paimond.table.data_files.arrow_io import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file
 from paimond.table.data_files.external_paths import external_provider
@@ -61,6 +63,10 @@ from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.merge import MergeConfig
 from paimond.table.options.semantic import refuse
 from paimond.table.scan.snapshot_scan import bucket_path, scan_snapshot
+from paimond.table.storage.interface import StorageLocation
+
+if TYPE_CHECKING:  # the executor's protocol (its module loads file-index code)
+    from paimond.maintenance.distributed import TaskMapper
 
 JOB = "rescale"
 BATCH_ROWS = 65536
@@ -184,11 +190,12 @@ def _bucket_number(table: Table, schema: TableSchema, options: TableOptions,
 
 
 class _Rewriter:
-    """Merges one partition's rows and writes them into the plan's buckets."""
+    """Merges partitions' rows and writes them into ``bucket_num`` buckets."""
 
-    def __init__(self, table: Table, plan: RescalePlan, now_millis: Callable[[], int]) -> None:
-        self.table, self.plan, self.now_millis = table, plan, now_millis
-        schema = plan.schema
+    def __init__(self, table: Table, schema: TableSchema, bucket_num: int,
+                 now_millis: Callable[[], int]) -> None:
+        self.table, self.schema, self.bucket_num, self.now_millis = (table, schema, bucket_num,
+                                                                     now_millis)
         self.options = TableOptions.of(schema)
         self.bucket_function = bucket_function_of(schema, self.options)
         config = MergeConfig.of(schema)
@@ -203,11 +210,23 @@ class _Rewriter:
         self.written_paths: list[str] = []
         self.rows_read = self.rows_written = 0
 
+    def rewrite_all(self, partitions: Sequence[RescalePartition]) -> Rewritten:
+        """Every partition rewritten; what was written is deleted if one fails."""
+        try:
+            for partition in partitions:
+                self.rewrite(partition)
+        except BaseException:
+            for path in self.written_paths:
+                self.table.storage.delete(path)
+            raise
+        return Rewritten(tuple(self.added), tuple(self.written_paths), self.rows_read,
+                         self.rows_written)
+
     def rewrite(self, partition: RescalePartition) -> None:
         rows = self._read(partition)
         self.rows_read += rows.num_rows
         merged = self.reducer(sort_slice([rows], self.key_columns, self.user_sequence))
-        buckets = self.bucket_function.buckets(merged, self.plan.bucket_num)
+        buckets = self.bucket_function.buckets(merged, self.bucket_num)
         order = np.argsort(buckets, kind="stable")  # key order kept within each bucket
         sorted_buckets = buckets[order]
         starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
@@ -216,7 +235,7 @@ class _Rewriter:
         self.rows_written += merged.num_rows
 
     def _read(self, partition: RescalePartition) -> pa.Table:
-        schema, storage = self.plan.schema, self.table.storage
+        schema, storage = self.schema, self.table.storage
         vectors = {e.bucket: BucketDeletionVectors.load(
             self.table, e, bitmap64=self.options.deletion_vectors_bitmap64)
             for e in partition.dv_entries}
@@ -239,9 +258,9 @@ class _Rewriter:
         return pa.Table.from_batches(batches)
 
     def _write(self, partition: RescalePartition, bucket: int, rows: pa.Table) -> None:
-        directory = bucket_path(self.table, self.plan.schema, partition.partition, bucket)
+        directory = bucket_path(self.table, self.schema, partition.partition, bucket)
         writer = RollingDataFileWriter(
-            self.table.storage, directory, self.plan.schema, self.options, level=self.max_level,
+            self.table.storage, directory, self.schema, self.options, level=self.max_level,
             key_value=True, file_source=FILE_SOURCE_COMPACT, now_millis=self.now_millis,
             external=external_provider(self.options, self.table.path, directory))
         try:
@@ -253,47 +272,85 @@ class _Rewriter:
             raise
         for meta in written:
             self.added.append(ManifestEntry(FILE_KIND_ADD, partition.partition, bucket,
-                                            self.plan.bucket_num, meta))
+                                            self.bucket_num, meta))
             self.written_paths.append(meta.external_path
                                       or self.table.storage.join(directory, meta.file_name))
 
 
+@dataclass(frozen=True, slots=True)
+class RescaleTask:
+    """One partition's rewrite as plain data, for an executor's task (Spark)."""
+
+    location: StorageLocation
+    table_path: str
+    table_name: str
+    journal: JobJournal
+    schema: TableSchema
+    bucket_num: int
+    partition: RescalePartition
+    clock: Clock
+
+
+@dataclass(frozen=True, slots=True)
+class Rewritten:
+    added: tuple[ManifestEntry, ...]
+    written_paths: tuple[str, ...]
+    rows_read: int
+    rows_written: int
+
+
+def rescale_partition(task: RescaleTask) -> Rewritten:
+    """A task: one partition rewritten; its own files deleted if it fails."""
+    storage = task.journal.recording(task.location.open())
+    table = Table(storage, task.table_path, task.table_name)
+    rewriter = _Rewriter(table, task.schema, task.bucket_num, task.clock.local_ms)
+    return rewriter.rewrite_all([task.partition])
+
+
 def rescale(table: Table, bucket_num: int | None, *, clock: Clock,
-            partitions: Mapping[str, str] | None = None, dry_run: bool = False
-            ) -> RescalePlan | RescaleSummary:
+            partitions: Mapping[str, str] | None = None, dry_run: bool = False,
+            mapper: TaskMapper | None = None) -> RescalePlan | RescaleSummary:
     """Plan (``dry_run``: only that) and run a rescale as a recorded job: a run killed midway
     leaves files the next run deletes; a commit since the plan fails it (CommitConflictError),
-    its files deleted."""
+    its files deleted. ``mapper``: an executor that runs one task per partition (Spark)."""
     plan = plan_rescale(table, bucket_num, partitions=partitions)
     if dry_run:
         return plan
     with recorded_job(table, JOB, clock) as recorded:
-        return _run(recorded, plan, clock)
+        return _run(recorded, plan, clock, mapper)
 
 
-def _run(recorded: RecordedJob, plan: RescalePlan, clock: Clock) -> RescaleSummary:
+def _run(recorded: RecordedJob, plan: RescalePlan, clock: Clock, mapper: TaskMapper | None
+         ) -> RescaleSummary:
     started = time.monotonic()
     summary = RescaleSummary(plan)
     if not plan.partitions:
         return summary
     table = recorded.table
-    rewriter = _Rewriter(table, plan, clock.local_ms)
+    if mapper is None:
+        parts = [_Rewriter(table, plan.schema, plan.bucket_num, clock.local_ms)
+                 .rewrite_all(plan.partitions)]
+    else:  # a failed task fails the run; the job's journal has the files it wrote
+        tasks = [RescaleTask(table.location, table.path, table.name, recorded.journal,
+                             plan.schema, plan.bucket_num, p, clock) for p in plan.partitions]
+        parts = mapper.map_tasks(rescale_partition, tasks, f"paimond rescale {table.name}: "
+                                 f"{len(tasks)} partition(s) into {plan.bucket_num} buckets")
+    added = [e for part in parts for e in part.added]
     try:
-        for partition in plan.partitions:
-            rewriter.rewrite(partition)
         changes = CommitChanges(
-            deleted=[e for p in plan.partitions for e in p.files], added=rewriter.added,
+            deleted=[e for p in plan.partitions for e in p.files], added=added,
             index_deleted=[_deleted(e) for p in plan.partitions for e in p.dv_entries],
             requirements=[RequireSnapshot(plan.snapshot.id)])
         recorded.keep(committed_names(changes))
         summary.snapshot = Committer(table, commit_kind="OVERWRITE", clock=clock,
                                      journal=recorded).commit(changes)
     except BaseException:
-        for path in rewriter.written_paths:
+        for path in (p for part in parts for p in part.written_paths):
             table.storage.delete(path)
         raise
-    summary.rows_read, summary.rows_written = rewriter.rows_read, rewriter.rows_written
-    summary.files_written = len(rewriter.added)
+    summary.rows_read = sum(part.rows_read for part in parts)
+    summary.rows_written = sum(part.rows_written for part in parts)
+    summary.files_written = len(added)
     summary.duration_s = time.monotonic() - started
     return summary
 

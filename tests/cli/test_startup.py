@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from paimond.cli.main import EXECUTORS, build_parser
+from paimond.cli.common import EXECUTORS
+from paimond.cli.main import build_parser
 
 # Daemon-only, Spark-only and pandas: none belongs in a one-shot command's start-up.
 NEVER_AT_START = ("pandas", "apscheduler", "prometheus_client", "pyspark", "structlog")
