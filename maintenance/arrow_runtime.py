@@ -1,4 +1,5 @@
-"""What a process that only runs compaction sets up before its first task.
+"""What a process that only runs compaction sets up before its first task: no pandas, and
+the allocator its Arrow buffers come from.
 
 pyarrow imports pandas the first time it converts numpy data or an array to numpy, only to
 learn whether pandas objects may be about (its Python shim, and again in C++ for pandas' null
@@ -10,10 +11,20 @@ run nothing but paimond call it: the local pool's worker processes, and the ``pa
 compact`` command's own process (``main()`` without arguments, the local executor); never a
 caller's process (``main(argv)``, ``CompactJob`` in a program, the daemon). A process that
 already imported pandas is left as it is.
+
+**The allocator** (:func:`use_compaction_allocator`): pyarrow's default pool is mimalloc on
+Linux; the mimalloc that pyarrow 20 and later bundle keeps much more memory than the one in
+pyarrow 19 under compaction's pattern (large buffers decoded on a few threads, freed on
+another): 2M rows peaked at 373 MB against 269 MB, 10M rows at ~1 GB against ~0.6 GB
+(``bench/compact_process.py``, docs/performance.md). jemalloc, which the Linux and macOS wheels
+also carry, holds the pyarrow 19 figures on every version at the same CPU, so the processes
+that run compaction tasks use it. ``ARROW_DEFAULT_MEMORY_POOL`` (``jemalloc``, ``mimalloc``,
+``system``), when set, is Arrow's own choice and is left alone.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
@@ -38,3 +49,23 @@ def skip_pandas() -> bool:
     if not any(isinstance(finder, _NoPandas) for finder in sys.meta_path):
         sys.meta_path.insert(0, _NoPandas())
     return True
+
+
+POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def use_compaction_allocator() -> str:
+    """Allocate this process's Arrow buffers from jemalloc (see the module doc), unless
+    ``ARROW_DEFAULT_MEMORY_POOL`` chose a pool or this pyarrow has no jemalloc; returns the
+    pool's backend name."""
+    import pyarrow as pa
+
+    if os.environ.get(POOL_ENV) or pa.default_memory_pool().backend_name == "jemalloc":
+        return str(pa.default_memory_pool().backend_name)
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a build without jemalloc (Windows wheels)
+        return str(pa.default_memory_pool().backend_name)
+    pa.set_memory_pool(pool)
+    return "jemalloc"
+

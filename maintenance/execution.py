@@ -24,7 +24,7 @@ from paimond.clock import Clock
 from paimond.errors import PaimondError, WorkerError
 from paimond.lsm.rewrite import execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
-from paimond.maintenance.arrow_runtime import skip_pandas
+from paimond.maintenance.arrow_runtime import skip_pandas, use_compaction_allocator
 from paimond.maintenance.compact.append_rewrite import execute_append_compaction
 from paimond.maintenance.compact.memory import MemoryBudget, fit_batch_rows
 from paimond.table.commit.job_records import JobJournal
@@ -110,8 +110,10 @@ def _before_fork() -> None:
 
 def prepare_worker() -> None:
     """A local pool worker process's start: nothing it runs needs pandas, which pyarrow would
-    otherwise import in each worker (0.9 s of CPU apiece)."""
+    otherwise import in each worker (0.9 s of CPU apiece); its buffers come from jemalloc
+    (``maintenance.arrow_runtime``)."""
     skip_pandas()
+    use_compaction_allocator()
 
 
 def largest_first(tasks: Sequence[CompactTask]) -> list[CompactTask]:

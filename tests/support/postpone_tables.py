@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+
 from support.pypaimon_tables import TableWriter, catalog_for, seeded_rng
 
 NAME = "db.postponed"
