@@ -332,8 +332,9 @@ def read_format_batches(file_format: str, source: BinaryIO, file_row: RowType, c
 
 def _read_parquet(source: BinaryIO, row_type: RowType, batch_rows: int) -> Iterator[pa.RecordBatch]:
     # A column chunk is read in pieces, not whole: a reader then holds about a page and a
-    # buffer per column, however large the row group is.
-    parquet = pq.ParquetFile(source, buffer_size=_PARQUET_READ_BUFFER_BYTES)
+    # buffer per column, however large the row group is (pre-buffering, pyarrow >= 20's
+    # default, would read each chunk whole first).
+    parquet = pq.ParquetFile(source, buffer_size=_PARQUET_READ_BUFFER_BYTES, pre_buffer=False)
     present = set(parquet.schema_arrow.names)
     names = [n for n in row_type.field_names if n in present]
     for batch in parquet.iter_batches(batch_size=batch_rows, columns=names):
