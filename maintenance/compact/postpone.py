@@ -81,6 +81,7 @@ from paimond.table.data_files.kv_layout import (
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.merge import MergeConfig
+from paimond.table.options.semantic import refuse
 from paimond.table.scan.snapshot_scan import SnapshotFiles, bucket_path, scan_snapshot
 from paimond.table.storage.interface import StorageLocation
 
@@ -155,7 +156,7 @@ def plan_postpone(table: Table, schema: TableSchema, snapshot: Snapshot, *,
     options = TableOptions.of(schema)
     scan = scan_snapshot(table, snapshot)
     postpone: dict[bytes, list[ManifestEntry]] = defaultdict(list)
-    totals: dict[bytes, dict[int, int]] = defaultdict(dict)  # partition -> total -> a bucket
+    totals: dict[bytes, set[int]] = defaultdict(set)  # the total buckets its files record
     max_sequences: dict[bytes, dict[int, int]] = defaultdict(dict)
     for live in scan.files:
         entry = live.entry
@@ -163,7 +164,7 @@ def plan_postpone(table: Table, schema: TableSchema, snapshot: Snapshot, *,
             postpone[entry.partition].append(entry)
             continue
         if entry.bucket >= 0 and entry.total_buckets > 0:
-            totals[entry.partition].setdefault(entry.total_buckets, entry.bucket)
+            totals[entry.partition].add(entry.total_buckets)
         bucket_max = max_sequences[entry.partition]
         bucket_max[entry.bucket] = max(bucket_max.get(entry.bucket, -1),
                                        entry.file.max_sequence_number)
@@ -173,9 +174,8 @@ def plan_postpone(table: Table, schema: TableSchema, snapshot: Snapshot, *,
         if partitions and not partition_matches(text, partitions):
             continue
         if len(totals[partition]) > 1:
-            raise CorruptFileError(
-                f"partition {text or '-'} of {table.name} has files of different bucket "
-                f"numbers {sorted(totals[partition])}", table.path)
+            raise CorruptFileError(table.path, f"partition {text or '-'} has files of "
+                                   f"different bucket numbers {sorted(totals[partition])}")
         num_buckets, decided_by = _bucket_number(options, entries, next(iter(totals[partition]),
                                                                          None))
         ordered = sorted(range(len(entries)),
@@ -184,11 +184,21 @@ def plan_postpone(table: Table, schema: TableSchema, snapshot: Snapshot, *,
                                          num_buckets, decided_by,
                                          dict(max_sequences.get(partition, {}))))
     planned.sort(key=lambda p: p.partition)
-    floor = -1
-    if options.sequence_number_init_mode == "snapshot":
-        known = (snapshot.properties or {}).get(MAX_SEQUENCE_NUMBER_PROPERTY)
-        floor = int(known) if known is not None and known.strip().lstrip("-").isdigit() else -1
-    return PostponePlan(table.name, snapshot, schema, tuple(planned), scan, floor)
+    return PostponePlan(table.name, snapshot, schema, tuple(planned), scan,
+                        _sequence_floor(table, options, snapshot))
+
+
+def _sequence_floor(table: Table, options: TableOptions, snapshot: Snapshot) -> int:
+    """The snapshot's recorded highest sequence number on a snapshot-mode table, else -1."""
+    known = (snapshot.properties or {}).get(MAX_SEQUENCE_NUMBER_PROPERTY)
+    if options.sequence_number_init_mode != "snapshot" or known is None:
+        return -1
+    try:
+        return int(known)
+    except ValueError:
+        raise CorruptFileError(table.snapshots.path(snapshot.id), f"property "
+                               f"{MAX_SEQUENCE_NUMBER_PROPERTY} = {known!r} is not a number"
+                               ) from None
 
 
 def _bucket_number(options: TableOptions, entries: Sequence[ManifestEntry],
@@ -368,29 +378,39 @@ def move_postponed_rows(recorded: RecordedJob, schema: TableSchema, clock: Clock
                         ) -> PostponeSummary:
     """Plan, move and commit the postpone rows of ``recorded``'s table (files written
     through its journal, so a killed run leaves nothing behind); re-planned on a conflict.
+    ``schema``: the one the run refused; a newer one is refused again before it is used.
     ``mapper``: an executor that runs one task per partition (Spark), else they run here."""
     table = recorded.table
     committer = Committer(table, clock=clock, journal=recorded)
     summary = PostponeSummary()
 
+    checked = schema
+
     def attempt(number: int) -> Attempt:
+        nonlocal checked
         summary.attempts = number
         snapshot = table.snapshots.latest()
         if snapshot is None:
             return Attempt()
-        summary.plan = plan_postpone(table, schema, snapshot, partitions=partitions)
+        # read after the snapshot: no file of it was written with a newer schema (a writer
+        # writes the schema first); rows are read and written in it, whatever evolved
+        current = table.latest_schema()
+        if current.id != checked.id:
+            refuse(current, "compact", table.path)
+            checked = current
+        summary.plan = plan_postpone(table, current, snapshot, partitions=partitions)
         if not summary.plan.partitions:
             return Attempt()
         plan = summary.plan
         if mapper is not None:  # a failed task fails the run; the journal has its files
             tasks = [PostponeTask(table.location, table.path, table.name, recorded.journal,
-                                  schema, plan.sequence_floor, p, clock)
+                                  current, plan.sequence_floor, p, clock)
                      for p in plan.partitions]
             summary.moved = mapper.map_tasks(
                 move_partition, tasks, f"paimond compact {table.name}: the postpone rows of "
                 f"{len(tasks)} partition(s) into real buckets")
         else:
-            mover = PostponeMover(table, schema, plan.sequence_floor, clock.local_ms)
+            mover = PostponeMover(table, current, plan.sequence_floor, clock.local_ms)
             try:
                 summary.moved = mover.move_all(plan.partitions)
             except BaseException:

@@ -128,11 +128,13 @@ class RescaleSummary:
 def plan_rescale(table: Table, bucket_num: int | None, *,
                  partitions: Mapping[str, str] | None = None) -> RescalePlan:
     """What a rescale would rewrite; RefusedError names why a table cannot be rescaled."""
+    snapshot = table.snapshots.latest()
+    # read after the snapshot: none of its files was written with a newer schema (writers
+    # write the schema first); the rows are read and written in it
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)  # it merges rows as compaction does
     options = TableOptions.of(schema)
     bucket_num = _bucket_number(table, schema, options, bucket_num)
-    snapshot = table.snapshots.latest()
     if snapshot is None:
         raise RefusedError(JOB, f"{table.name} has no snapshot: nothing to rescale", table.path)
     scan = scan_snapshot(table, snapshot)

@@ -15,6 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from prometheus_client import CollectorRegistry
+from pypaimon.schema.data_types import AtomicType
+from pypaimon.schema.schema_change import SchemaChange
 from support.java_maintainer import JavaMaintainer
 from support.java_reader import JavaReader, canonical_rows
 from support.pypaimon_oracle import read_rows
@@ -27,6 +29,7 @@ from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
 from paimond.daemon.tables import evaluate
 from paimond.errors import RefusedError
+from paimond.maintenance.compact import job as job_module
 from paimond.maintenance.compact import postpone
 from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.expire.snapshots import ExpireJob
@@ -304,3 +307,36 @@ def test_table_kinds_whose_readers_skip_level_0_or_merge_otherwise(
     assert collections.Counter(java.rows) == _model_rows(model)
     assert java.buckets == {"checked": len(model.rows()), "mismatched": 0}
     assert _rows(read_rows(warehouse, NAME)) == _model_rows(model)
+
+
+def test_rows_of_an_evolved_schema_keep_their_new_column(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer adds a column and writes rows with it while paimond's run is under way (after
+    the run read the older schema): the moved rows keep the new column's values, the older
+    rows read null there."""
+    warehouse, writer, table = _table(tmp_path, {"postpone.default-bucket-num": "2"})
+    writer.commit([{"id": i, "dt": "d", "v": "old", "n": i} for i in range(10)])
+    evolved_schema = pa.schema([*SCHEMA, pa.field("note", pa.string())])
+
+    def evolve_then_write() -> None:
+        catalog_for(warehouse).alter_table(
+            NAME, [SchemaChange.add_column("note", AtomicType("STRING"))], False)
+        evolved = TableWriter.__new__(TableWriter)
+        evolved.table = catalog_for(warehouse).get_table(NAME)
+        evolved.write_schema = evolved_schema
+        evolved.commits = 0
+        evolved.commit([{"id": i, "dt": "d", "v": "new", "n": i, "note": f"n{i}"}
+                        for i in range(5, 15)])
+
+    original = job_module.move_postponed_rows
+
+    def racing(*args: Any, **kwargs: Any) -> postpone.PostponeSummary:
+        evolve_then_write()  # the run already read (and refused) schema 0
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(job_module, "move_postponed_rows", racing)
+    CompactJob(table, clock=CLOCK, use_processes=False).run()
+    rows = {r["id"]: r for r in read_rows(warehouse, NAME).to_pylist()}
+    assert len(rows) == 15
+    assert all(rows[i]["note"] is None and rows[i]["v"] == "old" for i in range(5))
+    assert all(rows[i]["note"] == f"n{i}" and rows[i]["v"] == "new" for i in range(5, 15))
