@@ -122,16 +122,20 @@ def _append(options: TableOptions) -> str | None:
     return None if options.has_primary_key else "no primary key (append table)"
 
 
+def _postponed(options: TableOptions) -> bool:
+    """``bucket = -2``, read without raising (an unreadable value is refused on its own)."""
+    return options.text("bucket") == str(BUCKET_POSTPONE)
+
+
 def _postpone_input_changelog(options: TableOptions) -> str | None:
     return ("bucket=-2 with changelog-producer=input"
-            if options.bucket == BUCKET_POSTPONE and options.changelog_producer == "input"
-            else None)
+            if _postponed(options) and options.changelog_producer == "input" else None)
 
 
 def _postpone_hive_buckets(options: TableOptions) -> str | None:
     kind = (options.text("bucket-function.type") or "default").lower()
     return (f"bucket=-2 with bucket-function.type={kind}"
-            if options.bucket == BUCKET_POSTPONE and kind not in ("default", "mod") else None)
+            if _postponed(options) and kind not in ("default", "mod") else None)
 
 
 def _map_layout(options: TableOptions) -> str | None:
