@@ -340,11 +340,13 @@ class FsspecStorage:
         with self._errors(p):
             if self._kind == "s3":
                 bucket, key, _ = self._fs.split_path(p)
-                if not key or self.list_dir(path):
+                if not key:
                     return False
-                try:  # s3fs strips the trailing slash from paths, so call S3 directly
-                    self._fs.call_s3("head_object", Bucket=bucket, Key=f"{key}/")
-                except FileNotFoundError:
+                # One LIST of the keys under ``key/``, the marker first if there is one (it
+                # sorts first); s3fs strips the trailing slash from paths, so call S3 directly.
+                answer = self._fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=f"{key}/",
+                                          MaxKeys=2)
+                if [o["Key"] for o in answer.get("Contents") or []] != [f"{key}/"]:
                     return False
                 self._fs.call_s3("delete_object", Bucket=bucket, Key=f"{key}/")
                 self._fs.invalidate_cache(p)
