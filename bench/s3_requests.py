@@ -23,14 +23,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
+from pk_table_writes import write_large_pk_table, write_pk_table  # noqa: E402
 from s3_requests import (  # noqa: E402
     FAKE_AWS_ENV,
     CountingEndpoint,
     Request,
     counting_endpoint,
     kinds,
-    write_large_pk_table,
-    write_pk_table,
 )
 
 
