@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from functools import cache, partial
+from functools import partial
 from typing import Any, BinaryIO, cast
 
 from paimond.errors import (
@@ -46,13 +46,12 @@ _MEMORY_CREATE_LOCK = threading.Lock()  # memory:// lives in this process only
 _LOCAL_ROOTS_SEEN: set[str] = set()  # local roots this process saw: never created again
 
 
-@cache
-def _one_get(s3fs_class: type) -> dict[str, int]:
+def _one_get(fs: Any) -> dict[str, int]:
     """What makes s3fs's ``cat_file`` one GET. From 2026.3.0 it asks for the size first (a
     HEAD) whenever ``max_concurrency`` > 1, its default being 10, so as to read objects larger
     than a block in concurrent ranges; metadata objects are small, so read them in one
     request. Earlier versions take no ``max_concurrency`` and send one GET anyway."""
-    takes = "max_concurrency" in inspect.signature(s3fs_class._cat_file).parameters
+    takes = "max_concurrency" in inspect.signature(fs._cat_file).parameters
     return {"max_concurrency": 1} if takes else {}
 
 
@@ -60,7 +59,7 @@ class FsspecStorage:
     """A ``Storage`` over one fsspec file system, with listing caches off so that a file
     another process wrote is seen at once."""
 
-    __slots__ = ("_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable",
+    __slots__ = ("_cat_options", "_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable",
                  "location", "root")
 
     def __init__(
@@ -78,6 +77,7 @@ class FsspecStorage:
         self._root_path = root_path.rstrip("/") or "/"
         self._secrets = secrets
         self._unavailable = unavailable
+        self._cat_options = _one_get(fs) if kind == "s3" else {}
         self.root = prefix + self._root_path
         self.location = StorageLocation(self.root)  # open_storage sets the options
 
@@ -99,9 +99,7 @@ class FsspecStorage:
             if self._kind == "local":
                 with open(p, "rb") as f:
                     return f.read()
-            if self._kind == "s3":
-                return cast(bytes, self._fs.cat_file(p, **_one_get(type(self._fs))))
-            return cast(bytes, self._fs.cat_file(p))
+            return cast(bytes, self._fs.cat_file(p, **self._cat_options))
 
     def read_text(self, path: str) -> str:
         data = self.read_bytes(path)

@@ -18,7 +18,7 @@ from support.s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoin
 from paimond.clock import Clock
 from paimond.maintenance.job_cleanup import recorded_job
 from paimond.table.catalog import Table, open_table
-from paimond.table.commit.job_records import jobs_dir, listed_files, list_markers, start_job
+from paimond.table.commit.job_records import jobs_dir, list_markers, listed_files, start_job
 from paimond.table.scan.bucket_scan import scan_live_windows
 from paimond.table.storage.interface import Storage, open_storage
 
