@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 from growth_report import report_growth  # noqa: E402  (bench/growth_report.py)
-from s3_requests import write_pk_table  # noqa: E402
+from pk_table_writes import write_pk_table  # noqa: E402
 
 
 def _process_cpu_s(argv: list[str]) -> float:

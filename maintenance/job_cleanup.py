@@ -25,7 +25,9 @@ from paimond.table.commit.job_records import (
     JobJournal,
     delete_files,
     delete_record,
+    delete_unkept,
     is_dead,
+    list_markers,
     listed_files,
     read_records,
     start_job,
@@ -93,8 +95,12 @@ class RecordedJob:
 
 
 def _finish(table: Table, journal: JobJournal, keep: Collection[str]) -> None:
-    delete_files(table.storage, listed_files(table.storage, journal.directory), keep)
-    delete_record(table.storage, journal.directory)
+    """Delete what the job noted and did not keep, then its record: one listing of the
+    markers, which name the files (no marker is read back)."""
+    storage = table.storage
+    markers = list_markers(storage, journal.directory)
+    delete_unkept(storage, listed_files(storage, journal.directory, markers), keep)
+    delete_record(storage, journal.directory, markers)
 
 
 @contextmanager

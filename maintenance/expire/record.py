@@ -164,6 +164,16 @@ def delete_all_in_tasks(mapper: TaskMapper, table: Table, deletions: Sequence[De
     delete_paths(mapper, table.location, present, f"expire {table.name}")
 
 
+def with_listed_sizes(storage: Storage, deletions: Sequence[Deletion]) -> list[Deletion]:
+    """``deletions`` with the sizes their metadata does not name taken from one listing of
+    each directory (not one request per file); those not listed are gone and left out."""
+    unsized = {d.path.rpartition("/")[0] for d in deletions if d.size_bytes is None}
+    listed = {s.path: s.size_bytes for directory in unsized for s in storage.list_dir(directory)
+              if not s.is_dir}
+    return [d if d.size_bytes is not None else Deletion(d.kind, d.path, listed[d.path])
+            for d in deletions if d.size_bytes is not None or d.path in listed]
+
+
 def remove_empty_dirs(storage: Storage, bucket_dirs: Iterable[tuple[str, int]]) -> None:
     """Bucket directories left empty, then their partition directories, deepest first."""
     level = {d for d, _ in bucket_dirs if storage.delete_dir_if_empty(d)}
@@ -224,7 +234,8 @@ def finish(table: Table, work: ExpireWork, record: str, tally: FileTally, *,
     if work.write_earliest:
         _advance_earliest(table, work.end_id)
         crash_point("expire.earliest_written")
-    for deletion in work.snapshot_files:  # one at a time, oldest first, as Java deletes them
+    # one at a time, oldest first, as Java deletes them; their sizes from one listing
+    for deletion in with_listed_sizes(storage, work.snapshot_files):
         if work.write_changelogs:
             keep_as_changelog(table, deletion.path)
         delete_all_counted(storage, [deletion], tally,
@@ -245,7 +256,7 @@ def finish(table: Table, work: ExpireWork, record: str, tally: FileTally, *,
     else:
         delete_all_counted(storage, metadata, tally,
                            lambda _: crash_point("expire.metadata_file_deleted"))
-    storage.delete(record)
+    storage.delete_many([record])
     crash_point("expire.record_removed")
 
 

@@ -5,7 +5,9 @@ counterpart (its writers leave such files to ``remove_orphan_files``).
 A writing job keeps ``<table>/.paimond/jobs/<job-id>/``: ``job.json`` (the job's name, its
 owner: host, pid, process token and replica, and its start time from the injected clock),
 written before anything else, and one small marker per file under ``files/``, created *before*
-the file it names is opened, whoever writes it (the driver or a worker process, which only
+the file it names is opened, whoever writes it; a marker's name spells the path it notes
+(percent-encoded, so that one listing gives them all; a path too long for a file name gets a
+hash as its name and is read from the marker's content) (the driver or a worker process, which only
 needs the picklable :class:`JobJournal`). A job deletes its record when it ends; a record left
 behind belongs to a job that was killed, unless its owner still runs. A daemon names its
 replica (:func:`set_replica`, its stable ``daemon.replica_id``): a record of that replica written
@@ -18,6 +20,7 @@ import hashlib
 import json
 import os
 import socket
+import urllib.parse
 import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -81,8 +84,20 @@ def jobs_dir(table: Table) -> str:
     return table.file_path(PAIMOND_DIR, JOBS_DIR)
 
 
+_NAMED_MARKER = "p-"  # a marker whose name spells the path
+_MAX_MARKER_NAME = 200  # local file systems take 255 bytes
+
+
 def _marker_name(path: str) -> str:
-    return hashlib.sha1(path.encode()).hexdigest()[:24]
+    named = _NAMED_MARKER + urllib.parse.quote(path, safe="")
+    return named if len(named) <= _MAX_MARKER_NAME else hashlib.sha1(path.encode()).hexdigest()[:24]
+
+
+def _noted_path(storage: Storage, marker: FileStatus) -> str:
+    """The table-relative path a marker notes: from its name, else its content."""
+    if marker.name.startswith(_NAMED_MARKER):
+        return urllib.parse.unquote(marker.name[len(_NAMED_MARKER):], errors="strict")
+    return storage.read_bytes(marker.path).decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,15 +194,23 @@ def _relative_to_table(record_dir: str, path: str) -> str | None:
     return path[len(root):] if path.startswith(root) else None
 
 
-def listed_files(storage: Storage, record_dir: str) -> list[str]:
-    """The paths a record's job noted, under the table that holds the record. Markers that
-    vanished meanwhile are skipped, and so is anything that is not a plain path inside the
-    table (absolute, a URI, or climbing out with ``..``): nothing outside is ever deleted."""
+def list_markers(storage: Storage, record_dir: str) -> list[FileStatus]:
+    """The markers of a record (one listing), for :func:`listed_files` and
+    :func:`delete_record`."""
+    return storage.list_dir(storage.join(record_dir, FILES_DIR))
+
+
+def listed_files(storage: Storage, record_dir: str,
+                 markers: Sequence[FileStatus] | None = None) -> list[str]:
+    """The paths a record's job noted, under the table that holds the record; ``markers``:
+    :func:`list_markers`' answer, if at hand. Markers that vanished meanwhile are skipped, and
+    so is anything that is not a plain path inside the table (absolute, a URI, or climbing out
+    with ``..``): nothing outside is ever deleted."""
     root = _table_root(record_dir)
     paths = []
-    for status in storage.list_dir(storage.join(record_dir, FILES_DIR)):
+    for status in list_markers(storage, record_dir) if markers is None else markers:
         try:
-            relative = storage.read_bytes(status.path).decode()
+            relative = _noted_path(storage, status)
         except (MissingFileError, UnicodeDecodeError):
             continue
         parts = relative.split("/")
@@ -206,32 +229,51 @@ def recorded_names(table: Table) -> set[str]:
 def delete_files(storage: Storage, paths: Iterable[str], keep: Collection[str]) -> int:
     """Delete each path whose file name is not in ``keep``, with a local temp file left
     half written beside it (``.<name>.<uuid>.tmp``); returns how many files were deleted."""
-    deleted = 0
+    gone = _unkept(paths, keep)
+    deleted = sum(storage.delete(path) for path in gone)
+    return deleted + sum(storage.delete(path) for path in _temps_beside(storage, gone))
+
+
+def delete_unkept(storage: Storage, paths: Iterable[str], keep: Collection[str]) -> None:
+    """:func:`delete_files` for a job that ends, without counting: nothing is asked first,
+    and deletes go in batches (on object stores up to 1,000 keys a request)."""
+    gone = _unkept(paths, keep)
+    if gone:
+        storage.delete_many(gone)
+        storage.delete_many(_temps_beside(storage, gone))
+
+
+def _unkept(paths: Iterable[str], keep: Collection[str]) -> list[str]:
+    return [path for path in paths if path.rpartition("/")[2] not in keep]
+
+
+def _temps_beside(storage: Storage, paths: Sequence[str]) -> list[str]:
+    """The temp files (``.<name>.<uuid>.tmp``) left half written beside ``paths``."""
     by_directory: dict[str, set[str]] = {}
     for path in paths:
         directory, _, name = path.rpartition("/")
-        if name not in keep:
-            by_directory.setdefault(directory, set()).add(name)
-            deleted += storage.delete(path)
+        by_directory.setdefault(directory, set()).add(name)
+    temps = []
     for directory, names in by_directory.items():
         for status in storage.list_dir(directory):
             stem = status.name[1:].rsplit(".", 2)[0] if status.name.endswith(".tmp") else ""
             if status.name.startswith(".") and stem in names:
-                deleted += storage.delete(status.path)
-    return deleted
+                temps.append(status.path)
+    return temps
 
 
-def delete_record(storage: Storage, record_dir: str) -> None:
+def delete_record(storage: Storage, record_dir: str,
+                  markers: Sequence[FileStatus] | None = None) -> None:
     """Markers first, ``job.json`` last: a half-deleted record still reads as a record. The
     temp files a process killed while writing a marker or ``job.json`` left (a worker a broken
-    pool terminated) go too: the directory is the job's alone."""
-    for status in storage.list_dir(storage.join(record_dir, FILES_DIR)):
-        storage.delete(status.path)
+    pool terminated) go too: the directory is the job's alone. ``markers``:
+    :func:`list_markers`' answer, if at hand. Deletes ask nothing first and go in batches."""
+    listed = list_markers(storage, record_dir) if markers is None else markers
+    others = [s.path for s in storage.list_dir(record_dir)
+              if not s.is_dir and s.name != JOB_FILE]
+    storage.delete_many([*(s.path for s in listed), *others])
     storage.delete_dir_if_empty(storage.join(record_dir, FILES_DIR))
-    for status in storage.list_dir(record_dir):
-        if not status.is_dir and status.name != JOB_FILE:
-            storage.delete(status.path)
-    storage.delete(storage.join(record_dir, JOB_FILE))
+    storage.delete_many([storage.join(record_dir, JOB_FILE)])
     storage.delete_dir_if_empty(record_dir)
     _STARTED.discard(record_dir)
 

@@ -8,7 +8,9 @@ creation time, schema id and min key. Manifests are decoded a few at a time
 (:mod:`paimond.format.meta.manifest_slim`), each entry merged at once into a per-bucket, per-level
 map of packed records, and the buckets come back in ``scan_snapshot``'s order with
 statistics-free ``DataFileMeta`` objects built for one bucket at a time. The few files a plan
-picks are then read again, whole, from the Avro blocks that hold them (:meth:`full_entries`).
+picks are then decoded again, whole, from the Avro blocks that hold them (:meth:`full_entries`):
+from the bytes a window kept (up to ``KEPT_MANIFEST_BYTES``), so that a manifest is fetched
+once, else fetched again.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ A = TypeVar("A")
 _PACKED = struct.Struct("<qqqqqqiiiBq")
 # Whole entries a window keeps at most (``scan_live_windows``'s ``whole``): ~1.6 KB each
 WHOLE_ENTRIES = 20_000
+# Fetched manifest bytes a window keeps at most, for :meth:`LiveIndex.full_entries` to decode
+# entries whole without fetching their manifests again (compressed Avro: ~100-300 bytes a file)
+KEPT_MANIFEST_BYTES = 32 * 2**20
 # A file's key in its level's map: the name alone when the rest of Java's identifier is empty
 FileKey = str | tuple[str, tuple[str, ...], bytes | None, str | None]
 
@@ -90,6 +95,8 @@ class LiveIndex:
     # (manifest, position) -> a live file's ADD entry kept whole from the first read
     # (``scan_live_windows``'s ``whole``), so :meth:`full_entries` need not read it again
     whole: dict[tuple[int, int], ManifestEntry] = field(default_factory=dict)
+    # manifest index -> its bytes, as fetched for this window (``KEPT_MANIFEST_BYTES`` in all)
+    fetched: dict[int, bytes] = field(default_factory=dict)
     _buckets: dict[tuple[bytes, int], dict[int, dict[FileKey, bytes]]] = field(
         default_factory=dict)
     _seen: int = 0
@@ -177,7 +184,8 @@ class LiveIndex:
     def full_entries(self, table: Table, slim: Iterable[ManifestEntry], *,
                      parallelism: int = 8) -> dict[tuple[object, ...], ManifestEntry]:
         """The live ADD entries, whole, of the files ``slim`` names (entries of
-        :meth:`buckets`), by identifier: the Avro blocks holding them are read once more."""
+        :meth:`buckets`), by identifier: the Avro blocks holding them are decoded once more,
+        from the manifest bytes the window kept or else fetched again."""
         wanted: dict[int, dict[int, tuple[object, ...]]] = defaultdict(dict)
         found: dict[tuple[object, ...], ManifestEntry] = {}
         for e in slim:
@@ -188,19 +196,26 @@ class LiveIndex:
             else:
                 wanted[manifest][position] = e.identifier
         if wanted:
-            found.update(read_added(table, self.manifests, wanted, parallelism=parallelism))
+            found.update(read_added(table, self.manifests, wanted, parallelism=parallelism,
+                                    fetched=self.fetched))
         return found
 
 
 def read_added(table: Table, manifests: Sequence[tuple[ManifestFileMeta, str]],
-               wanted: Mapping[int, Mapping[int, tuple[object, ...]]], *, parallelism: int = 8
+               wanted: Mapping[int, Mapping[int, tuple[object, ...]]], *, parallelism: int = 8,
+               fetched: Mapping[int, bytes] | None = None
                ) -> dict[tuple[object, ...], ManifestEntry]:
     """The ADD entries, whole, at ``wanted[manifest][position]`` (each with the identifier
     given; ``manifests`` as :attr:`LiveIndex.manifests`), by identifier: only the Avro blocks
-    holding them are decoded. Usable after the windows that found them are gone."""
+    holding them are decoded. Usable after the windows that found them are gone. ``fetched``:
+    manifest bytes already at hand, by index (the others are fetched)."""
     order = sorted(wanted)
+    kept = fetched or {}
 
     def load(index: int) -> bytes:
+        data = kept.get(index)
+        if data is not None:
+            return data
         meta, list_path = manifests[index]
         return fetch_manifest(table, meta, list_path)
 
@@ -231,7 +246,9 @@ def scan_live_windows(table: Table, snapshot: Snapshot, schema: TableSchema | No
     (``table.scan.partition_windows``; one window without ``schema``). Raises
     PartitionStatsMismatchError, possibly after some windows came back. ``whole``: the ADD
     entries it is true for are kept whole too (:attr:`LiveIndex.whole`), at most
-    ``whole_cap`` a window (the others are read again when asked for)."""
+    ``whole_cap`` a window (the others are decoded again when asked for). Each window keeps
+    the bytes of the manifests it fetched, ``KEPT_MANIFEST_BYTES`` at most
+    (:attr:`LiveIndex.fetched`)."""
     snapshot_path = table.snapshots.path(snapshot.id)
     base = read_manifest_list(table, snapshot.base_manifest_list, snapshot_path,
                               snapshot.base_manifest_list_size)
@@ -250,7 +267,11 @@ def scan_live_windows(table: Table, snapshot: Snapshot, schema: TableSchema | No
         keep = _window_filter(windows, window) if windows and windows.count > 1 else None
         contents = _in_windows(lambda i: fetch_manifest(table, *manifests[i]), numbers,
                                parallelism)
+        kept_bytes = 0
         for number, data in zip(numbers, contents, strict=True):
+            if kept_bytes + len(data) <= KEPT_MANIFEST_BYTES:
+                index.fetched[number] = data
+                kept_bytes += len(data)
             if whole is None:
                 index._merge(decode_fetched_slim(table, manifests[number][0], data), number,
                              snapshot_path, keep)

@@ -7,6 +7,7 @@ a hard link locally, a conditional PUT (``If-None-Match: *``) on S3.
 from __future__ import annotations
 
 import errno
+import inspect
 import io
 import os
 import stat
@@ -45,11 +46,20 @@ _MEMORY_CREATE_LOCK = threading.Lock()  # memory:// lives in this process only
 _LOCAL_ROOTS_SEEN: set[str] = set()  # local roots this process saw: never created again
 
 
+def _one_get(fs: Any) -> dict[str, int]:
+    """What makes s3fs's ``cat_file`` one GET. From 2026.3.0 it asks for the size first (a
+    HEAD) whenever ``max_concurrency`` > 1, its default being 10, so as to read objects larger
+    than a block in concurrent ranges; metadata objects are small, so read them in one
+    request. Earlier versions take no ``max_concurrency`` and send one GET anyway."""
+    takes = "max_concurrency" in inspect.signature(fs._cat_file).parameters
+    return {"max_concurrency": 1} if takes else {}
+
+
 class FsspecStorage:
     """A ``Storage`` over one fsspec file system, with listing caches off so that a file
     another process wrote is seen at once."""
 
-    __slots__ = ("_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable",
+    __slots__ = ("_cat_options", "_fs", "_kind", "_prefix", "_root_path", "_secrets", "_unavailable",
                  "location", "root")
 
     def __init__(
@@ -67,6 +77,7 @@ class FsspecStorage:
         self._root_path = root_path.rstrip("/") or "/"
         self._secrets = secrets
         self._unavailable = unavailable
+        self._cat_options = _one_get(fs) if kind == "s3" else {}
         self.root = prefix + self._root_path
         self.location = StorageLocation(self.root)  # open_storage sets the options
 
@@ -88,7 +99,7 @@ class FsspecStorage:
             if self._kind == "local":
                 with open(p, "rb") as f:
                     return f.read()
-            return cast(bytes, self._fs.cat_file(p))
+            return cast(bytes, self._fs.cat_file(p, **self._cat_options))
 
     def read_text(self, path: str) -> str:
         data = self.read_bytes(path)
@@ -327,11 +338,13 @@ class FsspecStorage:
         with self._errors(p):
             if self._kind == "s3":
                 bucket, key, _ = self._fs.split_path(p)
-                if not key or self.list_dir(path):
+                if not key:
                     return False
-                try:  # s3fs strips the trailing slash from paths, so call S3 directly
-                    self._fs.call_s3("head_object", Bucket=bucket, Key=f"{key}/")
-                except FileNotFoundError:
+                # One LIST of the keys under ``key/``, the marker first if there is one (it
+                # sorts first); s3fs strips the trailing slash from paths, so call S3 directly.
+                answer = self._fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=f"{key}/",
+                                          MaxKeys=2)
+                if [o["Key"] for o in answer.get("Contents") or []] != [f"{key}/"]:
                     return False
                 self._fs.call_s3("delete_object", Bucket=bucket, Key=f"{key}/")
                 self._fs.invalidate_cache(p)

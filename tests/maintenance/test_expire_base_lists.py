@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from support.pk_table_writes import write_pk_table
 from support.pypaimon_oracle import read_rows
-from support.s3_requests import write_pk_table
 from support.table_history import assert_exactly_referenced, tree, write_tag
 
 from paimond.clock import Clock

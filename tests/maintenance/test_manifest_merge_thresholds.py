@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.s3_requests import write_pk_table
+from support.pk_table_writes import write_pk_table
 
 from paimond.clock import Clock
 from paimond.config.jobs import parse_jobs

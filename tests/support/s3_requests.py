@@ -4,7 +4,8 @@ Counts are what paimond asks of an object store: deterministic, unlike
 times, so tests may assert them. ``counting_endpoint`` starts one server on 127.0.0.1:0;
 ``RequestLog.counting()`` collects the requests of one block of code, as ``(method, key,
 query)`` where ``key`` is the object key or prefix without the bucket. Used by
-tests/table/test_s3_requests.py and bench/s3_requests.py.
+tests/table/test_s3_requests*.py and bench/s3_requests.py. It needs no oracle (the tables
+the counts run on are written in tests/support/pk_table_writes.py).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class RequestLog:
     def note(self, environ: dict[str, Any]) -> None:
         if not self.recording:
             return
-        path = urllib.parse.unquote(environ.get("PATH_INFO", ""))
+        path = environ.get("PATH_INFO", "")  # already percent-decoded (WSGI)
         key = path.lstrip("/").partition("/")[2]  # path-style: /bucket/key
         query = environ.get("QUERY_STRING", "")
         prefix = urllib.parse.parse_qs(query).get("prefix")
@@ -134,55 +135,6 @@ def counting_endpoint() -> Iterator[CountingEndpoint]:
         thread.join()
 
 
-def write_pk_table(warehouse: str, commits: int, name: str = "db.t") -> None:
-    """A primary-key table (1 bucket, write-only) with ``commits`` pypaimon commits."""
-    import pyarrow as pa
-    from pypaimon import CatalogFactory, Schema
-
-    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-    catalog = CatalogFactory.create({"warehouse": warehouse})
-    catalog.create_database(name.split(".")[0], True)
-    catalog.create_table(name, Schema.from_pyarrow_schema(
-        schema, primary_keys=["id"], options={"bucket": "1", "write-only": "true"}), True)
-    table = catalog.get_table(name)
-    for i in range(commits):
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.table({"id": [i, i + 1], "v": ["a", "b"]}, schema=schema))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
-
-
 FAKE_AWS_ENV = {"AWS_ACCESS_KEY_ID": _KEY, "AWS_SECRET_ACCESS_KEY": _SECRET,
                 "AWS_DEFAULT_REGION": _REGION, "AWS_REGION": _REGION,
                 "AWS_EC2_METADATA_DISABLED": "true"}
-
-
-def write_large_pk_table(warehouse: str, rows: int, commits: int, name: str = "db.big") -> None:
-    """A primary-key table (1 bucket, write-only) of ``commits`` pypaimon commits of random,
-    barely compressible values: ``rows`` rows of ~120 bytes in all, so that a full compaction
-    writes one file of about ``rows * 90`` bytes (larger than an upload part)."""
-    import base64
-    import os
-
-    import pyarrow as pa
-    from pypaimon import CatalogFactory, Schema
-
-    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-    catalog = CatalogFactory.create({"warehouse": warehouse})
-    catalog.create_database(name.split(".")[0], True)
-    catalog.create_table(name, Schema.from_pyarrow_schema(
-        schema, primary_keys=["id"], options={"bucket": "1", "write-only": "true"}), True)
-    table = catalog.get_table(name)
-    per = rows // commits
-    for i in range(commits):
-        values = base64.b64encode(os.urandom(90 * per)).decode()
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.table({"id": list(range(i * per, (i + 1) * per)),
-                                    "v": [values[j * 120:(j + 1) * 120] for j in range(per)]},
-                                   schema=schema))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()

@@ -8,7 +8,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from support.s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds, write_pk_table
+from support.pk_table_writes import write_pk_table
+from support.s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds
 
 from paimond.table.catalog import WATCH_FULL_CHECK_EVERY, Table, list_tables
 from paimond.table.status.report import table_status
@@ -163,3 +164,37 @@ def test_the_compaction_job_commit_reads_no_manifest(endpoint: CountingEndpoint,
     (requests,) = inside
     assert [r.key for r in requests if r.kind == "GET" and "/manifest/" in r.key] == []
     assert kinds(requests)["GET"] == 2  # LATEST and the latest snapshot
+
+
+def test_a_compaction_fetches_each_manifest_once_and_expiry_heads_nothing(
+        endpoint: CountingEndpoint, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A full compaction plans, reads its files' entries back whole and commits with one GET
+    per manifest; its job record is never read back. Expiring the table's old snapshots then
+    sizes their files from one listing: no HEAD."""
+    from collections import Counter
+
+    from paimond.clock import Clock
+    from paimond.maintenance.compact.job import CompactJob
+    from paimond.maintenance.jobs import JOBS, JobContext
+
+    local = tmp_path_factory.mktemp("once") / "wh"
+    write_pk_table(str(local), 6, "db.o")
+    uri = endpoint.make_bucket("once") + "/wh"
+    endpoint.upload(str(local), uri)
+    storage = open_storage(uri, endpoint.storage_options)
+    (table,) = list_tables(storage, storage.root, lambda name: name == "db.o")
+    clock = Clock(fixed_ms=1_700_000_000_000)
+    with endpoint.log.counting() as requests:
+        summary = CompactJob(table, full=True, clock=clock, use_processes=False,
+                             parallelism=1).run()
+    assert summary.snapshot is not None and summary.files_in == 6
+    manifests = Counter(r.key for r in requests if r.kind == "GET" and "/manifest/" in r.key)
+    assert len(manifests) >= 6 and set(manifests.values()) == {1}, manifests
+    assert not [r for r in requests if r.kind in ("GET", "HEAD") and "/.paimond/" in r.key]
+    spec = JOBS["expire"]
+    with endpoint.log.counting() as expired:
+        spec.run(table, spec.settings(retain_max=2, retain_min=1), JobContext(clock))
+    assert table.snapshots.earliest_id() == 6
+    gone = {f"snapshot-{i}" for i in range(1, 6)}  # the HEADs left: LATEST's hint check
+    assert [r.key for r in expired if r.kind in ("HEAD", "DELETE")
+            and r.key.rsplit("/", 1)[-1] in gone] == [], kinds(expired)
