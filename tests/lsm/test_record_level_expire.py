@@ -41,21 +41,6 @@ DAY_S = 86_400
 EPOCH = dt.datetime(1970, 1, 1)
 
 
-@pytest.fixture(autouse=True)
-def _record_expiry_not_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """While table/options/semantic.py still lists record-level expiry as refused for
-    compaction (it is implemented now), let these tests compact such tables."""
-    try:
-        from paimond.table.options import semantic as semantic_options
-    except ImportError:
-        return
-    original = semantic_options.refusals
-
-    def refusals(options: Any, job: str) -> Any:
-        return [r for r in original(options, job) if not r.option.startswith("record-level")]
-    monkeypatch.setattr(semantic_options, "refusals", refusals)
-
-
 @pytest.fixture
 def java_readers_here(request: pytest.FixtureRequest) -> list[Any]:
     """A Java reader of each release where Java can run (always under CI=true, where a
