@@ -31,6 +31,7 @@ from support.consumer_tables import make_table, write_consumers
 from support.daily_partitions import daily_table
 from support.dv_layered import enable_vectors, layered
 from support.dv_scenarios import SCENARIOS, Live
+from support.postpone_tables import postpone_table
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import (
     TableSpec,
@@ -373,6 +374,18 @@ def _conflict(job: Job, point: str) -> Job:
                CONFLICT_DRIVER, (point,))
 
 
+def _postponed(root: Path) -> tuple[Path, str]:
+    """Rows of three commits in the postpone bucket of two partitions, none visible yet."""
+    return postpone_table(root)
+
+
+def _postponed_moved(root: Path) -> tuple[Path, str]:
+    """The same table after paimond moved its rows into two buckets per partition."""
+    warehouse, name = postpone_table(root)
+    assert main(["compact", str(warehouse), "--table", name, "--parallelism", "1"]) == 0
+    return warehouse, name
+
+
 def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
     def job(name: str, build: Callable[[Path], tuple[Path, str]], *argv: str) -> Job:
         warehouse, table = build(root / name)
@@ -411,6 +424,10 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
                                          "expire-partitions"),
         "tags": lambda: Job("tags", *reversed(_tagged(root / "tags")), driver=TAGS_DRIVER),
         "expire_consumers": lambda: job("expire_consumers", _idle_consumers, "expire-consumers"),
+        # the postpone rows moved (one commit), then the buckets compacted (another)
+        "compact_postpone": lambda: job("compact_postpone", _postponed, "compact",
+                                        "--parallelism", "1"),
+        "rescale": lambda: job("rescale", _postponed_moved, "rescale", "--bucket-num", "3"),
         "conflict_compact": lambda: _conflict(compact(), "compact.conflict_file_deleted"),
         "conflict_rewrite_index": lambda: _conflict(rewrite_index(),
                                                     "rewrite_index.conflict_file_deleted"),
@@ -420,7 +437,7 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
 
 JOBS = ["compact", "compact_dv", "compact_changelog", "merge_manifests", "remove_orphans", "rewrite_index",
         "rebuild_dv", "compact_append_unaware", "compact_append_bucketed", "expire_partitions",
-        "tags", "expire_consumers", "conflict_compact",
+        "tags", "expire_consumers", "compact_postpone", "rescale", "conflict_compact",
         "conflict_rewrite_index", "conflict_rebuild_dv"]
 
 
