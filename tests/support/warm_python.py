@@ -27,30 +27,33 @@ import subprocess
 import sys
 import tempfile
 import threading
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 # What the server imports before it forks: what a job's process spends its start on.
 PRELOAD = ("pyarrow", "pyarrow.parquet", "pyarrow.compute", "pyarrow.fs", "pandas",
-           "paimond.cli.main", "paimond.maintenance.jobs")
+           "paimond.errors", "paimond.clock", "paimond.faults", "paimond.durations",
+           "paimond.cli.main")
+PACKAGES = ("paimond.config", "paimond.format", "paimond.table", "paimond.lsm",
+            "paimond.maintenance", "paimond.cli")  # every module of these
 
 SERVER = r"""
-import importlib, json, os, pkgutil, select, signal, sys, threading, traceback, warnings
+import importlib, json, os, pkgutil, select, signal, sys, threading, time, traceback, warnings
 
 # numpy's OpenBLAS and pyarrow's jemalloc start a native thread each at import; both libraries
 # prepare for fork (pthread_atfork), as multiprocessing's fork start method needs of them.
 warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
 
-preload = sys.argv[1:]
+preload, packages = sys.argv[1].split(","), sys.argv[2].split(",")
 for name in preload:
     importlib.import_module(name)
-import paimond
-for module in pkgutil.walk_packages(paimond.__path__, "paimond."):
-    if module.name.split(".")[1] in ("tests", "bench", "examples", "spark", "docs"):
-        continue
-    try:
-        importlib.import_module(module.name)
-    except Exception:  # a module needing an optional dependency: the job imports it, or fails
-        pass
+for package in packages:
+    for module in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+        try:
+            importlib.import_module(module.name)
+        except Exception:  # an optional dependency missing: the job imports it, or fails
+            pass
 assert threading.active_count() == 1, threading.enumerate()
 
 
@@ -73,7 +76,6 @@ def child(request):
             sys.argv = [args[1], *args[2:]]
             runpy.run_module(args[1], run_name="__main__", alter_sys=True)
         else:
-            assert args[0] == "-c", args
             sys.argv = ["-c", *args[2:]]
             exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__"})
     except SystemExit as stop:
@@ -97,58 +99,103 @@ def child(request):
         os._exit(code)
 
 
-for line in sys.stdin:
-    request = json.loads(line)
-    pid = os.fork()
-    if pid == 0:
-        child(request)
-    pidfd = os.pidfd_open(pid)
-    ready, _, _ = select.select([pidfd], [], [], request["timeout"])
-    if not ready:
+def answer(pidfd, timed_out):
+    request_id, pid = running.pop(pidfd)
+    if timed_out:
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     os.close(pidfd)
-    answer = {"returncode": os.waitstatus_to_exitcode(status), "timed_out": not ready}
-    sys.stdout.write(json.dumps(answer) + "\n")
+    deadlines.pop(pidfd)
+    reply = {"id": request_id, "returncode": os.waitstatus_to_exitcode(status),
+             "timed_out": timed_out}
+    sys.stdout.write(json.dumps(reply) + "\n")
     sys.stdout.flush()
+
+
+running, deadlines = {}, {}  # pidfd -> (request id, pid), pidfd -> deadline
+stdin = sys.stdin.buffer.raw
+pending, open_ = b"", True
+while open_ or running:
+    now = time.monotonic()
+    timeout = max(0.0, min(deadlines.values()) - now) if deadlines else None
+    ready, _, _ = select.select(([stdin] if open_ else []) + list(running), [], [], timeout)
+    for pidfd in [fd for fd in ready if fd in running]:
+        answer(pidfd, False)
+    now = time.monotonic()
+    for pidfd in [fd for fd, deadline in deadlines.items() if deadline <= now]:
+        answer(pidfd, True)
+    if stdin in ready:
+        data = os.read(stdin.fileno(), 1 << 20)
+        open_ = bool(data)
+        pending += data
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            request = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                child(request)
+            pidfd = os.pidfd_open(pid)
+            running[pidfd] = (request["id"], pid)
+            deadlines[pidfd] = now + request["timeout"]
 """
 
 
 class _Server:
+    """One server of this process: requests from any thread, each answered when its process
+    ends."""
+
     def __init__(self) -> None:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PAIMOND_CRASH")}
-        self.process = subprocess.Popen([sys.executable, "-c", SERVER, *PRELOAD], env=clean,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", SERVER, ",".join(PRELOAD), ",".join(PACKAGES)], env=clean,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.lock = threading.Lock()
+        self.next_id = 0
+        self.waiting: dict[int, Future[dict[str, Any]]] = {}
+        self.reader = threading.Thread(target=self._read, name="warm-python", daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            reply = json.loads(line)
+            with self.lock:
+                future = self.waiting.pop(reply["id"])
+            future.set_result(reply)
+        with self.lock:
+            waiting, self.waiting = self.waiting, {}
+        for future in waiting.values():
+            future.set_exception(RuntimeError(
+                f"the warm Python server ended ({self.process.wait()})"))
 
     def run(self, args: list[str], env: dict[str, str],
             timeout: float) -> subprocess.CompletedProcess[str]:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
         with tempfile.TemporaryDirectory(prefix="warm-python-") as scratch:
             out, err = Path(scratch) / "stdout", Path(scratch) / "stderr"
-            request = {"args": args, "env": env, "stdout": str(out), "stderr": str(err),
-                       "timeout": timeout}
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-            line = self.process.stdout.readline()
-            if not line:
-                raise RuntimeError(f"the warm Python server ended ({self.process.wait()})")
-            answer = json.loads(line)
+            future: Future[dict[str, Any]] = Future()
+            with self.lock:
+                request_id, self.next_id = self.next_id, self.next_id + 1
+                self.waiting[request_id] = future
+                request = {"id": request_id, "args": args, "env": env, "stdout": str(out),
+                           "stderr": str(err), "timeout": timeout}
+                self.process.stdin.write(json.dumps(request) + "\n")
+                self.process.stdin.flush()
+            reply = future.result()
             command = [sys.executable, *args]
             stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
-        if answer["timed_out"]:
+        if reply["timed_out"]:
             raise subprocess.TimeoutExpired(command, timeout, stdout, stderr)
-        return subprocess.CompletedProcess(command, answer["returncode"], stdout, stderr)
+        return subprocess.CompletedProcess(command, reply["returncode"], stdout, stderr)
 
     def close(self) -> None:
         assert self.process.stdin is not None
         self.process.stdin.close()
-        self.process.wait(timeout=30)
+        self.process.wait(timeout=330)
 
 
 _lock = threading.Lock()
-_idle: list[_Server] = []
-_all: list[_Server] = []
+_server: list[_Server] = []
 
 
 def run(args: list[str], env: dict[str, str] | None = None,
@@ -157,19 +204,13 @@ def run(args: list[str], env: dict[str, str] | None = None,
     ``env`` (default: this process's) as its environment; stdout and stderr captured as text."""
     assert args and args[0] in ("-m", "-c"), args
     with _lock:
-        server = _idle.pop() if _idle else None
-    if server is None:
-        server = _Server()
-        with _lock:
-            _all.append(server)
-    try:
-        return server.run(args, dict(os.environ) if env is None else env, timeout)
-    finally:
-        with _lock:
-            _idle.append(server)
+        if not _server:
+            _server.append(_Server())
+        server = _server[0]
+    return server.run(args, dict(os.environ) if env is None else env, timeout)
 
 
 @atexit.register
-def _close_all() -> None:
-    for server in _all:
+def _close() -> None:
+    for server in _server:
         server.close()
