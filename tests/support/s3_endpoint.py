@@ -50,6 +50,26 @@ class S3Endpoint:
         answer = self._fs.call_s3("list_multipart_uploads", Bucket=bucket)
         return sorted(u["Key"] for u in answer.get("Uploads", []))
 
+    def take_away(self, bucket: str) -> Any:
+        """The bucket, objects and all, out of the endpoint's store in one step: requests meet
+        ``NoSuchBucket`` and the name is free, as after the bucket was emptied and deleted,
+        until :meth:`put_back` returns it exactly as it was (same objects, same metadata)."""
+        from moto.s3.models import s3_backends
+
+        for account in list(s3_backends):
+            for backend in s3_backends[account].values():
+                if bucket in backend.buckets:
+                    s3_backends.bucket_accounts.pop(bucket, None)
+                    return backend, backend.buckets.pop(bucket)
+        raise FileNotFoundError(bucket)
+
+    def put_back(self, taken: Any) -> None:
+        from moto.s3.models import s3_backends
+
+        backend, fake = taken
+        backend.buckets[fake.name] = fake
+        s3_backends.bucket_accounts[fake.name] = (backend.partition, backend.account_id)
+
     def put_raw(self, bucket: str, key: str, data: bytes) -> None:
         """Put a key as other tools write it, e.g. a ``dir/`` marker a Storage never writes."""
         self._fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data)
