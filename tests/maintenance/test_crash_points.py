@@ -2,12 +2,13 @@
 package is killed at, and after each kill the table is as a reader needs it.
 
 Each job runs once in a process of its own (forked from a warm one: ``support.warm_python``)
-with ``PAIMOND_CRASH_TRACE`` to list the crash points it passes and how often; then, for each (point, pass) pair (long loops sampled: always the first
-and the last pass), a fresh copy of the table runs the job with ``PAIMOND_CRASH_AT`` and must
-die with exit code 137. Afterwards pypaimon's latest read is the content before the job or the
-content a clean run leaves, every snapshot from EARLIEST to LATEST reads, no file that a
-snapshot references is missing, and a rerun of the job (no crash) completes and reads what a
-clean run reads. Expiration is proven the same way by its own test.
+with ``PAIMOND_CRASH_TRACE`` to list the crash points it passes and how often; then, for each
+(point, pass) pair (long loops sampled: always the first and the last pass), a fresh copy of
+the table runs the job with ``PAIMOND_CRASH_AT`` and must die with exit code 137. Afterwards
+pypaimon's latest read is the content before the job or the content a clean run leaves, every
+snapshot from EARLIEST to LATEST reads, no file that a snapshot references is missing, and a
+rerun of the job (no crash) completes and reads what a clean run reads. Expiration is proven
+the same way by its own test.
 """
 
 from __future__ import annotations
