@@ -113,6 +113,17 @@ def _serialise_conditional_puts(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(S3Response, "put_object", put_object)
 
 
+def _list_moto_modules_once(mp: pytest.MonkeyPatch) -> None:
+    """moto's server finds the service of every request by first asking whether the host names
+    one of its modules, which lists moto's package directory (about 200 stat calls) each time,
+    under the dispatcher's lock. The directory does not change while the tests run: list it
+    once."""
+    from moto import backends
+
+    modules = tuple(backends.list_of_moto_modules())
+    mp.setattr(backends, "list_of_moto_modules", lambda: modules)
+
+
 def _start_server() -> Any:
     from moto.server import ThreadedMotoServer
 
@@ -133,6 +144,7 @@ def s3_endpoint() -> Iterator[S3Endpoint]:
         try:
             import s3fs
 
+            _list_moto_modules_once(mp)
             server = _start_server()
             _serialise_conditional_puts(mp)
         except Exception as e:  # noqa: BLE001 - any failure to start means "no service"
