@@ -38,7 +38,8 @@ run: install-demo
 # make test: the whole suite on one pytest-xdist worker per core (PYTEST_WORKERS=auto; 2,200
 # tests). --dist loadgroup spreads the tests one by one, except the groups tests/conftest.py
 # gives: every Spark test on one worker (one local Spark cluster per run) and the Java
-# differential's module on one worker. Each worker has its own temporary directories, S3 endpoint port and
+# differential's module on one worker; the kill campaigns and the tests marked slow start first.
+# Each worker has its own temporary directories, S3 endpoint port and
 # JVMs; Maven jar fetches take a file lock. PYTEST_ARGS adds options (CI's lowest Python:
 # -m "not crash_campaign"); PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= auto

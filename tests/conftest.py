@@ -161,6 +161,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
                 break
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the order the workers take
+        items[:] = sorted(items, key=_start_rank)
+
+
+def _start_rank(item: pytest.Item) -> int:
+    """Long tests first: --dist loadgroup hands out its groups largest first (the Spark group
+    goes to one worker), then single tests in collection order to whichever worker is free; a
+    long test late in that order would keep one worker busy after the other ran out. Grouped
+    tests keep their file order."""
+    if item.get_closest_marker("xdist_group") is not None:
+        return 2
+    if item.get_closest_marker("crash_campaign") is not None:
+        return 0
+    return 1 if item.get_closest_marker("slow") is not None else 2
 
 
 @pytest.fixture(autouse=True)

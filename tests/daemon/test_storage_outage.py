@@ -3,9 +3,9 @@ no two runs of one table ever overlap, nothing is created in place of the missin
 warehouse, both say it is not ready while it is gone, and both work again once it is back.
 
 The outage starts inside a running job (the warehouse directory moved away, as an unmounted
-volume; on S3 on the loopback endpoint the bucket emptied and removed), so the job fails and
-its lease's release meets the missing storage; the other daemon ticks during the outage; then
-the directory, or the bucket with the same objects, comes back.
+volume; on S3 on the loopback endpoint the bucket taken out of the endpoint's store, objects
+and all), so the job fails and its lease's release meets the missing storage; the other daemon
+ticks during the outage; then the directory, or the bucket with the same objects, comes back.
 """
 
 from __future__ import annotations
@@ -62,10 +62,10 @@ class LocalOutage:
 
 
 class S3Outage:
-    """The bucket emptied and removed, then created again with the same objects."""
+    """The bucket gone, objects and all, then back with the same objects."""
 
     def __init__(self, pristine: Path, s3: S3Endpoint) -> None:
-        self.fs, self.bucket = s3._fs, f"outage-{uuid.uuid4().hex[:12]}"
+        self.s3, self.fs, self.bucket = s3, s3._fs, f"outage-{uuid.uuid4().hex[:12]}"
         s3.make_bucket(self.bucket)
         for path in pristine.rglob("*"):
             if path.is_file():
@@ -74,14 +74,10 @@ class S3Outage:
         self.uri = f"s3://{self.bucket}/wh"
         # credentials come from the environment the endpoint's fixture set, as in production
         self.options = (f'{{ endpoint_url = "{s3.endpoint_url}", region = "{s3.region}" }}')
-        self.saved: dict[str, bytes] = {}
+        self.taken: Any = None
 
     def go(self) -> None:
-        self.fs.invalidate_cache()
-        keys = self.fs.find(self.bucket)
-        self.saved = {key: self.fs.cat_file(key) for key in keys}
-        self.fs.rm(keys)
-        self.fs.call_s3("delete_bucket", Bucket=self.bucket)
+        self.taken = self.s3.take_away(self.bucket)
         self.fs.invalidate_cache()
 
     def recreated(self) -> list[str]:
@@ -92,9 +88,7 @@ class S3Outage:
         return [f"the bucket {self.bucket}"]
 
     def come_back(self) -> None:
-        self.fs.call_s3("create_bucket", Bucket=self.bucket)
-        for key, data in self.saved.items():
-            self.fs.pipe_file(key, data)
+        self.s3.put_back(self.taken)
         self.fs.invalidate_cache()
 
 

@@ -11,8 +11,6 @@ import datetime
 import json
 import os
 import random
-import subprocess
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
+from support import warm_python
 from support.java_reader import JavaReader, canonical_rows, multiset_diff
 from support.pypaimon_oracle import live_files, read_rows, read_rows_rust
 from support.pypaimon_tables import (
@@ -547,8 +546,8 @@ def test_a_killed_run_leaves_the_table_readable_and_the_rerun_cleans(tmp_path: P
             f"sys.exit(main(['compact', {warehouse!r}, '--table', {spec.name!r}, "
             "'--parallelism', '1']))")
     env = {**os.environ, "PAIMOND_CRASH_AT": point}
-    killed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
-    assert killed.returncode == 137, killed.stderr.decode()[-2000:]
+    killed = warm_python.run(["-c", code], env)  # a process of its own, forked warm
+    assert killed.returncode == 137, killed.stderr[-2000:]
     table = _open(warehouse, spec.name)
     assert table.snapshots.latest_id() == spec.snapshot_count
     assert read_rows(warehouse, spec.name).equals(spec.expected_rows)

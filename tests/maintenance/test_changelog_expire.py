@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support import warm_python
 from support.java_reader import JavaReader, canonical_rows, multiset_diff
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import TableWriter, catalog_for
@@ -413,9 +413,8 @@ ARGV = ["--table", NAME, "--retain-min", "2", "--older-than", "0 s", "--max-dele
 
 def _run(warehouse: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PAIMOND_CRASH")}
-    return subprocess.run([sys.executable, "-m", "paimond.cli", "expire-snapshots",
-                           str(warehouse), *ARGV], env=clean | env, capture_output=True,
-                          text=True, timeout=300)
+    return warm_python.run(["-m", "paimond.cli", "expire-snapshots", str(warehouse), *ARGV],
+                           clean | env)
 
 
 def _sample(passes: int) -> list[int]:

@@ -1,13 +1,14 @@
 """Crash safety at every step (DESIGN.md, Invariants): every ``crash_point("...")`` in the
 package is killed at, and after each kill the table is as a reader needs it.
 
-Each job runs once in a subprocess with ``PAIMOND_CRASH_TRACE`` to list the crash points it
-passes and how often; then, for each (point, pass) pair (long loops sampled: always the first
-and the last pass), a fresh copy of the table runs the job with ``PAIMOND_CRASH_AT`` and must
-die with exit code 137. Afterwards pypaimon's latest read is the content before the job or the
-content a clean run leaves, every snapshot from EARLIEST to LATEST reads, no file that a
-snapshot references is missing, and a rerun of the job (no crash) completes and reads what a
-clean run reads. Expiration is proven the same way by its own test.
+Each job runs once in a process of its own (forked from a warm one: ``support.warm_python``)
+with ``PAIMOND_CRASH_TRACE`` to list the crash points it passes and how often; then, for each
+(point, pass) pair (long loops sampled: always the first and the last pass), a fresh copy of
+the table runs the job with ``PAIMOND_CRASH_AT`` and must die with exit code 137. Afterwards
+pypaimon's latest read is the content before the job or the content a clean run leaves, every
+snapshot from EARLIEST to LATEST reads, no file that a snapshot references is missing, and a
+rerun of the job (no crash) completes and reads what a clean run reads. Expiration is proven
+the same way by its own test.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import ast
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -27,6 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
+from support import warm_python
 from support.consumer_tables import make_table, write_consumers
 from support.daily_partitions import daily_table
 from support.dv_layered import enable_vectors, layered
@@ -129,23 +130,6 @@ def test_every_crash_point_is_crashed_at_or_excused() -> None:
 # ---- the campaign ------------------------------------------------------------------------
 
 
-# The jobs' processes start as `python -m paimond.cli` would, but without pandas: the test
-# environment has it (pypaimon needs it), paimond does not, and pyarrow imports it at its first
-# array conversion when it is there (about a second of each process's start).
-WITHOUT_PANDAS = """
-import importlib.abc, sys
-class _NoPandas(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "pandas":
-            raise ModuleNotFoundError(name)
-sys.meta_path.insert(0, _NoPandas())
-"""
-CLI = """
-import runpy
-runpy.run_module("paimond.cli", run_name="__main__", alter_sys=True)
-"""
-
-
 @dataclass
 class Job:
     """One job on one table: ``argv`` the CLI command (``{wh}`` is the warehouse), or
@@ -159,11 +143,10 @@ class Job:
     only: tuple[str, ...] = ()  # crash only at these points (the rest: other campaigns)
 
     def command(self, warehouse: str) -> list[str]:
+        """What follows ``python``."""
         if self.driver is not None:
-            return [sys.executable, "-c", WITHOUT_PANDAS + self.driver, warehouse, self.table,
-                    *self.argv]
-        return [sys.executable, "-c", WITHOUT_PANDAS + CLI,
-                *[a.replace("{wh}", warehouse) for a in self.argv]]
+            return ["-c", self.driver, warehouse, self.table, *self.argv]
+        return ["-m", "paimond.cli", *[a.replace("{wh}", warehouse) for a in self.argv]]
 
     def rerun(self, warehouse: str) -> bool:
         """The job once more, uninterrupted: the command line in this process, or the
@@ -175,8 +158,7 @@ class Job:
 
 def _run(job: Job, warehouse: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PAIMOND_CRASH")}
-    return subprocess.run(job.command(warehouse), env=clean | env, capture_output=True,
-                          text=True, timeout=300)
+    return warm_python.run(job.command(warehouse), clean | env)
 
 
 def sample(passes: int) -> list[int]:

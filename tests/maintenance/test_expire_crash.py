@@ -5,8 +5,9 @@ by listing ``snapshot/``) that does not read exactly as before, and a rerun ends
 state an uninterrupted run leaves (same files, same bytes).
 
 The points and their pass counts come from a traced uninterrupted run on a copy
-(``PAIMOND_CRASH_TRACE``); each case runs the CLI in a subprocess on a fresh copy with
-``PAIMOND_CRASH_AT=<point>:<n>`` and must die with ``faults.EXIT_CODE``.
+(``PAIMOND_CRASH_TRACE``); each case runs the CLI in a process of its own (forked from a warm
+one: ``support.warm_python``) on a fresh copy with ``PAIMOND_CRASH_AT=<point>:<n>`` and must
+die with ``faults.EXIT_CODE``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
+from support import warm_python
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import (
     TableSpec,
@@ -123,8 +124,7 @@ TABLES: dict[str, tuple[Callable[[Path], Pristine], set[str]]] = {
 
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PAIMOND_CRASH")}
-    return subprocess.run([sys.executable, "-m", "paimond.cli", *argv], env=clean | env,
-                          capture_output=True, text=True, timeout=300)
+    return warm_python.run(["-m", "paimond.cli", *argv], clean | env)
 
 
 def sample(passes: int) -> list[int]:

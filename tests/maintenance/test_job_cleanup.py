@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
+from support import warm_python
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import build_pk_deduplicate, catalog_for
 
@@ -58,9 +59,8 @@ def _unreferenced(table: Table) -> set[str]:
 
 def _killed_compaction(warehouse: str, table: Table, point: str, parallelism: int) -> int:
     env = {**os.environ, "PAIMOND_CRASH_AT": point}
-    return subprocess.run([sys.executable, "-m", "paimond.cli", "compact", warehouse, "--table",
-                           table.name, "--full", "--parallelism", str(parallelism)],
-                          env=env, capture_output=True, timeout=300).returncode
+    return warm_python.run(["-m", "paimond.cli", "compact", warehouse, "--table", table.name,
+                            "--full", "--parallelism", str(parallelism)], env).returncode
 
 
 def test_the_next_compaction_cleans_a_killed_one(copy: tuple[str, Table]) -> None:

@@ -238,9 +238,8 @@ def test_a_killed_sort_leaves_the_table_readable_and_the_rerun_cleans(tmp_path: 
     """Killed (as by SIGKILL) at a crash point, the table reads as before; the rerun deletes
     what the killed run wrote, sorts, and leaves exactly the referenced files."""
     import os
-    import subprocess
-    import sys
 
+    from support import warm_python
     from support.table_history import assert_exactly_referenced
 
     warehouse = str(tmp_path / "wh")
@@ -250,8 +249,8 @@ def test_a_killed_sort_leaves_the_table_readable_and_the_rerun_cleans(tmp_path: 
             f"sys.exit(main(['compact', {warehouse!r}, '--table', {NAME!r}, "
             "'--zorder-by', 'a,b']))")
     env = {**os.environ, "PAIMOND_CRASH_AT": point}
-    killed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
-    assert killed.returncode == 137, killed.stderr.decode()[-2000:]
+    killed = warm_python.run(["-c", code], env)  # a process of its own, forked warm
+    assert killed.returncode == 137, killed.stderr[-2000:]
     table = open_table(open_storage(warehouse), warehouse, NAME)
     assert table.snapshots.latest_id() == 12
     assert read_rows(warehouse, NAME).equals(expected)

@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from pypaimon import Schema
 from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from support import warm_python
 from support.java_reader import JavaReader, canonical_rows
 from support.pypaimon_tables import catalog_for
 from support.table_garbage import unreferenced_files
@@ -375,10 +374,9 @@ def test_a_killed_deletion_is_finished_by_the_next_run(templates: dict[str, Path
     delete_tag(built.table, clock=Clock(fixed_ms=NOW_MS), name="t2")  # t2b alone pins 2 now
     reach = check(built)
     only = _only(reach, "tag/tag-t2b")
-    command = [sys.executable, "-c", _DELETE, built.warehouse, "t2b"]
-    killed = subprocess.run(command, env={**os.environ, "PAIMOND_CRASH_AT": crash_at},
-                            capture_output=True, check=False)
-    assert killed.returncode == 137, killed.stderr.decode()
+    command = ["-c", _DELETE, built.warehouse, "t2b"]  # forked from the warm server
+    killed = warm_python.run(command, {**os.environ, "PAIMOND_CRASH_AT": crash_at})
+    assert killed.returncode == 137, killed.stderr
     # Whatever is left reads, and nothing any remaining snapshot or tag names is missing.
     left = reachable(built.warehouse)
     assert not _all(left) - set(files_on_disk(built.warehouse))
@@ -387,9 +385,9 @@ def test_a_killed_deletion_is_finished_by_the_next_run(templates: dict[str, Path
     else:
         assert "tag/tag-t2b" not in left
         assert only & set(files_on_disk(built.warehouse)) or crash_at == "tags.directories_removed"
-    again = [sys.executable, "-c", _DELETE if rerun == "delete" else _TAGS_JOB,
-             built.warehouse, "t2b"]
-    subprocess.run(again, check=True, capture_output=True)
+    again = ["-c", _DELETE if rerun == "delete" else _TAGS_JOB, built.warehouse, "t2b"]
+    done = warm_python.run(again)
+    assert done.returncode == 0, done.stderr
     assert [t.name for t in list_tags(built.table)] == ["t4"]
     assert not only & set(files_on_disk(built.warehouse))
     check(built)

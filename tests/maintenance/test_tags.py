@@ -12,7 +12,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import warm_python
 from support.java_reader import JavaReader, canonical_rows, find_jar, unavailable_reason
 from support.pypaimon_tables import catalog_for
 from support.table_history import tree, write_tag
@@ -417,12 +417,12 @@ def test_a_killed_run_is_finished_by_the_next(tmp_path: Path, crash_at: str) -> 
     for t in TIMES:
         writer.commit(utc_ms(t))
     # The job alone in a fresh process (the command line imports far more: seconds a start).
-    command = [sys.executable, "-c", _RUN_TAGS, writer.warehouse]
-    killed = subprocess.run(command, env={**os.environ, "PAIMOND_CRASH_AT": crash_at},
-                            capture_output=True, check=False)
+    command = ["-c", _RUN_TAGS, writer.warehouse]  # forked from the warm server
+    killed = warm_python.run(command, {**os.environ, "PAIMOND_CRASH_AT": crash_at})
     assert killed.returncode == 137
     assert _tags(writer.table) != {"2024-01-04": 5, "2024-01-05": 7}
-    subprocess.run(command, check=True, capture_output=True)
+    rerun = warm_python.run(command)
+    assert rerun.returncode == 0, rerun.stderr
     assert _tags(writer.table) == {"2024-01-04": 5, "2024-01-05": 7}
     _assert_tags_read(writer)
 

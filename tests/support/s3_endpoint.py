@@ -50,6 +50,26 @@ class S3Endpoint:
         answer = self._fs.call_s3("list_multipart_uploads", Bucket=bucket)
         return sorted(u["Key"] for u in answer.get("Uploads", []))
 
+    def take_away(self, bucket: str) -> Any:
+        """The bucket, objects and all, out of the endpoint's store in one step: requests meet
+        ``NoSuchBucket`` and the name is free, as after the bucket was emptied and deleted,
+        until :meth:`put_back` returns it exactly as it was (same objects, same metadata)."""
+        from moto.s3.models import s3_backends
+
+        for account in list(s3_backends):
+            for backend in s3_backends[account].values():
+                if bucket in backend.buckets:
+                    s3_backends.bucket_accounts.pop(bucket, None)
+                    return backend, backend.buckets.pop(bucket)
+        raise FileNotFoundError(bucket)
+
+    def put_back(self, taken: Any) -> None:
+        from moto.s3.models import s3_backends
+
+        backend, fake = taken
+        backend.buckets[fake.name] = fake
+        s3_backends.bucket_accounts[fake.name] = (backend.partition, backend.account_id)
+
     def put_raw(self, bucket: str, key: str, data: bytes) -> None:
         """Put a key as other tools write it, e.g. a ``dir/`` marker a Storage never writes."""
         self._fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data)
@@ -93,6 +113,17 @@ def _serialise_conditional_puts(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(S3Response, "put_object", put_object)
 
 
+def _list_moto_modules_once(mp: pytest.MonkeyPatch) -> None:
+    """moto's server finds the service of every request by first asking whether the host names
+    one of its modules, which lists moto's package directory (about 200 stat calls) each time,
+    under the dispatcher's lock. The directory does not change while the tests run: list it
+    once."""
+    from moto import backends
+
+    modules = tuple(backends.list_of_moto_modules())
+    mp.setattr(backends, "list_of_moto_modules", lambda: modules)
+
+
 def _start_server() -> Any:
     from moto.server import ThreadedMotoServer
 
@@ -113,6 +144,7 @@ def s3_endpoint() -> Iterator[S3Endpoint]:
         try:
             import s3fs
 
+            _list_moto_modules_once(mp)
             server = _start_server()
             _serialise_conditional_puts(mp)
         except Exception as e:  # noqa: BLE001 - any failure to start means "no service"
