@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 from support.java_maintainer import JavaMaintainer
+from support.java_paimon import RELEASES
 from support.java_reader import JavaReader, canonical_rows
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import MergeModel, TableWriter, catalog_for, seeded_rng
@@ -45,6 +46,10 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False),
                     pa.field("dt", pa.string(), nullable=False),
                     pa.field("v", pa.string()), pa.field("n", pa.int64())])
 CLOCK = Clock(fixed_ms=1_700_000_000_000)
+# Java's readers of the releases that have postpone buckets (1.1 and later: 1.0 refuses to
+# open a table with bucket = -2)
+POSTPONE_READERS = pytest.mark.parametrize(
+    "java_reader", [r for r in RELEASES if r != "1.0"], indirect=True, ids=lambda r: f"java{r}")
 
 
 def _table(tmp_path: Path, options: dict[str, str]) -> tuple[str, TableWriter, Table]:
@@ -81,10 +86,9 @@ def _real_buckets(table: Table) -> dict[str, set[tuple[int, int]]]:
     return found
 
 
+@POSTPONE_READERS
 def test_postpone_rows_become_visible_in_javas_buckets(tmp_path: Path, java_reader: JavaReader
                                                        ) -> None:
-    if java_reader.release == "1.0":
-        pytest.skip("Paimon 1.0 has no postpone-bucket mode: it refuses to open bucket = -2")
     warehouse, writer, table = _table(tmp_path, {"postpone.default-bucket-num": "3"})
     model = MergeModel("deduplicate", ("id", "dt"))
     for commit in range(3):
@@ -250,13 +254,12 @@ def test_snapshot_sequence_tables_number_after_the_recorded_highest(tmp_path: Pa
     assert moved and min(f.min_sequence_number for f in moved) == recorded + 1001
 
 
+@POSTPONE_READERS
 def test_java_keeps_writing_into_the_table(tmp_path: Path, java_maintainer: JavaMaintainer,
                                            java_reader: JavaReader) -> None:
     """After paimond moved pypaimon's rows, Java 2.0's write-only writer commits into the
     postpone bucket (inserts, updates and deletes); paimond moves those too and Java and
     pypaimon read the model, every row in Java's bucket for it."""
-    if java_reader.release == "1.0":
-        pytest.skip("Paimon 1.0 has no postpone-bucket mode: it refuses to open bucket = -2")
     warehouse, writer, table = _table(tmp_path, {"postpone.default-bucket-num": "4"})
     model = MergeModel("deduplicate", ("id", "dt"))
     _commit_random(writer, model, "py", 60)
@@ -285,12 +288,11 @@ def test_java_keeps_writing_into_the_table(tmp_path: Path, java_maintainer: Java
     {"merge-engine": "partial-update"},
     {"changelog-producer": "lookup"},
 ], ids=["deletion-vectors", "first-row", "partial-update", "lookup-changelog"])
+@POSTPONE_READERS
 def test_table_kinds_whose_readers_skip_level_0_or_merge_otherwise(
         tmp_path: Path, java_reader: JavaReader, options: dict[str, str]) -> None:
     """The moved rows land in level 0, which deletion-vector and first-row readers skip: the
     compaction that follows in the same run pushes them up, so every reader sees them."""
-    if java_reader.release == "1.0":
-        pytest.skip("Paimon 1.0 has no postpone-bucket mode: it refuses to open bucket = -2")
     engine = options.get("merge-engine", "deduplicate")
     warehouse, writer, table = _table(tmp_path, {"postpone.default-bucket-num": "2", **options})
     model = MergeModel(engine, ("id", "dt"))
