@@ -164,7 +164,8 @@ class _BucketRewrite:
                               file_format=file_format_of(meta.file_name),
                               file_schema=self.task.table.schema_of(meta.schema_id),
                               read_schema=self.schema, key_value=True,
-                              batch_rows=self.batch_rows, projection=projection)
+                              batch_rows=self.batch_rows, projection=projection,
+                              file_size=meta.file_size)
 
     def _read(self, meta: DataFileMeta, projection: Sequence[str] | None = None
               ) -> Iterator[pa.RecordBatch]:

@@ -215,10 +215,12 @@ def _compact(table: Table, settings: CompactSettings, context: JobContext) -> Jo
 
     if settings.order_strategy is not None:
         return _sort_compact(table, settings, context)
-    if not table.latest_schema().primary_keys:
+    schema = table.latest_schema()  # one listing of schema/ for the run
+    if not schema.primary_keys:
         from paimond.maintenance.compact.cluster_plan import incremental_clustering
+        from paimond.table.options.core import TableOptions
 
-        if incremental_clustering(table.options()):
+        if incremental_clustering(TableOptions.of(schema)):
             return _sort_compact(table, settings, context, clustering=True)
     job = CompactJob(table, clock=context.clock, full=settings.full,
                      partitions=settings.partitions, use_processes=settings.use_processes,
@@ -229,7 +231,7 @@ def _compact(table: Table, settings: CompactSettings, context: JobContext) -> Jo
                      **({} if settings.parallelism is None else {"parallelism": settings.parallelism}))
     if settings.dry_run:
         return JobReport(job.plan())
-    summary = job.run()
+    summary = job.run(schema)
     results = summary.results
     cache = {"hit": sum(r.cache_hits for r in results),
              "miss": sum(r.cache_misses for r in results),
@@ -442,6 +444,7 @@ JOB_MODULES = (
     "paimond.maintenance.regenerate.rebuild_dv", "paimond.maintenance.regenerate.rewrite_index",
     "paimond.maintenance.compact.sort_compact", "paimond.maintenance.tags.job",
     "paimond.maintenance.compact.rescale", "paimond.maintenance.distributed",
+    "paimond.table.options.core",
 )
 
 

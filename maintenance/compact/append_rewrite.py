@@ -59,7 +59,8 @@ def _read_inputs(task: CompactTask, table: Table, dvs: Mapping[str, DeletionVect
                                  file_schema=task.table.schema_of(meta.schema_id),
                                  read_schema=schema, key_value=False, batch_rows=batch_rows,
                                  row_tracking=row_tracking,
-                                 file_row_tracking=ROW_ID.name in (meta.write_cols or ()))
+                                 file_row_tracking=ROW_ID.name in (meta.write_cols or ()),
+                                 file_size=meta.file_size)
         if row_tracking:
             batches = with_row_tracking(batches, meta, path)
         vector = dvs.get(meta.file_name)

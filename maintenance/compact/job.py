@@ -167,11 +167,12 @@ class CompactJob:
         postpone = plan_postpone(self.table, schema, snapshot, partitions=self.partitions)
         return dataclasses.replace(plan, postpone=postpone)
 
-    def run(self) -> CompactionSummary:
+    def run(self, schema: TableSchema | None = None) -> CompactionSummary:
         """Runs as a recorded job: a run killed midway leaves files the next run deletes. The
-        table's schema is read and refused once, before any record; a re-planned attempt
-        refuses again only a schema a writer has evolved since."""
-        schema = self.table.latest_schema()
+        table's schema is read (unless the caller just read it: ``schema``) and refused once,
+        before any record; a re-planned attempt refuses again only a schema a writer has
+        evolved since."""
+        schema = schema or self.table.latest_schema()
         refuse(schema, "compact", self.table.path, self.accepted_options)
         with recorded_job(self.table, "compact", self.clock) as recorded:
             return self._run(recorded, schema)

@@ -276,7 +276,7 @@ class PostponeMover:
             batches.extend(read_data_file(
                 storage, path, file_format=meta.file_name.rsplit(".", 1)[-1].lower(),
                 file_schema=self.table.schema(meta.schema_id), read_schema=schema,
-                key_value=True, batch_rows=self.batch_rows))
+                key_value=True, batch_rows=self.batch_rows, file_size=meta.file_size))
         if not batches:
             return physical_arrow_schema(physical_row_type(schema, key_value=True)).empty_table()
         return pa.Table.from_batches(batches)

@@ -249,7 +249,8 @@ class _Rewriter:
             read = read_data_file(storage, path,
                                   file_format=meta.file_name.rsplit(".", 1)[-1].lower(),
                                   file_schema=self.table.schema(meta.schema_id),
-                                  read_schema=schema, key_value=True, batch_rows=BATCH_ROWS)
+                                  read_schema=schema, key_value=True, batch_rows=BATCH_ROWS,
+                                  file_size=meta.file_size)
             dvs = vectors.get(entry.bucket)
             vector = dvs.vector_of(meta.file_name) if dvs is not None else None
             if vector is not None:

@@ -196,7 +196,7 @@ def _read_inputs(task: SortTask, table: Table, schema: TableSchema,
         path = meta.external_path or table.storage.join(task.directory, meta.file_name)
         read = read_data_file(table.storage, path, file_format=meta.file_name.rsplit(".", 1)[-1],
                               file_schema=table.schema(meta.schema_id), read_schema=schema,
-                              key_value=False, batch_rows=batch_rows)
+                              key_value=False, batch_rows=batch_rows, file_size=meta.file_size)
         vector = vectors.get(meta.file_name)
         batches += filter_deleted(read, deleted_positions(vector)) if vector else read
     return pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None

@@ -143,7 +143,7 @@ def _superseded(table: Table, schema: TableSchema, files: list[LiveFile]
         batches = list(read_data_file(
             table.storage, path, file_format=path.rsplit(".", 1)[-1],
             file_schema=table.schema(live.meta.schema_id), read_schema=schema, key_value=True,
-            projection=[*key_columns, VALUE_KIND_COLUMN]))
+            projection=[*key_columns, VALUE_KIND_COLUMN], file_size=live.meta.file_size))
         if not batches:
             continue
         keys = pa.Table.from_batches(batches)

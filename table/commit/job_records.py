@@ -298,8 +298,9 @@ class RecordingStorage:
     def read_text(self, path: str) -> str:
         return self._inner.read_text(path)
 
-    def open_input(self, path: str, *, buffered: bool = True) -> BinaryIO:
-        return self._inner.open_input(path, buffered=buffered)
+    def open_input(self, path: str, *, buffered: bool = True,
+                   size: int | None = None) -> BinaryIO:
+        return self._inner.open_input(path, buffered=buffered, size=size)
 
     def _note(self, path: str) -> None:
         parent = path.rsplit("/", 2)[-2] if "/" in path else ""

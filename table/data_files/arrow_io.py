@@ -67,7 +67,8 @@ def file_format_for_level(options: TableOptions, level: int) -> str:
 def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema: TableSchema,
                    read_schema: TableSchema, key_value: bool, batch_rows: int = 65536,
                    projection: Sequence[str] | None = None, row_tracking: bool = False,
-                   file_row_tracking: bool = False) -> Iterator[pa.RecordBatch]:
+                   file_row_tracking: bool = False, file_size: int | None = None
+                   ) -> Iterator[pa.RecordBatch]:
     """Batches of a data file written under ``file_schema`` in ``read_schema``'s physical
     layout (``projection``: the physical column names wanted, in that order). With
     ``row_tracking`` an append file's batches end with nullable ``_ROW_ID`` and
@@ -75,7 +76,8 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
     null otherwise.
 
     Streams: Parquet row groups (small ones decoded whole, :mod:`paimond.table.data_files.parquet_groups`),
-    ORC stripes and Avro blocks are read one at a time.
+    ORC stripes and Avro blocks are read one at a time. ``file_size``: the size its manifest
+    entry records (an object store then skips the HEAD before the first read).
     Raises CorruptFileError for a file that does not parse, UnsupportedError for a type
     change Arrow cannot cast."""
     file_row = physical_row_type(file_schema, key_value=key_value,
@@ -91,7 +93,7 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
     wanted = {f.id: f for f in sources if f is not None}
     file_subset = RowType(fields=tuple(f for f in file_row.fields if f.id in wanted))
     target = physical_arrow_schema(read_row)
-    stream = storage.open_input(path, buffered=file_format != "parquet")
+    stream = storage.open_input(path, buffered=file_format != "parquet", size=file_size)
     try:
         if not file_subset.fields:  # every read column is new: count rows from any column
             file_subset = RowType(fields=file_row.fields[:1])
@@ -100,7 +102,8 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
         else:
             batches = read_format_batches(
                 file_format, stream, file_row, file_subset, path=path,
-                file_size=storage.size(path) if file_format == "row" else -1,
+                file_size=(file_size if file_size is not None else storage.size(path))
+                if file_format == "row" else -1,
                 batch_rows=batch_rows)
         for batch in batches:
             columns = [pa.nulls(batch.num_rows, t.type) if source is None

@@ -113,7 +113,7 @@ class FileIndexRebuild:
                 self.table.storage, data_path, file_format=meta.file_name.rsplit(".", 1)[-1].lower(),
                 file_schema=file_schema, read_schema=file_schema,
                 key_value=bool(file_schema.primary_keys), batch_rows=self.batch_rows,
-                projection=builder.columns):
+                projection=builder.columns, file_size=meta.file_size):
             builder.write({c: batch.column(c) for c in builder.columns})
             rows += batch.num_rows
         if rows != meta.row_count:

@@ -108,18 +108,23 @@ class FsspecStorage:
         except UnicodeDecodeError as e:
             raise CorruptFileError(self._uri(self._path(path)), f"not UTF-8: {e}") from e
 
-    def open_input(self, path: str, *, buffered: bool = True) -> BinaryIO:
+    def open_input(self, path: str, *, buffered: bool = True,
+                   size: int | None = None) -> BinaryIO:
         """A seekable binary stream; errors while reading it are not translated.
 
         ``buffered=False`` is for readers that read in large pieces of their own at several
         places in turn (Parquet's column chunks): on object stores each read is then one
-        ranged GET, where a read-ahead window would be refetched at every switch."""
+        ranged GET, where a read-ahead window would be refetched at every switch. ``size``:
+        the file's size when the caller knows it (a data file's manifest entry); on S3 the
+        stream then needs no HEAD before its first GET."""
         p = self._path(path)
         with self._errors(p):
             if self._kind == "local":
                 return open(p, "rb")
-            cache = {} if buffered else {"cache_type": "none"}
-            return cast(BinaryIO, self._fs.open(p, "rb", block_size=_READ_BLOCK_BYTES, **cache))
+            extra: dict[str, Any] = {} if buffered else {"cache_type": "none"}
+            if size is not None and self._kind == "s3":
+                extra["size"] = size
+            return cast(BinaryIO, self._fs.open(p, "rb", block_size=_READ_BLOCK_BYTES, **extra))
 
     def open_output(self, path: str) -> OutputStream:
         """A stream that writes ``path`` without holding the file in memory. Readers see the

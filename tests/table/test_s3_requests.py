@@ -169,8 +169,9 @@ def test_the_compaction_job_commit_reads_no_manifest(endpoint: CountingEndpoint,
 def test_a_compaction_fetches_each_manifest_once_and_expiry_heads_nothing(
         endpoint: CountingEndpoint, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A full compaction plans, reads its files' entries back whole and commits with one GET
-    per manifest; its job record is never read back. Expiring the table's old snapshots then
-    sizes their files from one listing: no HEAD."""
+    per manifest; its job record is never read back; its data files are read with the sizes
+    their manifest entries record (no HEAD before the GETs). Expiring the table's old snapshots
+    then sizes their files from one listing: no HEAD."""
     from collections import Counter
 
     from paimond.clock import Clock
@@ -191,6 +192,9 @@ def test_a_compaction_fetches_each_manifest_once_and_expiry_heads_nothing(
     manifests = Counter(r.key for r in requests if r.kind == "GET" and "/manifest/" in r.key)
     assert len(manifests) >= 6 and set(manifests.values()) == {1}, manifests
     assert not [r for r in requests if r.kind in ("GET", "HEAD") and "/.paimond/" in r.key]
+    data = [r for r in requests if r.key.endswith(".parquet") and "/bucket-" in r.key]
+    assert {r.kind for r in data if r.kind != "PUT" and "upload" not in r.kind.lower()} == {"GET"}, \
+        kinds(data)
     spec = JOBS["expire"]
     with endpoint.log.counting() as expired:
         spec.run(table, spec.settings(retain_max=2, retain_min=1), JobContext(clock))
