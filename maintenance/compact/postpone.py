@@ -32,9 +32,11 @@ follows in the same ``compact`` run picks the new level-0 files as Java's
 ``compact(partition, bucket, false)`` does. A conflict (the postpone files compacted
 meanwhile) deletes the new files and plans again.
 
-Memory: one partition's postpone rows at a time, as Arrow columns. What paimond does not do
-for these tables (``changelog-producer=input``: the changelog Java's writers would write of
-these rows; ``bucket-function.type=hive``) is refused at plan time
+With ``changelog-producer = input`` the real buckets' writers of Java write every row they
+are handed as changelog when they flush (``MergeTreeWriter``): each bucket's rows, in key and
+sequence order, unmerged, go to changelog files of the same commit (the postpone writers write
+none). Memory: one partition's postpone rows at a time, as Arrow columns. What paimond does
+not do for these tables (``bucket-function.type=hive``) is refused at plan time
 (``paimond.table.options.semantic``).
 """
 
@@ -79,6 +81,7 @@ from paimond.table.data_files.kv_layout import (
     thin_mode,
 )
 from paimond.table.layout import partition_matches, partition_text
+from paimond.table.options.changelog import changelog_file_options
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.merge import MergeConfig
 from paimond.table.options.semantic import refuse
@@ -135,10 +138,12 @@ class PostponePlan:
 
 @dataclass
 class PostponeMoved:
-    """What moving one partition wrote; ``added`` are ADD entries in real buckets."""
+    """What moving one partition wrote; ``added`` are ADD entries in real buckets,
+    ``changelog`` the input changelog's files (``changelog-producer = input``)."""
 
     partition: PostponePartition
     added: list[ManifestEntry] = field(default_factory=list)
+    changelog: list[ManifestEntry] = field(default_factory=list)
     written_paths: list[str] = field(default_factory=list)
     rows_read: int = 0
     rows_written: int = 0
@@ -287,25 +292,35 @@ class PostponeMover:
         sequences = pa.array(np.arange(first, first + rows.num_rows, dtype=np.int64))
         rows = rows.set_column(rows.schema.get_field_index(SEQUENCE_COLUMN), SEQUENCE_COLUMN,
                                sequences)
-        merged = self.reducer(sort_slice([rows], self.key_columns, self.user_sequence))
+        ordered = sort_slice([rows], self.key_columns, self.user_sequence)
+        merged = self.reducer(ordered)
         directory = bucket_path(self.table, self.schema, partition.partition, bucket)
+        moved.added += self._write(moved, directory, bucket, merged, self.options)
+        if self.options.changelog_producer == "input":  # every row, as a writer's flush
+            every = ordered.take(np.arange(ordered.num_rows))
+            moved.changelog += self._write(moved, directory, bucket, every,
+                                           changelog_file_options(self.options))
+        moved.rows_written += merged.num_rows
+
+    def _write(self, moved: PostponeMoved, directory: str, bucket: int, rows: pa.Table,
+               options: TableOptions) -> list[ManifestEntry]:
+        """``rows`` (key-sorted) as level-0 files of ``options``; their ADD entries."""
+        partition = moved.partition
         writer = RollingDataFileWriter(
-            self.table.storage, directory, self.schema, self.options, level=0,
+            self.table.storage, directory, self.schema, options, level=0,
             key_value=True, file_source=FILE_SOURCE_APPEND, now_millis=self.now_millis,
-            external=external_provider(self.options, self.table.path, directory))
+            external=external_provider(options, self.table.path, directory))
         try:
-            for batch in merged.select(self.output_columns).to_batches(self.batch_rows):
+            for batch in rows.select(self.output_columns).to_batches(self.batch_rows):
                 writer.write(batch)
             written = writer.close()
         except BaseException:
             writer.abort()
             raise
-        for meta in written:
-            moved.added.append(ManifestEntry(FILE_KIND_ADD, partition.partition, bucket,
-                                             partition.num_buckets, meta))
-            moved.written_paths.append(meta.external_path
-                                       or self.table.storage.join(directory, meta.file_name))
-        moved.rows_written += merged.num_rows
+        moved.written_paths += [meta.external_path or self.table.storage.join(directory, meta.file_name)
+                                for meta in written]
+        return [ManifestEntry(FILE_KIND_ADD, partition.partition, bucket, partition.num_buckets,
+                              meta) for meta in written]
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,7 +433,8 @@ def move_postponed_rows(recorded: RecordedJob, schema: TableSchema, clock: Clock
                 raise
         changes = CommitChanges(
             deleted=[e for p in summary.plan.partitions for e in p.files],
-            added=[e for m in summary.moved for e in m.added], base=summary.plan.scan)
+            added=[e for m in summary.moved for e in m.added],
+            changelog=[e for m in summary.moved for e in m.changelog], base=summary.plan.scan)
 
         def discard() -> None:
             _delete_paths(table, summary.moved)

@@ -127,11 +127,6 @@ def _postponed(options: TableOptions) -> bool:
     return options.text("bucket") == str(BUCKET_POSTPONE)
 
 
-def _postpone_input_changelog(options: TableOptions) -> str | None:
-    return ("bucket=-2 with changelog-producer=input"
-            if _postponed(options) and options.changelog_producer == "input" else None)
-
-
 def _postpone_hive_buckets(options: TableOptions) -> str | None:
     kind = (options.text("bucket-function.type") or "default").lower()
     return (f"bucket=-2 with bucket-function.type={kind}"
@@ -285,9 +280,6 @@ SEMANTIC_OPTIONS: tuple[SemanticOption, ...] = (
                    (COMPACT,), "implemented",
                    "maintenance/compact/postpone.py: the postpone bucket's rows moved into "
                    "real buckets (Java's postpone compactor), then compacted"),
-    SemanticOption("changelog-producer=input on a postpone table", (COMPACT,), "refused",
-                   "paimond does not write the input changelog of the rows it moves out of "
-                   "the postpone bucket", _postpone_input_changelog),
     SemanticOption("bucket-function.type=hive on a postpone table", (COMPACT,), "refused",
                    "paimond assigns postpone rows with the default and mod bucket functions "
                    "only", _postpone_hive_buckets),
