@@ -13,7 +13,10 @@ table without a bucket number. Refused by paimond with the reason:
 - a fixed-bucket table whose ``bucket`` option is not the new number: writers would keep
   writing the old number into the partition (Paimon's guide alters the option first);
 - a partition that still holds postpone files: their rows are not in the real buckets Java
-  reads, and the overwrite would delete them; compact first.
+  reads, and the overwrite would delete them; compact first;
+- with ``changelog-producer`` lookup or full-compaction, a partition with files below the max
+  level: their changelog, which compaction produces, would never be written; compact fully
+  first.
 
 paimond's rewrite: per partition, every live file of its real buckets read (through its
 deletion vectors), merged with the table's merge engine as a full compaction merges them
@@ -160,6 +163,12 @@ def plan_rescale(table: Table, bucket_num: int | None, *,
                                "in bucket-postpone, which the rewrite would drop: run "
                                "`paimond compact` first", table.path)
         entries = files[partition]
+        pending = [e for e in entries if e.file.level < options.num_levels - 1]
+        if options.changelog_producer in ("lookup", "full-compaction") and pending:
+            raise RefusedError(JOB, f"partition {text or '-'} has {len(pending)} files below the "
+                               f"max level whose changelog (changelog-producer="
+                               f"{options.changelog_producer}) the rewrite would never produce: "
+                               "run `paimond compact --full` first", table.path)
         planned.append(RescalePartition(
             partition, text, tuple(entries),
             tuple(sorted({e.total_buckets for e in entries})), tuple(dv_entries[partition])))

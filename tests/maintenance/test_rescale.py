@@ -221,3 +221,17 @@ def test_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as usage:
         main(["rescale", warehouse, "--table", NAME, "--bucket-num", "0"])
     assert usage.value.code == 2 and "must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_pending_changelog_is_refused_until_compacted(tmp_path: Path) -> None:
+    """``changelog-producer = lookup``: files below the max level still owe their changelog,
+    which compaction produces; the rewrite would drop it, so it waits for a full compaction."""
+    _, writer, table = _table(tmp_path, {"bucket": "2", "changelog-producer": "lookup"})
+    writer.commit([{"id": i, "dt": DAYS[0], "v": "a"} for i in range(10)])
+    _alter(table, bucket="3")
+    with pytest.raises(RefusedError, match="changelog-producer=lookup.*compact --full"):
+        rescale(table, None, clock=CLOCK)
+    assert table.snapshots.latest_id() == 1
+    CompactJob(table, full=True, clock=CLOCK, use_processes=False).run()
+    summary = rescale(table, None, clock=CLOCK)
+    assert isinstance(summary, RescaleSummary) and summary.rows_written == 10
