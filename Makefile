@@ -48,7 +48,7 @@ PYTEST := $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 test: install
 	$(PYTEST) $(PYTEST_ARGS)
 
-# make test-fast: what a contributor runs between edits (about 1,100 tests, a minute and a half
+# make test-fast: what a contributor runs between edits (about 1,150 tests, a minute
 # on 2 cores): the tests that need no oracle (PAIMOND_TESTS_WITHOUT_ORACLES: no pypaimon, no
 # pypaimon-rust), no JVM, no Spark, no S3 server, no kill campaign and no test marked slow,
 # property tests at 15 examples. tests/conftest.py puts the jvm and spark markers on from the
