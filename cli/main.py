@@ -34,7 +34,7 @@ from paimond.cli.common import (
 )
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, PaimondError
-from paimond.maintenance.arrow_runtime import POOL_ENV
+from paimond.maintenance.arrow_runtime import POOL_ENV, preferred_pool
 
 if TYPE_CHECKING:  # the commands import what they run when they run (bench/startup.py)
 
@@ -404,9 +404,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # paimond uses no linear algebra: numpy's OpenBLAS would start a thread per core
         # that spins ~0.1 CPU s after the import (bench/startup.py)
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-        # Arrow's buffers from jemalloc, from the first one on (maintenance/arrow_runtime.py:
-        # newer pyarrows' mimalloc keeps far more memory); read when pyarrow loads
-        os.environ.setdefault(POOL_ENV, "jemalloc")
+        # Arrow's buffers from jemalloc on pyarrow >= 20, from the first one on
+        # (maintenance/arrow_runtime.py: its mimalloc keeps far more); read when pyarrow loads
+        if (pool := preferred_pool()) is not None:
+            os.environ.setdefault(POOL_ENV, pool)
         own_collector()
     try:
         return int(args.run(args))

@@ -12,13 +12,14 @@ compact`` command's own process (``main()`` without arguments, the local executo
 caller's process (``main(argv)``, ``CompactJob`` in a program, the daemon). A process that
 already imported pandas is left as it is.
 
-**The allocator** (:func:`use_compaction_allocator`): pyarrow's default pool is mimalloc on
-Linux; the mimalloc that pyarrow 20 and later bundle keeps much more memory than the one in
-pyarrow 19 under compaction's pattern (large buffers decoded on a few threads, freed on
-another): 2M rows peaked at 373 MB against 269 MB, 10M rows at ~1 GB against ~0.6 GB
-(``bench/compact_process.py``, docs/performance.md). jemalloc, which the Linux and macOS wheels
-also carry, holds the pyarrow 19 figures on every version at the same CPU, so the processes
-that run compaction tasks use it. ``ARROW_DEFAULT_MEMORY_POOL`` (``jemalloc``, ``mimalloc``,
+**The allocator** (:func:`use_compaction_allocator`, :func:`preferred_pool`): pyarrow's
+default pool is mimalloc on Linux; the mimalloc that pyarrow 20 and later bundle keeps much
+more memory than the one in pyarrow 19 under compaction's pattern (large buffers decoded on a
+few threads, freed on another): 2M rows peaked at 373 MB against 269 MB
+(``bench/compact_process.py``, docs/performance.md). On those versions the processes that run
+compaction tasks allocate from jemalloc, which the Linux and macOS wheels also carry: 271 MB at
+the same CPU. On pyarrow 19 and older mimalloc stays (jemalloc saved 8% of the memory there
+but cost 7% of the CPU). ``ARROW_DEFAULT_MEMORY_POOL`` (``jemalloc``, ``mimalloc``,
 ``system``), when set, is Arrow's own choice and is left alone.
 """
 
@@ -52,20 +53,34 @@ def skip_pandas() -> bool:
 
 
 POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
+JEMALLOC_FROM_PYARROW = 20  # the first pyarrow whose bundled mimalloc keeps far more
+
+
+def preferred_pool() -> str | None:
+    """The pool a compaction process should allocate from (``jemalloc`` on pyarrow >= 20),
+    read from the installed version without importing pyarrow; None: pyarrow's default."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major = int(version("pyarrow").split(".")[0])
+    except (PackageNotFoundError, ValueError):
+        return None
+    return "jemalloc" if major >= JEMALLOC_FROM_PYARROW else None
 
 
 def use_compaction_allocator() -> str:
-    """Allocate this process's Arrow buffers from jemalloc (see the module doc), unless
-    ``ARROW_DEFAULT_MEMORY_POOL`` chose a pool or this pyarrow has no jemalloc; returns the
-    pool's backend name."""
+    """Allocate this process's Arrow buffers from :func:`preferred_pool` (see the module doc),
+    unless ``ARROW_DEFAULT_MEMORY_POOL`` chose a pool, pyarrow's default is preferred, or this
+    pyarrow has no jemalloc; returns the pool's backend name."""
     import pyarrow as pa
 
-    if os.environ.get(POOL_ENV) or pa.default_memory_pool().backend_name == "jemalloc":
-        return str(pa.default_memory_pool().backend_name)
+    current = str(pa.default_memory_pool().backend_name)
+    if os.environ.get(POOL_ENV) or preferred_pool() is None or current == "jemalloc":
+        return current
     try:
         pool = pa.jemalloc_memory_pool()
     except NotImplementedError:  # a build without jemalloc (Windows wheels)
-        return str(pa.default_memory_pool().backend_name)
+        return current
     pa.set_memory_pool(pool)
     return "jemalloc"
 

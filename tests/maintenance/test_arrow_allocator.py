@@ -1,6 +1,8 @@
-"""The allocator of a compaction process (``maintenance.arrow_runtime``): Arrow's buffers come
-from jemalloc in the ``paimond`` command and in the local pool's workers, unless the operator
-chose a pool with ``ARROW_DEFAULT_MEMORY_POOL``; a caller's own process keeps its pool."""
+"""The allocator of a compaction process (``maintenance.arrow_runtime``): on pyarrow >= 20
+Arrow's buffers come from jemalloc in the ``paimond`` command and in the local pool's workers
+(pyarrow's default, mimalloc, before), unless the operator chose a pool with
+``ARROW_DEFAULT_MEMORY_POOL``; a caller's own process keeps its pool. CI runs these tests on
+the lock's pyarrow 19 and on the newest (26)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import textwrap
 
 import pyarrow as pa
 import pytest
+
+from paimond.maintenance.arrow_runtime import preferred_pool
 
 try:
     pa.jemalloc_memory_pool()
@@ -28,6 +32,14 @@ def _printed(script: str, chosen: str | None = None) -> list[str]:
     return done.stdout.split()
 
 
+PREFERRED = preferred_pool()
+
+
+def test_jemalloc_is_preferred_from_pyarrow_20() -> None:
+    major = int(pa.__version__.split(".")[0])
+    assert PREFERRED == ("jemalloc" if major >= 20 else None)
+
+
 COMMAND = """
     import sys
     from paimond.cli.main import main
@@ -38,11 +50,12 @@ COMMAND = """
 """
 
 
-@pytest.mark.parametrize("chosen,expected", [(None, "jemalloc"), ("system", "system"),
+@pytest.mark.parametrize("chosen,expected", [(None, PREFERRED), ("system", "system"),
                                              ("mimalloc", "mimalloc")])
-def test_the_command_uses_jemalloc_unless_the_operator_chose(chosen: str | None,
-                                                             expected: str) -> None:
-    assert _printed(COMMAND, chosen)[-1] == expected
+def test_the_command_uses_the_preferred_pool_unless_the_operator_chose(
+        chosen: str | None, expected: str | None) -> None:
+    default = _printed("import pyarrow as pa; print(pa.default_memory_pool().backend_name)")[-1]
+    assert _printed(COMMAND, chosen)[-1] == (expected or default)
 
 
 def test_a_callers_process_keeps_its_pool() -> None:
@@ -67,7 +80,7 @@ PROBE = """
 """
 
 
-def test_pool_workers_switch_to_jemalloc_unless_the_operator_chose() -> None:
+def test_pool_workers_switch_to_the_preferred_pool_unless_the_operator_chose() -> None:
     before, after = _printed(PROBE)
-    assert before != "jemalloc" and after == "jemalloc"
+    assert before != "jemalloc" and after == (PREFERRED or before)
     assert _printed(PROBE, "system") == ["system", "system"]
