@@ -191,7 +191,8 @@ class CompactJob:
                 mapper = mapper_of(self.executor)
             summary.postpone = move_postponed_rows(recorded, schema, self.clock,
                                                    partitions=self.partitions,
-                                                   max_attempts=self.max_attempts, mapper=mapper)
+                                                   max_attempts=self.max_attempts, mapper=mapper,
+                                                   accepted_options=self.accepted_options)
 
         def attempt(number: int) -> Attempt:
             nonlocal checked

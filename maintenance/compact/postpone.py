@@ -389,11 +389,12 @@ class PostponeSummary:
 
 def move_postponed_rows(recorded: RecordedJob, schema: TableSchema, clock: Clock, *,
                         partitions: Mapping[str, str] | None = None,
-                        max_attempts: int = 3, mapper: TaskMapper | None = None
-                        ) -> PostponeSummary:
+                        max_attempts: int = 3, mapper: TaskMapper | None = None,
+                        accepted_options: tuple[str, ...] = ()) -> PostponeSummary:
     """Plan, move and commit the postpone rows of ``recorded``'s table (files written
     through its journal, so a killed run leaves nothing behind); re-planned on a conflict.
-    ``schema``: the one the run refused; a newer one is refused again before it is used.
+    ``schema``: the one the run refused; a newer one is refused again before it is used (less
+    the undecided option keys the operator accepted: ``accepted_options``).
     ``mapper``: an executor that runs one task per partition (Spark), else they run here."""
     table = recorded.table
     committer = Committer(table, clock=clock, journal=recorded)
@@ -411,7 +412,7 @@ def move_postponed_rows(recorded: RecordedJob, schema: TableSchema, clock: Clock
         # writes the schema first); rows are read and written in it, whatever evolved
         current = table.latest_schema()
         if current.id != checked.id:
-            refuse(current, "compact", table.path)
+            refuse(current, "compact", table.path, accepted_options)
             checked = current
         summary.plan = plan_postpone(table, current, snapshot, partitions=partitions)
         if not summary.plan.partitions:

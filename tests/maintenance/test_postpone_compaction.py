@@ -311,12 +311,16 @@ def test_table_kinds_whose_readers_skip_level_0_or_merge_otherwise(
     assert _rows(read_rows(warehouse, NAME)) == _model_rows(model)
 
 
+@pytest.mark.parametrize("accepted", [(), ("plugin.option",)], ids=["plain", "accepted-key"])
 def test_rows_of_an_evolved_schema_keep_their_new_column(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        accepted: tuple[str, ...]) -> None:
     """A writer adds a column and writes rows with it while paimond's run is under way (after
     the run read the older schema): the moved rows keep the new column's values, the older
-    rows read null there."""
-    warehouse, writer, table = _table(tmp_path, {"postpone.default-bucket-num": "2"})
+    rows read null there. The newer schema is refused again as the run's own was: an option
+    key the operator accepted stays accepted."""
+    options = {"postpone.default-bucket-num": "2", **dict.fromkeys(accepted, "x")}
+    warehouse, writer, table = _table(tmp_path, options)
     writer.commit([{"id": i, "dt": "d", "v": "old", "n": i} for i in range(10)])
     evolved_schema = pa.schema([*SCHEMA, pa.field("note", pa.string())])
 
@@ -337,7 +341,7 @@ def test_rows_of_an_evolved_schema_keep_their_new_column(tmp_path: Path,
         return original(*args, **kwargs)
 
     monkeypatch.setattr(job_module, "move_postponed_rows", racing)
-    CompactJob(table, clock=CLOCK, use_processes=False).run()
+    CompactJob(table, clock=CLOCK, use_processes=False, accepted_options=accepted).run()
     rows = {r["id"]: r for r in read_rows(warehouse, NAME).to_pylist()}
     assert len(rows) == 15
     assert all(rows[i]["note"] is None and rows[i]["v"] == "old" for i in range(5))
