@@ -16,7 +16,7 @@ Whole columns are hashed at once in numpy; keys of integer-like types are laid o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +63,17 @@ class BucketFunction:
             return np.mod(values.astype(np.int64), num_buckets).astype(np.int32)
         hashes = _row_hashes(columns, self.types, rows.num_rows)
         return np.abs(np.fmod(hashes.astype(np.int64), num_buckets)).astype(np.int32)
+
+    def split(self, rows: pa.Table, num_buckets: int) -> Iterator[tuple[int, pa.Table]]:
+        """``rows`` by bucket, in bucket order; each bucket's rows keep their order."""
+        buckets = self.buckets(rows, num_buckets)
+        if not len(buckets):
+            return
+        order = np.argsort(buckets, kind="stable")
+        ordered = buckets[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
+            yield int(ordered[start]), rows.take(order[start:end])
 
 
 def bucket_function_of(schema: TableSchema, options: TableOptions) -> BucketFunction:

@@ -58,6 +58,7 @@ from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.streaming import SEQUENCE_COLUMN, sort_slice
+from paimond.lsm.rewrite import file_format_of
 from paimond.maintenance.job_cleanup import RecordedJob, committed_names
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.bucketing import BucketFunction, bucket_function_of
@@ -261,13 +262,8 @@ class PostponeMover:
         self.moved.append(moved)
         rows = self._read(partition)
         moved.rows_read = rows.num_rows
-        buckets = self.bucket_function.buckets(rows, partition.num_buckets)
-        order = np.argsort(buckets, kind="stable")  # each bucket's rows in the files' order
-        sorted_buckets = buckets[order]
-        starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
-        for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
-            bucket = int(sorted_buckets[start])
-            self._write_bucket(moved, bucket, rows.take(order[start:end]))
+        for bucket, rows_of_bucket in self.bucket_function.split(rows, partition.num_buckets):
+            self._write_bucket(moved, bucket, rows_of_bucket)  # in the files' order
         moved.duration_s = time.monotonic() - started
         return moved
 
@@ -279,7 +275,7 @@ class PostponeMover:
             meta = entry.file
             path = meta.external_path or storage.join(directory, meta.file_name)
             batches.extend(read_data_file(
-                storage, path, file_format=meta.file_name.rsplit(".", 1)[-1].lower(),
+                storage, path, file_format=file_format_of(meta.file_name),
                 file_schema=self.table.schema(meta.schema_id), read_schema=schema,
                 key_value=True, batch_rows=self.batch_rows, file_size=meta.file_size))
         if not batches:

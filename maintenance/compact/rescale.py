@@ -35,7 +35,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
 
 from paimond.clock import Clock
@@ -47,6 +46,7 @@ from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.lookup.deletion_vectors import BucketDeletionVectors, deleted_positions, filter_deleted
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.streaming import sort_slice
+from paimond.lsm.rewrite import file_format_of
 from paimond.maintenance.job_cleanup import RecordedJob, committed_names, recorded_job
 from paimond.table.bucketing import bucket_function_of
 from paimond.table.catalog import Table
@@ -237,12 +237,8 @@ class _Rewriter:
         rows = self._read(partition)
         self.rows_read += rows.num_rows
         merged = self.reducer(sort_slice([rows], self.key_columns, self.user_sequence))
-        buckets = self.bucket_function.buckets(merged, self.bucket_num)
-        order = np.argsort(buckets, kind="stable")  # key order kept within each bucket
-        sorted_buckets = buckets[order]
-        starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
-        for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
-            self._write(partition, int(sorted_buckets[start]), merged.take(order[start:end]))
+        for bucket, rows_of_bucket in self.bucket_function.split(merged, self.bucket_num):
+            self._write(partition, bucket, rows_of_bucket)  # in key order
         self.rows_written += merged.num_rows
 
     def _read(self, partition: RescalePartition) -> pa.Table:
@@ -256,7 +252,7 @@ class _Rewriter:
             directory = bucket_path(self.table, schema, partition.partition, entry.bucket)
             path = meta.external_path or storage.join(directory, meta.file_name)
             read = read_data_file(storage, path,
-                                  file_format=meta.file_name.rsplit(".", 1)[-1].lower(),
+                                  file_format=file_format_of(meta.file_name),
                                   file_schema=self.table.schema(meta.schema_id),
                                   read_schema=schema, key_value=True, batch_rows=BATCH_ROWS,
                                   file_size=meta.file_size)

@@ -127,3 +127,15 @@ def test_the_tables_function_and_what_is_refused() -> None:
     schema = _schema({"bucket": "-2", "bucket-function.type": "mod"}, STRING)
     with pytest.raises(UnsupportedError, match="INT or BIGINT"):
         bucket_function_of(schema, TableOptions.of(schema))
+
+
+def test_split_keeps_each_buckets_rows_in_order() -> None:
+    values = list(range(100, 0, -1))
+    rows = pa.table({"k": pa.array(values, pa.int64()), "pos": pa.array(range(100))})
+    function = BucketFunction("default", ("k",), (BigIntType(),))
+    buckets = function.buckets(rows, 7).tolist()
+    parts = list(function.split(rows, 7))
+    assert [b for b, _ in parts] == sorted(set(buckets))
+    for bucket, part in parts:
+        assert part.column("pos").to_pylist() == [i for i, b in enumerate(buckets) if b == bucket]
+    assert list(function.split(rows.slice(0, 0), 7)) == []
