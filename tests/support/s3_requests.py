@@ -138,3 +138,27 @@ def counting_endpoint() -> Iterator[CountingEndpoint]:
 FAKE_AWS_ENV = {"AWS_ACCESS_KEY_ID": _KEY, "AWS_SECRET_ACCESS_KEY": _SECRET,
                 "AWS_DEFAULT_REGION": _REGION, "AWS_REGION": _REGION,
                 "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+@contextmanager
+def isolated_counting_endpoint() -> Iterator[CountingEndpoint]:
+    """:func:`counting_endpoint` with the fake credentials set and the caller's AWS profile and
+    endpoint variables out of the way; skips without moto, fails under ``CI=true``."""
+    import os
+
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in FAKE_AWS_ENV.items():
+            mp.setenv(name, value)
+        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+            mp.delenv(name, raising=False)
+        try:
+            import moto.server  # noqa: F401
+        except ImportError as error:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"loopback S3 endpoint unavailable: {error}")
+            pytest.skip(f"loopback S3 endpoint unavailable: {error}")
+        with counting_endpoint() as started:
+            yield started
+

@@ -4,12 +4,15 @@ lists no excluded table. Counts are deterministic; bench/s3_requests.py prints t
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 from support.pk_table_writes import write_pk_table
-from support.s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds
+from support.s3_requests import (
+    CountingEndpoint,
+    isolated_counting_endpoint,
+    kinds,
+)
 
 from paimond.table.catalog import WATCH_FULL_CHECK_EVERY, Table, list_tables
 from paimond.table.status.report import table_status
@@ -20,19 +23,8 @@ pytestmark = pytest.mark.s3
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[CountingEndpoint]:
-    with pytest.MonkeyPatch.context() as mp:
-        for name, value in FAKE_AWS_ENV.items():
-            mp.setenv(name, value)
-        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-            mp.delenv(name, raising=False)
-        try:
-            import moto.server  # noqa: F401
-        except ImportError as error:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"loopback S3 endpoint unavailable: {error}")
-            pytest.skip(f"loopback S3 endpoint unavailable: {error}")
-        with counting_endpoint() as started:
-            yield started
+    with isolated_counting_endpoint() as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

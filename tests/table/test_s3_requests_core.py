@@ -6,14 +6,17 @@ expiry-style deletes ask nothing first."""
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.append_windows import write_append
-from support.s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds
+from support.s3_requests import (
+    CountingEndpoint,
+    isolated_counting_endpoint,
+    kinds,
+)
 
 from paimond.clock import Clock
 from paimond.maintenance.job_cleanup import recorded_job
@@ -27,19 +30,8 @@ pytestmark = pytest.mark.s3
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[CountingEndpoint]:
-    with pytest.MonkeyPatch.context() as mp:
-        for name, value in FAKE_AWS_ENV.items():
-            mp.setenv(name, value)
-        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-            mp.delenv(name, raising=False)
-        try:
-            import moto.server  # noqa: F401
-        except ImportError as error:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"loopback S3 endpoint unavailable: {error}")
-            pytest.skip(f"loopback S3 endpoint unavailable: {error}")
-        with counting_endpoint() as started:
-            yield started
+    with isolated_counting_endpoint() as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
