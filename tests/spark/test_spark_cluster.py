@@ -59,7 +59,7 @@ def test_executors_run_from_the_packed_environment(spark: Any) -> None:
         assert task["executable"] != sys.executable and task["pid"] != os.getpid()
         assert task["prefix"] == task["executable"].removesuffix(f"{os.sep}bin{os.sep}python")
         assert task["pyarrow"].startswith(task["prefix"]), task["pyarrow"]
-        assert f"{shipped}{os.sep}paimond{os.sep}__init__.py" in task["paimond"]
+        assert f"{shipped}{os.sep}paimond{os.sep}__init__.pyc" in task["paimond"]
         assert driver_site not in task["path"] and sys.prefix != task["prefix"]
         assert task["secret"] == EXECUTOR_ENV["AWS_SECRET_ACCESS_KEY"]
     assert len({t["cwd"] for t in found}) == 2, "two executors, each in its own directory"

@@ -276,13 +276,15 @@ def test_the_package_zip_is_importable_and_reaches_the_executors(spark: Any,
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True,
                          cwd=tmp_path, env=env, check=True).stdout
-    assert out.strip() == os.path.join(path, "paimond", "__init__.py")
+    # compiled by this interpreter, beside its source: imported without compiling
+    assert out.strip() == os.path.join(path, "paimond", "__init__.pyc")
+    assert {n + "c" for n in names if n.endswith(".py")} <= names
 
     shipped = executors.ship_package(spark)
     where = spark.sparkContext.parallelize([0, 1], 2).map(
         lambda _: __import__("paimond").__file__).collect()
     name = os.path.basename(shipped)
-    assert all(f"{name}{os.sep}paimond{os.sep}__init__.py" in w for w in where), where
+    assert all(f"{name}{os.sep}paimond{os.sep}__init__.pyc" in w for w in where), where
 
 
 def test_the_daemon_runs_compaction_on_spark_when_configured(
