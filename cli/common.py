@@ -104,14 +104,24 @@ def table_of(args: argparse.Namespace) -> str:
     return name
 
 
+def add_table_arguments(parser: argparse.ArgumentParser, *, required: bool = True,
+                        help: str | None = None) -> None:
+    """``--table DB.TABLE`` and ``--branch NAME`` (Paimon's ``DB.TABLE$branch_NAME`` names a
+    branch too)."""
+    parser.add_argument("--table", metavar="DB.TABLE", required=required,
+                        help=help or "the table (DB.TABLE$branch_NAME: one of its branches)")
+    parser.add_argument("--branch", metavar="NAME",
+                        help="a branch of the table (default: main)")
+
+
 def open_table_of(args: argparse.Namespace) -> Table:
-    """``--table`` of the warehouse; ConfigError for a bad name, an unknown table or a
-    warehouse that does not exist."""
+    """``--table`` (on ``--branch``) of the warehouse; ConfigError for a bad name, an
+    unknown table or branch, or a warehouse that does not exist."""
     from paimond.table.catalog import open_table
 
     table_of(args)
     storage = open_warehouse_of(args)
-    return open_table(storage, storage.root, args.table)
+    return open_table(storage, storage.root, args.table, getattr(args, "branch", None))
 
 
 def usage_errors_exit_2(run: Callable[[argparse.Namespace], int]

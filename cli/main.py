@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from paimond import __version__
+from paimond.cli import branches as cli_branches
 from paimond.cli import daemon as cli_daemon
 from paimond.cli import daemon_status as cli_daemon_status
 from paimond.cli import rebuild_dv as cli_rebuild_dv
@@ -21,6 +22,7 @@ from paimond.cli.common import (
     EXIT_USAGE,
     add_executor_options,
     add_storage_option,
+    add_table_arguments,
     imports_uncollected,
     int_at_least,
     open_executor_of,
@@ -63,7 +65,7 @@ def _status(args: argparse.Namespace) -> int:
     statuses: list[TableStatus]
     if args.table:
         try:
-            tables = [open_table(storage, warehouse, args.table)]
+            tables = [open_table(storage, warehouse, args.table, args.branch)]
         except ConfigError:  # no such table: a usage error, exit 2
             raise
         except PaimondError as error:
@@ -72,7 +74,9 @@ def _status(args: argparse.Namespace) -> int:
         else:
             statuses = []
     else:
-        tables, statuses = list_tables(storage, warehouse), []
+        if args.branch:
+            raise ConfigError("--branch", "give --table with --branch")
+        tables, statuses = list_tables(storage, warehouse, branches=True), []
     statuses += [table_status(t, verify_files=not args.no_verify) for t in tables]
     if args.json:
         print(render_json(statuses))
@@ -225,7 +229,7 @@ def _add_table_maintenance_commands(commands: Any) -> None:
                     "snapshot.time-retained, snapshot.expire.limit, overridden by the flags. "
                     "Tags, consumers and branches keep what they use; EARLIEST is written last.")
     expire.add_argument("warehouse", help="warehouse path or URI")
-    expire.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(expire)
     expire.add_argument("--retain-max", type=int_at_least(1), metavar="N",
                         help="keep at most N snapshots")
     expire.add_argument("--retain-min", type=int_at_least(1), metavar="N",
@@ -246,7 +250,7 @@ def _add_table_maintenance_commands(commands: Any) -> None:
                     "last modified before now minus the window are deleted, so they no longer "
                     "keep snapshots from expiring. Main branch only.")
     consumers.add_argument("warehouse", help="warehouse path or URI")
-    consumers.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(consumers)
     consumers.add_argument("--older-than", metavar="DURATION",
                            help="the window (e.g. '1 d'); default: the table's "
                                 "consumer.expiration-time (unset: nothing expires)")
@@ -264,7 +268,7 @@ def _add_table_maintenance_commands(commands: Any) -> None:
                     "Honours partition.expiration-strategy, partition.timestamp-formatter, "
                     "partition.timestamp-pattern and partition.expiration-max-num.")
     partitions.add_argument("warehouse", help="warehouse path or URI")
-    partitions.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(partitions)
     partitions.add_argument("--older-than", metavar="DURATION",
                             help="the expiration time (e.g. '7 d'); default: the table's "
                                  "partition.expiration-time (unset: nothing expires)")
@@ -281,7 +285,7 @@ def _add_table_maintenance_commands(commands: Any) -> None:
         description="Merge small manifests and drop cancelled ADD/DELETE entries, committed as a "
                     "COMPACT snapshot with an empty delta; nothing is committed if nothing merges.")
     merge.add_argument("warehouse", help="warehouse path or URI")
-    merge.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(merge)
     merge.add_argument("--dry-run", action="store_true", help="print the result, commit nothing")
     add_storage_option(merge)
     merge.set_defaults(run=usage_errors_exit_2(_merge_manifests))
@@ -291,7 +295,7 @@ def _add_table_maintenance_commands(commands: Any) -> None:
         description="Paimon's orphan file removal. Only files older than the window are "
                     "considered (default 1 day); windows under 1 hour need --force.")
     orphans.add_argument("warehouse", help="warehouse path or URI")
-    orphans.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(orphans)
     orphans.add_argument("--older-than", metavar="DURATION|TIMESTAMP",
                          help="the window: a duration before now ('2 d') or a timestamp")
     orphans.add_argument("--dry-run", action="store_true", help="print what would go, delete nothing")
@@ -321,7 +325,7 @@ def _add_rewrite_index_command(commands: Any) -> None:
                     "changed files in one COMPACT snapshot. Files already indexed so are left "
                     "alone: a second run commits nothing.")
     rewrite.add_argument("warehouse", help="warehouse path or URI")
-    rewrite.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(rewrite)
     rewrite.add_argument("--partition", action="append", default=[], metavar="K=V",
                          help="only partitions with this value (repeat for several keys)")
     rewrite.add_argument("--dry-run", action="store_true",
@@ -348,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="warehouse path or URI (local path, file://, s3://)")
     status.add_argument("--daemon", metavar="URL",
                         help="ask the daemon at URL (its /status) instead of reading a warehouse")
-    status.add_argument("--table", metavar="DB.TABLE", help="only this table")
+    add_table_arguments(status, required=False, help="only this table (or branch)")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.add_argument("--no-verify", action="store_true",
                         help="skip checking that live data files exist (one listing per bucket)")
@@ -360,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Plan every bucket (Paimon's universal compaction, or --full), rewrite in "
                     "parallel, commit one COMPACT snapshot. Exit code 1 if a bucket failed.")
     compact.add_argument("warehouse", help="warehouse path or URI")
-    compact.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(compact)
     compact.add_argument("--partition", action="append", default=[], metavar="K=V",
                          help="only partitions with this value (repeat for several keys)")
     compact.add_argument("--full", action="store_true",
@@ -392,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_rebuild_dv.register(commands)
     cli_rescale.register(commands)
     cli_tags.register(commands)
+    cli_branches.register(commands)
     cli_daemon.register(commands)
     cli_daemon_status.register(commands)
     return parser

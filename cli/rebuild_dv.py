@@ -9,6 +9,7 @@ from typing import Any
 from paimond.cli.common import (
     EXIT_OK,
     add_storage_option,
+    add_table_arguments,
     imports_uncollected,
     open_table_of,
     progress_bar,
@@ -45,7 +46,7 @@ def register(commands: Any) -> None:
                     "unless --discard-existing. One COMPACT snapshot; a second run commits "
                     "nothing.")
     rebuild.add_argument("warehouse", help="warehouse path or URI")
-    rebuild.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(rebuild)
     rebuild.add_argument("--partition", action="append", default=[], metavar="K=V",
                          help="only partitions with this value (repeat for several keys)")
     rebuild.add_argument("--dry-run", action="store_true",

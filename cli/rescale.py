@@ -10,6 +10,7 @@ from paimond.cli.common import (
     EXIT_OK,
     add_executor_options,
     add_storage_option,
+    add_table_arguments,
     imports_uncollected,
     int_at_least,
     open_executor_of,
@@ -48,7 +49,7 @@ def register(commands: Any) -> None:
                     "(bucket = -2): --bucket-num is required, and a partition must have no "
                     "postpone rows left (compact first). Try --dry-run first.")
     rescale.add_argument("warehouse", help="warehouse path or URI")
-    rescale.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(rescale)
     rescale.add_argument("--bucket-num", type=int_at_least(1), metavar="N",
                          help="the new bucket number (default: the table's bucket option)")
     rescale.add_argument("--partition", action="append", default=[], metavar="K=V",

@@ -9,6 +9,7 @@ from typing import Any
 from paimond.cli.common import (
     EXIT_OK,
     add_storage_option,
+    add_table_arguments,
     imports_uncollected,
     int_at_least,
     open_table_of,
@@ -81,7 +82,7 @@ def _table_command(commands: Any, name: str, help_text: str, description: str
     parser: argparse.ArgumentParser = commands.add_parser(name, help=help_text,
                                                           description=description)
     parser.add_argument("warehouse", help="warehouse path or URI")
-    parser.add_argument("--table", metavar="DB.TABLE", required=True)
+    add_table_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="print what would change, "
                         "write and delete nothing")
     add_storage_option(parser)

@@ -21,7 +21,7 @@ def find_tables(storages: Sequence[Storage], wants: Callable[[str], bool],
     found: dict[str, tuple[Table, int]] = {}
     for index, storage in enumerate(storages):
         try:
-            for table in list_tables(storage, storage.root, wants, known):
+            for table in list_tables(storage, storage.root, wants, known, branches=True):
                 found[table.name] = (table, index)
         except PaimondError as error:
             log.warning("discovery_failed", warehouse=storage.root, error_kind=kind_of(error),

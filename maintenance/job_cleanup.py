@@ -52,7 +52,7 @@ def clean_dead_jobs(table: Table, now_ms: int, dead_after_ms: int = DEFAULT_DEAD
     and the dead temp files of the metadata folders (table/storage/temp_files.py). References are
     read only when there is a dead record; an unreadable one raises before anything is
     deleted."""
-    sweep_temp_files(table.storage, [table.file_path(d) for d in TEMP_SWEPT_DIRS],
+    sweep_temp_files(table.storage, [table.meta_file_path(d) for d in TEMP_SWEPT_DIRS],
                      now_ms / 1000)
     dead = [r for r in read_records(table) if is_dead(r, now_ms, dead_after_ms)]
     if not dead:

@@ -6,6 +6,9 @@ storage, and partition paths. Java ``FileStorePathFactory``, ``SnapshotManager``
 A data file's location is implied by its partition values and bucket:
 ``<table>/[<data-file.path-directory>/]<k1=v1/k2=v2>/bucket-<b>/<file name>``; metadata lives
 in ``<table>/{snapshot,changelog,schema,manifest,index,statistics,tag,consumer,branch}/``.
+A branch keeps its own ``snapshot``, ``changelog``, ``schema``, ``tag`` and ``consumer``
+folders under ``<table>/branch/branch-<name>/`` and shares the table's data files,
+``manifest/``, ``index/`` and ``statistics/`` (Java ``BranchManager.branchPath``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ MANIFEST_DIR, INDEX_DIR, STATISTICS_DIR = "manifest", "index", "statistics"
 TAG_DIR, CONSUMER_DIR, BRANCH_DIR = "tag", "consumer", "branch"
 SNAPSHOT_PREFIX, CHANGELOG_PREFIX, SCHEMA_PREFIX = "snapshot-", "changelog-", "schema-"
 TAG_PREFIX, CONSUMER_PREFIX, BRANCH_PREFIX = "tag-", "consumer-", "branch-"
+MAIN_BRANCH = "main"
+BRANCH_SUFFIX = "$branch_"  # Paimon's name of a branch's table: db.t$branch_<name>
 MANIFEST_PREFIX, MANIFEST_LIST_PREFIX = "manifest-", "manifest-list-"
 INDEX_MANIFEST_PREFIX = "index-manifest-"
 INDEX_FILE_PREFIX = "index-"  # deletion-vector index files under index/

@@ -51,7 +51,7 @@ def check_tag_name(name: str) -> str:
 
 
 def tag_path(table: Table, name: str) -> str:
-    return table.file_path(TAG_DIR, TAG_PREFIX + check_tag_name(name))
+    return table.meta_file_path(TAG_DIR, TAG_PREFIX + check_tag_name(name))
 
 
 def read_tag(table: Table, name: str) -> TagFile | None:
@@ -71,7 +71,7 @@ def read_tag(table: Table, name: str) -> TagFile | None:
 def list_tags(table: Table) -> list[TagFile]:
     """Every tag of the table, by name (a tag deleted while listing is left out)."""
     tags = []
-    for status in table.storage.list_dir(table.file_path(TAG_DIR)):
+    for status in table.storage.list_dir(table.meta_file_path(TAG_DIR)):
         if status.is_dir or not status.name.startswith(TAG_PREFIX):
             continue
         tag = read_tag(table, status.name[len(TAG_PREFIX):])

@@ -19,6 +19,12 @@ from paimond.config.jobs import JobsSettings
 from paimond.config.policy import TablePolicy, window_text
 from paimond.config.settings import Settings
 from paimond.daemon.tables.evaluate import Schedule
+from paimond.table.catalog import split_branch
+from paimond.table.layout import MAIN_BRANCH
+
+# Jobs over the files of the whole table, every branch's included: run for the main branch
+# only, never once more per branch.
+WHOLE_TABLE_JOBS = frozenset({"remove_orphans"})
 
 # A policy's expire keys that Paimon defines as table options: a table setting the option
 # keeps its own value (the policy is the default of the tables that do not).
@@ -97,10 +103,16 @@ class Policies:
     # ---- what applies
 
     def policy(self, table: str) -> TablePolicy | None:
+        """The first policy matching ``table``; for a branch (``db.t$branch_b``) that matches
+        none, its table's."""
         try:
             return self._policies[table]
         except KeyError:
-            policy = self._policies[table] = self.settings.policy(table)
+            policy = self.settings.policy(table)
+            base, branch = split_branch(table)
+            if policy is None and branch != MAIN_BRANCH:
+                policy = self.settings.policy(base)
+            self._policies[table] = policy
             return policy
 
     def jobs(self, table: str) -> JobsSettings:
@@ -112,7 +124,9 @@ class Policies:
         if cached is None:
             jobs = self.jobs(table)
             cached = self._schedules[table] = {
-                name: Schedule(jobs.by_name(name).enabled, jobs.by_name(name).interval_s)
+                name: Schedule(jobs.by_name(name).enabled and not (
+                    name in WHOLE_TABLE_JOBS and split_branch(table)[1] != MAIN_BRANCH),
+                    jobs.by_name(name).interval_s)
                 for name in jobs.names}
         return dict(cached)
 

@@ -53,6 +53,7 @@ from paimond.maintenance.expire.references import (
     FileTally,
     UsedFiles,
     live_data_files,
+    other_branches,
     referencing_snapshots,
     used_files,
 )
@@ -252,9 +253,10 @@ def collect_expired_changelogs(table: Table, earliest_id: int, end_id: int) -> E
         return None
     tag_items = sorted(table.tags().items(), key=lambda item: item[1].id)
     tags = [tag for _, tag in tag_items]
-    tag_paths = {tag.id: table.file_path(TAG_DIR, TAG_PREFIX + name) for name, tag in tag_items}
-    branch_names = tuple(table.branches())
-    branches = (used_files(table, referencing_snapshots(table, main=False))
+    tag_paths = {tag.id: table.meta_file_path(TAG_DIR, TAG_PREFIX + name)
+                 for name, tag in tag_items}
+    branch_names = tuple(other_branches(table))
+    branches = (used_files(table, referencing_snapshots(table, branch_names))
                 if branch_names else UsedFiles())
     skip = set(branches.metadata)
     for tag in skipping_tags(tags, earliest_id, end_id):

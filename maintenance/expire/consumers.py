@@ -10,9 +10,9 @@ does it for them.
 
 Java compares local date-times: ``LocalDateTime.now() - expiration`` against the file's
 modification time (milliseconds) in the default zone, and deletes when the cut-off is strictly
-after it. The file's content is not read to decide (an unparsable file expires too). Only the
-main branch's consumers are handled: a branch's consumers live under its own directory and
-are expired by commits to that branch with that branch's options.
+after it. The file's content is not read to decide (an unparsable file expires too). A
+branch's consumers live under its own directory and expire with that branch's options, when
+the job runs on the branch.
 """
 
 from __future__ import annotations
@@ -92,9 +92,9 @@ def _next_snapshot(data: bytes) -> int | None:
 
 
 def list_consumers(table: Table) -> tuple[ConsumerFile, ...]:
-    """The main branch's consumer files, by id. A file that vanishes while listed is left out."""
+    """The table's branch's consumer files, by id. A file that vanishes while listed is left out."""
     found = []
-    for status in table.storage.list_dir(table.file_path(CONSUMER_DIR)):
+    for status in table.storage.list_dir(table.meta_file_path(CONSUMER_DIR)):
         if status.is_dir or not status.name.startswith(CONSUMER_PREFIX):
             continue
         try:

@@ -27,9 +27,9 @@ the partition directories, reads the references and decides what goes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from paimond.clock import Clock
@@ -65,6 +65,7 @@ from paimond.table.layout import (
     EARLIEST_HINT,
     INDEX_DIR,
     LATEST_HINT,
+    MAIN_BRANCH,
     MANIFEST_DIR,
     SCHEMA_DIR,
     SCHEMA_PREFIX,
@@ -83,14 +84,14 @@ DEFAULT_WINDOW_MS = 86_400_000  # Java: older_than defaults to now - 1 day
 MIN_WINDOW_MS = 3_600_000  # below this, only with force
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Candidate:
     kind: str
     status: FileStatus
     by_name: bool  # False: never referenced by name (temp files beside snapshots)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class OrphanResult:
     table_name: str
     older_than_ms: int
@@ -206,7 +207,7 @@ def check_window(now_ms: int, older_than_ms: int, force: bool) -> None:
                           "hour; a running job's files could be taken for orphans (use force)")
 
 
-@dataclass
+@dataclasses.dataclass
 class OrphanJob:
     table: Table
     clock: Clock
@@ -216,6 +217,8 @@ class OrphanJob:
     executor: TaskExecutor | None = None  # one that maps tasks (Spark) lists and deletes in its tasks
 
     def run(self) -> OrphanResult:
+        if self.table.branch != MAIN_BRANCH:  # files are the table's, whichever branch asks
+            return dataclasses.replace(self, table=self.table.on_branch(MAIN_BRANCH)).run()
         refuse(self.table.latest_schema(), "remove_orphans", self.table.path)
         now = self.clock.wall_ms()
         older_than = now - DEFAULT_WINDOW_MS if self.older_than_ms is None else self.older_than_ms

@@ -39,6 +39,7 @@ from paimond.maintenance.distributed import TaskMapper, delete_paths
 from paimond.maintenance.expire.references import (
     FileTally,
     SnapshotSource,
+    other_branches,
     referencing_snapshots,
     used_files,
 )
@@ -65,11 +66,12 @@ _VERSION_CHANGELOGS = 2  # a record that also writes long-lived changelogs
 
 def long_lived_changelogs(table: Table) -> Snapshots:
     """``changelog/changelog-<id>`` and its hints (Java ``ChangelogManager``)."""
-    return Snapshots(table.storage, table.path, directory=CHANGELOG_DIR, prefix=CHANGELOG_PREFIX)
+    return Snapshots(table.storage, table.meta_path, directory=CHANGELOG_DIR,
+                     prefix=CHANGELOG_PREFIX)
 
 
 def records_dir(table: Table) -> str:
-    return table.file_path(PAIMOND_DIR, EXPIRATIONS_DIR)
+    return table.meta_file_path(PAIMOND_DIR, EXPIRATIONS_DIR)
 
 
 def _relative(table: Table, path: str) -> str:
@@ -186,12 +188,12 @@ def remove_empty_dirs(storage: Storage, bucket_dirs: Iterable[tuple[str, int]]) 
 def protected_since(table: Table, work: ExpireWork) -> set[str]:
     """Names the tags and branches that are not in the record reference."""
     recorded = dict(work.tags)
-    sources = [SnapshotSource("main", "tag", table.file_path(TAG_DIR, TAG_PREFIX + name), tag)
+    sources = [SnapshotSource(table.branch, "tag",
+                              table.meta_file_path(TAG_DIR, TAG_PREFIX + name), tag)
                for name, tag in table.tags().items() if recorded.get(name) != tag.id]
-    new_branches = set(table.branches()) - set(work.branches)
+    new_branches = [b for b in other_branches(table) if b not in work.branches]
     if new_branches:
-        sources += [s for s in referencing_snapshots(table, main=False)
-                    if s.branch in new_branches]
+        sources += referencing_snapshots(table, new_branches)
     return used_files(table, sources).all if sources else set()
 
 

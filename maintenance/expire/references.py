@@ -21,8 +21,6 @@ from paimond.format.meta.manifest_list import ManifestFileMeta
 from paimond.format.meta.snapshot import Snapshot
 from paimond.table.catalog import Table
 from paimond.table.layout import (
-    BRANCH_DIR,
-    BRANCH_PREFIX,
     CHANGELOG_DIR,
     CHANGELOG_PREFIX,
     FILE_INDEX_SUFFIX,
@@ -162,24 +160,23 @@ class SnapshotSource:
     snapshot: Snapshot
 
 
-def _branch_root(table: Table, branch: str) -> Table:
-    """A view of a branch's own directories (snapshot/, tag/, changelog/, consumer/)."""
-    if branch == "main":
-        return table
-    return Table(table.storage, table.file_path(BRANCH_DIR, BRANCH_PREFIX + branch),
-                 f"{table.name}${branch}")
+def other_branches(table: Table) -> list[str]:
+    """The branches other than ``table``'s own, main included when ``table`` is a branch:
+    what an expiration of ``table`` must keep every file of."""
+    return [b for b in ["main", *table.branches()] if b != table.branch]
 
 
-def referencing_snapshots(table: Table, *, branches: bool = True,
-                          main: bool = True) -> list[SnapshotSource]:
-    """Every snapshot, tag and long-lived changelog of the main branch and of every branch.
-    A snapshot file that vanishes while listing (expired meanwhile) is left out."""
-    names = (["main"] if main else []) + (table.branches() if branches else [])
+def referencing_snapshots(table: Table, branches: Iterable[str] | None = None
+                          ) -> list[SnapshotSource]:
+    """Every snapshot, tag and long-lived changelog of ``branches`` (default: the main branch
+    and every branch), whichever branch ``table`` is. A snapshot file that vanishes while
+    listing (expired meanwhile) is left out."""
+    names = ["main", *table.branches()] if branches is None else list(branches)
     sources = []
     for branch in names:
-        root = _branch_root(table, branch)
+        root = table.on_branch(branch)
         for kind, snapshots in (("snapshot", root.snapshots), ("changelog", Snapshots(
-                table.storage, root.path, directory=CHANGELOG_DIR, prefix=CHANGELOG_PREFIX))):
+                table.storage, root.meta_path, directory=CHANGELOG_DIR, prefix=CHANGELOG_PREFIX))):
             for snapshot_id in snapshots.list_ids():
                 try:
                     snapshot = snapshots.load(snapshot_id)
@@ -187,7 +184,8 @@ def referencing_snapshots(table: Table, *, branches: bool = True,
                     continue
                 sources.append(SnapshotSource(branch, kind, snapshots.path(snapshot_id), snapshot))
         for name, tag in root.tags().items():
-            sources.append(SnapshotSource(branch, "tag", root.file_path(TAG_DIR, TAG_PREFIX + name), tag))
+            sources.append(SnapshotSource(branch, "tag",
+                                          root.meta_file_path(TAG_DIR, TAG_PREFIX + name), tag))
     return sources
 
 
@@ -277,9 +275,10 @@ def _names(entries: Iterable[ManifestEntry]) -> set[str]:
 
 def names_kept_after(table: Table, end_id: int) -> set[str] | None:
     """Data and extra file names of every file live in what survives an expiration up to
-    ``end_id`` (exclusive): main snapshots from ``end_id`` on (the end snapshot's live files
-    plus every later ADD), main tags; for branches and long-lived changelogs, every name
-    their manifests hold. None if some of it cannot be read (keep everything then)."""
+    ``end_id`` (exclusive): the table's branch's snapshots from ``end_id`` on (the end
+    snapshot's live files plus every later ADD) and its tags; for the other branches and
+    long-lived changelogs, every name their manifests hold. None if some of it cannot be
+    read (keep everything then)."""
     try:
         end = table.snapshots.load(end_id)
         names = _names(_live_entries(table, end, table.snapshots.path(end_id)))
@@ -290,9 +289,9 @@ def names_kept_after(table: Table, end_id: int) -> set[str] | None:
                                 if e.kind == FILE_KIND_ADD)
         sources = referencing_snapshots(table)
         for source in sources:
-            if source.branch == "main" and source.kind == "tag":
+            if source.branch == table.branch and source.kind == "tag":
                 names |= _names(_live_entries(table, source.snapshot, source.path))
-        others = [s for s in sources if s.branch != "main" or s.kind == "changelog"]
+        others = [s for s in sources if s.branch != table.branch or s.kind == "changelog"]
         return names | used_files(table, others).data
     except PaimondError:
         return None

@@ -26,6 +26,7 @@ from paimond.maintenance.expire.references import (
     UsedFiles,
     live_data_files,
     names_kept_after,
+    other_branches,
     read_snapshot_metadata,
     referencing_snapshots,
     used_files,
@@ -331,9 +332,10 @@ def collect_expired(table: Table, earliest_id: int, end_id: int, *, decoupled: b
     begin = loaded[0].id
     tag_items = sorted(table.tags().items(), key=lambda item: item[1].id)
     tags = [tag for _, tag in tag_items]
-    tag_paths = {tag.id: table.file_path(TAG_DIR, TAG_PREFIX + name) for name, tag in tag_items}
-    branch_names = tuple(table.branches())
-    branches = (used_files(table, referencing_snapshots(table, main=False))
+    tag_paths = {tag.id: table.meta_file_path(TAG_DIR, TAG_PREFIX + name)
+                 for name, tag in tag_items}
+    branch_names = tuple(other_branches(table))
+    branches = (used_files(table, referencing_snapshots(table, branch_names))
                 if branch_names else UsedFiles())
     held_tags = tuple((name, tag.id) for name, tag in tag_items)
     schema = table.latest_schema()

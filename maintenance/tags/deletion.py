@@ -156,10 +156,10 @@ def still_needed(table: Table, tag: Snapshot, where: str) -> set[str]:
     lists add (what its readers read); every file a branch names. A data file only named by
     a cancelled ADD/DELETE pair of a later manifest is no longer needed."""
     others = [s for s in referencing_snapshots(table)
-              if not (s.branch == "main" and s.kind == "tag" and s.path == where)]
+              if not (s.branch == table.branch and s.kind == "tag" and s.path == where)]
     needed = used_files(table, others).metadata
-    needed |= used_files(table, [s for s in others if s.branch != "main"]).data
-    main = [s for s in others if s.branch == "main"]
+    needed |= used_files(table, [s for s in others if s.branch != table.branch]).data
+    main = [s for s in others if s.branch == table.branch]
     snapshots = [s for s in main if s.kind == "snapshot"]
     tags = [s for s in main if s.kind == "tag"]
     neighbours: list[SnapshotSource | None] = [s for s in tags if s.snapshot.id == tag.id]

@@ -211,7 +211,7 @@ def _table_status(table: Table, verify_files: bool, parallelism: int,
     options = TableOptions.of(schema)
     # One listing each of the table folder and of snapshot/ answers what hints and probes
     # would otherwise ask the store one request at a time (bench/s3_requests.py).
-    folders = {s.name for s in table.storage.list_dir(table.path) if s.is_dir}
+    folders = {s.name for s in table.storage.list_dir(table.meta_path) if s.is_dir}
     snapshots = table.snapshots
     ids = snapshots.list_ids()
     latest = snapshots.load(ids[-1]) if ids else None

@@ -90,6 +90,12 @@ class JavaMaintainer:
     def tag(self, table_path: str | os.PathLike[str], name: str, snapshot_id: int) -> int:
         return self._ask("tag", os.fspath(table_path), name, str(snapshot_id))
 
+    def create_branch(self, table_path: str | os.PathLike[str], branch: str,
+                      tag: str | None = None) -> int:
+        """Java's ``createBranch`` (from ``tag``, else empty); the branch's latest snapshot id
+        (0: none). A branch's path for the other requests: ``f"{table_path}$branch_{branch}"``."""
+        return self._ask("create-branch", os.fspath(table_path), branch, tag or "")
+
     def close(self) -> None:
         stop_serving(self._process)
         self._process = None

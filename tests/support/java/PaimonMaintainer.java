@@ -97,9 +97,16 @@ public class PaimonMaintainer {
         }
     }
 
+    /** A table path, or {@code <path>$branch_<name>}: that branch of the table. */
+    static FileStoreTable open(String spec) {
+        int at = spec.indexOf("$branch_");
+        String path = at < 0 ? spec : spec.substring(0, at);
+        FileStoreTable table = FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
+        return at < 0 ? table : table.switchToBranch(spec.substring(at + "$branch_".length()));
+    }
+
     private static long handle(String[] request) throws Exception {
-        FileStoreTable table =
-                FileStoreTableFactory.create(LocalFileIO.create(), new Path(request[1]));
+        FileStoreTable table = open(request[1]);
         switch (request[0]) {
             case "write":
                 write(table, JSON.readTree(request[2]), request.length > 3 ? request[3] : request[1]);
@@ -124,6 +131,14 @@ public class PaimonMaintainer {
                 break;
             case "tag":
                 table.createTag(request[2], Long.parseLong(request[3]));
+                break;
+            case "create-branch":
+                if (request[3].isEmpty()) {
+                    table.createBranch(request[2]);
+                } else {
+                    table.createBranch(request[2], request[3]);
+                }
+                table = table.switchToBranch(request[2]);
                 break;
             default:
                 throw new IllegalArgumentException("unknown request " + request[0]);

@@ -163,8 +163,13 @@ public final class PaimonReader {
             }
         }
 
-        FileStoreTable table =
-                FileStoreTableFactory.create(LocalFileIO.create(), new Path(tablePath));
+        // <path>$branch_<name>: that branch of the table
+        int at = tablePath.indexOf("$branch_");
+        FileStoreTable table = FileStoreTableFactory.create(
+                LocalFileIO.create(), new Path(at < 0 ? tablePath : tablePath.substring(0, at)));
+        if (at >= 0) {
+            table = table.switchToBranch(tablePath.substring(at + "$branch_".length()));
+        }
         if (!dynamic.isEmpty()) {
             table = table.copy(dynamic);
         }

@@ -1,0 +1,75 @@
+"""``paimond create-branch`` and ``delete-branch``: a table's branches (Paimon's
+``create_branch`` and ``delete_branch`` procedures). Every other command takes ``--branch``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from paimond.cli.common import (
+    EXIT_OK,
+    add_storage_option,
+    open_warehouse_of,
+    table_of,
+    usage_errors_exit_2,
+)
+
+
+def _main_table(args: argparse.Namespace) -> Any:
+    from paimond.table.catalog import open_table
+
+    table_of(args)
+    storage = open_warehouse_of(args)
+    return open_table(storage, storage.root, args.table)
+
+
+def _print(result: Any, as_json: bool) -> None:
+    if as_json:
+        import dataclasses
+
+        print(json.dumps(dataclasses.asdict(result), sort_keys=True))
+    else:
+        print(result.describe())
+
+
+def _create_branch(args: argparse.Namespace) -> int:
+    from paimond.table.branches import create_branch
+
+    result = create_branch(_main_table(args), args.branch, args.tag, dry_run=args.dry_run)
+    _print(result, args.json)
+    return EXIT_OK
+
+
+def _delete_branch(args: argparse.Namespace) -> int:
+    from paimond.table.branches import delete_branch
+
+    result = delete_branch(_main_table(args), args.branch, dry_run=args.dry_run)
+    _print(result, args.json)
+    return EXIT_OK
+
+
+def register(commands: Any) -> None:
+    create = commands.add_parser(
+        "create-branch", help="create a branch of a table, from a tag or empty",
+        description="Create --branch of the table: from --tag, a branch whose first snapshot "
+                    "is the tag's (the tag, its snapshot and the schemas up to its schema are "
+                    "copied; no data file is written); without --tag, an empty branch with "
+                    "the table's schemas. Paimon's create_branch.")
+    delete = commands.add_parser(
+        "delete-branch", help="delete a branch of a table",
+        description="Delete --branch's directory: its snapshots, changelogs, tags, consumers "
+                    "and schemas. Data files it alone used stay until `paimond "
+                    "remove-orphans` removes them. Paimon's delete_branch.")
+    for command, run in ((create, _create_branch), (delete, _delete_branch)):
+        command.add_argument("warehouse", help="warehouse path or URI")
+        command.add_argument("--table", metavar="DB.TABLE", required=True,
+                             help="the table (its main branch)")
+        command.add_argument("--branch", metavar="NAME", required=True, help="the branch")
+        if command is create:
+            command.add_argument("--tag", metavar="TAG", help="the tag to branch from")
+        command.add_argument("--dry-run", action="store_true",
+                             help="print what would be written or deleted; change nothing")
+        command.add_argument("--json", action="store_true", help="print the result as JSON")
+        add_storage_option(command)
+        command.set_defaults(run=usage_errors_exit_2(run))

@@ -1,0 +1,162 @@
+"""Creating and deleting a table's branches: Java ``FileSystemBranchManager`` (Paimon 2.x).
+
+A branch is a directory ``<table>/branch/branch-<name>/`` with its own ``schema/``,
+``snapshot/``, ``tag/``, ``consumer/`` and ``changelog/``; it shares the table's data files and
+manifests. Creating one copies files, it never writes a data file:
+
+- from a tag: the schemas up to the tag's snapshot's, the tag itself, and the tag's snapshot
+  (the main branch's file when it still exists, else the tag's JSON trimmed to a snapshot);
+  the branch's copy of the tag then keeps that snapshot's files through the branch's own
+  expirations, as in Java;
+- empty: the schemas up to the latest, and no snapshot.
+
+The files are written in that order (schemas first): a crash leaves a branch that is empty or
+holds its first snapshot, never a snapshot without its schema. Deleting a branch deletes its
+directory only (Java ``dropBranch``): data files no one else references are orphan removal's,
+once the branch's files are gone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from paimond.errors import ConfigError
+from paimond.format.meta.snapshot import TAG_CREATE_TIME, TAG_TIME_RETAINED, encode_snapshot
+from paimond.table.catalog import Table, check_branch_name
+from paimond.table.layout import (
+    BRANCH_DIR,
+    BRANCH_PREFIX,
+    CHANGELOG_DIR,
+    CONSUMER_DIR,
+    MAIN_BRANCH,
+    SCHEMA_DIR,
+    SCHEMA_PREFIX,
+    SNAPSHOT_DIR,
+    TAG_DIR,
+)
+from paimond.table.tags import read_tag, tag_path
+
+# A branch's folders, whose files are deleted in this order: what protects files (snapshots,
+# changelogs, tags, consumers) before the schemas, so a half-deleted branch still has a schema
+# to be read with; anything else in the branch's directory last.
+_BRANCH_FOLDERS = (SNAPSHOT_DIR, CHANGELOG_DIR, TAG_DIR, CONSUMER_DIR, SCHEMA_DIR)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchCreation:
+    """What creating a branch writes (or would, in a dry run)."""
+
+    table: str
+    branch: str
+    tag: str | None
+    snapshot_id: int | None
+    schema_ids: tuple[int, ...]
+    dry_run: bool
+
+    def describe(self) -> str:
+        verb = "would create" if self.dry_run else "created"
+        source = (f"from tag {self.tag} (snapshot {self.snapshot_id})" if self.tag
+                  else "empty (no snapshot yet)")
+        return (f"{self.table}: {verb} branch {self.branch} {source}, with schemas "
+                f"{', '.join(map(str, self.schema_ids))}")
+
+
+@dataclass(frozen=True, slots=True)
+class BranchDeletion:
+    table: str
+    branch: str
+    files: int
+    dry_run: bool
+
+    def describe(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        return (f"{self.table}: {verb} branch {self.branch} ({self.files} metadata files); its "
+                "data files stay until `paimond remove-orphans` finds no one uses them")
+
+
+def _main(table: Table) -> Table:
+    if table.branch != MAIN_BRANCH:
+        raise ConfigError("--table", f"{table.name} is a branch: branches are created from "
+                                     "and deleted on the main branch's table")
+    return table
+
+
+def _branch_exists(table: Table, branch: str) -> bool:
+    return table.storage.exists(table.file_path(BRANCH_DIR, BRANCH_PREFIX + branch))
+
+
+def create_branch(table: Table, branch: str, tag: str | None = None, *,
+                  dry_run: bool = False) -> BranchCreation:
+    """Create ``branch`` of ``table`` (its main branch), from ``tag`` or empty. ConfigError
+    for a name Paimon refuses, a branch that exists, or a tag that does not."""
+    main = _main(table)
+    check_branch_name(branch)
+    if _branch_exists(main, branch):
+        raise ConfigError("branch", f"{main.name} already has a branch {branch!r}")
+    target = main.on_branch(branch)
+    if tag is None:
+        schema_ids = tuple(main.schema_ids())
+        if not dry_run:
+            _copy_schemas(main, target, schema_ids)
+        return BranchCreation(main.name, branch, None, None, schema_ids, dry_run)
+    found = read_tag(main, tag)
+    if found is None:
+        known = ", ".join(main.tags()) or "none"
+        raise ConfigError("tag", f"{main.name} has no tag {tag!r} (its tags: {known})")
+    snapshot = found.snapshot
+    schema_ids = tuple(i for i in main.schema_ids() if i <= snapshot.schema_id)
+    if not dry_run:
+        _copy_schemas(main, target, schema_ids)
+        storage = main.storage
+        storage.write_bytes(tag_path(target, tag), storage.read_bytes(tag_path(main, tag)))
+        if main.snapshots.exists(snapshot.id):
+            data = storage.read_bytes(main.snapshots.path(snapshot.id))
+        else:  # expired meanwhile: the tag kept its content (Java writes it from the tag)
+            extra = {k: v for k, v in snapshot.extra.items()
+                     if k not in (TAG_CREATE_TIME, TAG_TIME_RETAINED)}
+            data = encode_snapshot(dataclasses.replace(snapshot, extra=extra))
+        storage.write_bytes(target.snapshots.path(snapshot.id), data)
+    return BranchCreation(main.name, branch, tag, snapshot.id, schema_ids, dry_run)
+
+
+def _copy_schemas(main: Table, target: Table, schema_ids: tuple[int, ...]) -> None:
+    storage = main.storage
+    for schema_id in schema_ids:
+        name = f"{SCHEMA_PREFIX}{schema_id}"
+        storage.write_bytes(target.meta_file_path(SCHEMA_DIR, name),
+                            storage.read_bytes(main.meta_file_path(SCHEMA_DIR, name)))
+
+
+def delete_branch(table: Table, branch: str, *, dry_run: bool = False) -> BranchDeletion:
+    """Delete ``branch``'s directory (its snapshots, changelogs, tags, consumers, schemas);
+    ConfigError when the table has no such branch."""
+    main = _main(table)
+    if branch == MAIN_BRANCH or not _branch_exists(main, branch):
+        known = ", ".join(main.branches()) or "none"
+        raise ConfigError("branch", f"{main.name} has no branch {branch!r} (its branches: {known})")
+    target = main.on_branch(branch)
+    files, folders = _below(main, target.meta_path)
+    # what protects files (snapshots, changelogs, tags, consumers) before the rest
+    order = {folder: rank for rank, folder in enumerate(_BRANCH_FOLDERS)}
+    files.sort(key=lambda path: order.get(path[len(target.meta_path):].strip("/").split("/")[0],
+                                          len(order)))
+    if not dry_run:
+        for path in files:
+            main.storage.delete(path)
+        for folder in [*folders, target.meta_path]:  # deepest first
+            main.storage.delete_dir_if_empty(folder)
+    return BranchDeletion(main.name, branch, len(files), dry_run)
+
+
+def _below(table: Table, directory: str) -> tuple[list[str], list[str]]:
+    """The files and folders under ``directory``; folders deepest first."""
+    files, folders = [], []
+    for status in table.storage.list_dir(directory):
+        if status.is_dir:
+            inner_files, inner_folders = _below(table, status.path)
+            files += inner_files
+            folders += [*inner_folders, status.path]
+        else:
+            files.append(status.path)
+    return files, folders
