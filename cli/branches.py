@@ -1,14 +1,17 @@
-"""``paimond create-branch`` and ``delete-branch``: a table's branches (Paimon's
-``create_branch`` and ``delete_branch`` procedures). Every other command takes ``--branch``."""
+"""``paimond create-branch``, ``delete-branch`` and ``fast-forward``: a table's branches
+(Paimon's ``create_branch``, ``delete_branch`` and ``fast_forward`` procedures). Every other
+command takes ``--branch``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from paimond.cli.common import (
     EXIT_OK,
+    EXIT_USAGE,
     add_storage_option,
     open_warehouse_of,
     table_of,
@@ -49,6 +52,27 @@ def _delete_branch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _fast_forward(args: argparse.Namespace) -> int:
+    from paimond.table.branches import fast_forward
+
+    table = _main_table(args)
+    plan = fast_forward(table, args.branch, dry_run=True)
+    if args.dry_run:
+        _print(plan, args.json)
+        return EXIT_OK
+    if not args.yes:
+        print(plan.describe())
+        if not sys.stdin.isatty():
+            print("paimond: fast-forward replaces the main branch's snapshots: pass --yes",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        if input("go ahead? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("nothing changed")
+            return EXIT_USAGE
+    _print(fast_forward(table, args.branch), args.json)
+    return EXIT_OK
+
+
 def register(commands: Any) -> None:
     create = commands.add_parser(
         "create-branch", help="create a branch of a table, from a tag or empty",
@@ -61,7 +85,16 @@ def register(commands: Any) -> None:
         description="Delete --branch's directory: its snapshots, changelogs, tags, consumers "
                     "and schemas. Data files it alone used stay until `paimond "
                     "remove-orphans` removes them. Paimon's delete_branch.")
-    for command, run in ((create, _create_branch), (delete, _delete_branch)):
+    forward = commands.add_parser(
+        "fast-forward", help="make a branch's history the main branch's",
+        description="Replace the main branch's snapshots from --branch's earliest snapshot on "
+                    "with the branch's: the main branch's snapshots from that id, its schemas "
+                    "from that snapshot's schema and its tags on those snapshots are deleted, "
+                    "then the branch's schemas, snapshots and tags are copied in. No data file "
+                    "is deleted. Prints the plan and asks first unless --yes. Paimon's "
+                    "fast_forward.")
+    for command, run in ((create, _create_branch), (delete, _delete_branch),
+                         (forward, _fast_forward)):
         command.add_argument("warehouse", help="warehouse path or URI")
         command.add_argument("--table", metavar="DB.TABLE", required=True,
                              help="the table (its main branch)")
@@ -71,5 +104,8 @@ def register(commands: Any) -> None:
         command.add_argument("--dry-run", action="store_true",
                              help="print what would be written or deleted; change nothing")
         command.add_argument("--json", action="store_true", help="print the result as JSON")
+        if command is forward:
+            command.add_argument("--yes", action="store_true",
+                                 help="do it without asking (needed when stdin is no terminal)")
         add_storage_option(command)
         command.set_defaults(run=usage_errors_exit_2(run))

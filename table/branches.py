@@ -14,6 +14,14 @@ The files are written in that order (schemas first): a crash leaves a branch tha
 holds its first snapshot, never a snapshot without its schema. Deleting a branch deletes its
 directory only (Java ``dropBranch``): data files no one else references are orphan removal's,
 once the branch's files are gone.
+
+Fast-forwarding the main branch to a branch (Java ``fastForward``) replaces the main branch's
+history from the branch's earliest snapshot on with the branch's: the main branch's snapshots
+from that id, its schemas from that snapshot's schema and its tags on those snapshots are
+deleted, then the branch's schemas, snapshots and tags are copied in. It is the one place a
+snapshot id of the main branch is written again, as in Java. No data file is deleted: those
+only the replaced snapshots used are orphan removal's. A crash in between leaves the main branch
+at an older snapshot (every file it names is there); running it again completes it.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from paimond.table.layout import (
     BRANCH_PREFIX,
     CHANGELOG_DIR,
     CONSUMER_DIR,
+    EARLIEST_HINT,
+    LATEST_HINT,
     MAIN_BRANCH,
     SCHEMA_DIR,
     SCHEMA_PREFIX,
@@ -160,3 +170,84 @@ def _below(table: Table, directory: str) -> tuple[list[str], list[str]]:
         else:
             files.append(status.path)
     return files, folders
+
+
+@dataclass(frozen=True, slots=True)
+class FastForward:
+    """What fast-forwarding the main branch to a branch replaces (or would, in a dry run)."""
+
+    table: str
+    branch: str
+    from_snapshot: int
+    replaced_snapshots: tuple[int, ...]
+    replaced_schemas: tuple[int, ...]
+    deleted_tags: tuple[str, ...]
+    copied_snapshots: tuple[int, ...]
+    copied_schemas: tuple[int, ...]
+    copied_tags: tuple[str, ...]
+    dry_run: bool
+
+    def describe(self) -> str:
+        verb = "would fast-forward" if self.dry_run else "fast-forwarded"
+        replaced = (f"snapshots {_span(self.replaced_snapshots)} of the main branch replaced"
+                    if self.replaced_snapshots else "no snapshot of the main branch replaced")
+        lines = [f"{self.table}: {verb} the main branch to branch {self.branch} from snapshot "
+                 f"{self.from_snapshot}: {replaced}; snapshots {_span(self.copied_snapshots)} "
+                 f"copied",
+                 f"  schemas replaced: {_span(self.replaced_schemas)}; copied: "
+                 f"{_span(self.copied_schemas)}",
+                 f"  tags deleted: {', '.join(self.deleted_tags) or 'none'}; copied: "
+                 f"{', '.join(self.copied_tags) or 'none'}"]
+        if self.replaced_snapshots:
+            lines.append("  data files only the replaced snapshots used stay until "
+                         "`paimond remove-orphans` finds no one uses them")
+        return "\n".join(lines)
+
+
+def _span(ids: tuple[int, ...]) -> str:
+    if not ids:
+        return "none"
+    return str(ids[0]) if len(ids) == 1 else f"{ids[0]}..{ids[-1]} ({len(ids)})"
+
+
+def fast_forward(table: Table, branch: str, *, dry_run: bool = False) -> FastForward:
+    """Make ``branch``'s history the main branch's from the branch's earliest snapshot on.
+    ConfigError for a branch the table does not have, or one without a snapshot."""
+    main = _main(table)
+    if branch == MAIN_BRANCH or not _branch_exists(main, branch):
+        known = ", ".join(main.branches()) or "none"
+        raise ConfigError("branch", f"{main.name} has no branch {branch!r} (its branches: {known})")
+    source = main.on_branch(branch)
+    source_ids = source.snapshots.list_ids()
+    if not source_ids:
+        raise ConfigError("branch", f"branch {branch} of {main.name} has no snapshot: nothing "
+                                    "to fast-forward to")
+    earliest = source_ids[0]
+    schema_from = source.snapshots.load(earliest).schema_id
+    replaced = tuple(i for i in main.snapshots.list_ids() if i >= earliest)
+    replaced_schemas = tuple(i for i in main.schema_ids() if i >= schema_from)
+    deleted_tags = tuple(name for name, tag in main.tags().items() if tag.id >= earliest)
+    source_tags = tuple(source.tags())
+    plan = FastForward(main.name, branch, earliest, replaced, replaced_schemas, deleted_tags,
+                       tuple(source_ids), tuple(source.schema_ids()), source_tags, dry_run)
+    if dry_run:
+        return plan
+    storage = main.storage
+    storage.delete(main.snapshots.hint_path(LATEST_HINT))
+    for snapshot_id in reversed(replaced):  # newest first: the latest left is always whole
+        storage.delete(main.snapshots.path(snapshot_id))
+    for name in deleted_tags:
+        storage.delete(tag_path(main, name))
+    for schema_id in reversed(replaced_schemas):
+        storage.delete(main.meta_file_path(SCHEMA_DIR, f"{SCHEMA_PREFIX}{schema_id}"))
+    _copy_schemas(source, main, plan.copied_schemas)
+    for snapshot_id in source_ids:  # oldest first: each names schemas already there
+        storage.write_bytes(main.snapshots.path(snapshot_id),
+                            storage.read_bytes(source.snapshots.path(snapshot_id)))
+    for name in source_tags:
+        storage.write_bytes(tag_path(main, name), storage.read_bytes(tag_path(source, name)))
+    hint = main.snapshots.read_hint(EARLIEST_HINT)
+    first = main.snapshots.list_ids()[0]
+    if hint is not None and hint != first:  # a hint past snapshots now there would hide them
+        storage.write_bytes(main.snapshots.hint_path(EARLIEST_HINT), str(first).encode())
+    return plan

@@ -7,6 +7,7 @@ delete-branch make branches Java reads and writes like its own."""
 from __future__ import annotations
 
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +186,49 @@ def test_paimond_creates_and_deletes_branches_java_writes_and_reads(
     assert _open(warehouse, "db.t").branches() == ["b"]
     assert main(["compact", wh, "--table", "db.t", "--branch", "e"]) == 2
     assert "has no branch 'e' (its branches: b)" in capsys.readouterr().err
+
+
+def _metadata(root: Path) -> dict[str, bytes]:
+    """The main branch's snapshot, schema and tag files (hints left out), by relative path."""
+    return {str(p.relative_to(root)): p.read_bytes() for folder in ("snapshot", "schema", "tag")
+            for p in sorted((root / folder).glob("*-*"))}
+
+
+def test_fast_forward_replaces_the_main_history_as_java_does(
+        java_maintainer: JavaMaintainer, java_readers: JavaReaders, tmp_path: Path,
+        capsys: Any) -> None:
+    ours_wh = tmp_path / "ours"
+    root = _create(ours_wh)
+    rng = random.Random(3)
+    for _ in range(3):
+        java_maintainer.write(root, _rows(rng, 30))
+    java_maintainer.tag(root, "t2", 2)
+    java_maintainer.tag(root, "t3", 3)
+    java_maintainer.create_branch(root, "b", "t2")
+    for _ in range(2):
+        java_maintainer.write(f"{root}$branch_b", _rows(rng, 30))
+    java_maintainer.write(root, _rows(rng, 30))
+    java_wh = tmp_path / "java"
+    shutil.copytree(ours_wh, java_wh)
+    java_root = java_wh / "db.db" / "t"
+    reader = java_readers.every()[-1]
+    branch_rows = sorted(reader.read_rows(f"{root}$branch_b"))
+
+    assert main(["fast-forward", str(ours_wh), "--table", "db.t", "--branch", "b",
+                 "--dry-run"]) == 0
+    assert "snapshots 2..4 (3) of the main branch replaced" in capsys.readouterr().out
+    assert main(["fast-forward", str(ours_wh), "--table", "db.t", "--branch", "b"]) == 2
+    assert "pass --yes" in capsys.readouterr().err
+    assert main(["fast-forward", str(ours_wh), "--table", "db.t", "--branch", "b",
+                 "--yes"]) == 0
+    assert "tags deleted: t2, t3; copied: t2" in capsys.readouterr().out
+    java_maintainer.fast_forward(java_root, "b")
+
+    assert _metadata(root) == _metadata(java_root)
+    for release_reader in java_readers.every():
+        assert sorted(release_reader.read_rows(root)) == branch_rows, release_reader.release
+    assert _open(ours_wh, "db.t").snapshots.latest_id() == 4
+    # Java keeps writing into the fast-forwarded main branch
+    assert java_maintainer.write(root, [["+I", 1, 500, "after"]]) == 5
+    assert len(reader.read_rows(root)) == len(branch_rows) + 1
+    assert main(["fast-forward", str(ours_wh), "--table", "db.t", "--branch", "nope"]) == 2

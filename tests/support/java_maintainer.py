@@ -96,6 +96,10 @@ class JavaMaintainer:
         (0: none). A branch's path for the other requests: ``f"{table_path}$branch_{branch}"``."""
         return self._ask("create-branch", os.fspath(table_path), branch, tag or "")
 
+    def fast_forward(self, table_path: str | os.PathLike[str], branch: str) -> int:
+        """Java's ``fastForward`` of the main branch to ``branch``; the latest snapshot id."""
+        return self._ask("fast-forward", os.fspath(table_path), branch)
+
     def close(self) -> None:
         stop_serving(self._process)
         self._process = None

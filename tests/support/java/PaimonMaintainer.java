@@ -132,6 +132,9 @@ public class PaimonMaintainer {
             case "tag":
                 table.createTag(request[2], Long.parseLong(request[3]));
                 break;
+            case "fast-forward":
+                table.fastForward(request[2]);
+                break;
             case "create-branch":
                 if (request[3].isEmpty()) {
                     table.createBranch(request[2]);
