@@ -6,6 +6,7 @@ delete-branch make branches Java reads and writes like its own."""
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from pathlib import Path
@@ -155,6 +156,10 @@ def test_paimond_creates_and_deletes_branches_java_writes_and_reads(
     java_maintainer.tag(root, "t1", 1)
     java_maintainer.expire(root, 1)  # snapshot 1 is gone: the branch is made from the tag
     wh = str(warehouse)
+    java_copy = tmp_path / "java" / "db.db" / "t"
+    shutil.copytree(root, java_copy)
+    java_maintainer.create_branch(java_copy, "b", "t1")
+    java_maintainer.create_branch(java_copy, "e")
 
     assert main(["create-branch", wh, "--table", "db.t", "--branch", "b", "--tag", "t1"]) == 0
     assert main(["create-branch", wh, "--table", "db.t", "--branch", "e"]) == 0
@@ -163,6 +168,15 @@ def test_paimond_creates_and_deletes_branches_java_writes_and_reads(
     assert main(["create-branch", wh, "--table", "db.t", "--branch", "12"]) == 2
     assert main(["create-branch", wh, "--table", "db.t", "--branch", "x", "--tag", "no"]) == 2
     assert "already has a branch 'b'" in capsys.readouterr().err
+    for branch in ("b", "e"):  # the files Java's createBranch writes (copies byte for byte;
+        # the snapshot written from the expired snapshot's tag: the same JSON)
+        ours, theirs = (_tree(r / "branch" / f"branch-{branch}") for r in (root, java_copy))
+        assert ours.keys() == theirs.keys(), branch
+        for name, data in ours.items():
+            if name.startswith("snapshot/"):
+                assert json.loads(data) == json.loads(theirs[name]), name
+            else:
+                assert data == theirs[name], name
 
     reader = java_readers.every()[-1]
     assert sorted(reader.read_rows(f"{root}$branch_b")) == sorted(
@@ -186,6 +200,10 @@ def test_paimond_creates_and_deletes_branches_java_writes_and_reads(
     assert _open(warehouse, "db.t").branches() == ["b"]
     assert main(["compact", wh, "--table", "db.t", "--branch", "e"]) == 2
     assert "has no branch 'e' (its branches: b)" in capsys.readouterr().err
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 def _metadata(root: Path) -> dict[str, bytes]:
