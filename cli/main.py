@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from paimond import __version__
 from paimond.cli import branches as cli_branches
+from paimond.cli import consumers as cli_consumers
 from paimond.cli import daemon as cli_daemon
 from paimond.cli import daemon_status as cli_daemon_status
 from paimond.cli import rebuild_dv as cli_rebuild_dv
@@ -396,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_rebuild_dv.register(commands)
     cli_rescale.register(commands)
     cli_tags.register(commands)
+    cli_consumers.register(commands)
     cli_branches.register(commands)
     cli_daemon.register(commands)
     cli_daemon_status.register(commands)

@@ -1,9 +1,13 @@
-"""``paimond tags``, ``create-tag``, ``delete-tag``, ``expire-tags``: a table's tags."""
+"""``paimond tags``, ``create-tag``, ``delete-tag``, ``expire-tags``, ``rename-tag``,
+``replace-tag``: a table's tags."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from paimond.cli.common import (
@@ -30,6 +34,25 @@ def _one_moment() -> Clock:
     return Clock(fixed_ms=SYSTEM_CLOCK.wall_ms())
 
 
+def _plain(value: Any) -> Any:
+    """A result as JSON values: dataclasses and mappings as objects, date-times as ISO text
+    (``dataclasses.asdict`` would rebuild a Counter from its pairs)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    return value
+
+
+def _print(result: Any, args: argparse.Namespace) -> int:
+    print(json.dumps(_plain(result), sort_keys=True) if args.json else result.describe())
+    return EXIT_OK
+
+
 def _run(name: str, args: argparse.Namespace, **settings: Any) -> int:
     with imports_uncollected():
         from paimond.maintenance.jobs import JOBS, JobContext
@@ -37,8 +60,7 @@ def _run(name: str, args: argparse.Namespace, **settings: Any) -> int:
     job = JOBS[name]
     report = job.run(open_table_of(args), job.settings(dry_run=args.dry_run, **settings),
                      JobContext(_one_moment()))
-    print(report.result.describe())
-    return EXIT_OK
+    return _print(report.result, args)
 
 
 def _tags(args: argparse.Namespace) -> int:
@@ -62,15 +84,60 @@ def _expire_tags(args: argparse.Namespace) -> int:
     return _run("expire_tags", args, older_than=moment)
 
 
+def _time_retained_ms(args: argparse.Namespace) -> int | None:
+    if not args.time_retained:
+        return None
+    try:
+        return parse_duration_millis(args.time_retained)
+    except ValueError as error:
+        raise ConfigError("--time-retained", str(error)) from None
+
+
+def _epoch_millis(text: str) -> int:
+    """``--from-timestamp``: epoch milliseconds, or a date-time (local unless it has an
+    offset)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ConfigError("--from-timestamp", f"{text!r} is neither epoch milliseconds nor a "
+                          "timestamp (e.g. '2024-05-01 12:00:00')") from None
+    return round(moment.timestamp() * 1000)  # naive: the machine's zone, as Java's local time
+
+
 def _create_tag(args: argparse.Namespace) -> int:
-    retained = None
-    if args.time_retained:
-        try:
-            retained = parse_duration_millis(args.time_retained)
-        except ValueError as error:
-            raise ConfigError("--time-retained", str(error)) from None
-    return _run("create_tag", args, tag=args.tag, snapshot_id=args.snapshot,
-                time_retained_ms=retained)
+    retained = _time_retained_ms(args)
+    if args.from_timestamp is None:
+        return _run("create_tag", args, tag=args.tag, snapshot_id=args.snapshot,
+                    time_retained_ms=retained)
+    from_ms = _epoch_millis(args.from_timestamp)
+    with imports_uncollected():
+        from paimond.maintenance.tags.job import create_tag
+
+    return _print(create_tag(open_table_of(args), clock=_one_moment(), name=args.tag,
+                             time_retained_ms=retained, from_timestamp_ms=from_ms,
+                             dry_run=args.dry_run), args)
+
+
+def _rename_tag(args: argparse.Namespace) -> int:
+    with imports_uncollected():
+        from paimond.maintenance.tags.rename import rename_tag
+
+    return _print(rename_tag(open_table_of(args), name=args.tag, new_name=args.to,
+                             dry_run=args.dry_run), args)
+
+
+def _replace_tag(args: argparse.Namespace) -> int:
+    retained = _time_retained_ms(args)
+    with imports_uncollected():
+        from paimond.maintenance.tags.replace import replace_tag
+
+    return _print(replace_tag(open_table_of(args), clock=_one_moment(), name=args.tag,
+                              snapshot_id=args.snapshot, time_retained_ms=retained,
+                              dry_run=args.dry_run), args)
 
 
 def _delete_tag(args: argparse.Namespace) -> int:
@@ -85,6 +152,7 @@ def _table_command(commands: Any, name: str, help_text: str, description: str
     add_table_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="print what would change, "
                         "write and delete nothing")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_storage_option(parser)
     return parser
 
@@ -114,9 +182,17 @@ def register(commands: Any) -> None:
     create = _table_command(
         commands, "create-tag", "tag a snapshot",
         "Write <table>/tag/tag-NAME for a snapshot (default the latest). An existing tag is "
-        "an error; a tag is never overwritten.")
+        "an error; a tag is never overwritten. Paimon's create_tag; with --from-timestamp, "
+        "Paimon's create_tag_from_timestamp: the earliest snapshot committed at or after the "
+        "time, or, when snapshots expired, the snapshot of the first tag (by snapshot id) "
+        "committed at or after it, if that was committed earlier.")
     create.add_argument("--tag", metavar="NAME", required=True)
-    create.add_argument("--snapshot", type=int_at_least(1), metavar="N", help="snapshot id (default latest)")
+    source = create.add_mutually_exclusive_group()
+    source.add_argument("--snapshot", type=int_at_least(1), metavar="N",
+                        help="snapshot id (default latest)")
+    source.add_argument("--from-timestamp", metavar="MILLIS|TIMESTAMP",
+                        help="tag the earliest snapshot committed at or after this time: epoch "
+                             "milliseconds or a local date-time (e.g. '2024-05-01 12:00:00')")
     create.add_argument("--time-retained", metavar="DURATION",
                         help="keep the tag this long (e.g. '1 d'; default "
                              "tag.default-time-retained, unset: until deleted)")
@@ -124,7 +200,31 @@ def register(commands: Any) -> None:
 
     delete = _table_command(
         commands, "delete-tag", "delete a tag",
-        "Delete <table>/tag/tag-NAME (a missing tag is not an error). The files only the tag "
-        "kept are left to remove-orphans.")
+        "Delete <table>/tag/tag-NAME (a missing tag is not an error). If its snapshot "
+        "expired, the files only the tag kept are deleted with it. Paimon's delete_tag.")
     delete.add_argument("--tag", metavar="NAME", required=True)
     delete.set_defaults(run=usage_errors_exit_2(_delete_tag))
+
+    rename = _table_command(
+        commands, "rename-tag", "rename a tag",
+        "Rename tag --tag to --to: the new tag file holds the old one's bytes and is written "
+        "before the old one is deleted. A missing --tag or an existing --to is an error. "
+        "Paimon's rename_tag.")
+    rename.add_argument("--tag", metavar="NAME", required=True, help="the tag to rename")
+    rename.add_argument("--to", metavar="NEW", required=True, help="its new name")
+    rename.set_defaults(run=usage_errors_exit_2(_rename_tag))
+
+    replace = _table_command(
+        commands, "replace-tag", "make an existing tag pin another snapshot",
+        "Overwrite the existing tag --tag so that it pins --snapshot (default the latest; a "
+        "snapshot a tag holds will do), with --time-retained or no retention (as Paimon, "
+        "tag.default-time-retained does not apply). If the tag's old snapshot expired, the "
+        "files only the tag kept are deleted, as delete-tag deletes them. A missing tag is "
+        "an error. Paimon's replace_tag.")
+    replace.add_argument("--tag", metavar="NAME", required=True)
+    replace.add_argument("--snapshot", type=int_at_least(1), metavar="N",
+                         help="snapshot id (default latest)")
+    replace.add_argument("--time-retained", metavar="DURATION",
+                         help="keep the tag this long from now (e.g. '1 d'; default: until "
+                              "deleted)")
+    replace.set_defaults(run=usage_errors_exit_2(_replace_tag))

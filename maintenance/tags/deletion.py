@@ -1,5 +1,6 @@
 """Deleting a tag with the files only it kept: Java ``TagManager.deleteTag`` with
-``TagDeletion`` (apache/paimon 5dacde516b).
+``TagDeletion`` (apache/paimon 5dacde516b); replacing a tag (``maintenance.tags.replace``)
+goes the same way, its file overwritten instead of deleted.
 
 When the tag's snapshot is still a live snapshot, only the tag file goes (Java does the same:
 the snapshot keeps every file). Otherwise the tag kept files its snapshot's expiry left: the
@@ -147,9 +148,10 @@ def files_only_kept_by(table: Table, name: str, tag: Snapshot) -> tuple[TagFiles
     return found, [d for d in found.deletions if _name(d.path) not in needed]
 
 
-def still_needed(table: Table, tag: Snapshot, where: str) -> set[str]:
+def still_needed(table: Table, tag: Snapshot, where: str | None) -> set[str]:
     """What the other sources need of the files of the tag at ``where`` (its snapshot
-    expired): Java's ``TagDeletion`` skipper, widened. Metadata any other snapshot, tag,
+    expired; None: the tag's file now pins another snapshot, which counts as a source):
+    Java's ``TagDeletion`` skipper, widened. Metadata any other snapshot, tag,
     long-lived changelog or branch names; data files live in the earliest snapshot or in the
     tags next to this one (a data file is live over one run of snapshots, so one live in any
     later snapshot or tag is live there); the data files a changelog's delta and changelog
@@ -199,21 +201,31 @@ def preview_tag_deletion(table: Table, name: str, tag: Snapshot) -> FileTally:
     return tally
 
 
-def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Clock
-                          ) -> TagDeletionResult | None:
+def _drop_tag_file(table: Table, name: str, replacement: bytes | None) -> None:
+    if replacement is None:
+        delete_tag_file(table, name)
+    else:
+        table.storage.write_bytes(tag_path(table, name), replacement)
+
+
+def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Clock, *,
+                          replacement: bytes | None = None) -> TagDeletionResult | None:
     """Delete the tag ``name`` pinning ``snapshot_id`` and every file only it kept; None (and
-    nothing deleted) if the tag is gone or pins another snapshot now."""
+    nothing deleted) if the tag is gone or pins another snapshot now. With ``replacement``
+    (a tag of another snapshot, still live) the tag's file is overwritten with it instead,
+    and the files only the old snapshot kept go all the same."""
     tag = read_tag(table, name)
     if tag is None or tag.snapshot.id != snapshot_id:
         return None
     if table.snapshots.exists(snapshot_id):
-        delete_tag_file(table, name)
+        _drop_tag_file(table, name, replacement)
         crash_point("tags.tag_deleted")
         return TagDeletionResult(name, snapshot_id, snapshot_live=True)
     found, candidates = files_only_kept_by(table, name, tag.snapshot)
     tally = FileTally()
     storage = table.storage
-    with recorded_job(table, "delete_tag", clock) as job:
+    job_name = "delete_tag" if replacement is None else "replace_tag"
+    with recorded_job(table, job_name, clock) as job:
         for deletion in candidates:
             job.note(deletion.path)  # a path outside the table is not noted
         crash_point("tags.deletion_noted")
@@ -221,9 +233,10 @@ def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Cloc
         if again is None or again.snapshot.id != snapshot_id:
             job.keep(_name(d.path) for d in candidates)  # replaced meanwhile: delete nothing
             return None
-        delete_tag_file(table, name)
+        _drop_tag_file(table, name, replacement)
         crash_point("tags.tag_deleted")
-        used = still_needed(table, tag.snapshot, tag_path(table, name))
+        used = still_needed(table, tag.snapshot,
+                            tag_path(table, name) if replacement is None else None)
         job.keep(used)  # the job's end deletes the noted files nothing needs: done below
         for deletion in candidates:
             if _name(deletion.path) not in used:

@@ -51,6 +51,7 @@ from paimond.maintenance.tags.plan import (
     plan_time_expiry,
     resume_point,
 )
+from paimond.maintenance.tags.source import TagSource, at_or_after, still_there
 from paimond.table.catalog import Table
 from paimond.table.options.core import TableOptions
 from paimond.table.tags import (
@@ -193,22 +194,26 @@ class TagsJob:
 
 
 def _create(table: Table, action: TagAction, create_time: datetime.datetime,
-            time_retained_ns: int | None) -> str | None:
-    """Write one tag; a note when it was not written (None: written)."""
-    snapshots = table.snapshots
-    try:
-        snapshot = snapshots.load(action.snapshot_id)
-    except MissingFileError:
-        return f"snapshot {action.snapshot_id} expired before tag {action.name!r} was written"
-    if not create_tag_file(table, action.name, snapshot, create_time=create_time,
+            time_retained_ns: int | None, source: TagSource | None = None) -> str | None:
+    """Write one tag of the live snapshot, or of ``source``'s; a note when it was not
+    written (None: written)."""
+    if source is None:
+        try:
+            source = TagSource(table.snapshots.load(action.snapshot_id))
+        except MissingFileError:
+            return f"snapshot {action.snapshot_id} expired before tag {action.name!r} was written"
+    if not create_tag_file(table, action.name, source.snapshot, create_time=create_time,
                            time_retained_ns=time_retained_ns):
         return f"tag {action.name!r} exists already"
     crash_point("tags.tag_created")
-    if not snapshots.exists(action.snapshot_id):
-        # Expiry may be deleting the snapshot's files: a tag written after it looked is unsafe.
+    if not still_there(table, source):
+        # Expiry (or the deletion of the tag holding it) may be deleting the snapshot's
+        # files: a tag written after it looked is unsafe.
         delete_tag_file(table, action.name)
         crash_point("tags.tag_withdrawn")
-        return f"snapshot {action.snapshot_id} expired while tag {action.name!r} was written"
+        gone = (f"snapshot {action.snapshot_id} expired" if source.tag is None
+                else f"tag {source.tag!r} holding snapshot {action.snapshot_id} went away")
+        return f"{gone} while tag {action.name!r} was written"
     return None
 
 
@@ -227,14 +232,26 @@ def _delete(table: Table, action: TagAction, clock: Clock, files: FileTally) -> 
 
 
 def create_tag(table: Table, *, clock: Clock, name: str, snapshot_id: int | None = None,
-               time_retained_ms: int | None = None, dry_run: bool = False) -> TagsResult:
+               time_retained_ms: int | None = None, from_timestamp_ms: int | None = None,
+               dry_run: bool = False) -> TagsResult:
     """Java ``createTag(name, snapshotId, timeRetained)``: the latest snapshot by default,
-    ``tag.default-time-retained`` by default; an existing tag is an error."""
+    ``tag.default-time-retained`` by default; an existing tag is an error. With
+    ``from_timestamp_ms`` (Java ``create_tag_from_timestamp``), the snapshot
+    ``maintenance.tags.source.at_or_after`` finds, which a tag may hold."""
     check_tag_name(name)
     options = table.options()
     check_tag_options(options, creating=False)
     snapshots = table.snapshots
-    if snapshot_id is None:
+    source = None
+    if from_timestamp_ms is not None:
+        if snapshot_id is not None:
+            raise ConfigError("snapshot", "a snapshot id and a timestamp are exclusive")
+        source = at_or_after(table, from_timestamp_ms)
+        if source is None:
+            raise ConfigError("from_timestamp", f"no snapshot of {table.name} was committed at "
+                              f"or after {from_timestamp_ms} (epoch milliseconds)")
+        snapshot_id = source.snapshot.id
+    elif snapshot_id is None:
         snapshot_id = snapshots.latest_id()
         if snapshot_id is None:
             raise ConfigError("snapshot", f"{table.name} has no snapshot to tag")
@@ -251,7 +268,7 @@ def create_tag(table: Table, *, clock: Clock, name: str, snapshot_id: int | None
     plan = TagsPlan(table.name, "manual", (action,), clock.local_now(), retained_ns)
     if dry_run:
         return TagsResult(plan, dry_run=True)
-    note = _create(table, action, plan.create_time, retained_ns)
+    note = _create(table, action, plan.create_time, retained_ns, source)
     if note is not None:
         raise ConfigError("tag", note)
     return TagsResult(plan, (action,))

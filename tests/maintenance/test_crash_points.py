@@ -84,6 +84,7 @@ CRASHED_BY: dict[str, tuple[str, ...]] = {
     "partition_expire.batch_committed": ("expire_partitions",),
     "tags.tag_created": ("tags",),
     "tags.tag_deleted": ("tags",),
+    "tags.tag_copied": ("rename_tag",),
     "expire_consumers.consumer_deleted": ("expire_consumers",),
 }
 NOT_CRASHED: dict[str, str] = {  # point -> why no campaign here kills at it
@@ -313,6 +314,13 @@ def _idle_consumers(root: Path) -> tuple[Path, str]:
     return root / "wh", table.name
 
 
+def _renamable(root: Path) -> tuple[Path, str]:
+    """A tag 'a' of the latest snapshot, to be renamed 'b'."""
+    warehouse, name = _deduplicate(root)
+    assert main(["create-tag", str(warehouse), "--table", name, "--tag", "a"]) == 0
+    return warehouse, name
+
+
 # The tags job at a fixed moment (the commit times above are in 2024).
 TAGS_DRIVER = f"""
 import sys
@@ -406,6 +414,7 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
                                          "expire-partitions"),
         "tags": lambda: Job("tags", *reversed(_tagged(root / "tags")), driver=TAGS_DRIVER),
         "expire_consumers": lambda: job("expire_consumers", _idle_consumers, "expire-consumers"),
+        "rename_tag": lambda: job("rename_tag", _renamable, "rename-tag", "--tag", "a", "--to", "b"),
         # the postpone rows moved (one commit), then the buckets compacted (another)
         "compact_postpone": lambda: job("compact_postpone", _postponed, "compact",
                                         "--parallelism", "1"),
@@ -419,7 +428,7 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
 
 JOBS = ["compact", "compact_dv", "compact_changelog", "merge_manifests", "remove_orphans", "rewrite_index",
         "rebuild_dv", "compact_append_unaware", "compact_append_bucketed", "expire_partitions",
-        "tags", "expire_consumers", "compact_postpone", "rescale", "conflict_compact",
+        "tags", "expire_consumers", "rename_tag", "compact_postpone", "rescale", "conflict_compact",
         "conflict_rewrite_index", "conflict_rebuild_dv"]
 
 
