@@ -85,10 +85,12 @@ def _rollback(args: argparse.Namespace) -> int:
     if not args.yes and not _confirmed(preview, args):
         print("paimond: rollback declined; nothing changed", file=sys.stderr)
         return EXIT_UNREADABLE
-    finished, _ = rollback.finish_interrupted(table)
+    finished, tally = rollback.finish_interrupted(table)
     if finished:  # the table moved: plan again from where the killed run left it
         plan = rollback.plan_rollback(table, target)
-    tally = rollback.execute_rollback(table, plan)
+    done = rollback.execute_rollback(table, plan)
+    tally.files.update(done.files)
+    tally.size_bytes.update(done.size_bytes)
     _print(rollback.result_of(plan, tally, done=True, finished=finished), args.json)
     return EXIT_OK
 

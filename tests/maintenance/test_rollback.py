@@ -12,15 +12,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pypaimon.schema.schema_change import SchemaChange
 from support import warm_python
 from support.consumer_tables import make_table, write_consumers
 from support.pypaimon_oracle import read_rows
-from support.pypaimon_tables import build_pk_deduplicate
+from support.pypaimon_tables import build_pk_deduplicate, catalog_for
 from support.table_garbage import STATE_DIRS, unreferenced_files
 
 from paimond.cli.main import main
 from paimond.cli.rollback import parse_timestamp_ms
 from paimond.faults import EXIT_CODE
+from paimond.maintenance.expire.record import long_lived_changelogs
 from paimond.maintenance.expire.references import referencing_snapshots, used_files
 from paimond.maintenance.rollback import RollbackTarget, plan_rollback, records_dir
 from paimond.table.catalog import Table, open_table
@@ -190,5 +192,33 @@ def test_a_killed_expired_tag_rollback_reads_and_the_rerun_finishes(
         read_rows(warehouse, NAME, snapshot_id=snapshot_id)
     assert _rollback(warehouse, "--to-tag", "t2") == 0
     assert table.snapshots.list_ids() == [2]
+    assert read_rows(warehouse, NAME).equals(tag_rows)
+    assert unreferenced_files(warehouse, NAME) == []
+
+
+@pytest.mark.parametrize("point", [None, "rollback.changelog_hint_written",
+                                   "rollback.changelog_deleted:1", "rollback.changelog_deleted:2"])
+def test_long_lived_changelogs_after_the_target_go(warehouse: str, point: str | None) -> None:
+    """Decoupled: expiry keeps snapshots 1-4 as long-lived changelogs; rolling back to the
+    expired tag t2 deletes changelogs 3 and 4 (killed on the way: the rerun finishes)."""
+    tag_rows = read_rows(warehouse, NAME, snapshot_id=2)
+    catalog_for(warehouse).alter_table(
+        NAME, [SchemaChange.set_option("changelog.num-retained.min", "10"),
+               SchemaChange.set_option("changelog.num-retained.max", "10")], False)
+    assert main(["expire-snapshots", warehouse, "--table", NAME, "--retain-max", "2",
+                 "--retain-min", "1"]) == 0
+    table = _open(warehouse)
+    changelogs = long_lived_changelogs(table)
+    assert changelogs.list_ids() == [1, 2, 3, 4]
+    if point is not None:
+        died = warm_python.run(["-m", "paimond.cli", "rollback", warehouse, "--table", NAME,
+                                "--to-tag", "t2", "--yes"],
+                               {**os.environ, "PAIMOND_CRASH_AT": point})
+        assert died.returncode == EXIT_CODE, died.stdout + died.stderr
+        assert read_rows(warehouse, NAME).equals(tag_rows)
+    assert _rollback(warehouse, "--to-tag", "t2") == 0
+    assert table.snapshots.list_ids() == [2]
+    assert changelogs.list_ids() == [1, 2]
+    assert changelogs.read_hint("LATEST") == 2
     assert read_rows(warehouse, NAME).equals(tag_rows)
     assert unreferenced_files(warehouse, NAME) == []
