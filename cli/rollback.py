@@ -43,6 +43,9 @@ def parse_timestamp_ms(text: str) -> int:
 def _target_of(args: argparse.Namespace) -> RollbackTarget:
     from paimond.maintenance.rollback import SNAPSHOT, TAG, TIMESTAMP, RollbackTarget
 
+    given = [args.to_snapshot, args.to_tag, args.to_timestamp]
+    if sum(value is not None for value in given) != 1:
+        raise ConfigError("rollback", "give one of --to-snapshot, --to-tag, --to-timestamp")
     if args.to_snapshot is not None:
         return RollbackTarget(SNAPSHOT, snapshot_id=args.to_snapshot)
     if args.to_tag is not None:
@@ -73,8 +76,8 @@ def _rollback(args: argparse.Namespace) -> int:
     with imports_uncollected():
         from paimond.maintenance import rollback
 
+    table = open_table_of(args)  # the table's errors before the target's
     target = _target_of(args)
-    table = open_table_of(args)
     plan = rollback.plan_rollback(table, target)
     preview = rollback.result_of(plan, rollback.planned_tally(table, plan), done=False,
                                  dry_run=args.dry_run,
@@ -108,7 +111,7 @@ def register(commands: Any) -> None:
                     "writers first: a commit during the rollback is refused.")
     command.add_argument("warehouse", help="warehouse path or URI")
     add_table_arguments(command)
-    target = command.add_mutually_exclusive_group(required=True)
+    target = command.add_mutually_exclusive_group()
     target.add_argument("--to-snapshot", type=int_at_least(1), metavar="N",
                         help="a snapshot id (one that expired but a tag pins: that tag)")
     target.add_argument("--to-tag", metavar="TAG", help="a tag of the branch")

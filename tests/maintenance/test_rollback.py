@@ -135,6 +135,7 @@ def test_a_dry_run_and_refusals_change_nothing(warehouse: str, capsys: pytest.Ca
     out = capsys.readouterr().out
     assert "snapshots to delete: 6, 5, 4" in out and "tags after the target to delete" in out
     assert main(["rollback", warehouse, "--table", NAME, "--to-snapshot", "9", "--yes"]) == 2
+    assert main(["rollback", warehouse, "--table", NAME, "--yes"]) == 2  # no target
     assert main(["rollback", warehouse, "--table", NAME, "--to-tag", "nope", "--yes"]) == 2
     assert main(["rollback", warehouse, "--table", NAME, "--to-timestamp", "1000",
                  "--yes"]) == 2
