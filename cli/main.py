@@ -16,6 +16,7 @@ from paimond.cli import daemon as cli_daemon
 from paimond.cli import daemon_status as cli_daemon_status
 from paimond.cli import rebuild_dv as cli_rebuild_dv
 from paimond.cli import rescale as cli_rescale
+from paimond.cli import rollback as cli_rollback
 from paimond.cli import tags as cli_tags
 from paimond.cli.common import (
     EXIT_OK,
@@ -396,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_rewrite_index_command(commands)
     cli_rebuild_dv.register(commands)
     cli_rescale.register(commands)
+    cli_rollback.register(commands)
     cli_tags.register(commands)
     cli_consumers.register(commands)
     cli_branches.register(commands)

@@ -50,6 +50,7 @@ FILE_INDEX_SUFFIX = ".index"  # a data file's own file index: <data file>.index
 EARLIEST_HINT, LATEST_HINT = "EARLIEST", "LATEST"
 PAIMOND_DIR, JOBS_DIR = ".paimond", "jobs"  # paimond's own records in a table: .paimond/jobs/
 EXPIRATIONS_DIR = "expirations"  # .paimond/expirations/: expirations in progress
+ROLLBACKS_DIR = "rollbacks"  # .paimond/rollbacks/: rollbacks in progress
 
 _ESCAPED = set(range(0x01, 0x20)) | {ord(c) for c in "\"#%'*/:=?\\{}[]^"} | {0x7F}
 _EPOCH_DAY = datetime.date(1970, 1, 1)

@@ -86,6 +86,9 @@ CRASHED_BY: dict[str, tuple[str, ...]] = {
     "tags.tag_deleted": ("tags",),
     "tags.tag_copied": ("rename_tag",),
     "expire_consumers.consumer_deleted": ("expire_consumers",),
+    **dict.fromkeys(("rollback.recorded", "rollback.latest_hint_written",
+                     "rollback.snapshot_deleted", "rollback.tag_deleted",
+                     "rollback.file_deleted", "rollback.record_removed"), ("rollback",)),
 }
 NOT_CRASHED: dict[str, str] = {  # point -> why no campaign here kills at it
     "tags.tag_withdrawn": "passed only when expiry deletes the tagged snapshot between the "
@@ -93,6 +96,13 @@ NOT_CRASHED: dict[str, str] = {  # point -> why no campaign here kills at it
     **dict.fromkeys(("tags.deletion_noted", "tags.file_deleted", "tags.directories_removed"),
                     "passed when a deleted tag's snapshot has expired; test_tag_deletion's "
                     "crash campaign kills at each"),
+    **dict.fromkeys(("rollback.snapshot_restored", "rollback.earliest_hint_written"),
+                    "passed when the tag rolled back to has expired, where one step has the "
+                    "written-back snapshot and the oldest newer one (a gap this campaign's "
+                    "contiguity check refuses); test_rollback kills at each"),
+    **dict.fromkeys(("rollback.changelog_hint_written", "rollback.changelog_deleted"),
+                    "passed when long-lived changelogs are newer than the target; "
+                    "test_rollback kills at each"),
 }
 # expiration's own crash tests (test_expire_crash, test_changelog_expire)
 OTHER_CAMPAIGNS = ("expire.", "expire_changelog.")
@@ -142,6 +152,7 @@ class Job:
     argv: list[str] = field(default_factory=list)
     driver: str | None = None
     only: tuple[str, ...] = ()  # crash only at these points (the rest: other campaigns)
+    passes_through: tuple[int, ...] = ()  # snapshots of the pristine table a crash may leave
 
     def command(self, warehouse: str) -> list[str]:
         """What follows ``python``."""
@@ -212,6 +223,7 @@ def run_campaign(job: Job, tmp_path: Path) -> list[tuple[str, int]]:
     last = open_table(open_storage(str(traced)), str(traced), job.table).snapshots.latest_id()
     between = [read_rows(str(traced), job.table, snapshot_id=i)
                for i in range(first_new, (last or 0))]
+    between += [read_rows(str(job.warehouse), job.table, snapshot_id=i) for i in job.passes_through]
     passes = Counter(trace.read_text().split()) if trace.exists() else Counter()
     claimed = {p for p, jobs in CRASHED_BY.items() if job.name in jobs}
     assert claimed <= set(passes), f"{job.name} never passes {sorted(claimed - set(passes))}"
@@ -376,6 +388,17 @@ def _postponed_moved(root: Path) -> tuple[Path, str]:
     return warehouse, name
 
 
+def _rolled_back(root: Path) -> Job:
+    """Six snapshots and a tag of the fifth; rolled back to the third, the table passes
+    through the fifth and the fourth (newest first, ids contiguous)."""
+    warehouse, name = _deduplicate(root)
+    assert main(["create-tag", str(warehouse), "--table", name, "--tag", "t5",
+                 "--snapshot", "5"]) == 0
+    return Job("rollback", name, warehouse, ["rollback", "{wh}", "--table", name,
+                                             "--to-snapshot", "3", "--yes"],
+               passes_through=(5, 4))
+
+
 def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
     def job(name: str, build: Callable[[Path], tuple[Path, str]], *argv: str) -> Job:
         warehouse, table = build(root / name)
@@ -423,13 +446,14 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
         "conflict_rewrite_index": lambda: _conflict(rewrite_index(),
                                                     "rewrite_index.conflict_file_deleted"),
         "conflict_rebuild_dv": lambda: _conflict(rebuild_dv(), "rebuild_dv.conflict_file_deleted"),
+        "rollback": lambda: _rolled_back(root / "rollback"),
     }
 
 
 JOBS = ["compact", "compact_dv", "compact_changelog", "merge_manifests", "remove_orphans", "rewrite_index",
         "rebuild_dv", "compact_append_unaware", "compact_append_bucketed", "expire_partitions",
         "tags", "expire_consumers", "rename_tag", "compact_postpone", "rescale", "conflict_compact",
-        "conflict_rewrite_index", "conflict_rebuild_dv"]
+        "conflict_rewrite_index", "conflict_rebuild_dv", "rollback"]
 
 
 @pytest.mark.crash_campaign
