@@ -14,6 +14,7 @@ from paimond.cli import branches as cli_branches
 from paimond.cli import daemon as cli_daemon
 from paimond.cli import daemon_status as cli_daemon_status
 from paimond.cli import rebuild_dv as cli_rebuild_dv
+from paimond.cli import repair as cli_repair
 from paimond.cli import rescale as cli_rescale
 from paimond.cli import tags as cli_tags
 from paimond.cli.common import (
@@ -397,6 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_rescale.register(commands)
     cli_tags.register(commands)
     cli_branches.register(commands)
+    cli_repair.register(commands)
     cli_daemon.register(commands)
     cli_daemon_status.register(commands)
     return parser

@@ -96,6 +96,11 @@ class JavaMaintainer:
         (0: none). A branch's path for the other requests: ``f"{table_path}$branch_{branch}"``."""
         return self._ask("create-branch", os.fspath(table_path), branch, tag or "")
 
+    def remove_unexisting_files(self, table_path: str | os.PathLike[str]) -> int:
+        """Java's remove_unexisting_files (one commit of every partition's missing data
+        files); the latest snapshot id after it."""
+        return self._ask("remove-unexisting-files", os.fspath(table_path))
+
     def close(self) -> None:
         stop_serving(self._process)
         self._process = None
