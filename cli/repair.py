@@ -46,10 +46,10 @@ def _remove_unexisting_files(args: argparse.Namespace) -> int:
                                    "pass --yes (or --dry-run to see what would be dropped)")
     table = open_table_of(args)
     plan = plan_unexisting_files(table, table_partitions_of(table, args.partition))
-    if args.dry_run or not plan.missing:
-        _print(plan.result(dry_run=args.dry_run), args.json)
+    if args.dry_run:
+        _print(plan.result(dry_run=True), args.json)
         return EXIT_OK
-    if not args.yes:
+    if plan.missing and not args.yes:
         print(plan.result(dry_run=True).describe(), file=sys.stderr)
         if not _confirmed(len(plan.missing)):
             _print(plan.result(declined=True), args.json)

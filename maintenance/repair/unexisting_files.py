@@ -37,7 +37,7 @@ from paimond.errors import CommitConflictError, RefusedError
 from paimond.format.meta.manifest import ManifestEntry
 from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
-from paimond.maintenance.job_cleanup import recorded_job
+from paimond.maintenance.job_cleanup import clean_dead_jobs, recorded_job
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, Committer
@@ -215,7 +215,8 @@ def remove_unexisting_files(table: Table, plan: UnexistingFilesPlan, clock: Cloc
     """Commit ``plan``: one OVERWRITE snapshot of DELETE entries, as a recorded job; re-planned
     on a conflict (module doc). CommitConflictError when a new plan would drop a file
     ``plan`` does not name, or when every attempt conflicted."""
-    if not plan.missing:
+    if not plan.missing:  # a killed run's leftovers go all the same
+        clean_dead_jobs(table, clock.wall_ms())
         return plan.result()
     confirmed = {m.key for m in plan.missing}
     planned = [plan]
