@@ -41,11 +41,12 @@ def _remove_unexisting_files(args: argparse.Namespace) -> int:
         remove_unexisting_files,
     )
 
+    table = open_table_of(args)
+    partitions = table_partitions_of(table, args.partition)
     if not (args.dry_run or args.yes or sys.stdin.isatty()):
         raise ConfigError("--yes", "standard input is not a terminal to confirm the drop on: "
                                    "pass --yes (or --dry-run to see what would be dropped)")
-    table = open_table_of(args)
-    plan = plan_unexisting_files(table, table_partitions_of(table, args.partition))
+    plan = plan_unexisting_files(table, partitions)
     if args.dry_run:
         _print(plan.result(dry_run=True), args.json)
         return EXIT_OK
