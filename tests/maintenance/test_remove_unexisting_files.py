@@ -18,10 +18,11 @@ from support.java_maintainer import JavaMaintainer
 from support.java_reader import JavaReadError, JavaReaders, canonical_rows
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import build_append_deletion_vectors, build_pk_deduplicate
+from support.table_garbage import unreferenced_files
 
 from paimond.cli.main import main
 from paimond.clock import Clock
-from paimond.errors import RefusedError
+from paimond.errors import CommitConflictError, RefusedError
 from paimond.format.meta.manifest import FILE_KIND_DELETE
 from paimond.maintenance.repair.unexisting_files import (
     StaleVector,
@@ -58,14 +59,15 @@ def _identity(live: LiveFile) -> tuple[bytes, int, int, str]:
     return (live.entry.partition, live.entry.bucket, live.meta.level, live.meta.file_name)
 
 
-def _delete_files(table: Table, count: int, *, one_partition: bool = False) -> list[LiveFile]:
-    """Delete ``count`` live data files by hand (from distinct partitions, unless
-    ``one_partition``): a storage accident."""
+def _delete_files(table: Table, count: int) -> list[LiveFile]:
+    """Delete ``count`` live data files still there by hand, from distinct partitions: a
+    storage accident."""
     schema = table.latest_schema()
     chosen: list[LiveFile] = []
     for live in sorted(_live(table), key=_identity):
-        partitions = {c.entry.partition for c in chosen}
-        if (live.entry.partition in partitions) != one_partition and chosen:
+        if not Path(data_file_path(table, schema, live)).exists():
+            continue  # gone already
+        if live.entry.partition in {c.entry.partition for c in chosen}:
             continue
         chosen.append(live)
         if len(chosen) == count:
@@ -250,3 +252,28 @@ def test_an_append_table_refuses_a_vector_of_a_dropped_file(
     assert main(["remove-unexisting-files", str(warehouse), "--table", name, "--yes"]) == 1
     assert victim.meta.file_name in capsys.readouterr().err
     assert table.snapshots.latest_id() == latest.id
+
+
+def test_a_commit_since_the_plan(tmp_path: Path) -> None:
+    """A commit between the plan and the drop: the table is planned again and the same files
+    dropped; a new plan that would drop another file fails, and commits nothing."""
+    warehouse = tmp_path / "wh"
+    build_pk_deduplicate(str(warehouse))
+    table = _open(warehouse)
+    clock = Clock(fixed_ms=1_700_000_000_000)
+    gone = _delete_files(table, 1)
+    plan = plan_unexisting_files(table)
+    assert main(["merge-manifests", str(warehouse), "--table", NAME]) == 0  # snapshot 7
+    result = remove_unexisting_files(table, plan, clock)
+    assert (result.base_snapshot_id, result.snapshot_id) == (7, 8)
+    assert [m.file_name for m in result.missing] == [gone[0].meta.file_name]
+
+    more = _delete_files(table, 1)
+    plan = plan_unexisting_files(table)
+    also = _delete_files(table, 1)
+    assert also[0].meta.file_name != more[0].meta.file_name
+    assert main(["merge-manifests", str(warehouse), "--table", NAME]) == 0  # snapshot 9
+    with pytest.raises(CommitConflictError, match=also[0].meta.file_name):
+        remove_unexisting_files(table, plan, clock)
+    assert table.snapshots.latest_id() == 9
+    assert unreferenced_files(str(warehouse), NAME) == []
