@@ -62,11 +62,13 @@ class HintCheck:
         where = f"{self.directory}/{self.hint}"
         found = repr(self.found) if self.found is not None else "no file"
         if self.state == OK:
-            return f"{where}: {self.found} (right)"
+            return f"{where}: {self.found} (right)" if self.found is not None else \
+                f"{where}: none, and no {self.directory} file (right)"
         if self.state == PENDING:
             return (f"{where}: {found}, left alone: an expiration record is pending "
-                    "(paimond expire finishes it)")
-        what = {MISSING: "missing", UNREADABLE: f"{found} is not a bare snapshot id",
+                    "(paimond expire-snapshots finishes it)")
+        what = {MISSING: "missing (readers list the directory)",
+                UNREADABLE: f"{found} is not a bare snapshot id",
                 WRONG: f"{found} names the wrong id",
                 EXTRA: f"{found}, but no {self.directory} file exists"}[self.state]
         fix = ("removed" if self.expected is None else f"set to {self.expected}") \
@@ -86,8 +88,6 @@ class HintsResult:
         return sum(1 for h in self.hints if h.needs_repair)
 
     def describe(self) -> str:
-        if not self.hints:
-            return f"{self.table_name}: no snapshot directory, no hints"
         verdict = ("every hint is right" if not self.wrong
                    else f"{self.wrong} hint(s) {'to repair (dry run)' if self.dry_run else 'repaired'}")
         return "\n".join([f"{self.table_name}: {verdict}",
