@@ -15,6 +15,7 @@ from paimond.cli import consumers as cli_consumers
 from paimond.cli import daemon as cli_daemon
 from paimond.cli import daemon_status as cli_daemon_status
 from paimond.cli import rebuild_dv as cli_rebuild_dv
+from paimond.cli import repair as cli_repair
 from paimond.cli import rescale as cli_rescale
 from paimond.cli import rollback as cli_rollback
 from paimond.cli import tags as cli_tags
@@ -401,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_tags.register(commands)
     cli_consumers.register(commands)
     cli_branches.register(commands)
+    cli_repair.register(commands)
     cli_daemon.register(commands)
     cli_daemon_status.register(commands)
     return parser

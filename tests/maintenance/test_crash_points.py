@@ -399,6 +399,15 @@ def _rolled_back(root: Path) -> Job:
                passes_through=(5, 4))
 
 
+def _missing_file(root: Path) -> tuple[Path, str]:
+    """A data file of the latest snapshot deleted by hand: no reader reads the table."""
+    warehouse, name = _deduplicate(root)
+    table = open_table(open_storage(str(warehouse)), str(warehouse), name)
+    missing = sorted(Path(table.path).rglob("data-*.parquet"))[0]
+    missing.unlink()
+    return warehouse, name
+
+
 def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
     def job(name: str, build: Callable[[Path], tuple[Path, str]], *argv: str) -> Job:
         warehouse, table = build(root / name)
@@ -442,6 +451,9 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
         "compact_postpone": lambda: job("compact_postpone", _postponed, "compact",
                                         "--parallelism", "1"),
         "rescale": lambda: job("rescale", _postponed_moved, "rescale", "--bucket-num", "3"),
+        # not in JOBS: its table reads only after the job (test_a_crash_removing_...)
+        "remove_unexisting_files": lambda: job("remove_unexisting_files", _missing_file,
+                                               "remove-unexisting-files", "--yes"),
         "conflict_compact": lambda: _conflict(compact(), "compact.conflict_file_deleted"),
         "conflict_rewrite_index": lambda: _conflict(rewrite_index(),
                                                     "rewrite_index.conflict_file_deleted"),
@@ -462,6 +474,57 @@ def test_a_crash_at_every_point_leaves_the_table_readable(name: str, tmp_path: P
     job = _jobs(tmp_path)[name]()
     cases = run_campaign(job, tmp_path)
     assert cases, f"{name} passes no crash point"
+
+
+@pytest.mark.crash_campaign
+def test_a_crash_removing_unexisting_files_commits_all_or_nothing(tmp_path: Path) -> None:
+    """The table lacks a data file, so no reader reads it before the job. Killed at any
+    point, either nothing is committed (the latest snapshot is the one planned from, and
+    reading still fails) or the drop is (the latest reads what a clean run reads); a rerun
+    converges on the clean run's table and leaves nothing behind."""
+    job = _jobs(tmp_path)["remove_unexisting_files"]()
+    pristine = str(job.warehouse)
+    base = open_table(open_storage(pristine), pristine, job.table).snapshots.latest_id()
+    assert base is not None
+    traced = tmp_path / "traced"
+    shutil.copytree(job.warehouse, traced)
+    trace = tmp_path / "trace.txt"
+    result = _run(job, str(traced), {"PAIMOND_CRASH_TRACE": str(trace)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    after = _content(str(traced), job.table)
+    passes = Counter(trace.read_text().split())
+    cases = [(point, n) for point in sorted(passes) for n in sample(passes[point])]
+    assert cases
+
+    def check(warehouse: str, what: str, allowed: tuple[int, ...]) -> None:
+        table = open_table(open_storage(warehouse), warehouse, job.table)
+        ids = table.snapshots.list_ids()
+        assert ids == list(range(1, ids[-1] + 1)) and ids[-1] in allowed, f"{what}: {ids}"
+        latest = catalog_for(warehouse).get_table(job.table).snapshot_manager()
+        assert latest.get_latest_snapshot().id == ids[-1], what
+        if ids[-1] == base:
+            with pytest.raises(FileNotFoundError):
+                _content(warehouse, job.table)
+        else:
+            assert _content(warehouse, job.table).equals(after), what
+
+    def crash(case: tuple[str, int]) -> None:
+        point, n = case
+        what = f"remove_unexisting_files killed at {point}:{n}"
+        warehouse = str(tmp_path / f"{point}-{n}")
+        shutil.copytree(job.warehouse, warehouse)
+        died = _run(job, warehouse, {"PAIMOND_CRASH_AT": f"{point}:{n}"})
+        assert died.returncode == EXIT_CODE, f"{what}: exited {died.returncode}\n{died.stderr}"
+        check(warehouse, what, (base, base + 1))
+        assert job.rerun(warehouse), f"{what}: the rerun failed"
+        check(warehouse, f"{what}, then rerun", (base + 1,))
+        assert unreferenced_files(warehouse, job.table) == [], f"{what}: files left behind"
+        assert not list(Path(warehouse).rglob(".*.tmp")), f"{what}: temp files left behind"
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(crash, cases))
+    print(f"\ncrash campaign remove_unexisting_files: {len(cases)} cases: "
+          + ", ".join(f"{p}:{n}" for p, n in cases))
 
 
 # ---- leases ------------------------------------------------------------------------------

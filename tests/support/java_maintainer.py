@@ -100,6 +100,11 @@ class JavaMaintainer:
         """Java's ``fastForward`` of the main branch to ``branch``; the latest snapshot id."""
         return self._ask("fast-forward", os.fspath(table_path), branch)
 
+    def remove_unexisting_files(self, table_path: str | os.PathLike[str]) -> int:
+        """Java's remove_unexisting_files (one commit of every partition's missing data
+        files); the latest snapshot id after it."""
+        return self._ask("remove-unexisting-files", os.fspath(table_path))
+
     def close(self) -> None:
         stop_serving(self._process)
         self._process = None

@@ -38,6 +38,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 
 import org.apache.paimon.append.AppendCompactCoordinator;
 import org.apache.paimon.append.AppendCompactTask;
@@ -49,7 +50,11 @@ import org.apache.paimon.data.GenericMap;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
+import org.apache.paimon.io.CompactIncrement;
+import org.apache.paimon.io.DataFileMeta;
+import org.apache.paimon.io.DataIncrement;
 import org.apache.paimon.operation.BaseAppendFileStoreWrite;
+import org.apache.paimon.operation.ListUnexistingFiles;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
@@ -61,6 +66,8 @@ import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.CommitMessageImpl;
+import org.apache.paimon.table.sink.TableCommitImpl;
 import org.apache.paimon.table.sink.RowKeyExtractor;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.types.ArrayType;
@@ -143,6 +150,9 @@ public class PaimonMaintainer {
                 }
                 table = table.switchToBranch(request[2]);
                 break;
+            case "remove-unexisting-files":
+                removeUnexistingFiles(table);
+                break;
             default:
                 throw new IllegalArgumentException("unknown request " + request[0]);
         }
@@ -207,6 +217,38 @@ public class PaimonMaintainer {
             }
             List<CommitMessage> messages = write.prepareCommit();
             commit.commit(messages);
+        }
+    }
+
+    /**
+     * The remove_unexisting_files procedure's work: each partition's live data files that are
+     * missing, deleted by one commit of every partition's messages.
+     */
+    private static void removeUnexistingFiles(FileStoreTable table) throws Exception {
+        ListUnexistingFiles listing = new ListUnexistingFiles(table);
+        List<CommitMessage> messages = new ArrayList<>();
+        for (BinaryRow partition : table.newScan().listPartitions()) {
+            for (Map.Entry<Integer, Map<String, DataFileMeta>> bucket :
+                    listing.list(partition).entrySet()) {
+                DataIncrement deleted =
+                        new DataIncrement(
+                                Collections.emptyList(),
+                                new ArrayList<>(bucket.getValue().values()),
+                                Collections.emptyList());
+                messages.add(
+                        new CommitMessageImpl(
+                                partition.copy(),
+                                bucket.getKey(),
+                                table.coreOptions().bucket(),
+                                deleted,
+                                CompactIncrement.emptyIncrement()));
+            }
+        }
+        if (messages.isEmpty()) {
+            return;
+        }
+        try (TableCommitImpl commit = table.newCommit(UUID.randomUUID().toString())) {
+            commit.commit(Long.MAX_VALUE, messages);
         }
     }
 
