@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from paimond.clock import Clock
 from paimond.config.declare import setting
 from paimond.errors import ConfigError
+from paimond.table.partition_filter import PartitionSelection
 
 if TYPE_CHECKING:  # a job's modules are imported when it runs (tests/maintenance/test_jobs.py)
     from paimond.lsm.picker import PickerState
@@ -79,7 +80,8 @@ class CompactSettings:
     parallelism: int | None = setting(
         None, "bucket tasks at once; unset: the CPU count (the daemon's default: 1)",
         minimum=1, daemon=True, daemon_default=1)
-    partitions: Mapping[str, str] | None = setting(None, "only the partition with these values")
+    partitions: PartitionSelection | None = setting(
+        None, "only the partition with these values, or the partitions a filter selects")
     dry_run: bool = setting(False, "the plan is the result")
     use_processes: bool = setting(True, "the local pool runs processes, else threads")
     order_strategy: str | None = setting(
