@@ -43,7 +43,6 @@ if TYPE_CHECKING:  # the commands import what they run when they run (bench/star
     from paimond.lsm.task import CompactTask
     from paimond.maintenance.jobs import JobContext, JobReport
     from paimond.table.catalog import Table
-    from paimond.table.partition_filter import PartitionSelection
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -155,13 +154,10 @@ def _compact_tables(args: argparse.Namespace) -> list[Table]:
     return tables
 
 
-def _partition_selection(table: Table, args: argparse.Namespace) -> PartitionSelection:
-    """``--partition`` pairs or the ``--where`` filter, checked against ``table``."""
-    if not args.where:
-        return table_partitions_of(table, args.partition)
-    from paimond.table.partition_filter import table_partition_filter
-
-    return table_partition_filter(args.where, table.latest_schema(), table.name)
+def _partition_selection(table: Table, args: argparse.Namespace) -> dict[str, Any]:
+    """The settings that choose ``table``'s partitions: ``--partition`` pairs (checked to be
+    its partition keys) and ``--where`` (bound to its partition columns when the job runs)."""
+    return {"partitions": table_partitions_of(table, args.partition), "where": args.where}
 
 
 def _compact(args: argparse.Namespace) -> int:
@@ -190,8 +186,12 @@ def _compact(args: argparse.Namespace) -> int:
         if columns := getattr(args, f"{strategy}_by"):
             settings.update(order_strategy=strategy, order_by=tuple(
                 c.strip() for c in columns.split(",") if c.strip()))
-    if args.table:  # one table: a usage error about its partitions exits 2
-        settings["partitions"] = _partition_selection(tables[0], args)
+    if args.table:  # one table: a usage error about its partitions exits 2, before any work
+        settings.update(_partition_selection(tables[0], args))
+        if args.where:
+            from paimond.table.partition_filter import table_partition_filter
+
+            table_partition_filter(args.where, tables[0].latest_schema(), tables[0].name)
     progress = _task_progress if sys.stderr.isatty() else None
     if args.dry_run:
         return _compact_each(tables, args, lambda: _job_context(SYSTEM_CLOCK), settings)
@@ -214,8 +214,8 @@ def _compact_each(tables: Sequence[Table], args: argparse.Namespace,
     failed = []
     for table in tables:
         try:
-            selection = {"partitions": _partition_selection(table, args)}
-            report = _run("compact", table, context(), **settings, **selection)
+            report = _run("compact", table, context(), **settings,
+                          **_partition_selection(table, args))
         except PaimondError as error:
             print(f"paimond: {table.name}: {error}", file=sys.stderr)
             failed.append(table.name)
