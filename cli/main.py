@@ -13,6 +13,7 @@ from paimond import __version__
 from paimond.cli import branches as cli_branches
 from paimond.cli import daemon as cli_daemon
 from paimond.cli import daemon_status as cli_daemon_status
+from paimond.cli import partition_done as cli_partition_done
 from paimond.cli import rebuild_dv as cli_rebuild_dv
 from paimond.cli import rescale as cli_rescale
 from paimond.cli import tags as cli_tags
@@ -489,6 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_rescale.register(commands)
     cli_tags.register(commands)
     cli_branches.register(commands)
+    cli_partition_done.register(commands)
     cli_daemon.register(commands)
     cli_daemon_status.register(commands)
     return parser

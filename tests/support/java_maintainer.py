@@ -96,6 +96,11 @@ class JavaMaintainer:
         (0: none). A branch's path for the other requests: ``f"{table_path}$branch_{branch}"``."""
         return self._ask("create-branch", os.fspath(table_path), branch, tag or "")
 
+    def mark_partition_done(self, table_path: str | os.PathLike[str], partition: str) -> int:
+        """Java's ``mark_partition_done`` of one partition path (``dt=2024-01-01/``) with the
+        table's ``partition.mark-done-action``."""
+        return self._ask("mark-partition-done", os.fspath(table_path), partition)
+
     def close(self) -> None:
         stop_serving(self._process)
         self._process = None
