@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from support.pypaimon_oracle import read_rows
-from support.pypaimon_tables import TableWriter, catalog_for
+from support.pypaimon_tables import TableWriter, catalog_for, sort_rows
 
 from paimond.cli.main import main
 from paimond.table.catalog import open_table
@@ -163,3 +163,29 @@ def test_branches_compacts_each_branch_too(warehouse: str, capsys: pytest.Captur
     assert main(["compact", warehouse, "--tables", "db.events", "--branches", "--full"]) == 0
     out = capsys.readouterr().out
     assert "compacted 2 of 2 table(s)" in out and "db.events$branch_b" in out
+
+
+def test_where_selects_the_partitions_of_an_append_table(tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "wh")
+    writer = TableWriter(catalog_for(warehouse), "db.log", SCHEMA, partition_keys=("dt", "hh"),
+                         options={"bucket": "-1"})
+    for commit in range(6):
+        writer.commit([{"dt": dt, "hh": hh, "id": commit, "v": "x"} for dt in DAYS
+                       for hh in HOURS])
+    rows = read_rows(warehouse, "db.log")
+    assert main(["compact", warehouse, "--table", "db.log", "--full",
+                 "--where", "dt in ('2024-01-02', '2024-01-03') and not hh > 9"]) == 0
+    storage = open_storage(warehouse)
+    table = open_table(storage, storage.root, "db.log")
+    snapshot = table.snapshots.latest()
+    assert snapshot is not None
+    files: dict[str, int] = defaultdict(int)
+    for entry in scan_snapshot(table, snapshot).files:
+        files[partition_text(table.latest_schema(), entry.entry.partition)] += 1
+    assert {p for p, count in files.items() if count == 1} == {"dt=2024-01-02/hh=9",
+                                                               "dt=2024-01-03/hh=9"}
+    assert {p for p, count in files.items() if count == 6} == {
+        f"dt={dt}/hh={hh}" for dt in DAYS for hh in HOURS} - {"dt=2024-01-02/hh=9",
+                                                               "dt=2024-01-03/hh=9"}
+    columns = ("dt", "hh", "id", "v")
+    assert sort_rows(read_rows(warehouse, "db.log"), columns).equals(sort_rows(rows, columns))
