@@ -40,8 +40,9 @@ def partition_specs_of(texts: list[str]) -> list[dict[str, str]]:
 def _mark_partition_done(args: argparse.Namespace) -> int:
     from paimond.maintenance.partition_done import mark_partitions_done
 
+    table = open_table_of(args)
     specs = partition_specs_of(args.partition)
-    result = mark_partitions_done(open_table_of(args), specs, SYSTEM_CLOCK, dry_run=args.dry_run)
+    result = mark_partitions_done(table, specs, SYSTEM_CLOCK, dry_run=args.dry_run)
     if args.json:
         print(json.dumps(dataclasses.asdict(result), sort_keys=True))
     else:
@@ -60,9 +61,8 @@ def register(commands: Any) -> None:
                     "before anything is written. Paimon's mark_partition_done.")
     command.add_argument("warehouse", help="warehouse path or URI")
     add_table_arguments(command)
-    command.add_argument("--partition", action="append", default=[], required=True,
-                         metavar="K=V[,K=V...]",
-                         help="one partition, its values as in its path (e.g. "
+    command.add_argument("--partition", action="append", default=[], metavar="K=V[,K=V...]",
+                         help="one partition (at least one), its values as in its path (e.g. "
                               "'dt=2024-01-01,hh=10'; the leading keys only: their directory); "
                               "repeat for several")
     command.add_argument("--dry-run", action="store_true",

@@ -103,14 +103,15 @@ def mark_done_actions(options: Mapping[str, str]) -> tuple[str, ...]:
     return actions
 
 
-def partition_dir(partition_keys: Sequence[str], spec: Mapping[str, str]) -> str:
+def partition_dir(partition_keys: Sequence[str], spec: Mapping[str, str],
+                  table: str = "the table") -> str:
     """Java ``PartitionPathUtils.generatePartitionPath``: ``k1=v1/k2=v2/`` in the table's key
     order, escaped. ``spec`` names the first keys (all, or a leading few: a parent directory);
     ConfigError for another key, a gap, or an empty value."""
     unknown = sorted(set(spec) - set(partition_keys))
     if unknown:
-        raise ConfigError("--partition", f"{', '.join(unknown)} is not a partition key "
-                                          f"(partition keys: {list(partition_keys)})")
+        raise ConfigError("--partition", f"{', '.join(unknown)} is not a partition key of "
+                                          f"{table} (partition keys: {list(partition_keys)})")
     named = [k for k in partition_keys if k in spec]
     if not named or named != list(partition_keys[:len(named)]):
         raise ConfigError("--partition", f"name the leading partition keys "
@@ -129,8 +130,8 @@ def mark_partitions_done(table: Table, partitions: Sequence[Mapping[str, str]], 
     schema = table.latest_schema()
     if not schema.partition_keys:
         raise ConfigError("--table", f"{table.name} is not partitioned")
+    dirs = [partition_dir(schema.partition_keys, spec, table.name) for spec in partitions]
     actions = mark_done_actions(schema.options)
-    dirs = [partition_dir(schema.partition_keys, spec) for spec in partitions]
     marked = []
     for directory in dict.fromkeys(dirs):
         path = table.file_path(*directory.rstrip("/").split("/"), SUCCESS_FILE_NAME)

@@ -111,6 +111,7 @@ def test_the_command_marks_each_partition_and_prints_json(
     ("db.custom", [], "custom runs a Java class"),
     ("db.t", ["--partition", "id=1"], "id is not a partition key"),
     ("db.t", ["--partition", "dt"], "wants K=V"),
+    ("db.t", ["--dry-run"], "name at least one partition"),
 ])
 def test_refusals_exit_2_and_write_nothing(warehouse: Path, capsys: pytest.CaptureFixture[str],
                                            table: str, argv: list[str], message: str) -> None:
