@@ -223,7 +223,8 @@ def _compact_each(tables: Sequence[Table], args: argparse.Namespace,
             continue
         if report.failed and not args.dry_run:
             failed.append(table.name)
-    print(f"compacted {len(tables) - len(failed)} of {len(tables)} table(s)"
+    verb = "planned" if args.dry_run else "compacted"
+    print(f"{verb} {len(tables) - len(failed)} of {len(tables)} table(s)"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
     return EXIT_UNREADABLE if failed else EXIT_OK
 

@@ -139,7 +139,7 @@ def test_database_dry_run_changes_nothing(warehouse: str,
     files = sorted(str(p) for p in Path(warehouse).rglob("*"))
     assert main(["compact", warehouse, "--database", "db", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "compacted 3 of 3 table(s)" in out
+    assert "planned 3 of 3 table(s)" in out
     assert sorted(str(p) for p in Path(warehouse).rglob("*")) == files
 
 
