@@ -6,7 +6,7 @@ import argparse
 import datetime
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from paimond import __version__
@@ -14,6 +14,7 @@ from paimond.cli import branches as cli_branches
 from paimond.cli import consumers as cli_consumers
 from paimond.cli import daemon as cli_daemon
 from paimond.cli import daemon_status as cli_daemon_status
+from paimond.cli import partition_done as cli_partition_done
 from paimond.cli import rebuild_dv as cli_rebuild_dv
 from paimond.cli import repair as cli_repair
 from paimond.cli import rescale as cli_rescale
@@ -123,37 +124,112 @@ def _run(job: str, table: Table, context: JobContext, **settings: Any) -> JobRep
     return report
 
 
+def _compact_tables(args: argparse.Namespace) -> list[Table]:
+    """The tables ``compact`` runs on: ``--table`` (on ``--branch``), or every table of
+    ``--database`` / matching ``--tables``, less ``--excluding`` (each branch too with
+    ``--branches``). ConfigError for a wrong combination or a selection of no table."""
+    chosen = [flag for flag, value in (("--table", args.table), ("--database", args.database),
+                                       ("--tables", args.tables)) if value]
+    if len(chosen) != 1:
+        raise ConfigError("--table", "give exactly one of --table, --database or --tables"
+                          + (f" (got {', '.join(chosen)})" if chosen else ""))
+    if args.table:
+        for flag, value in (("--excluding", args.excluding), ("--branches", args.branches)):
+            if value:
+                raise ConfigError(flag, "goes with --database or --tables, not --table")
+        return [open_table_of(args)]
+    if args.branch:
+        raise ConfigError("--branch", "goes with --table (--branches: every table's branches)")
+    import fnmatch
+
+    from paimond.table.catalog import list_tables
+
+    patterns = args.tables or [f"{args.database}.*"]
+
+    def wanted(name: str) -> bool:
+        return (any(fnmatch.fnmatchcase(name, p) for p in patterns)
+                and not any(fnmatch.fnmatchcase(name, p) for p in args.excluding))
+
+    storage = open_warehouse_of(args)
+    tables = list_tables(storage, storage.root, wanted, branches=args.branches)
+    if not tables:
+        raise ConfigError(chosen[0], f"no table of {args.warehouse} matches "
+                                     f"{' '.join(patterns)}")
+    return tables
+
+
+def _partition_selection(table: Table, args: argparse.Namespace) -> dict[str, Any]:
+    """The settings that choose ``table``'s partitions: ``--partition`` pairs (checked to be
+    its partition keys) and ``--where`` (bound to its partition columns when the job runs)."""
+    return {"partitions": table_partitions_of(table, args.partition), "where": args.where}
+
+
 def _compact(args: argparse.Namespace) -> int:
     with imports_uncollected():
         from paimond.maintenance.execution import LookupCacheSettings
         from paimond.table.options.reader import parse_memory_size
 
-    table = open_table_of(args)
+    if args.where and args.partition:
+        raise ConfigError("--where", "cannot be used with --partition (Paimon: partitions and "
+                                     "where cannot be used together)")
+    if args.where:
+        from paimond.table.partition_filter import parse_where
+
+        parse_where(args.where)  # a syntax error is a usage error, whatever the tables
+    tables = _compact_tables(args)
     cache = None
     if args.lookup_cache:
         try:
             cache = LookupCacheSettings(args.lookup_cache, parse_memory_size(args.lookup_cache_size))
         except ValueError as error:
             raise ConfigError("--lookup-cache-size", str(error)) from None
-    settings = {"full": args.full, "partitions": table_partitions_of(table, args.partition),
-                "parallelism": args.parallelism or None, "dry_run": args.dry_run,
+    settings = {"full": args.full, "parallelism": args.parallelism or None,
+                "dry_run": args.dry_run,
                 "allow_unknown_options": tuple(args.allow_unknown_option)}
     for strategy in ("order", "zorder", "hilbert"):
         if columns := getattr(args, f"{strategy}_by"):
             settings.update(order_strategy=strategy, order_by=tuple(
                 c.strip() for c in columns.split(",") if c.strip()))
+    if args.table:  # one table: a usage error about its partitions exits 2, before any work
+        settings.update(_partition_selection(tables[0], args))
+        if args.where:
+            from paimond.table.partition_filter import table_partition_filter
+
+            table_partition_filter(args.where, tables[0].latest_schema(), tables[0].name)
     progress = _task_progress if sys.stderr.isatty() else None
     if args.dry_run:
-        _run("compact", table, _job_context(SYSTEM_CLOCK), **settings)
-        return EXIT_OK
+        return _compact_each(tables, args, lambda: _job_context(SYSTEM_CLOCK), settings)
     if args.executor == "local" and args.whole_process:  # the tasks run here: no pandas
         from paimond.maintenance.arrow_runtime import skip_pandas
 
         skip_pandas()
     with open_executor_of(args) as executor:
-        context = _job_context(SYSTEM_CLOCK, executor=executor, progress=progress, lookup_cache=cache)
-        report = _run("compact", table, context, **settings)
-    return EXIT_UNREADABLE if report.failed else EXIT_OK
+        return _compact_each(tables, args, lambda: _job_context(
+            SYSTEM_CLOCK, executor=executor, progress=progress, lookup_cache=cache), settings)
+
+
+def _compact_each(tables: Sequence[Table], args: argparse.Namespace,
+                  context: Callable[[], JobContext], settings: dict[str, Any]) -> int:
+    """Compact one table after the other. One table (``--table``): its errors propagate.
+    Several: a table that fails is reported and the others still run; exit 1 if any failed."""
+    if args.table:
+        report = _run("compact", tables[0], context(), **settings)
+        return EXIT_UNREADABLE if report.failed and not args.dry_run else EXIT_OK
+    failed = []
+    for table in tables:
+        try:
+            report = _run("compact", table, context(), **settings,
+                          **_partition_selection(table, args))
+        except PaimondError as error:
+            print(f"paimond: {table.name}: {error}", file=sys.stderr)
+            failed.append(table.name)
+            continue
+        if report.failed and not args.dry_run:
+            failed.append(table.name)
+    verb = "planned" if args.dry_run else "compacted"
+    print(f"{verb} {len(tables) - len(failed)} of {len(tables)} table(s)"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return EXIT_UNREADABLE if failed else EXIT_OK
 
 
 # ---- expire-snapshots, merge-manifests, remove-orphans -----------------------------------
@@ -363,13 +439,31 @@ def build_parser() -> argparse.ArgumentParser:
     status.set_defaults(run=_status)
 
     compact = commands.add_parser(
-        "compact", help="compact the LSM buckets of a primary-key table",
+        "compact", help="compact the LSM buckets of a primary-key table (or of many tables)",
         description="Plan every bucket (Paimon's universal compaction, or --full), rewrite in "
-                    "parallel, commit one COMPACT snapshot. Exit code 1 if a bucket failed.")
+                    "parallel, commit one COMPACT snapshot. Exit code 1 if a bucket failed. "
+                    "With --database or --tables, every matching table one after the other "
+                    "(Paimon's compact_database): a table that fails does not stop the "
+                    "others, exit code 1 if any failed. --where is Paimon's compact where.")
     compact.add_argument("warehouse", help="warehouse path or URI")
-    add_table_arguments(compact)
+    add_table_arguments(compact, required=False,
+                        help="the table (DB.TABLE$branch_NAME: one of its branches); or "
+                             "--database / --tables")
+    compact.add_argument("--database", metavar="DB", help="every table of this database")
+    compact.add_argument("--tables", action="append", default=[], metavar="PATTERN",
+                         help="every table whose DB.TABLE matches this fnmatch pattern "
+                              "(e.g. 'db.*'; repeat for several)")
+    compact.add_argument("--excluding", action="append", default=[], metavar="PATTERN",
+                         help="with --database or --tables: not the tables matching this "
+                              "pattern (repeat for several)")
+    compact.add_argument("--branches", action="store_true",
+                         help="with --database or --tables: each table's branches too")
     compact.add_argument("--partition", action="append", default=[], metavar="K=V",
                          help="only partitions with this value (repeat for several keys)")
+    compact.add_argument("--where", metavar="PREDICATE",
+                         help="only partitions this SQL predicate over partition columns "
+                              "selects, e.g. \"dt < '2024-01-02' and hh = '10'\" (=, !=, <, "
+                              "<=, >, >=, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT)")
     compact.add_argument("--full", action="store_true",
                          help="full compaction: every bucket to one sorted run at the max level")
     compact.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
@@ -403,6 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_consumers.register(commands)
     cli_branches.register(commands)
     cli_repair.register(commands)
+    cli_partition_done.register(commands)
     cli_daemon.register(commands)
     cli_daemon_status.register(commands)
     return parser

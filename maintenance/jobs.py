@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # a job's modules are imported when it runs (tests/maintenanc
     from paimond.maintenance.execution import LookupCacheSettings, TaskExecutor
     from paimond.maintenance.regenerate.pending import RegenerationMemory
     from paimond.table.catalog import Table
+    from paimond.table.partition_filter import PartitionSelection
 
 
 class Described(Protocol):
@@ -80,6 +81,8 @@ class CompactSettings:
         None, "bucket tasks at once; unset: the CPU count (the daemon's default: 1)",
         minimum=1, daemon=True, daemon_default=1)
     partitions: Mapping[str, str] | None = setting(None, "only the partition with these values")
+    where: str | None = setting(None, "only the partitions this SQL predicate over partition "
+                                      "columns selects (Paimon's compact where)")
     dry_run: bool = setting(False, "the plan is the result")
     use_processes: bool = setting(True, "the local pool runs processes, else threads")
     order_strategy: str | None = setting(
@@ -213,17 +216,18 @@ class DeleteTagSettings:
 def _compact(table: Table, settings: CompactSettings, context: JobContext) -> JobReport:
     from paimond.maintenance.compact.job import CompactJob
 
+    partitions = _selected_partitions(table, settings)
     if settings.order_strategy is not None:
-        return _sort_compact(table, settings, context)
+        return _sort_compact(table, settings, context, partitions)
     schema = table.latest_schema()  # one listing of schema/ for the run
     if not schema.primary_keys:
         from paimond.maintenance.compact.cluster_plan import incremental_clustering
         from paimond.table.options.core import TableOptions
 
         if incremental_clustering(TableOptions.of(schema)):
-            return _sort_compact(table, settings, context, clustering=True)
-    job = CompactJob(table, clock=context.clock, full=settings.full,
-                     partitions=settings.partitions, use_processes=settings.use_processes,
+            return _sort_compact(table, settings, context, partitions, clustering=True)
+    job = CompactJob(table, clock=context.clock, full=settings.full, partitions=partitions,
+                     use_processes=settings.use_processes,
                      progress=context.progress, executor=context.executor,
                      lookup_cache=context.lookup_cache, picker_states=context.picker_states,
                      memory=context.memory_budget,
@@ -242,18 +246,32 @@ def _compact(table: Table, settings: CompactSettings, context: JobContext) -> Jo
                      rows_superseded=sum(r.rows_superseded for r in results), lookup_cache=cache)
 
 
-def _sort_compact(table: Table, settings: CompactSettings, context: JobContext, *,
-                  clustering: bool = False) -> JobReport:
+def _selected_partitions(table: Table, settings: CompactSettings) -> PartitionSelection | None:
+    """``partitions``, or the ``where`` filter bound to the table's partition columns
+    (ConfigError for a predicate it cannot take, or both given, as Paimon's procedure)."""
+    if settings.where is None:
+        return settings.partitions
+    if settings.partitions:
+        raise ConfigError("where", "cannot be used with partitions (Paimon: partitions and "
+                                   "where cannot be used together)")
+    from paimond.table.partition_filter import table_partition_filter
+
+    return table_partition_filter(settings.where, table.latest_schema(), table.name)
+
+
+def _sort_compact(table: Table, settings: CompactSettings, context: JobContext,
+                  partitions: PartitionSelection | None, *, clustering: bool = False
+                  ) -> JobReport:
     """A sort compaction, or Paimon's incremental clustering of a table that asks for it."""
     from paimond.maintenance.compact.cluster_plan import plan_incremental_clustering
     from paimond.maintenance.compact.sort_compact import SortCompactJob
 
     accepted = settings.allow_unknown_options
     planner = (functools.partial(plan_incremental_clustering, table, full=settings.full,
-                                 partitions=settings.partitions, accepted_options=accepted)
+                                 partitions=partitions, accepted_options=accepted)
                if clustering else None)
     job = SortCompactJob(table, settings.order_strategy or "", settings.order_by,
-                         clock=context.clock, partitions=settings.partitions, planner=planner,
+                         clock=context.clock, partitions=partitions, planner=planner,
                          accepted_options=accepted)
     if settings.dry_run:
         return JobReport(job.plan())

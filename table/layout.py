@@ -18,6 +18,7 @@ import math
 import struct
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from paimond.format.binary.binary_row import decode_manifest_row
 from paimond.format.meta.schema import TableSchema
@@ -33,6 +34,9 @@ from paimond.format.types.data_types import (
 )
 from paimond.format.types.values import Timestamp
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
+
+if TYPE_CHECKING:
+    from paimond.table.partition_filter import PartitionSelection
 
 DB_SUFFIX = ".db"
 SNAPSHOT_DIR, CHANGELOG_DIR, SCHEMA_DIR = "snapshot", "changelog", "schema"
@@ -198,7 +202,10 @@ def bucket_dir_name(bucket: int) -> str:
     return f"{BUCKET_DIR_PREFIX}postpone" if bucket == BUCKET_POSTPONE else f"{BUCKET_DIR_PREFIX}{bucket}"
 
 
-def partition_matches(partition_text: str, wanted: Mapping[str, str]) -> bool:
-    """Whether a partition's path (``dt=2024-01-01/hr=3``) has every wanted value."""
+def partition_matches(partition_text: str, wanted: PartitionSelection) -> bool:
+    """Whether a partition's path (``dt=2024-01-01/hr=3``) has every wanted value, or
+    matches the wanted filter (``table.partition_filter``)."""
+    if not isinstance(wanted, Mapping):
+        return wanted.matches_path(partition_text)
     parts = dict(p.split("=", 1) for p in partition_text.split("/") if "=" in p)
     return all(parts.get(k) == v for k, v in wanted.items())

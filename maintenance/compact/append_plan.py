@@ -43,6 +43,7 @@ from paimond.table.indexes.file_index_versions import keeping_bitmap_version
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refuse
+from paimond.table.partition_filter import PartitionSelection
 from paimond.table.scan.partition_windows import WINDOW_ENTRIES
 from paimond.table.scan.snapshot_scan import bucket_path
 
@@ -228,7 +229,7 @@ def file_vectors(entries: Iterable[IndexManifestEntry], partition: bytes
 
 
 def plan_append_compaction(table: Table, *, full: bool = False,
-                           partitions: Mapping[str, str] | None = None,
+                           partitions: PartitionSelection | None = None,
                            moment: datetime.datetime, snapshot: Snapshot | None = None,
                            window_entries: int = WINDOW_ENTRIES,
                            schema: TableSchema | None = None,
@@ -268,7 +269,7 @@ class AppendPlanner:
     """What the table's plan has: options, the partition filter, and the tasks so far."""
 
     def __init__(self, table: Table, snapshot: Snapshot, options: AppendCompactOptions,
-                 moment: datetime.datetime, partitions: Mapping[str, str] | None,
+                 moment: datetime.datetime, partitions: PartitionSelection | None,
                  schema: TableSchema | None = None) -> None:
         self.table, self.snapshot, self.options = table, snapshot, options
         self.schema = schema or table.latest_schema()

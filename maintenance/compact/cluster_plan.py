@@ -19,7 +19,7 @@ refused then.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 
 from paimond.errors import UnsupportedError
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
@@ -35,6 +35,7 @@ from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.compaction import CompactionOptions
 from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refuse
+from paimond.table.partition_filter import PartitionSelection
 from paimond.table.scan.bucket_scan import LiveIndex
 from paimond.table.scan.partition_windows import WINDOW_ENTRIES
 from paimond.table.scan.snapshot_scan import bucket_path
@@ -81,7 +82,7 @@ def partition_runs(entries: list[ManifestEntry]) -> list[SortedRun]:
 
 
 def plan_incremental_clustering(table: Table, *, full: bool = False,
-                                partitions: Mapping[str, str] | None = None,
+                                partitions: PartitionSelection | None = None,
                                 snapshot: Snapshot | None = None,
                                 window_entries: int = WINDOW_ENTRIES,
                                 accepted_options: Collection[str] = ()) -> SortPlan:
@@ -105,7 +106,7 @@ def plan_incremental_clustering(table: Table, *, full: bool = False,
 
 
 def _check_clustered(table: Table, schema: TableSchema, options: TableOptions,
-                     partitions: Mapping[str, str] | None) -> None:
+                     partitions: PartitionSelection | None) -> None:
     """UnsupportedError for a table or a request incremental clustering does not serve."""
     if options.bucket_mode(schema) != "BUCKET_UNAWARE" or schema.primary_keys:
         raise UnsupportedError("incremental clustering serves bucket-unaware append tables "
@@ -122,7 +123,7 @@ class _ClusterPlanner:
     window of the scan."""
 
     def __init__(self, table: Table, schema: TableSchema, columns: tuple[str, ...],
-                 options: TableOptions, full: bool, partitions: Mapping[str, str] | None
+                 options: TableOptions, full: bool, partitions: PartitionSelection | None
                  ) -> None:
         self.table, self.schema, self.columns = table, schema, columns
         self.full, self.partitions = full, partitions

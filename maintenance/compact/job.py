@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 from paimond.clock import Clock
@@ -49,6 +49,7 @@ from paimond.table.commit.committer import CommitChanges, Committer
 from paimond.table.commit.job_records import JobJournal
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.semantic import refuse
+from paimond.table.partition_filter import PartitionSelection
 from paimond.table.storage.interface import Storage
 
 
@@ -136,7 +137,7 @@ class CompactJob:
 
     table: Table
     full: bool = False
-    partitions: Mapping[str, str] | None = None
+    partitions: PartitionSelection | None = None
     parallelism: int = field(default_factory=lambda: os.cpu_count() or 1)
     use_processes: bool = True
     batch_rows: int = BATCH_ROWS

@@ -31,6 +31,7 @@ from paimond.table.layout import partition_matches, partition_text, partition_va
 from paimond.table.options.compaction import CompactionOptions
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.semantic import refuse
+from paimond.table.partition_filter import PartitionSelection
 from paimond.table.scan.bucket_scan import LiveIndex, scan_live_windows
 from paimond.table.scan.partition_windows import WINDOW_ENTRIES
 from paimond.table.scan.snapshot_scan import BucketFiles, bucket_path, scan_snapshot
@@ -71,7 +72,7 @@ class CompactionPlan:
 
 
 def plan_compaction(table: Table, *, full: bool = False,
-                    partitions: Mapping[str, str] | None = None,
+                    partitions: PartitionSelection | None = None,
                     moment: datetime.datetime,
                     snapshot: Snapshot | None = None,
                     picker_states: Mapping[tuple[bytes, int], PickerState] | None = None,
@@ -80,7 +81,8 @@ def plan_compaction(table: Table, *, full: bool = False,
                     schema: TableSchema | None = None,
                     accepted_options: Collection[str] = ()) -> CompactionPlan:
     """Plan every bucket of the latest snapshot (or ``snapshot``). ``partitions`` keeps only
-    partitions whose path components match (``{"dt": "2024-01-01"}``). ``moment``: the local
+    partitions whose path components match (``{"dt": "2024-01-01"}``), or that a
+    ``PartitionFilter`` (``--where``) selects. ``moment``: the local
     wall date-time the plan is made at (off-peak hours, the forced-compaction interval), data
     from the caller's clock. ``picker_states``: what earlier plans left per (partition,
     bucket); the plan holds the states after it. ``window_entries``: about how many manifest
@@ -160,7 +162,7 @@ class BucketPlanner:
     compaction: CompactionOptions
     record_expiry: RecordExpiry | None
     expired: Callable[[bytes], bool]
-    partitions: Mapping[str, str] | None
+    partitions: PartitionSelection | None
     previous: Mapping[tuple[bytes, int], PickerState]
     local_hour: int
     now_millis: int
@@ -169,7 +171,7 @@ class BucketPlanner:
 
     @classmethod
     def of(cls, table: Table, schema: TableSchema, options: TableOptions, snapshot: Snapshot,
-           moment: datetime.datetime, partitions: Mapping[str, str] | None,
+           moment: datetime.datetime, partitions: PartitionSelection | None,
            picker_states: Mapping[tuple[bytes, int], PickerState] | None, *, full: bool
            ) -> BucketPlanner:
         spec = TaskTable(table.name, table.path, table.location, schema, options)

@@ -86,6 +86,7 @@ from paimond.table.options.changelog import changelog_file_options
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.merge import MergeConfig
 from paimond.table.options.semantic import refuse
+from paimond.table.partition_filter import PartitionSelection
 from paimond.table.scan.snapshot_scan import SnapshotFiles, bucket_path, scan_snapshot
 from paimond.table.storage.interface import StorageLocation
 
@@ -156,7 +157,7 @@ class PostponeMoved:
 
 
 def plan_postpone(table: Table, schema: TableSchema, snapshot: Snapshot, *,
-                  partitions: Mapping[str, str] | None = None) -> PostponePlan:
+                  partitions: PartitionSelection | None = None) -> PostponePlan:
     """Every partition of ``snapshot`` with live postpone files (``partitions`` filters by
     path components, like the compaction plan), with its bucket number decided."""
     options = TableOptions.of(schema)
@@ -384,7 +385,7 @@ class PostponeSummary:
 
 
 def move_postponed_rows(recorded: RecordedJob, schema: TableSchema, clock: Clock, *,
-                        partitions: Mapping[str, str] | None = None,
+                        partitions: PartitionSelection | None = None,
                         max_attempts: int = 3, mapper: TaskMapper | None = None,
                         accepted_options: tuple[str, ...] = ()) -> PostponeSummary:
     """Plan, move and commit the postpone rows of ``recorded``'s table (files written

@@ -43,6 +43,7 @@ from paimond.table.indexes.deletion_vectors import read_deletion_vectors
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refuse
+from paimond.table.partition_filter import PartitionSelection
 from paimond.table.scan.snapshot_scan import SnapshotFiles, bucket_path, scan_snapshot
 
 
@@ -77,7 +78,7 @@ class SortPlan:
 
 
 def plan_sort_compaction(table: Table, strategy: str, columns: Sequence[str], *,
-                         partitions: Mapping[str, str] | None = None,
+                         partitions: PartitionSelection | None = None,
                          snapshot: Snapshot | None = None,
                          accepted_options: Collection[str] = ()) -> SortPlan:
     """Raises RefusedError / UnsupportedError before anything is written (undecided option
@@ -112,7 +113,7 @@ def plan_sort_compaction(table: Table, strategy: str, columns: Sequence[str], *,
 
 
 def live_by_bucket(scanned: SnapshotFiles, schema: TableSchema,
-                   partitions: Mapping[str, str] | None
+                   partitions: PartitionSelection | None
                    ) -> dict[tuple[bytes, int, int], list[ManifestEntry]]:
     """The live files of the matching partitions by (partition, bucket, total buckets)."""
     grouped: dict[tuple[bytes, int, int], list[ManifestEntry]] = {}
@@ -239,7 +240,7 @@ class SortCompactJob:
     strategy: str
     columns: tuple[str, ...]
     clock: Clock
-    partitions: Mapping[str, str] | None = None
+    partitions: PartitionSelection | None = None
     max_attempts: int = 3
     planner: Callable[[], SortPlan] | None = None
     accepted_options: tuple[str, ...] = ()  # undecided option keys the operator accepts

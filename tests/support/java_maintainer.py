@@ -105,6 +105,11 @@ class JavaMaintainer:
         files); the latest snapshot id after it."""
         return self._ask("remove-unexisting-files", os.fspath(table_path))
 
+    def mark_partition_done(self, table_path: str | os.PathLike[str], partition: str) -> int:
+        """Java's ``mark_partition_done`` of one partition path (``dt=2024-01-01/``) with the
+        table's ``partition.mark-done-action``."""
+        return self._ask("mark-partition-done", os.fspath(table_path), partition)
+
     def close(self) -> None:
         stop_serving(self._process)
         self._process = None

@@ -56,6 +56,7 @@ import org.apache.paimon.io.DataIncrement;
 import org.apache.paimon.operation.BaseAppendFileStoreWrite;
 import org.apache.paimon.operation.ListUnexistingFiles;
 import org.apache.paimon.options.ExpireConfig;
+import org.apache.paimon.partition.actions.PartitionMarkDoneAction;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -152,6 +153,15 @@ public class PaimonMaintainer {
                 break;
             case "remove-unexisting-files":
                 removeUnexistingFiles(table);
+                break;
+            case "mark-partition-done":
+                // as MarkPartitionDoneProcedure: every action of the table's options, then each
+                for (PartitionMarkDoneAction action :
+                        PartitionMarkDoneAction.createActions(
+                                PaimonMaintainer.class.getClassLoader(), table, table.coreOptions())) {
+                    action.markDone(request[2]);
+                    action.close();
+                }
                 break;
             default:
                 throw new IllegalArgumentException("unknown request " + request[0]);
