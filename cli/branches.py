@@ -5,15 +5,17 @@ command takes ``--branch``."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from paimond.cli.common import (
     EXIT_OK,
-    EXIT_USAGE,
+    add_dry_run_and_json,
     add_storage_option,
+    check_confirmable,
+    confirmed,
+    declined,
     open_warehouse_of,
+    print_result,
     table_of,
     usage_errors_exit_2,
 )
@@ -27,20 +29,11 @@ def _main_table(args: argparse.Namespace) -> Any:
     return open_table(storage, storage.root, args.table)
 
 
-def _print(result: Any, as_json: bool) -> None:
-    if as_json:
-        import dataclasses
-
-        print(json.dumps(dataclasses.asdict(result), sort_keys=True))
-    else:
-        print(result.describe())
-
-
 def _create_branch(args: argparse.Namespace) -> int:
     from paimond.table.branches import create_branch
 
     result = create_branch(_main_table(args), args.branch, args.tag, dry_run=args.dry_run)
-    _print(result, args.json)
+    print_result(result, args.json)
     return EXIT_OK
 
 
@@ -48,7 +41,7 @@ def _delete_branch(args: argparse.Namespace) -> int:
     from paimond.table.branches import delete_branch
 
     result = delete_branch(_main_table(args), args.branch, dry_run=args.dry_run)
-    _print(result, args.json)
+    print_result(result, args.json)
     return EXIT_OK
 
 
@@ -56,20 +49,14 @@ def _fast_forward(args: argparse.Namespace) -> int:
     from paimond.table.branches import fast_forward
 
     table = _main_table(args)
+    check_confirmable(args, "the replacement of the main branch's snapshots")
     plan = fast_forward(table, args.branch, dry_run=True)
     if args.dry_run:
-        _print(plan, args.json)
+        print_result(plan, args.json)
         return EXIT_OK
-    if not args.yes:
-        print(plan.describe())
-        if not sys.stdin.isatty():
-            print("paimond: fast-forward replaces the main branch's snapshots: pass --yes",
-                  file=sys.stderr)
-            return EXIT_USAGE
-        if input("go ahead? [y/N] ").strip().lower() not in ("y", "yes"):
-            print("nothing changed")
-            return EXIT_USAGE
-    _print(fast_forward(table, args.branch), args.json)
+    if not args.yes and not confirmed(plan.describe(), "Fast-forward the main branch?"):
+        return declined()
+    print_result(fast_forward(table, args.branch), args.json)
     return EXIT_OK
 
 
@@ -101,9 +88,7 @@ def register(commands: Any) -> None:
         command.add_argument("--branch", metavar="NAME", required=True, help="the branch")
         if command is create:
             command.add_argument("--tag", metavar="TAG", help="the tag to branch from")
-        command.add_argument("--dry-run", action="store_true",
-                             help="print what would be written or deleted; change nothing")
-        command.add_argument("--json", action="store_true", help="print the result as JSON")
+        add_dry_run_and_json(command, "print what would be written or deleted; change nothing")
         if command is forward:
             command.add_argument("--yes", action="store_true",
                                  help="do it without asking (needed when stdin is no terminal)")

@@ -9,7 +9,7 @@ import gc
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from paimond.errors import ConfigError
 
@@ -195,3 +195,55 @@ def open_executor_of(args: argparse.Namespace) -> AbstractContextManager[TaskExe
     from paimond.spark.executor import open_executor
 
     return open_executor(args.executor, spark_master=args.spark_master)
+
+
+def add_dry_run_and_json(parser: argparse.ArgumentParser, dry_run_help: str) -> None:
+    parser.add_argument("--dry-run", action="store_true", help=dry_run_help)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def plain(value: Any) -> Any:
+    """A result as JSON values: dataclasses and mappings as objects, date-times as ISO text
+    (``dataclasses.asdict`` would rebuild a Counter from its pairs)."""
+    import dataclasses
+    import datetime
+    from collections.abc import Mapping
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    return value
+
+
+def print_result(result: Any, as_json: bool) -> None:
+    """A command's result: its ``describe()`` text, or (``--json``) its fields as JSON."""
+    import json
+
+    print(json.dumps(plain(result), sort_keys=True) if as_json else result.describe())
+
+
+def check_confirmable(args: argparse.Namespace, what: str) -> None:
+    """Before a command that asks first changes anything: ConfigError (exit 2) when there is
+    no ``--yes``, no ``--dry-run`` and no terminal to ask on."""
+    if not (args.dry_run or args.yes or sys.stdin.isatty()):
+        raise ConfigError("--yes", f"standard input is not a terminal to confirm {what} on: "
+                                   "pass --yes (or --dry-run to see the plan)")
+
+
+def confirmed(plan: str, question: str) -> bool:
+    """Print ``plan`` and ask ``question`` on the terminal (stderr, so ``--json`` output stays
+    clean); True for a yes."""
+    print(plan, file=sys.stderr)
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def declined() -> int:
+    """The operator answered no: nothing changed, exit 1."""
+    print("declined: nothing changed", file=sys.stderr)
+    return EXIT_UNREADABLE

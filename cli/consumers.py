@@ -4,24 +4,23 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 from typing import Any
 
 from paimond.cli.common import (
     EXIT_OK,
+    add_dry_run_and_json,
     add_storage_option,
     add_table_arguments,
     imports_uncollected,
     int_at_least,
     open_table_of,
+    print_result,
     usage_errors_exit_2,
 )
 
 
 def _print(result: Any, args: argparse.Namespace) -> int:
-    print(json.dumps(dataclasses.asdict(result), sort_keys=True) if args.json
-          else result.describe())
+    print_result(result, args.json)
     return EXIT_OK
 
 
@@ -66,8 +65,6 @@ def register(commands: Any) -> None:
                                  help="delete the consumers whose id matches (default: all)")
             command.add_argument("--excluding", metavar="REGEX",
                                  help="but keep those whose id matches")
-        command.add_argument("--dry-run", action="store_true",
-                             help="print what would be written or deleted; change nothing")
-        command.add_argument("--json", action="store_true", help="print the result as JSON")
+        add_dry_run_and_json(command, "print what would be written or deleted; change nothing")
         add_storage_option(command)
         command.set_defaults(run=usage_errors_exit_2(run))

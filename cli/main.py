@@ -327,7 +327,7 @@ def _add_table_maintenance_commands(commands: Any) -> None:
         description="Paimon's consumer expiration (what commits do when "
                     "consumer.expiration-time is set and write-only is not): consumer files "
                     "last modified before now minus the window are deleted, so they no longer "
-                    "keep snapshots from expiring. Main branch only.")
+                    "keep snapshots from expiring; on --branch, that branch's consumers.")
     consumers.add_argument("warehouse", help="warehouse path or URI")
     add_table_arguments(consumers)
     consumers.add_argument("--older-than", metavar="DURATION",

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 from typing import Any
 
 from paimond.cli.common import (
@@ -13,6 +11,7 @@ from paimond.cli.common import (
     add_storage_option,
     add_table_arguments,
     open_table_of,
+    print_result,
     usage_errors_exit_2,
 )
 from paimond.clock import SYSTEM_CLOCK
@@ -43,10 +42,7 @@ def _mark_partition_done(args: argparse.Namespace) -> int:
     table = open_table_of(args)
     specs = partition_specs_of(args.partition)
     result = mark_partitions_done(table, specs, SYSTEM_CLOCK, dry_run=args.dry_run)
-    if args.json:
-        print(json.dumps(dataclasses.asdict(result), sort_keys=True))
-    else:
-        print(result.describe())
+    print_result(result, args.json)
     return EXIT_OK
 
 

@@ -4,35 +4,21 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
-import sys
 from typing import Any
 
 from paimond.cli.common import (
     EXIT_OK,
     add_storage_option,
     add_table_arguments,
+    check_confirmable,
+    confirmed,
+    declined,
     open_table_of,
+    print_result,
     table_partitions_of,
     usage_errors_exit_2,
 )
 from paimond.clock import SYSTEM_CLOCK
-from paimond.errors import ConfigError
-
-
-def _print(result: Any, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(dataclasses.asdict(result), sort_keys=True))
-    else:
-        print(result.describe())
-
-
-def _confirmed(count: int) -> bool:
-    """The operator's answer on the terminal (the plan is printed above the question)."""
-    print(f"Drop these {count} files from the table's manifests? [y/N] ", end="",
-          file=sys.stderr, flush=True)
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def _remove_unexisting_files(args: argparse.Namespace) -> int:
@@ -43,26 +29,23 @@ def _remove_unexisting_files(args: argparse.Namespace) -> int:
 
     table = open_table_of(args)
     partitions = table_partitions_of(table, args.partition)
-    if not (args.dry_run or args.yes or sys.stdin.isatty()):
-        raise ConfigError("--yes", "standard input is not a terminal to confirm the drop on: "
-                                   "pass --yes (or --dry-run to see what would be dropped)")
+    check_confirmable(args, "the drop")
     plan = plan_unexisting_files(table, partitions)
     if args.dry_run:
-        _print(plan.result(dry_run=True), args.json)
+        print_result(plan.result(dry_run=True), args.json)
         return EXIT_OK
-    if plan.missing and not args.yes:
-        print(plan.result(dry_run=True).describe(), file=sys.stderr)
-        if not _confirmed(len(plan.missing)):
-            _print(plan.result(declined=True), args.json)
-            return EXIT_OK
-    _print(remove_unexisting_files(table, plan, SYSTEM_CLOCK), args.json)
+    if plan.missing and not args.yes and not confirmed(
+            plan.result(dry_run=True).describe(),
+            f"Drop these {len(plan.missing)} files from the table's manifests?"):
+        return declined()
+    print_result(remove_unexisting_files(table, plan, SYSTEM_CLOCK), args.json)
     return EXIT_OK
 
 
 def _repair(args: argparse.Namespace) -> int:
     from paimond.maintenance.repair.hints import repair_hints
 
-    _print(repair_hints(open_table_of(args), dry_run=args.dry_run), args.json)
+    print_result(repair_hints(open_table_of(args), dry_run=args.dry_run), args.json)
     return EXIT_OK
 
 

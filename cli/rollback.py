@@ -4,26 +4,26 @@ moment (Paimon's ``rollback`` and ``rollback_to_timestamp`` procedures)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
-import json
-import sys
 from typing import TYPE_CHECKING, Any
 
 from paimond.cli.common import (
     EXIT_OK,
-    EXIT_UNREADABLE,
     add_storage_option,
     add_table_arguments,
+    check_confirmable,
+    confirmed,
+    declined,
     imports_uncollected,
     int_at_least,
     open_table_of,
+    print_result,
     usage_errors_exit_2,
 )
 from paimond.errors import ConfigError
 
 if TYPE_CHECKING:
-    from paimond.maintenance.rollback import RollbackResult, RollbackTarget
+    from paimond.maintenance.rollback import RollbackTarget
 
 
 def parse_timestamp_ms(text: str) -> int:
@@ -55,23 +55,6 @@ def _target_of(args: argparse.Namespace) -> RollbackTarget:
     return RollbackTarget(TIMESTAMP, timestamp_ms=parse_timestamp_ms(args.to_timestamp))
 
 
-def _print(result: RollbackResult, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(dataclasses.asdict(result), sort_keys=True))
-    else:
-        print(result.describe())
-
-
-def _confirmed(result: RollbackResult, args: argparse.Namespace) -> bool:
-    """Ask on the terminal; ConfigError (exit 2, nothing changed) when stdin is not one."""
-    if not sys.stdin.isatty():
-        raise ConfigError("--yes", "stdin is not a terminal: pass --yes to roll back "
-                                   "without confirmation (or --dry-run to see the plan)")
-    print(result.describe(), file=sys.stderr if args.json else sys.stdout)
-    answer = input(f"Roll {result.table} back to snapshot {result.snapshot_id}? [y/N] ")
-    return answer.strip().lower() in ("y", "yes")
-
-
 def _rollback(args: argparse.Namespace) -> int:
     with imports_uncollected():
         from paimond.maintenance import rollback
@@ -83,18 +66,19 @@ def _rollback(args: argparse.Namespace) -> int:
                                  dry_run=args.dry_run,
                                  pending=rollback.pending_rollbacks(table))
     if args.dry_run:
-        _print(preview, args.json)
+        print_result(preview, args.json)
         return EXIT_OK
-    if not args.yes and not _confirmed(preview, args):
-        print("paimond: rollback declined; nothing changed", file=sys.stderr)
-        return EXIT_UNREADABLE
+    check_confirmable(args, "the rollback")
+    if not args.yes and not confirmed(
+            preview.describe(), f"Roll {preview.table} back to snapshot {preview.snapshot_id}?"):
+        return declined()
     finished, tally = rollback.finish_interrupted(table)
     if finished:  # the table moved: plan again from where the killed run left it
         plan = rollback.plan_rollback(table, target)
     done = rollback.execute_rollback(table, plan)
     tally.files.update(done.files)
     tally.size_bytes.update(done.size_bytes)
-    _print(rollback.result_of(plan, tally, done=True, finished=finished), args.json)
+    print_result(rollback.result_of(plan, tally, done=True, finished=finished), args.json)
     return EXIT_OK
 
 

@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
-import json
-from collections.abc import Mapping
 from typing import Any
 
 from paimond.cli.common import (
@@ -17,6 +14,7 @@ from paimond.cli.common import (
     imports_uncollected,
     int_at_least,
     open_table_of,
+    print_result,
     usage_errors_exit_2,
 )
 from paimond.clock import SYSTEM_CLOCK, Clock
@@ -34,22 +32,8 @@ def _one_moment() -> Clock:
     return Clock(fixed_ms=SYSTEM_CLOCK.wall_ms())
 
 
-def _plain(value: Any) -> Any:
-    """A result as JSON values: dataclasses and mappings as objects, date-times as ISO text
-    (``dataclasses.asdict`` would rebuild a Counter from its pairs)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, datetime.datetime):
-        return value.isoformat()
-    return value
-
-
 def _print(result: Any, args: argparse.Namespace) -> int:
-    print(json.dumps(_plain(result), sort_keys=True) if args.json else result.describe())
+    print_result(result, args.json)
     return EXIT_OK
 
 

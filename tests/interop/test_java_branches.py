@@ -12,12 +12,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from prometheus_client import CollectorRegistry
-from pypaimon import Schema
 from support.java_maintainer import JavaMaintainer
 from support.java_reader import JavaReaders, multiset_diff
-from support.pypaimon_tables import catalog_for
+from support.java_written_tables import create_table, random_rows
 
 from paimond.cli.main import main
 from paimond.clock import Clock
@@ -30,22 +28,7 @@ from paimond.table.catalog import Table, open_table
 from paimond.table.scan.snapshot_scan import scan_snapshot
 from paimond.table.storage.interface import open_storage
 
-SCHEMA = pa.schema([pa.field("p", pa.int32(), nullable=False),
-                    pa.field("k", pa.int32(), nullable=False), ("v", pa.string())])
 MAX_LEVEL = 5  # num-levels 6
-
-
-def _rows(rng: random.Random, count: int) -> list[list[Any]]:
-    return [["-D" if rng.random() < 0.1 else "+I", rng.choice([1, 2]), rng.randint(0, 30),
-             rng.choice([None, "x", "y"])] for _ in range(count)]
-
-
-def _create(warehouse: Path) -> Path:
-    catalog = catalog_for(str(warehouse))
-    catalog.create_database("db", True)
-    catalog.create_table("db.t", Schema.from_pyarrow_schema(
-        SCHEMA, partition_keys=["p"], primary_keys=["p", "k"], options={"bucket": "2"}), False)
-    return warehouse / "db.db" / "t"
 
 
 def _open(warehouse: Path, name: str) -> Table:
@@ -85,21 +68,21 @@ def _branch_tag_rows(readers: JavaReaders, root: Path, branch: str, tag: str) ->
 def test_the_daemon_maintains_every_branch_and_java_reads_each_exactly(
         java_maintainer: JavaMaintainer, java_readers: JavaReaders, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
-    root = _create(warehouse)
+    root = create_table(warehouse)
     paths = {"db.t": str(root), "db.t$branch_b1": f"{root}$branch_b1",
              "db.t$branch_b2": f"{root}$branch_b2"}
     rng = random.Random(11)
     for _ in range(3):
-        java_maintainer.write(root, _rows(rng, 40))
+        java_maintainer.write(root, random_rows(rng, 40))
     java_maintainer.tag(root, "t2", 2)
     assert java_maintainer.create_branch(root, "b1", "t2") == 2
     assert java_maintainer.create_branch(root, "b2") == 0
     for _ in range(4):
-        java_maintainer.write(paths["db.t$branch_b1"], _rows(rng, 40))
+        java_maintainer.write(paths["db.t$branch_b1"], random_rows(rng, 40))
     for _ in range(3):
-        java_maintainer.write(paths["db.t$branch_b2"], _rows(rng, 40))
+        java_maintainer.write(paths["db.t$branch_b2"], random_rows(rng, 40))
     for _ in range(2):
-        java_maintainer.write(root, _rows(rng, 40))
+        java_maintainer.write(root, random_rows(rng, 40))
     tagged = sorted(java_readers.every()[-1].read_rows(root, tag="t2"))
     # Only the branch's copy of the tag keeps snapshot 2's files now: the main branch's
     # expiry must keep them for the branch.
@@ -149,10 +132,10 @@ def test_paimond_creates_and_deletes_branches_java_writes_and_reads(
         java_maintainer: JavaMaintainer, java_readers: JavaReaders, tmp_path: Path,
         capsys: Any) -> None:
     warehouse = tmp_path / "wh"
-    root = _create(warehouse)
+    root = create_table(warehouse)
     rng = random.Random(5)
     for _ in range(3):
-        java_maintainer.write(root, _rows(rng, 30))
+        java_maintainer.write(root, random_rows(rng, 30))
     java_maintainer.tag(root, "t1", 1)
     java_maintainer.expire(root, 1)  # snapshot 1 is gone: the branch is made from the tag
     wh = str(warehouse)
@@ -216,16 +199,16 @@ def test_fast_forward_replaces_the_main_history_as_java_does(
         java_maintainer: JavaMaintainer, java_readers: JavaReaders, tmp_path: Path,
         capsys: Any) -> None:
     ours_wh = tmp_path / "ours"
-    root = _create(ours_wh)
+    root = create_table(ours_wh)
     rng = random.Random(3)
     for _ in range(3):
-        java_maintainer.write(root, _rows(rng, 30))
+        java_maintainer.write(root, random_rows(rng, 30))
     java_maintainer.tag(root, "t2", 2)
     java_maintainer.tag(root, "t3", 3)
     java_maintainer.create_branch(root, "b", "t2")
     for _ in range(2):
-        java_maintainer.write(f"{root}$branch_b", _rows(rng, 30))
-    java_maintainer.write(root, _rows(rng, 30))
+        java_maintainer.write(f"{root}$branch_b", random_rows(rng, 30))
+    java_maintainer.write(root, random_rows(rng, 30))
     java_wh = tmp_path / "java"
     shutil.copytree(ours_wh, java_wh)
     java_root = java_wh / "db.db" / "t"

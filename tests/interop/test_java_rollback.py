@@ -8,33 +8,15 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from pypaimon import Schema
 from support.java_maintainer import JavaMaintainer
 from support.java_reader import JavaReaders, multiset_diff
-from support.pypaimon_tables import catalog_for
+from support.java_written_tables import create_table, random_rows
 from support.table_garbage import unreferenced_files
 
 from paimond.cli.main import main
 from paimond.table.catalog import open_table
 from paimond.table.storage.interface import open_storage
-
-SCHEMA = pa.schema([pa.field("p", pa.int32(), nullable=False),
-                    pa.field("k", pa.int32(), nullable=False), ("v", pa.string())])
-
-
-def _rows(rng: random.Random, count: int) -> list[list[Any]]:
-    return [["-D" if rng.random() < 0.1 else "+I", rng.choice([1, 2]), rng.randint(0, 30),
-             rng.choice([None, "x", "y"])] for _ in range(count)]
-
-
-def _create(warehouse: Path) -> Path:
-    catalog = catalog_for(str(warehouse))
-    catalog.create_database("db", True)
-    catalog.create_table("db.t", Schema.from_pyarrow_schema(
-        SCHEMA, partition_keys=["p"], primary_keys=["p", "k"], options={"bucket": "2"}), False)
-    return warehouse / "db.db" / "t"
 
 
 def _every_read(readers: JavaReaders, path: str, **at: Any) -> list[str]:
@@ -57,10 +39,10 @@ def test_java_reads_the_target_and_writes_on_top(
         kind: str, java_maintainer: JavaMaintainer, java_readers: JavaReaders,
         tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
-    root = _create(warehouse)
+    root = create_table(warehouse)
     rng = random.Random(3)
     for _ in range(6):
-        java_maintainer.write(root, _rows(rng, 30))
+        java_maintainer.write(root, random_rows(rng, 30))
     java_maintainer.tag(root, "t3", 3)
     java_maintainer.tag(root, "t5", 5)
     expected = _every_read(java_readers, str(root), snapshot_id=3)
@@ -84,15 +66,15 @@ def test_java_reads_the_target_and_writes_on_top(
 def test_a_branch_rolls_back_alone(java_maintainer: JavaMaintainer, java_readers: JavaReaders,
                                    tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
-    root = _create(warehouse)
+    root = create_table(warehouse)
     rng = random.Random(7)
     for _ in range(3):
-        java_maintainer.write(root, _rows(rng, 30))
+        java_maintainer.write(root, random_rows(rng, 30))
     java_maintainer.tag(root, "t2", 2)
     assert java_maintainer.create_branch(root, "b", "t2") == 2
     branch = f"{root}$branch_b"
     for _ in range(3):
-        java_maintainer.write(branch, _rows(rng, 30))
+        java_maintainer.write(branch, random_rows(rng, 30))
     main_rows = _every_read(java_readers, str(root))
     expected = _every_read(java_readers, branch, snapshot_id=3)
     assert main(["rollback", str(warehouse), "--table", "db.t", "--branch", "b",

@@ -177,9 +177,9 @@ def test_asks_before_dropping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert "--yes" in capsys.readouterr().err
 
     monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
-    assert main(argv) == 0
-    out, err = capsys.readouterr()
-    assert gone[0].meta.file_name in err and "declined" in out
+    assert main(argv) == 1  # declined: nothing changed
+    err = capsys.readouterr().err
+    assert gone[0].meta.file_name in err and "declined: nothing changed" in err
     assert table.snapshots.latest_id() == 6
 
     monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
