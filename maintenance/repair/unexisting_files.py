@@ -43,6 +43,7 @@ from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, Committer
 from paimond.table.commit.requirements import RequireSnapshot
 from paimond.table.layout import partition_matches, partition_text
+from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import MANIFESTS, refuse
 from paimond.table.scan.snapshot_scan import (
     SnapshotFiles,
@@ -155,6 +156,11 @@ def plan_unexisting_files(table: Table, partitions: Mapping[str, str] | None = N
         refuse(table.latest_schema(), MANIFESTS, table.path)
     except RefusedError as refused:
         raise RefusedError(JOB, refused.reason, table.path, refused.fingerprint) from None
+    if TableOptions.of(table.latest_schema()).chain_table_enabled:
+        raise RefusedError(JOB, "chain tables (chain-table.enabled): Java checks a commit that "
+                                "only deletes files of a chain table's branch against the "
+                                "other branch's partitions (ChainTableCommitPreCallback); "
+                                "paimond does not", table.path)
     files = scan_snapshot(table, latest)
     checked = 0
     missing: list[tuple[MissingFile, ManifestEntry]] = []

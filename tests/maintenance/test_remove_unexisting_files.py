@@ -13,11 +13,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pypaimon.schema.schema_change import SchemaChange
 from support.dv_scenarios import SCENARIOS, Live
 from support.java_maintainer import JavaMaintainer
 from support.java_reader import JavaReadError, JavaReaders, canonical_rows
 from support.pypaimon_oracle import read_rows
-from support.pypaimon_tables import build_append_deletion_vectors, build_pk_deduplicate
+from support.pypaimon_tables import (
+    build_append_deletion_vectors,
+    build_pk_deduplicate,
+    catalog_for,
+)
 from support.table_garbage import unreferenced_files
 
 from paimond.cli.main import main
@@ -277,3 +282,18 @@ def test_a_commit_since_the_plan(tmp_path: Path) -> None:
         remove_unexisting_files(table, plan, clock)
     assert table.snapshots.latest_id() == 9
     assert unreferenced_files(str(warehouse), NAME) == []
+
+
+def test_a_chain_table_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    build_pk_deduplicate(str(warehouse))
+    catalog_for(str(warehouse)).alter_table(
+        NAME, [SchemaChange.set_option("chain-table.enabled", "true")], False)
+    table = _open(warehouse)
+    _delete_files(table, 1)
+    latest = table.snapshots.latest_id()
+
+    with pytest.raises(RefusedError, match="chain tables"):
+        plan_unexisting_files(table)
+    assert main(["remove-unexisting-files", str(warehouse), "--table", NAME, "--yes"]) == 1
+    assert table.snapshots.latest_id() == latest
