@@ -34,6 +34,7 @@ from paimond.table.commit.job_records import (
 )
 from paimond.table.layout import CHANGELOG_DIR, SNAPSHOT_DIR, TAG_DIR
 from paimond.table.storage.interface import Storage
+from paimond.table.storage.schemes import check_writable
 from paimond.table.storage.temp_files import sweep_temp_files
 
 # Metadata folders whose killed writers' temp files go with the dead jobs' records.
@@ -109,7 +110,9 @@ def recorded_job(table: Table, job: str, clock: Clock, *, replica: str | None = 
     """Clean dead jobs' files, then run one recorded job. It ends by deleting every file it
     noted and did not keep; a job that failed keeps whatever some snapshot references (its
     commit may have landed before the error), and if even that cannot be read its record
-    stays for the next run."""
+    stays for the next run. UnsupportedError before anything is written on a storage where
+    paimond cannot create a file atomically (``table.storage.schemes``)."""
+    check_writable(table.storage.root)
     clean_dead_jobs(table, clock.wall_ms())
     journal = start_job(table, job, started_ms=clock.wall_ms(), replica=replica)
     running = RecordedJob(Table(journal.recording(table.storage), table.path, table.name),

@@ -16,9 +16,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO, Protocol
 
+from paimond.errors import ConfigError
 from paimond.table.storage.fsspec_storage import FsspecStorage
 from paimond.table.storage.output_stream import OutputStream
 from paimond.table.storage.s3_options import parse_option_values, s3_unavailable_errors, s3fs_arguments
+from paimond.table.storage.schemes import scheme_of
 from paimond.table.storage.values import FileStatus, StorageLocation
 
 # the interface and the types in its signatures (defined in table/storage/values.py and
@@ -50,18 +52,28 @@ class Storage(Protocol):
 
 
 def open_storage(uri: str, options: Mapping[str, Any] | None = None) -> Storage:
-    """Open ``uri`` (a local path, ``file://``, ``s3://``, or any fsspec URL) as a ``Storage``.
+    """Open ``uri`` (a local path, ``file://``, ``s3://``, or another scheme of
+    ``table.storage.schemes``) as a ``Storage``; ConfigError for a scheme paimond does not know
+    or whose implementation is not installed.
 
     S3 options: ``endpoint_url``, ``key``/``access_key_id``, ``secret``/``secret_access_key``,
     ``token``/``session_token``, ``region``, ``anon``, ``connect_timeout_s``, ``read_timeout_s``,
     ``max_attempts``; any other option is passed to s3fs. Unset ones fall back to
     ``PAIMOND_S3_ENDPOINT_URL`` and the variables botocore reads itself (``AWS_*``).
     """
+    scheme = scheme_of(uri)  # an unknown scheme, or one not installed: ConfigError
     protocol, _, rest = uri.partition("://") if "://" in uri else ("", "", uri)
     if protocol == "" and rest.startswith("file:"):
         protocol, rest = "file", rest[5:]
     options = dict(options or {})
-    storage = _open_fsspec(protocol, rest, uri, options)
+    try:
+        storage = _open_fsspec(protocol.lower(), rest, uri, options)
+    except OSError as error:  # hdfs: libhdfs or its JVM cannot be loaded
+        if scheme.protocol != "hdfs":
+            raise
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError("warehouse", f"{uri}: hdfs:// needs {scheme.install} ({reason})"
+                          ) from None
     storage.location = StorageLocation(storage.root, options)
     return storage
 
@@ -80,7 +92,9 @@ def _open_fsspec(protocol: str, rest: str, uri: str, options: dict[str, Any]) ->
             fs.retries = attempts
         unavailable = s3_unavailable_errors()
         return FsspecStorage(fs, "s3", f"{protocol}://", rest, secrets, unavailable)
-    kwargs = {"skip_instance_cache": True, "use_listings_cache": False, **options}
-    fs = fsspec.filesystem(protocol, **parse_option_values(kwargs))
+    implementation = fsspec.get_filesystem_class(protocol)
+    kwargs = {"skip_instance_cache": True, "use_listings_cache": False,
+              **implementation._get_kwargs_from_urls(uri), **options}  # host, account, ...
+    fs = implementation(**parse_option_values(kwargs))
     kind = "memory" if protocol == "memory" else "other"
     return FsspecStorage(fs, kind, f"{protocol}://", fs._strip_protocol(uri), frozenset())
