@@ -53,7 +53,7 @@ test: install
 # pypaimon-rust), no JVM, no Spark, no S3 server, no kill campaign and no test marked slow,
 # property tests at 15 examples. tests/conftest.py puts the jvm and spark markers on from the
 # fixtures a test uses (markers: pyproject.toml).
-FAST_MARKERS := not jvm and not spark and not crash_campaign and not s3 and not slow
+FAST_MARKERS := not jvm and not spark and not crash_campaign and not s3 and not azure and not slow
 test-fast: install
 	HYPOTHESIS_PROFILE=fast PAIMOND_TESTS_WITHOUT_ORACLES=1 $(PYTEST) -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
 

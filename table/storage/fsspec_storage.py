@@ -191,6 +191,12 @@ class FsspecStorage:
                         return False
                     self._fs.pipe_file(p, data)
                     return True
+            if self._kind == "azure":  # a Put Blob with If-None-Match: *
+                try:
+                    self._fs.pipe_file(p, data, overwrite=False)
+                except FileExistsError:
+                    return False
+                return True
         raise UnsupportedError(f"exclusive create on {self._prefix}", self._uri(p))
 
     def exists(self, path: str) -> bool:
@@ -395,7 +401,8 @@ class FsspecStorage:
     def _file_status(self, info: Mapping[str, Any]) -> FileStatus:
         name = str(info["name"]).rstrip("/")
         is_dir = info.get("type") == "directory" or str(info["name"]).endswith("/")
-        raw = info.get("mtime", info.get("LastModified", info.get("created")))
+        raw = info.get("mtime", info.get("LastModified", info.get("last_modified",
+                                                                  info.get("created"))))
         mtime_s = raw.timestamp() if hasattr(raw, "timestamp") else raw and float(raw)
         return FileStatus(
             path=self._uri(name),

@@ -3,7 +3,7 @@
 Java counterparts: ``FileIO`` (``LocalFileIO``, the S3 FileIO) and the atomic step of
 ``RenamingSnapshotCommit`` (apache/paimon master @ 5dacde516b, as in the reference notes).
 Unlike Paimon, ``create_exclusive`` needs no lock: a hard link locally, a conditional PUT
-(``If-None-Match: *``) on S3.
+(``If-None-Match: *``) on S3 and on Azure Blob storage (``table.storage.schemes``).
 
 Paths given to a ``Storage`` are full URIs (``s3://bucket/key``, ``/abs/path``,
 ``file:///abs``) or paths relative to its root; paths it returns or names in errors are full
@@ -78,6 +78,10 @@ def open_storage(uri: str, options: Mapping[str, Any] | None = None) -> Storage:
     return storage
 
 
+# adlfs options that are credentials: never in a message or a log line
+_AZURE_SECRETS = ("account_key", "connection_string", "sas_token", "client_secret", "credential")
+
+
 def _open_fsspec(protocol: str, rest: str, uri: str, options: dict[str, Any]) -> FsspecStorage:
     if protocol in ("", "file", "local"):
         prefix = "file://" if protocol else ""
@@ -92,6 +96,15 @@ def _open_fsspec(protocol: str, rest: str, uri: str, options: dict[str, Any]) ->
             fs.retries = attempts
         unavailable = s3_unavailable_errors()
         return FsspecStorage(fs, "s3", f"{protocol}://", rest, secrets, unavailable)
+    if protocol in ("abfs", "abfss", "az"):
+        from azure.core.exceptions import ServiceRequestError, ServiceResponseError
+
+        fs = fsspec.filesystem("abfs", skip_instance_cache=True, use_listings_cache=False,
+                               **fsspec.get_filesystem_class("abfs")._get_kwargs_from_urls(uri),
+                               **parse_option_values(options))
+        secrets = frozenset(str(options[k]) for k in _AZURE_SECRETS if options.get(k))
+        return FsspecStorage(fs, "azure", f"{protocol}://", fs._strip_protocol(uri), secrets,
+                             (OSError, ServiceRequestError, ServiceResponseError))
     implementation = fsspec.get_filesystem_class(protocol)
     kwargs = {"skip_instance_cache": True, "use_listings_cache": False,
               **implementation._get_kwargs_from_urls(uri), **options}  # host, account, ...

@@ -8,7 +8,7 @@ a file atomically there (the step a commit rests on: Java's ``FileIO.tryToWriteA
 | ``s3://``, ``s3a://`` | s3fs | (core) | a conditional PUT, ``If-None-Match: *`` |
 | ``gs://``, ``gcs://`` | gcsfs | ``paimond[gcs]`` | none yet: read-only |
 | ``oss://`` | ossfs | ``paimond[oss]`` | none yet: read-only |
-| ``abfs://``, ``abfss://``, ``az://`` | adlfs | ``paimond[azure]`` | none yet: read-only |
+| ``abfs://``, ``abfss://``, ``az://`` | adlfs | ``paimond[azure]`` | a Put Blob with ``If-None-Match: *`` |
 | ``hdfs://``, ``viewfs://`` | pyarrow's ``HadoopFileSystem`` | a Hadoop client | none yet: read-only |
 | ``webhdfs://`` | fsspec's WebHDFS client | ``paimond[hdfs]`` | none yet: read-only |
 
@@ -45,7 +45,8 @@ SCHEMES = (
     Scheme(("memory",), "memory", "fsspec", "", "a lock of this process (tests)"),
     Scheme(("gs", "gcs"), "gcs", "gcsfs", "paimond[gcs]", None),
     Scheme(("oss",), "oss", "ossfs", "paimond[oss]", None),
-    Scheme(("abfs", "abfss", "az"), "abfs", "adlfs", "paimond[azure]", None),
+    Scheme(("abfs", "abfss", "az"), "abfs", "adlfs", "paimond[azure]",
+           "a Put Blob with If-None-Match: *"),
     Scheme(("hdfs", "viewfs"), "hdfs", "pyarrow.fs",
            "a Hadoop client: libhdfs with JAVA_HOME, HADOOP_HOME and CLASSPATH set "
            "(or use webhdfs:// with paimond[hdfs])", None),

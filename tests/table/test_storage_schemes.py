@@ -80,7 +80,7 @@ def test_the_daemon_config_names_the_storage_too(tmp_path: Path) -> None:
 
 def test_the_stores_paimond_commits_on_have_an_atomic_create() -> None:
     for uri in ("/some/path", "file:///some/path", "s3://bucket/wh", "s3a://bucket/wh",
-                "memory://wh"):
+                "memory://wh", *(["abfs://c/wh"] if importlib.util.find_spec("adlfs") else [])):
         assert scheme_of(uri).atomic_create is not None, uri
         check_writable(uri)
     with pytest.raises(ConfigError, match="storage scheme 'ftp'"):
