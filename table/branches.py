@@ -17,11 +17,14 @@ once the branch's files are gone.
 
 Fast-forwarding the main branch to a branch (Java ``fastForward``) replaces the main branch's
 history from the branch's earliest snapshot on with the branch's: the main branch's snapshots
-from that id, its schemas from that snapshot's schema and its tags on those snapshots are
-deleted, then the branch's schemas, snapshots and tags are copied in. It is the one place a
-snapshot id of the main branch is written again, as in Java. No data file is deleted: those
-only the replaced snapshots used are orphan removal's. A crash in between leaves the main branch
-at an older snapshot (every file it names is there); running it again completes it.
+from that id and its tags on those snapshots are deleted (newest first), the branch's schemas
+written over the main branch's of the same id, the branch's snapshots and tags copied in
+(oldest first), and last the main branch's schemas from that snapshot's schema on that the
+branch lacks are deleted. It is the one place a snapshot id of the main branch is written
+again, as in Java. No data file is deleted: those only the replaced snapshots used are orphan
+removal's. A crash in between leaves the main branch at a whole snapshot, an older one or one
+of the branch's, whose schema is there (Java deletes the schemas before copying, so a crash
+there leaves a table without its schema); running it again completes it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from paimond.errors import ConfigError
+from paimond.faults import crash_point
 from paimond.format.meta.snapshot import TAG_CREATE_TIME, TAG_TIME_RETAINED, encode_snapshot
 from paimond.table.catalog import Table, check_branch_name
 from paimond.table.layout import (
@@ -235,17 +239,29 @@ def fast_forward(table: Table, branch: str, *, dry_run: bool = False) -> FastFor
     storage = main.storage
     storage.delete(main.snapshots.hint_path(LATEST_HINT))
     for snapshot_id in reversed(replaced):  # newest first: the latest left is always whole
+        crash_point("fast_forward.snapshot_deleted")
         storage.delete(main.snapshots.path(snapshot_id))
     for name in deleted_tags:
+        crash_point("fast_forward.tag_deleted")
         storage.delete(tag_path(main, name))
-    for schema_id in reversed(replaced_schemas):
-        storage.delete(main.meta_file_path(SCHEMA_DIR, f"{SCHEMA_PREFIX}{schema_id}"))
-    _copy_schemas(source, main, plan.copied_schemas)
-    for snapshot_id in source_ids:  # oldest first: each names schemas already there
+    # The branch's schemas are written over the main branch's of the same id (an atomic
+    # replace: the snapshots left name schemas that stay readable throughout), and the main
+    # branch's schemas the branch lacks go last, once no snapshot names them.
+    for schema_id in plan.copied_schemas:
+        crash_point("fast_forward.schema_copied")
+        name = f"{SCHEMA_PREFIX}{schema_id}"
+        storage.write_bytes(main.meta_file_path(SCHEMA_DIR, name),
+                            storage.read_bytes(source.meta_file_path(SCHEMA_DIR, name)))
+    for snapshot_id in source_ids:  # oldest first: the latest is always whole
+        crash_point("fast_forward.snapshot_copied")
         storage.write_bytes(main.snapshots.path(snapshot_id),
                             storage.read_bytes(source.snapshots.path(snapshot_id)))
     for name in source_tags:
         storage.write_bytes(tag_path(main, name), storage.read_bytes(tag_path(source, name)))
+    for schema_id in reversed(replaced_schemas):
+        if schema_id not in plan.copied_schemas:
+            crash_point("fast_forward.schema_deleted")
+            storage.delete(main.meta_file_path(SCHEMA_DIR, f"{SCHEMA_PREFIX}{schema_id}"))
     hint = main.snapshots.read_hint(EARLIEST_HINT)
     first = main.snapshots.list_ids()[0]
     if hint is not None and hint != first:  # a hint past snapshots now there would hide them

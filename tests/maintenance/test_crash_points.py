@@ -89,8 +89,14 @@ CRASHED_BY: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("rollback.recorded", "rollback.latest_hint_written",
                      "rollback.snapshot_deleted", "rollback.tag_deleted",
                      "rollback.file_deleted", "rollback.record_removed"), ("rollback",)),
+    **dict.fromkeys(("fast_forward.snapshot_deleted", "fast_forward.tag_deleted",
+                     "fast_forward.schema_copied", "fast_forward.snapshot_copied"),
+                    ("fast_forward",)),
 }
 NOT_CRASHED: dict[str, str] = {  # point -> why no campaign here kills at it
+    "fast_forward.schema_deleted": "passed only when the main branch's schema evolved after "
+                                   "the branch's first snapshot; a crash there leaves "
+                                   "schemas no remaining snapshot names",
     "tags.tag_withdrawn": "passed only when expiry deletes the tagged snapshot between the "
                           "tag's write and its check; test_tags covers the withdrawal",
     **dict.fromkeys(("tags.deletion_noted", "tags.file_deleted", "tags.directories_removed"),
@@ -399,6 +405,20 @@ def _rolled_back(root: Path) -> Job:
                passes_through=(5, 4))
 
 
+def _fast_forwarded(root: Path) -> Job:
+    """Six snapshots; a branch from a tag of the sixth, compacted (its seventh). Fast-forward
+    replaces the main branch's sixth with the branch's sixth and seventh: a crash leaves the
+    main branch at its fifth (the sixth deleted), at the sixth or at the seventh."""
+    warehouse, name = _deduplicate(root)
+    wh = str(warehouse)
+    assert main(["create-tag", wh, "--table", name, "--tag", "t6", "--snapshot", "6"]) == 0
+    assert main(["create-branch", wh, "--table", name, "--branch", "b", "--tag", "t6"]) == 0
+    assert main(["compact", wh, "--table", name, "--branch", "b", "--full"]) == 0
+    return Job("fast_forward", name, warehouse, ["fast-forward", "{wh}", "--table", name,
+                                                 "--branch", "b", "--yes"],
+               passes_through=(5,))
+
+
 def _missing_file(root: Path) -> tuple[Path, str]:
     """A data file of the latest snapshot deleted by hand: no reader reads the table."""
     warehouse, name = _deduplicate(root)
@@ -459,13 +479,14 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
                                                     "rewrite_index.conflict_file_deleted"),
         "conflict_rebuild_dv": lambda: _conflict(rebuild_dv(), "rebuild_dv.conflict_file_deleted"),
         "rollback": lambda: _rolled_back(root / "rollback"),
+        "fast_forward": lambda: _fast_forwarded(root / "fast_forward"),
     }
 
 
 JOBS = ["compact", "compact_dv", "compact_changelog", "merge_manifests", "remove_orphans", "rewrite_index",
         "rebuild_dv", "compact_append_unaware", "compact_append_bucketed", "expire_partitions",
         "tags", "expire_consumers", "rename_tag", "compact_postpone", "rescale", "conflict_compact",
-        "conflict_rewrite_index", "conflict_rebuild_dv", "rollback"]
+        "conflict_rewrite_index", "conflict_rebuild_dv", "rollback", "fast_forward"]
 
 
 @pytest.mark.crash_campaign
