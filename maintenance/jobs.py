@@ -270,9 +270,11 @@ def _sort_compact(table: Table, settings: CompactSettings, context: JobContext,
     planner = (functools.partial(plan_incremental_clustering, table, full=settings.full,
                                  partitions=partitions, accepted_options=accepted)
                if clustering else None)
+    budget = ({} if context.memory_budget is None
+              else {"memory_budget_bytes": context.memory_budget.budget_bytes})
     job = SortCompactJob(table, settings.order_strategy or "", settings.order_by,
                          clock=context.clock, partitions=partitions, planner=planner,
-                         accepted_options=accepted)
+                         accepted_options=accepted, **budget)
     if settings.dry_run:
         return JobReport(job.plan())
     summary = job.run()

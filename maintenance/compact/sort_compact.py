@@ -10,15 +10,16 @@ OVERWRITE of the partitions, paimond commits one COMPACT snapshot that replaces 
 files it read (a concurrent append survives; readers see the same rows), with file source
 COMPACT and sequence numbers counted from the partition's smallest. A partition's DV index
 files go with its files. Fixed-bucket tables are refused, as Java refuses them, and so are
-row-tracking tables (Java's overwrite gives the rows new ids). A partition is sorted in
-memory: its rows must fit (Java spills to disk).
+row-tracking tables (Java's overwrite gives the rows new ids). A partition bigger than the
+memory budget is sorted externally, through sorted runs spilled to a local temporary directory
+(:mod:`paimond.maintenance.compact.external_sort`), as Java spills to disk.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -32,7 +33,8 @@ from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.lookup.deletion_vectors import deleted_positions, filter_deleted
 from paimond.maintenance.compact.append_rewrite import rewrite_index_files
-from paimond.maintenance.compact.sort_order import check_sort_columns, sort_indices
+from paimond.maintenance.compact.external_sort import SortOrder, sorted_batches
+from paimond.maintenance.compact.sort_order import check_sort_columns
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
@@ -45,6 +47,10 @@ from paimond.table.options.core import TableOptions
 from paimond.table.options.semantic import refuse
 from paimond.table.partition_filter import PartitionSelection
 from paimond.table.scan.snapshot_scan import SnapshotFiles, bucket_path, scan_snapshot
+
+# The rows a sort holds in memory when no budget is given (limits.memory_budget_mb, the
+# daemon's, is its budget): beyond it the partition is sorted through spilled runs.
+SORT_MEMORY_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,13 +151,15 @@ class SortResult:
 
 
 def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
-                 batch_rows: int = 65536) -> SortResult:
-    """Read, sort and write one partition; deletes its own files on failure."""
+                 batch_rows: int = 65536, memory_budget_bytes: int = SORT_MEMORY_BYTES
+                 ) -> SortResult:
+    """Read, sort and write one partition, holding about ``memory_budget_bytes`` of rows
+    (beyond that the sort spills); deletes its own files on failure."""
     schema = table.latest_schema()
     options = TableOptions.of(schema)
     held = {entry.index_file.file_name: read_deletion_vectors(table, entry)
             for entry in task.dv_index_files}
-    rows = _read_inputs(task, table, schema, held, batch_rows)
+    batch_rows = _batch_rows_within(task, batch_rows, memory_budget_bytes)
     result = SortResult(task)
     writer = RollingDataFileWriter(
         table.storage, task.directory, schema, options, level=0, key_value=False,
@@ -159,12 +167,14 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
         sequence_start=task.inputs[0].file.min_sequence_number,
         external=external_provider(options, table.path, task.directory))
     index_paths: list[str] = []
+    rows = 0
     try:
-        if rows is not None and rows.num_rows:
-            var_size = int(options.text("zorder.var-length-contribution") or 8)
-            order = sort_indices(rows, schema.fields, plan.strategy, plan.columns, var_size)
-            for batch in rows.take(order).to_batches(batch_rows):
-                writer.write(batch)
+        order = SortOrder(plan.strategy, plan.columns, tuple(schema.fields),
+                          int(options.text("zorder.var-length-contribution") or 8))
+        for batch in sorted_batches(_input_batches(task, table, schema, held, batch_rows),
+                                    order, memory_budget_bytes, batch_rows):
+            rows += batch.num_rows
+            writer.write(batch)
         written = writer.close()
         result.index_added, result.index_deleted = rewrite_index_files(
             task.inputs, task.dv_index_files, table, held, index_paths,
@@ -181,17 +191,24 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
     result.written_paths = tuple(
         e.file.external_path or table.storage.join(task.directory, e.file.file_name)
         for e in result.added) + tuple(index_paths)
-    result.rows = rows.num_rows if rows is not None else 0
+    result.rows = rows
     return result
 
 
-def _read_inputs(task: SortTask, table: Table, schema: TableSchema,
-                 held: Mapping[str, Mapping[str, DeletionVector]], batch_rows: int
-                 ) -> pa.Table | None:
-    """The task's input rows (None: no batch at all), less those their deletion vectors
-    (``held``: per index file, per data file) mark deleted."""
+def _batch_rows_within(task: SortTask, batch_rows: int, budget_bytes: int) -> int:
+    """Rows per batch read and written: a sixteenth of the budget at most (an Arrow row taken
+    as four times its share of the input files' bytes), never under 1,024."""
+    rows = sum(e.file.row_count for e in task.inputs)
+    row_bytes = max(1, 4 * sum(e.file.file_size for e in task.inputs) // max(1, rows))
+    return max(1024, min(batch_rows, budget_bytes // 16 // row_bytes))
+
+
+def _input_batches(task: SortTask, table: Table, schema: TableSchema,
+                   held: Mapping[str, Mapping[str, DeletionVector]], batch_rows: int
+                   ) -> Iterator[pa.RecordBatch]:
+    """The task's input rows, file by file, less those their deletion vectors (``held``: per
+    index file, per data file) mark deleted."""
     vectors = {name: vector for found in held.values() for name, vector in found.items()}
-    batches: list[pa.RecordBatch] = []
     for data_entry in task.inputs:
         meta = data_entry.file
         path = meta.external_path or table.storage.join(task.directory, meta.file_name)
@@ -199,8 +216,7 @@ def _read_inputs(task: SortTask, table: Table, schema: TableSchema,
                               file_schema=table.schema(meta.schema_id), read_schema=schema,
                               key_value=False, batch_rows=batch_rows, file_size=meta.file_size)
         vector = vectors.get(meta.file_name)
-        batches += filter_deleted(read, deleted_positions(vector)) if vector else read
-    return pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+        yield from filter_deleted(read, deleted_positions(vector)) if vector else read
 
 
 @dataclass
@@ -244,6 +260,7 @@ class SortCompactJob:
     max_attempts: int = 3
     planner: Callable[[], SortPlan] | None = None
     accepted_options: tuple[str, ...] = ()  # undecided option keys the operator accepts
+    memory_budget_bytes: int = SORT_MEMORY_BYTES  # rows held per sort; beyond it, spills
 
     def plan(self) -> SortPlan:
         if self.planner is not None:
@@ -262,8 +279,9 @@ class SortCompactJob:
             def attempt(number: int) -> Attempt:
                 summary.attempts = number
                 summary.plan = plan = self.plan()
-                summary.results = [execute_sort(t, recorded.table, plan, self.clock)
-                                   for t in plan.tasks]
+                summary.results = [execute_sort(
+                    t, recorded.table, plan, self.clock,
+                    memory_budget_bytes=self.memory_budget_bytes) for t in plan.tasks]
                 if not summary.results:
                     return Attempt()
                 results = summary.results

@@ -76,6 +76,29 @@ def _python_values(array: pa.ChunkedArray, data_type: DataType) -> list[object]:
     return list(array.to_pylist())
 
 
+def sort_key_column(table: pa.Table, fields: Sequence[DataField], strategy: str,
+                    columns: Sequence[str], var_type_size: int = 8) -> pa.Array:
+    """The ``zorder`` or ``hilbert`` key of each row, as binary values that sort as the rows
+    do (unsigned, lexicographically): what an external sort compares across its runs."""
+    if strategy == "zorder":
+        words = zorder_words(table, fields, columns, var_type_size)
+        if words is not None:  # big-endian words: byte order is the words' order
+            width = 8 * words.shape[1]
+            data = np.ascontiguousarray(words.astype(">u8")).tobytes()
+            offsets = np.arange(0, (len(words) + 1) * width, width, dtype=np.int64)
+            return pa.LargeBinaryArray.from_buffers(
+                pa.large_binary(), len(words), [None, pa.py_buffer(offsets.tobytes()),
+                                                pa.py_buffer(data)])
+    by_name = {f.name: f for f in fields}
+    types = [by_name[c].type for c in columns]
+    values = [_python_values(table.column(c), t) for c, t in zip(columns, types, strict=True)]
+    if strategy == "zorder":
+        return pa.array([zorder_key(row, types, var_type_size)
+                         for row in zip(*values, strict=True)], pa.large_binary())
+    return pa.array([hilbert_key(row, types) for row in zip(*values, strict=True)],
+                    pa.large_binary())
+
+
 def sort_indices(table: pa.Table, fields: Sequence[DataField], strategy: str,
                  columns: Sequence[str], var_type_size: int = 8) -> pa.Array:
     """The permutation that puts ``table``'s rows in the strategy's order."""

@@ -258,3 +258,48 @@ def test_a_killed_sort_leaves_the_table_readable_and_the_rerun_cleans(tmp_path: 
     assert summary.snapshot is not None
     assert read_rows(warehouse, NAME).equals(expected)
     assert_exactly_referenced(table)
+
+
+@pytest.mark.parametrize(("strategy", "columns"), [("order", ("a", "s")), ("zorder", ("a", "b"))])
+def test_a_partition_over_the_budget_is_sorted_through_spilled_runs_alike(
+        tmp_path: Path, strategy: str, columns: tuple[str, ...],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A budget of 16 KiB spills each partition (~2,400 rows, ~100 KiB) into several runs:
+    the files read back in the same key order, with the same rows, as an in-memory sort."""
+    import tempfile
+
+    from paimond.maintenance.compact import external_sort
+
+    spills = tmp_path / "spill"
+    spills.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spills))
+    runs: list[str] = []
+    spill = external_sort._spill
+    monkeypatch.setattr(external_sort, "_spill",
+                        lambda *args: runs.append(spill(*args)) or runs[-1])
+    results = {}
+    for budget in (16 * 1024, 512 * 1024 * 1024):
+        warehouse = str(tmp_path / f"wh-{budget}")
+        _build(warehouse)
+        expected = read_rows(warehouse, NAME)
+        table = open_table(open_storage(warehouse), warehouse, NAME)
+        summary = SortCompactJob(table, strategy, columns, clock=CLOCK,
+                                 memory_budget_bytes=budget).run()
+        assert summary.snapshot is not None
+        assert read_rows(warehouse, NAME).equals(expected)
+        results[budget] = {p: _concatenated(warehouse, summary.snapshot.id, p)
+                           for p in ("x", "y")}
+    assert len(runs) >= 8  # the small budget's sorts went through runs, the large one's not
+    assert all(r.startswith(str(spills)) for r in runs)
+    assert list(spills.iterdir()) == []  # every spill directory removed
+    for partition in ("x", "y"):
+        small, large = (results[b][partition] for b in sorted(results))
+        if strategy == "order":
+            keys = [list(zip(*(t.column(c).to_pylist() for c in columns), strict=True))
+                    for t in (small, large)]
+        else:
+            keys = [[zorder_key(row, [IntType(), IntType()]) for row in zip(
+                t.column("a").to_pylist(), t.column("b").to_pylist(), strict=True)]
+                for t in (small, large)]
+        assert keys[0] == keys[1]
+        assert sorted(small.to_pylist(), key=repr) == sorted(large.to_pylist(), key=repr)
