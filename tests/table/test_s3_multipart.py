@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from support.s3_requests import FAKE_AWS_ENV, CountingEndpoint, counting_endpoint, kinds
+from support.s3_requests import CountingEndpoint, isolated_counting_endpoint, kinds
 
 import paimond.table.storage.fsspec_storage as storage_module
 from paimond.table.storage.interface import Storage, open_storage
@@ -20,19 +20,8 @@ _PART = 5 * 2**20  # S3's smallest part
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[CountingEndpoint]:
-    with pytest.MonkeyPatch.context() as mp:
-        for name, value in FAKE_AWS_ENV.items():
-            mp.setenv(name, value)
-        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-            mp.delenv(name, raising=False)
-        try:
-            import moto.server  # noqa: F401
-        except ImportError as error:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"loopback S3 endpoint unavailable: {error}")
-            pytest.skip(f"loopback S3 endpoint unavailable: {error}")
-        with counting_endpoint() as started:
-            yield started
+    with isolated_counting_endpoint() as started:
+        yield started
 
 
 @pytest.fixture
