@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from paimond import __version__
 from paimond.cli import branches as cli_branches
+from paimond.cli import chain_table as cli_chain_table
 from paimond.cli import consumers as cli_consumers
 from paimond.cli import daemon as cli_daemon
 from paimond.cli import daemon_status as cli_daemon_status
@@ -496,6 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_tags.register(commands)
     cli_consumers.register(commands)
     cli_branches.register(commands)
+    cli_chain_table.register(commands)
     cli_repair.register(commands)
     cli_partition_done.register(commands)
     cli_daemon.register(commands)

@@ -16,7 +16,9 @@ table without a bucket number. Refused by paimond with the reason:
   reads, and the overwrite would delete them; compact first;
 - with ``changelog-producer`` lookup or full-compaction, a partition with files below the max
   level: their changelog, which compaction produces, would never be written; compact fully
-  first.
+  first;
+- the delta branch of a chain table: Java's OVERWRITE commit there truncates the same
+  partitions in the snapshot branch (``ChainTableOverwriteCommitCallback``).
 
 paimond's rewrite: per partition, every live file of its real buckets read (through its
 deletion vectors), merged with the table's merge engine as a full compaction merges them
@@ -35,44 +37,34 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from paimond.clock import Clock
 from paimond.errors import RefusedError
 from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS, IndexManifestEntry
-from paimond.format.meta.manifest import FILE_KIND_ADD, FILE_KIND_DELETE, ManifestEntry
+from paimond.format.meta.manifest import FILE_KIND_DELETE, ManifestEntry
 from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
-from paimond.lsm.lookup.deletion_vectors import BucketDeletionVectors, deleted_positions, filter_deleted
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.streaming import sort_slice
-from paimond.lsm.rewrite import file_format_of
+from paimond.maintenance.compact.partition_rewrite import PartitionFiles, RunWriter, read_partition
 from paimond.maintenance.job_cleanup import RecordedJob, committed_names, recorded_job
 from paimond.table.bucketing import bucket_function_of
 from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, Committer
 from paimond.table.commit.job_records import JobJournal
 from paimond.table.commit.requirements import RequireSnapshot
-from paimond.table.data_files.arrow_io import FILE_SOURCE_COMPACT, RollingDataFileWriter, read_data_file
-from paimond.table.data_files.external_paths import external_provider
-from paimond.table.data_files.kv_layout import (
-    key_fields,
-    physical_arrow_schema,
-    physical_row_type,
-    thin_mode,
-)
+from paimond.table.data_files.arrow_io import FILE_SOURCE_COMPACT
+from paimond.table.data_files.kv_layout import key_fields, physical_row_type, thin_mode
 from paimond.table.layout import partition_matches, partition_text
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.options.merge import MergeConfig
 from paimond.table.options.semantic import refuse
-from paimond.table.scan.snapshot_scan import bucket_path, scan_snapshot
+from paimond.table.scan.snapshot_scan import scan_snapshot
 from paimond.table.storage.interface import StorageLocation
 
 if TYPE_CHECKING:  # the executor's protocol (its module loads file-index code)
     from paimond.maintenance.distributed import TaskMapper
 
 JOB = "rescale"
-BATCH_ROWS = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +129,12 @@ def plan_rescale(table: Table, bucket_num: int | None, *,
     schema = table.latest_schema()
     refuse(schema, "compact", table.path)  # it merges rows as compaction does
     options = TableOptions.of(schema)
+    if options.chain_table_enabled and table.branch == schema.options.get(
+            "scan.fallback-delta-branch"):
+        raise RefusedError(JOB, "the delta branch of a chain table: Java's OVERWRITE commit "
+                           "there also truncates the partitions in the snapshot branch "
+                           "(ChainTableOverwriteCommitCallback), which paimond does not",
+                           table.path)
     bucket_num = _bucket_number(table, schema, options, bucket_num)
     if snapshot is None:
         raise RefusedError(JOB, f"{table.name} has no snapshot: nothing to rescale", table.path)
@@ -205,8 +203,7 @@ class _Rewriter:
 
     def __init__(self, table: Table, schema: TableSchema, bucket_num: int,
                  now_millis: Callable[[], int]) -> None:
-        self.table, self.schema, self.bucket_num, self.now_millis = (table, schema, bucket_num,
-                                                                     now_millis)
+        self.table, self.schema, self.bucket_num = table, schema, bucket_num
         self.options = TableOptions.of(schema)
         self.bucket_function = bucket_function_of(schema, self.options)
         config = MergeConfig.of(schema)
@@ -216,9 +213,8 @@ class _Rewriter:
         self.key_columns = [f.name for f in key_fields(schema)]
         self.output_columns = physical_row_type(
             schema, key_value=True, thin=thin_mode(schema, self.options)).field_names
-        self.max_level = self.options.num_levels - 1
-        self.added: list[ManifestEntry] = []
-        self.written_paths: list[str] = []
+        self.writer = RunWriter.of(table, schema, level=self.options.num_levels - 1,
+                                   file_source=FILE_SOURCE_COMPACT, now_millis=now_millis)
         self.rows_read = self.rows_written = 0
 
     def rewrite_all(self, partitions: Sequence[RescalePartition]) -> Rewritten:
@@ -227,62 +223,22 @@ class _Rewriter:
             for partition in partitions:
                 self.rewrite(partition)
         except BaseException:
-            for path in self.written_paths:
-                self.table.storage.delete(path)
+            self.writer.delete_written()
             raise
-        return Rewritten(tuple(self.added), tuple(self.written_paths), self.rows_read,
-                         self.rows_written)
+        return Rewritten(tuple(self.writer.added), tuple(self.writer.written_paths),
+                         self.rows_read, self.rows_written)
 
     def rewrite(self, partition: RescalePartition) -> None:
-        rows = self._read(partition)
+        rows = read_partition(
+            self.table, self.schema,
+            PartitionFiles(partition.partition, partition.files, partition.dv_entries),
+            bitmap64=self.options.deletion_vectors_bitmap64)
         self.rows_read += rows.num_rows
         merged = self.reducer(sort_slice([rows], self.key_columns, self.user_sequence))
         for bucket, rows_of_bucket in self.bucket_function.split(merged, self.bucket_num):
-            self._write(partition, bucket, rows_of_bucket)  # in key order
+            self.writer.write(partition.partition, bucket, self.bucket_num, rows_of_bucket,
+                              self.output_columns)  # in key order
         self.rows_written += merged.num_rows
-
-    def _read(self, partition: RescalePartition) -> pa.Table:
-        schema, storage = self.schema, self.table.storage
-        vectors = {e.bucket: BucketDeletionVectors.load(
-            self.table, e, bitmap64=self.options.deletion_vectors_bitmap64)
-            for e in partition.dv_entries}
-        batches: list[pa.RecordBatch] = []
-        for entry in partition.files:
-            meta = entry.file
-            directory = bucket_path(self.table, schema, partition.partition, entry.bucket)
-            path = meta.external_path or storage.join(directory, meta.file_name)
-            read = read_data_file(storage, path,
-                                  file_format=file_format_of(meta.file_name),
-                                  file_schema=self.table.schema(meta.schema_id),
-                                  read_schema=schema, key_value=True, batch_rows=BATCH_ROWS,
-                                  file_size=meta.file_size)
-            dvs = vectors.get(entry.bucket)
-            vector = dvs.vector_of(meta.file_name) if dvs is not None else None
-            if vector is not None:
-                read = filter_deleted(read, deleted_positions(vector))
-            batches.extend(read)
-        if not batches:
-            return physical_arrow_schema(physical_row_type(schema, key_value=True)).empty_table()
-        return pa.Table.from_batches(batches)
-
-    def _write(self, partition: RescalePartition, bucket: int, rows: pa.Table) -> None:
-        directory = bucket_path(self.table, self.schema, partition.partition, bucket)
-        writer = RollingDataFileWriter(
-            self.table.storage, directory, self.schema, self.options, level=self.max_level,
-            key_value=True, file_source=FILE_SOURCE_COMPACT, now_millis=self.now_millis,
-            external=external_provider(self.options, self.table.path, directory))
-        try:
-            for batch in rows.select(self.output_columns).to_batches(BATCH_ROWS):
-                writer.write(batch)
-            written = writer.close()
-        except BaseException:
-            writer.abort()
-            raise
-        for meta in written:
-            self.added.append(ManifestEntry(FILE_KIND_ADD, partition.partition, bucket,
-                                            self.bucket_num, meta))
-            self.written_paths.append(meta.external_path
-                                      or self.table.storage.join(directory, meta.file_name))
 
 
 @dataclass(frozen=True, slots=True)

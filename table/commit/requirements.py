@@ -67,9 +67,10 @@ class Requirement(ABC):
 
 @dataclass(frozen=True, slots=True)
 class RequireSnapshot(Requirement):
-    """Changes computed from the whole of one snapshot: any other latest one is a conflict."""
+    """Changes computed from the whole of one snapshot (None: from a table without one): any
+    other latest one is a conflict."""
 
-    snapshot_id: int
+    snapshot_id: int | None
 
     def validate(self, state: LatestState) -> None:
         found = state.snapshot.id if state.snapshot is not None else None

@@ -101,6 +101,14 @@ class TableOptions(RetentionOptions, FileOptions):
         return self._bool("deletion-vectors.enabled", False)
 
     @property
+    def batch_scan_skips_level0(self) -> bool:
+        """Whether a batch read leaves out level-0 files (Java ``batchScanSkipLevel0``):
+        deletion vectors without ``deletion-vectors.merge-on-read``, or ``first-row``."""
+        if self.deletion_vectors_enabled:
+            return not self._bool("deletion-vectors.merge-on-read", False)
+        return self.merge_engine == "first-row"
+
+    @property
     def deletion_vectors_bitmap64(self) -> bool:
         return self._bool("deletion-vectors.bitmap64", False)
 

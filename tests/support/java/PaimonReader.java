@@ -287,6 +287,9 @@ public final class PaimonReader {
         int deletionFiles = 0;
         int rawConvertible = 0;
         for (Split split : splits) {
+            if (!(split instanceof DataSplit)) {
+                continue; // a fallback or chain split (Paimon 2.x): no file levels to describe
+            }
             DataSplit data = (DataSplit) split;
             if (data.rawConvertible()) {
                 rawConvertible++;
