@@ -59,7 +59,7 @@ from paimond.maintenance.compact.partition_rewrite import (
     deletion_vector_entries,
     read_partition,
 )
-from paimond.maintenance.job_cleanup import committed_names, recorded_job
+from paimond.maintenance.job_cleanup import clean_dead_jobs, committed_names, recorded_job
 from paimond.table.bucketing import bucket_function_of
 from paimond.table.catalog import Table
 from paimond.table.commit.committer import CommitChanges, Committer
@@ -339,6 +339,8 @@ def compact_chain_table(table: Table, partition: Mapping[str, str], *, clock: Cl
     a recorded job: a run killed midway leaves files the next run deletes."""
     planned = plan_chain_compaction(table, partition, overwrite=overwrite)
     if isinstance(planned, ChainCompaction):
+        if not dry_run:  # a killed run's files go even when its commit landed
+            clean_dead_jobs(table.on_branch(planned.snapshot_branch), clock.wall_ms())
         return planned
     plan = planned
     result = ChainCompaction(

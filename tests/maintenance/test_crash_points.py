@@ -28,6 +28,7 @@ import pyarrow as pa
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
 from support import warm_python
+from support.chain_tables import build_chain_table
 from support.consumer_tables import make_table, write_consumers
 from support.daily_partitions import daily_table
 from support.dv_layered import enable_vectors, layered
@@ -419,6 +420,15 @@ def _fast_forwarded(root: Path) -> Job:
                passes_through=(5,))
 
 
+def _chained(root: Path) -> Job:
+    """A chain table pypaimon wrote into both branches; compact-chain-table writes one
+    partition into the snapshot branch (one APPEND commit), the job's table."""
+    warehouse = root / "wh"
+    name = build_chain_table(str(warehouse))
+    return Job("compact_chain_table", f"{name}$branch_snapshot", warehouse,
+               ["compact-chain-table", "{wh}", "--table", name, "--partition", "dt=20250811"])
+
+
 def _missing_file(root: Path) -> tuple[Path, str]:
     """A data file of the latest snapshot deleted by hand: no reader reads the table."""
     warehouse, name = _deduplicate(root)
@@ -480,13 +490,15 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
         "conflict_rebuild_dv": lambda: _conflict(rebuild_dv(), "rebuild_dv.conflict_file_deleted"),
         "rollback": lambda: _rolled_back(root / "rollback"),
         "fast_forward": lambda: _fast_forwarded(root / "fast_forward"),
+        "compact_chain_table": lambda: _chained(root / "compact_chain_table"),
     }
 
 
 JOBS = ["compact", "compact_dv", "compact_changelog", "merge_manifests", "remove_orphans", "rewrite_index",
         "rebuild_dv", "compact_append_unaware", "compact_append_bucketed", "expire_partitions",
         "tags", "expire_consumers", "rename_tag", "compact_postpone", "rescale", "conflict_compact",
-        "conflict_rewrite_index", "conflict_rebuild_dv", "rollback", "fast_forward"]
+        "conflict_rewrite_index", "conflict_rebuild_dv", "rollback", "fast_forward",
+        "compact_chain_table"]
 
 
 @pytest.mark.crash_campaign

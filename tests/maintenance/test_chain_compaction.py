@@ -1,0 +1,80 @@
+"""compact-chain-table on a chain table pypaimon wrote into its branches: pypaimon reads the
+compacted partition in the snapshot branch as the model of Paimon's chain read gives it, in
+one sorted run per bucket at the max level (Java's own chain reads:
+tests/interop/test_java_chain_table.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from support.chain_tables import build_chain_table, chain_model
+from support.pypaimon_oracle import read_rows
+
+from paimond.cli.main import main
+from paimond.table.catalog import open_table
+from paimond.table.layout import partition_text
+from paimond.table.scan.snapshot_scan import scan_snapshot
+from paimond.table.storage.interface import open_storage
+
+
+def _partition(warehouse: str, dt: str) -> dict[str, tuple[str, str]]:
+    rows = read_rows(warehouse, "db.c$branch_snapshot").to_pylist()
+    return {r["t1"]: (r["t2"], r["v"]) for r in rows if r["dt"] == dt}
+
+
+def _compact(wh: str, dt: str, capsys: Any, *extra: str) -> dict[str, Any]:
+    assert main(["compact-chain-table", wh, "--table", "db.c", "--partition", f"dt={dt}",
+                 "--json", *extra]) == 0
+    result: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return result
+
+
+def test_partitions_are_written_as_the_chain_reads_them(tmp_path: Path, capsys: Any) -> None:
+    wh = str(tmp_path / "wh")
+    build_chain_table(wh)
+    snapshot = open_table(open_storage(wh), wh, "db.c$branch_snapshot")
+    before = snapshot.snapshots.latest_id()
+
+    planned = _compact(wh, "20250811", capsys, "--dry-run")
+    assert (planned["anchor"], planned["delta_partitions"], planned["rows_read"]) == (
+        "dt=20250810", ["dt=20250811"], 8 + 5)
+    assert snapshot.snapshots.latest_id() == before  # a dry run writes nothing
+
+    done = _compact(wh, "20250811", capsys)
+    assert (done["action"], done["snapshot_id"]) == ("append", before + 1)
+    expected = chain_model("20250810", ["20250811"], "20250811")
+    assert _partition(wh, "20250811") == expected
+    assert expected["a"] == ("3", "a@0811 again") and expected["c"] == ("1", "c@0810")
+    assert done["rows_written"] == len(expected)
+
+    latest = snapshot.snapshots.latest()
+    assert latest is not None and latest.commit_kind == "APPEND"
+    written = [f.entry for f in scan_snapshot(snapshot, latest).files
+               if f.entry.partition != b"" and f.entry.file.level == 5]
+    assert {e.bucket for e in written} == {0, 1} and all(e.total_buckets == 2 for e in written)
+
+    # the next partition's anchor is the one just written; 20250805 lies before it
+    assert _compact(wh, "20250812", capsys)["anchor"] == "dt=20250811"
+    assert _partition(wh, "20250812") == expected | {"a": ("4", "a@0812"), "n": ("2", "n@0812")}
+    assert _compact(wh, "20250811", capsys)["action"] == "skip"  # the branch has it now
+
+
+def test_overwrite_rebuilds_a_partition_the_snapshot_branch_has(tmp_path: Path,
+                                                                capsys: Any) -> None:
+    wh = str(tmp_path / "wh")
+    build_chain_table(wh)
+    assert _compact(wh, "20250811", capsys)["action"] == "append"
+    rebuilt = _compact(wh, "20250811", capsys, "--overwrite")
+    assert rebuilt["action"] == "overwrite"
+    snapshot = open_table(open_storage(wh), wh, "db.c$branch_snapshot")
+    latest = snapshot.snapshots.latest()
+    assert latest is not None and latest.commit_kind == "OVERWRITE"
+    assert _partition(wh, "20250811") == chain_model("20250810", ["20250811"], "20250811")
+    live = [f.entry for f in scan_snapshot(snapshot, latest).files]
+    assert len({e.file.file_name for e in live}) == len(live)
+    schema = snapshot.latest_schema()
+    rebuilt_files = [e for e in live if partition_text(schema, e.partition) == "dt=20250811"]
+    assert {e.file.level for e in rebuilt_files} == {5}  # the old run was replaced
+    assert sum(e.file.row_count for e in rebuilt_files) == rebuilt["rows_written"]
