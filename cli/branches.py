@@ -1,6 +1,6 @@
-"""``paimond create-branch``, ``delete-branch`` and ``fast-forward``: a table's branches
-(Paimon's ``create_branch``, ``delete_branch`` and ``fast_forward`` procedures). Every other
-command takes ``--branch``."""
+"""``paimond create-branch``, ``delete-branch``, ``rename-branch``, ``merge-branch`` and
+``fast-forward``: a table's branches (Paimon's procedures of those names). Every other command
+takes ``--branch``."""
 
 from __future__ import annotations
 
@@ -45,6 +45,24 @@ def _delete_branch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _rename_branch(args: argparse.Namespace) -> int:
+    from paimond.table.branches import rename_branch
+
+    result = rename_branch(_main_table(args), args.branch, args.to, dry_run=args.dry_run)
+    print_result(result, args.json)
+    return EXIT_OK
+
+
+def _merge_branch(args: argparse.Namespace) -> int:
+    from paimond.clock import SYSTEM_CLOCK
+    from paimond.maintenance.branch_merge import merge_branch
+
+    result = merge_branch(_main_table(args), args.branch, args.into, clock=SYSTEM_CLOCK,
+                          dry_run=args.dry_run)
+    print_result(result, args.json)
+    return EXIT_OK
+
+
 def _fast_forward(args: argparse.Namespace) -> int:
     from paimond.table.branches import fast_forward
 
@@ -80,7 +98,20 @@ def register(commands: Any) -> None:
                     "then the branch's schemas, snapshots and tags are copied in. No data file "
                     "is deleted. Prints the plan and asks first unless --yes. Paimon's "
                     "fast_forward.")
+    rename = commands.add_parser(
+        "rename-branch", help="rename a branch of a table",
+        description="Rename --branch to --to (its snapshots, schemas, tags, consumers and "
+                    "changelogs move; data files stay where they are). Object stores cannot "
+                    "rename a directory: the files are copied, then the old ones deleted; a "
+                    "run killed midway completes when run again. Paimon's rename_branch.")
+    merge = commands.add_parser(
+        "merge-branch", help="add an append table branch's new files to another branch",
+        description="Paimon's merge_branch, for append tables whose branches both hold their "
+                    "complete APPEND-only history: every data file live in --branch that "
+                    "--into (default: main) does not hold is added to --into in one APPEND "
+                    "snapshot. Nothing is copied or rewritten.")
     for command, run in ((create, _create_branch), (delete, _delete_branch),
+                         (rename, _rename_branch), (merge, _merge_branch),
                          (forward, _fast_forward)):
         command.add_argument("warehouse", help="warehouse path or URI")
         command.add_argument("--table", metavar="DB.TABLE", required=True,
@@ -88,6 +119,11 @@ def register(commands: Any) -> None:
         command.add_argument("--branch", metavar="NAME", required=True, help="the branch")
         if command is create:
             command.add_argument("--tag", metavar="TAG", help="the tag to branch from")
+        if command is rename:
+            command.add_argument("--to", metavar="NAME", required=True, help="its new name")
+        if command is merge:
+            command.add_argument("--into", metavar="NAME", default="main",
+                                 help="the branch to merge into (default: main)")
         add_dry_run_and_json(command, "print what would be written or deleted; change nothing")
         if command is forward:
             command.add_argument("--yes", action="store_true",

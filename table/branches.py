@@ -13,7 +13,8 @@ manifests. Creating one copies files, it never writes a data file:
 The files are written in that order (schemas first): a crash leaves a branch that is empty or
 holds its first snapshot, never a snapshot without its schema. Deleting a branch deletes its
 directory only (Java ``dropBranch``): data files no one else references are orphan removal's,
-once the branch's files are gone.
+once the branch's files are gone. Renaming one moves its directory's files (Java
+``renameBranch`` renames the directory, which object stores cannot do).
 
 Fast-forwarding the main branch to a branch (Java ``fastForward``) replaces the main branch's
 history from the branch's earliest snapshot on with the branch's: the main branch's snapshots
@@ -174,6 +175,77 @@ def _below(table: Table, directory: str) -> tuple[list[str], list[str]]:
         else:
             files.append(status.path)
     return files, folders
+
+
+@dataclass(frozen=True, slots=True)
+class BranchRename:
+    table: str
+    branch: str
+    to: str
+    files: int
+    resumed: bool  # an interrupted rename completed
+    dry_run: bool
+
+    def describe(self) -> str:
+        verb = "would rename" if self.dry_run else "renamed"
+        again = " (completing an interrupted rename)" if self.resumed else ""
+        return f"{self.table}: {verb} branch {self.branch} to {self.to}{again}, {self.files} files"
+
+
+RENAME_MARKER = ".paimond-rename"  # in the new branch's directory while a rename runs
+
+
+def rename_branch(table: Table, branch: str, to: str, *, dry_run: bool = False) -> BranchRename:
+    """Rename ``branch`` to ``to`` (Java ``renameBranch``). ConfigError for the main branch, a
+    missing branch, a name Paimon refuses or one that exists.
+
+    Object stores cannot rename a directory, so the branch's files are copied (schemas first,
+    snapshots and their hints last), then the old ones deleted in reverse; a marker file in the
+    new directory, naming the old branch, is written first and deleted last. A crash leaves
+    the old branch whole or the new one whole; run again, the rename completes."""
+    main = _main(table)
+    if branch == MAIN_BRANCH:
+        raise ConfigError("branch", "the main branch cannot be renamed")
+    check_branch_name(to)
+    source, target = main.on_branch(branch), main.on_branch(to)
+    storage = main.storage
+    marker = storage.join(target.meta_path, RENAME_MARKER)
+    resumed = _branch_exists(main, to) and storage.exists(marker) and \
+        storage.read_text(marker) == branch
+    if not _branch_exists(main, branch):
+        if resumed:  # killed after the old files were gone
+            if not dry_run:
+                storage.delete(marker)
+            return BranchRename(main.name, branch, to, 0, True, dry_run)
+        known = ", ".join(main.branches()) or "none"
+        raise ConfigError("branch", f"{main.name} has no branch {branch!r} (its branches: {known})")
+    if _branch_exists(main, to) and not resumed:
+        raise ConfigError("branch", f"{main.name} already has a branch {to!r}")
+    old = _relative_files(main, source.meta_path)
+    order = {folder: rank for rank, folder in enumerate(reversed(_BRANCH_FOLDERS))}
+
+    def rank(relative: str) -> tuple[int, bool]:  # the hints after their snapshots
+        return order.get(relative.split("/")[0], -1), relative.rsplit("/", 1)[-1] in (
+            EARLIEST_HINT, LATEST_HINT)
+
+    if not dry_run:
+        storage.write_bytes(marker, branch.encode())
+        for relative in sorted(old, key=rank):  # all again on a rerun: one may be cut short
+            crash_point("rename_branch.file_copied")
+            storage.write_bytes(storage.join(target.meta_path, relative),
+                                storage.read_bytes(old[relative]))
+        for relative in sorted(old, key=rank, reverse=True):
+            crash_point("rename_branch.file_deleted")
+            storage.delete(old[relative])
+        for folder in [*_below(main, source.meta_path)[1], source.meta_path]:
+            storage.delete_dir_if_empty(folder)
+        storage.delete(marker)
+    return BranchRename(main.name, branch, to, len(old), resumed, dry_run)
+
+
+def _relative_files(table: Table, directory: str) -> dict[str, str]:
+    """The files under ``directory`` by their path relative to it."""
+    return {path[len(directory):].strip("/"): path for path in _below(table, directory)[0]}
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,8 @@ CRASHED_BY: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("rollback.recorded", "rollback.latest_hint_written",
                      "rollback.snapshot_deleted", "rollback.tag_deleted",
                      "rollback.file_deleted", "rollback.record_removed"), ("rollback",)),
+    **dict.fromkeys(("rename_branch.file_copied", "rename_branch.file_deleted"),
+                    ("rename_branch",)),
     **dict.fromkeys(("fast_forward.snapshot_deleted", "fast_forward.tag_deleted",
                      "fast_forward.schema_copied", "fast_forward.snapshot_copied"),
                     ("fast_forward",)),
@@ -420,6 +422,18 @@ def _fast_forwarded(root: Path) -> Job:
                passes_through=(5,))
 
 
+def _renamed(root: Path) -> Job:
+    """A branch from a tag, compacted (its own snapshot), renamed: the main branch's content
+    never changes; each killed run completes the rename when run again."""
+    warehouse, name = _deduplicate(root)
+    wh = str(warehouse)
+    assert main(["create-tag", wh, "--table", name, "--tag", "t6", "--snapshot", "6"]) == 0
+    assert main(["create-branch", wh, "--table", name, "--branch", "b", "--tag", "t6"]) == 0
+    assert main(["compact", wh, "--table", name, "--branch", "b", "--full"]) == 0
+    return Job("rename_branch", name, warehouse, ["rename-branch", "{wh}", "--table", name,
+                                                  "--branch", "b", "--to", "c"])
+
+
 def _chained(root: Path) -> Job:
     """A chain table pypaimon wrote into both branches; compact-chain-table writes one
     partition into the snapshot branch (one APPEND commit), the job's table."""
@@ -491,6 +505,7 @@ def _jobs(root: Path) -> dict[str, Callable[[], Job]]:
         "rollback": lambda: _rolled_back(root / "rollback"),
         "fast_forward": lambda: _fast_forwarded(root / "fast_forward"),
         "compact_chain_table": lambda: _chained(root / "compact_chain_table"),
+        "rename_branch": lambda: _renamed(root / "rename_branch"),
     }
 
 
@@ -498,7 +513,7 @@ JOBS = ["compact", "compact_dv", "compact_changelog", "merge_manifests", "remove
         "rebuild_dv", "compact_append_unaware", "compact_append_bucketed", "expire_partitions",
         "tags", "expire_consumers", "rename_tag", "compact_postpone", "rescale", "conflict_compact",
         "conflict_rewrite_index", "conflict_rebuild_dv", "rollback", "fast_forward",
-        "compact_chain_table"]
+        "compact_chain_table", "rename_branch"]
 
 
 @pytest.mark.crash_campaign

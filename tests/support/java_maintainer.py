@@ -100,6 +100,15 @@ class JavaMaintainer:
         """Java's ``fastForward`` of the main branch to ``branch``; the latest snapshot id."""
         return self._ask("fast-forward", os.fspath(table_path), branch)
 
+    def merge_branch(self, table_path: str | os.PathLike[str], source: str,
+                     target: str = "main") -> int:
+        """Java's ``mergeBranch``; the target branch's latest snapshot id."""
+        return self._ask("merge-branch", os.fspath(table_path), source, target)
+
+    def rename_branch(self, table_path: str | os.PathLike[str], branch: str, to: str) -> int:
+        """Java's ``renameBranch``; the renamed branch's latest snapshot id (0: none)."""
+        return self._ask("rename-branch", os.fspath(table_path), branch, to)
+
     def remove_unexisting_files(self, table_path: str | os.PathLike[str]) -> int:
         """Java's remove_unexisting_files (one commit of every partition's missing data
         files); the latest snapshot id after it."""

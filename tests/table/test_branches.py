@@ -5,6 +5,7 @@ the main branch still reads (pypaimon reads the main branch, the model of what i
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from support.pypaimon_tables import build_pk_deduplicate
 
 from paimond.cli.main import main
 from paimond.errors import ConfigError
-from paimond.table.branches import create_branch, delete_branch
+from paimond.table.branches import RENAME_MARKER, create_branch, delete_branch, rename_branch
 from paimond.table.catalog import list_tables, open_table
 from paimond.table.storage.interface import open_storage
 
@@ -123,3 +124,53 @@ def test_status_lists_each_branch_as_its_own_table(warehouse: tuple[str, str, Pa
     out = capsys.readouterr().out
     assert f'"{name}"' in out and f'"{name}$branch_b"' in out
     assert main(["status", wh, "--branch", "b"]) == 2
+
+
+def _branch_files(root: Path, branch: str) -> dict[str, bytes]:
+    base = root / "branch" / f"branch-{branch}"
+    return {str(p.relative_to(base)): p.read_bytes() for p in base.rglob("*") if p.is_file()}
+
+
+def test_rename_moves_every_file_and_completes_an_interrupted_rename(
+        warehouse: tuple[str, str, Path]) -> None:
+    wh, name, root = warehouse
+    assert main(["create-tag", wh, "--table", name, "--tag", "t3", "--snapshot", "3"]) == 0
+    assert main(["create-branch", wh, "--table", name, "--branch", "b", "--tag", "t3"]) == 0
+    assert main(["compact", wh, "--table", name, "--branch", "b", "--full"]) == 0
+    files = _branch_files(root, "b")
+    assert {"snapshot/snapshot-4", "snapshot/LATEST", "tag/tag-t3", "schema/schema-0"} <= set(files)
+    table = open_table(open_storage(wh), wh, name)
+
+    rename_branch(table, "b", "c")
+    assert _branch_files(root, "c") == files and not (root / "branch" / "branch-b").exists()
+    rows = read_rows(wh, f"{name}$branch_c")
+
+    # killed while copying: the new directory has the marker and the schemas only
+    rename_branch(table, "c", "d", dry_run=True)
+    assert (root / "branch" / "branch-c").exists() and not (root / "branch" / "branch-d").exists()
+    (root / "branch" / "branch-d" / "schema").mkdir(parents=True)
+    (root / "branch" / "branch-d" / RENAME_MARKER).write_text("c")
+    (root / "branch" / "branch-d" / "schema" / "schema-0").write_bytes(files["schema/schema-0"])
+    assert rename_branch(table, "c", "d").resumed
+    assert _branch_files(root, "d") == files and not (root / "branch" / "branch-c").exists()
+
+    # killed while deleting: the old directory lost its snapshots already
+    shutil.copytree(root / "branch" / "branch-d", root / "branch" / "branch-e")
+    (root / "branch" / "branch-e" / RENAME_MARKER).write_text("d")
+    shutil.rmtree(root / "branch" / "branch-d" / "snapshot")
+    assert rename_branch(table, "d", "e").resumed
+    assert _branch_files(root, "e") == files and read_rows(wh, f"{name}$branch_e").equals(rows)
+
+    # killed before the marker went: only the marker is left to delete
+    (root / "branch" / "branch-e" / RENAME_MARKER).write_text("gone")
+    assert rename_branch(table, "gone", "e").resumed
+    assert _branch_files(root, "e") == files
+
+    # an existing branch of that name, even one with the same (schema) files, is refused
+    create_branch(table, "f")
+    with pytest.raises(ConfigError, match="already has a branch 'f'"):
+        rename_branch(table, "e", "f")
+    with pytest.raises(ConfigError, match="main branch cannot be renamed"):
+        rename_branch(table, "main", "g")
+    with pytest.raises(ConfigError, match="has no branch 'x'"):
+        rename_branch(table, "x", "g")

@@ -151,6 +151,14 @@ public class PaimonMaintainer {
                 }
                 table = table.switchToBranch(request[2]);
                 break;
+            case "merge-branch": // mergeBranch(SOURCE, TARGET); answers TARGET's latest
+                table.mergeBranch(request[2], request[3]);
+                table = table.switchToBranch(request[3]);
+                break;
+            case "rename-branch": // renameBranch(FROM, TO); answers TO's latest
+                table.renameBranch(request[2], request[3]);
+                table = table.switchToBranch(request[3]);
+                break;
             case "remove-unexisting-files":
                 removeUnexistingFiles(table);
                 break;
