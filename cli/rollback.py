@@ -41,11 +41,14 @@ def parse_timestamp_ms(text: str) -> int:
 
 
 def _target_of(args: argparse.Namespace) -> RollbackTarget:
-    from paimond.maintenance.rollback import SNAPSHOT, TAG, TIMESTAMP, RollbackTarget
+    from paimond.maintenance.rollback import SNAPSHOT, TAG, TIMESTAMP, WATERMARK, RollbackTarget
 
-    given = [args.to_snapshot, args.to_tag, args.to_timestamp]
+    given = [args.to_snapshot, args.to_tag, args.to_timestamp, args.to_watermark]
     if sum(value is not None for value in given) != 1:
-        raise ConfigError("rollback", "give one of --to-snapshot, --to-tag, --to-timestamp")
+        raise ConfigError("rollback", "give one of --to-snapshot, --to-tag, --to-timestamp, "
+                                      "--to-watermark")
+    if args.to_watermark is not None:
+        return RollbackTarget(WATERMARK, watermark=args.to_watermark)
     if args.to_snapshot is not None:
         return RollbackTarget(SNAPSHOT, snapshot_id=args.to_snapshot)
     if args.to_tag is not None:
@@ -102,6 +105,9 @@ def register(commands: Any) -> None:
     target.add_argument("--to-timestamp", metavar="TS",
                         help="the latest snapshot committed at or before TS: epoch "
                              "milliseconds or a local 'YYYY-MM-DD HH:MM:SS'")
+    target.add_argument("--to-watermark", type=int, metavar="W",
+                        help="the latest snapshot whose watermark is at most W (Paimon's "
+                             "rollback_to_watermark)")
     command.add_argument("--dry-run", action="store_true",
                          help="print the plan; change nothing")
     command.add_argument("--yes", action="store_true",

@@ -94,16 +94,16 @@ def _epoch_millis(text: str) -> int:
 
 def _create_tag(args: argparse.Namespace) -> int:
     retained = _time_retained_ms(args)
-    if args.from_timestamp is None:
+    if args.from_timestamp is None and args.from_watermark is None:
         return _run("create_tag", args, tag=args.tag, snapshot_id=args.snapshot,
                     time_retained_ms=retained)
-    from_ms = _epoch_millis(args.from_timestamp)
+    from_ms = None if args.from_timestamp is None else _epoch_millis(args.from_timestamp)
     with imports_uncollected():
         from paimond.maintenance.tags.job import create_tag
 
     return _print(create_tag(open_table_of(args), clock=_one_moment(), name=args.tag,
                              time_retained_ms=retained, from_timestamp_ms=from_ms,
-                             dry_run=args.dry_run), args)
+                             from_watermark=args.from_watermark, dry_run=args.dry_run), args)
 
 
 def _rename_tag(args: argparse.Namespace) -> int:
@@ -169,7 +169,8 @@ def register(commands: Any) -> None:
         "an error; a tag is never overwritten. Paimon's create_tag; with --from-timestamp, "
         "Paimon's create_tag_from_timestamp: the earliest snapshot committed at or after the "
         "time, or, when snapshots expired, the snapshot of the first tag (by snapshot id) "
-        "committed at or after it, if that was committed earlier.")
+        "committed at or after it, if that was committed earlier. With --from-watermark, "
+        "Paimon's create_tag_from_watermark: the same by the snapshots' watermarks.")
     create.add_argument("--tag", metavar="NAME", required=True)
     source = create.add_mutually_exclusive_group()
     source.add_argument("--snapshot", type=int_at_least(1), metavar="N",
@@ -177,6 +178,8 @@ def register(commands: Any) -> None:
     source.add_argument("--from-timestamp", metavar="MILLIS|TIMESTAMP",
                         help="tag the earliest snapshot committed at or after this time: epoch "
                              "milliseconds or a local date-time (e.g. '2024-05-01 12:00:00')")
+    source.add_argument("--from-watermark", type=int, metavar="W",
+                        help="tag the earliest snapshot whose watermark is at least W")
     create.add_argument("--time-retained", metavar="DURATION",
                         help="keep the tag this long (e.g. '1 d'; default "
                              "tag.default-time-retained, unset: until deleted)")

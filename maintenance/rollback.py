@@ -83,29 +83,33 @@ from paimond.table.layout import (
 )
 from paimond.table.snapshots import Snapshots
 from paimond.table.tags import delete_tag_file, read_tag
+from paimond.table.watermarks import earlier_or_equal_watermark
 
 RECORD_PREFIX, RECORD_SUFFIX = "rollback-", ".json"
 _VERSION = 1
 _DATA_KINDS = ("data", "changelog", "file-index")
 
-SNAPSHOT, TAG, TIMESTAMP = "snapshot", "tag", "timestamp"
+SNAPSHOT, TAG, TIMESTAMP, WATERMARK = "snapshot", "tag", "timestamp", "watermark"
 
 
 @dataclass(frozen=True, slots=True)
 class RollbackTarget:
-    """What to roll back to: ``kind`` snapshot (``snapshot_id``), tag (``tag``) or timestamp
-    (``timestamp_ms``, epoch milliseconds)."""
+    """What to roll back to: ``kind`` snapshot (``snapshot_id``), tag (``tag``), timestamp
+    (``timestamp_ms``, epoch milliseconds) or watermark (``watermark``)."""
 
     kind: str
     snapshot_id: int | None = None
     tag: str | None = None
     timestamp_ms: int | None = None
+    watermark: int | None = None
 
     def describe(self) -> str:
         if self.kind == SNAPSHOT:
             return f"snapshot {self.snapshot_id}"
         if self.kind == TAG:
             return f"tag {self.tag}"
+        if self.kind == WATERMARK:
+            return f"the latest snapshot whose watermark is at most {self.watermark}"
         return f"the latest snapshot committed at or before {self.timestamp_ms} ms"
 
 
@@ -225,6 +229,13 @@ def _resolve(table: Table, target: RollbackTarget, latest_id: int
     if target.kind == TAG:
         assert target.tag is not None
         return _resolve_tag(table, target.tag, latest_id)
+    if target.kind == WATERMARK:  # Java rollback_to_watermark
+        assert target.watermark is not None
+        found = earlier_or_equal_watermark(snapshots, target.watermark)
+        if found is None:
+            raise ConfigError("--to-watermark", f"{table.name} has no snapshot whose watermark "
+                              f"is at most {target.watermark}")
+        return found.id, None, None
     assert target.timestamp_ms is not None
     for snapshot_id in reversed(snapshots.list_ids()):
         if snapshots.load(snapshot_id).time_millis <= target.timestamp_ms:

@@ -51,7 +51,7 @@ from paimond.maintenance.tags.plan import (
     plan_time_expiry,
     resume_point,
 )
-from paimond.maintenance.tags.source import TagSource, at_or_after, still_there
+from paimond.maintenance.tags.source import TagSource, at_or_after, at_or_after_watermark, still_there
 from paimond.table.catalog import Table
 from paimond.table.options.core import TableOptions
 from paimond.table.tags import (
@@ -233,23 +233,32 @@ def _delete(table: Table, action: TagAction, clock: Clock, files: FileTally) -> 
 
 def create_tag(table: Table, *, clock: Clock, name: str, snapshot_id: int | None = None,
                time_retained_ms: int | None = None, from_timestamp_ms: int | None = None,
-               dry_run: bool = False) -> TagsResult:
+               from_watermark: int | None = None, dry_run: bool = False) -> TagsResult:
     """Java ``createTag(name, snapshotId, timeRetained)``: the latest snapshot by default,
     ``tag.default-time-retained`` by default; an existing tag is an error. With
     ``from_timestamp_ms`` (Java ``create_tag_from_timestamp``), the snapshot
-    ``maintenance.tags.source.at_or_after`` finds, which a tag may hold."""
+    ``maintenance.tags.source.at_or_after`` finds, which a tag may hold; with
+    ``from_watermark`` (Java ``create_tag_from_watermark``), ``at_or_after_watermark``'s."""
     check_tag_name(name)
     options = table.options()
     check_tag_options(options, creating=False)
     snapshots = table.snapshots
     source = None
-    if from_timestamp_ms is not None:
-        if snapshot_id is not None:
-            raise ConfigError("snapshot", "a snapshot id and a timestamp are exclusive")
-        source = at_or_after(table, from_timestamp_ms)
-        if source is None:
-            raise ConfigError("from_timestamp", f"no snapshot of {table.name} was committed at "
-                              f"or after {from_timestamp_ms} (epoch milliseconds)")
+    if from_timestamp_ms is not None or from_watermark is not None:
+        if snapshot_id is not None or None not in (from_timestamp_ms, from_watermark):
+            raise ConfigError("snapshot", "a snapshot id, a timestamp and a watermark are "
+                                          "exclusive")
+        if from_watermark is not None:
+            source = at_or_after_watermark(table, from_watermark)
+            if source is None:
+                raise ConfigError("from_watermark", f"no snapshot of {table.name} has a "
+                                  f"watermark of {from_watermark} or later")
+        else:
+            assert from_timestamp_ms is not None
+            source = at_or_after(table, from_timestamp_ms)
+            if source is None:
+                raise ConfigError("from_timestamp", f"no snapshot of {table.name} was committed "
+                                  f"at or after {from_timestamp_ms} (epoch milliseconds)")
         snapshot_id = source.snapshot.id
     elif snapshot_id is None:
         snapshot_id = snapshots.latest_id()

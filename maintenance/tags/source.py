@@ -18,6 +18,7 @@ from paimond.errors import MissingFileError
 from paimond.format.meta.snapshot import Snapshot
 from paimond.table.catalog import Table
 from paimond.table.tags import list_tags, read_tag
+from paimond.table.watermarks import later_or_equal_watermark
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,21 @@ def at_or_after(table: Table, timestamp_ms: int) -> TagSource | None:
     for tag in sorted(list_tags(table), key=lambda t: (t.snapshot.id, t.name)):
         if timestamp_ms <= tag.snapshot.time_millis:
             if snapshot is None or tag.snapshot.time_millis < snapshot.time_millis:
+                source = TagSource(tag.snapshot, tag.name)
+            break
+    return source
+
+
+def at_or_after_watermark(table: Table, watermark: int) -> TagSource | None:
+    """Java ``create_tag_from_watermark``: the snapshot ``later_or_equal_watermark`` finds,
+    unless the first tag (by snapshot id) whose watermark is at least ``watermark`` holds one
+    with a smaller watermark (snapshots expired since)."""
+    snapshot = later_or_equal_watermark(table.snapshots, watermark)
+    source = None if snapshot is None else TagSource(snapshot)
+    for tag in sorted(list_tags(table), key=lambda t: (t.snapshot.id, t.name)):
+        tagged = tag.snapshot.watermark
+        if tagged is not None and watermark <= tagged:
+            if snapshot is None or snapshot.watermark is None or tagged < snapshot.watermark:
                 source = TagSource(tag.snapshot, tag.name)
             break
     return source

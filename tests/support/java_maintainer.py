@@ -100,6 +100,13 @@ class JavaMaintainer:
         """Java's ``fastForward`` of the main branch to ``branch``; the latest snapshot id."""
         return self._ask("fast-forward", os.fspath(table_path), branch)
 
+    def watermark_search(self, table_path: str | os.PathLike[str], watermark: int, *,
+                         later: bool) -> int | None:
+        """Java's ``SnapshotManager.laterOrEqualWatermark`` (``later``) or
+        ``earlierOrEqualWatermark``: the snapshot id found, None for none."""
+        request = "later-or-equal-watermark" if later else "earlier-or-equal-watermark"
+        return self._ask(request, os.fspath(table_path), str(watermark)) or None
+
     def merge_branch(self, table_path: str | os.PathLike[str], source: str,
                      target: str = "main") -> int:
         """Java's ``mergeBranch``; the target branch's latest snapshot id."""

@@ -57,6 +57,7 @@ import org.apache.paimon.operation.BaseAppendFileStoreWrite;
 import org.apache.paimon.operation.ListUnexistingFiles;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.partition.actions.PartitionMarkDoneAction;
+import org.apache.paimon.Snapshot;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -151,6 +152,12 @@ public class PaimonMaintainer {
                 }
                 table = table.switchToBranch(request[2]);
                 break;
+            case "earlier-or-equal-watermark": // answers the snapshot id found, 0: none
+                Snapshot earlier = table.snapshotManager().earlierOrEqualWatermark(Long.parseLong(request[2]));
+                return earlier == null ? 0 : earlier.id();
+            case "later-or-equal-watermark": // answers the snapshot id found, 0: none
+                Snapshot later = table.snapshotManager().laterOrEqualWatermark(Long.parseLong(request[2]));
+                return later == null ? 0 : later.id();
             case "merge-branch": // mergeBranch(SOURCE, TARGET); answers TARGET's latest
                 table.mergeBranch(request[2], request[3]);
                 table = table.switchToBranch(request[3]);
