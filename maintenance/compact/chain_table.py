@@ -62,20 +62,19 @@ from paimond.maintenance.compact.partition_rewrite import (
 from paimond.maintenance.job_cleanup import clean_dead_jobs, committed_names, recorded_job
 from paimond.table.bucketing import bucket_function_of
 from paimond.table.catalog import Table
+from paimond.table.chain import chain_branches, chain_order
+from paimond.table.chain import group_size as chain_group_size
 from paimond.table.commit.committer import CommitChanges, Committer
 from paimond.table.commit.requirements import RequireSnapshot
 from paimond.table.data_files.arrow_io import FILE_SOURCE_APPEND
 from paimond.table.data_files.kv_layout import key_fields, physical_row_type, thin_mode
-from paimond.table.layout import BRANCH_DIR, BRANCH_PREFIX, MAIN_BRANCH, partition_value_text
+from paimond.table.layout import MAIN_BRANCH, partition_value_text
 from paimond.table.options.core import TableOptions
 from paimond.table.options.merge import MergeConfig
 from paimond.table.options.semantic import refuse
 from paimond.table.scan.snapshot_scan import scan_snapshot
 
 JOB = "compact_chain_table"
-SNAPSHOT_BRANCH_OPTION = "scan.fallback-snapshot-branch"
-DELTA_BRANCH_OPTION = "scan.fallback-delta-branch"
-CHAIN_KEYS_OPTION = "chain-table.chain-partition-keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,21 +141,10 @@ def _branches(table: Table) -> tuple[Table, Table]:
         raise ConfigError("--table", f"{table.name} is a branch: name the chain table itself "
                                      "(compact-chain-table reads both of its branches)")
     schema = table.latest_schema()
-    options = TableOptions.of(schema)
-    if not options.chain_table_enabled:
+    if not TableOptions.of(schema).chain_table_enabled:
         raise RefusedError(JOB, f"{table.name} is not a chain table (chain-table.enabled is "
                                 "not true)", table.path)
-    branches = []
-    for option in (SNAPSHOT_BRANCH_OPTION, DELTA_BRANCH_OPTION):
-        name = schema.options.get(option)
-        if not name:
-            raise RefusedError(JOB, f"{table.name} has no {option}: a chain table names its "
-                                    "snapshot and delta branches in both options", table.path)
-        if not table.storage.exists(table.file_path(BRANCH_DIR, BRANCH_PREFIX + name)):
-            raise RefusedError(JOB, f"{option} names branch {name!r}, which {table.name} does "
-                                    "not have", table.path)
-        branches.append(table.on_branch(name))
-    return branches[0], branches[1]
+    return chain_branches(table, schema, JOB)
 
 
 def _check_branches(table: Table, snapshot: TableSchema, delta: TableSchema) -> None:
@@ -187,19 +175,6 @@ def _check_branches(table: Table, snapshot: TableSchema, delta: TableSchema) -> 
                            table.path)
 
 
-def _group_size(schema: TableSchema) -> int:
-    """How many leading partition keys form the group (the rest: the chain keys)."""
-    keys = list(schema.partition_keys)
-    text = schema.options.get(CHAIN_KEYS_OPTION)
-    if not text:
-        return 0
-    chain = [k.strip() for k in text.split(",") if k.strip()]
-    if not chain or keys[len(keys) - len(chain):] != chain:
-        raise ConfigError(CHAIN_KEYS_OPTION, f"{text!r} must be a contiguous suffix of the "
-                                             f"partition keys {keys}")
-    return len(keys) - len(chain)
-
-
 def _partitions(schema: TableSchema, datas: Sequence[bytes]) -> list[_Partition]:
     options = TableOptions.of(schema)
     types = schema.partition_type.field_types
@@ -212,11 +187,6 @@ def _partitions(schema: TableSchema, datas: Sequence[bytes]) -> list[_Partition]
                         for k, t in zip(schema.partition_keys, texts, strict=True))
         out.append(_Partition(data, text, values, texts))
     return out
-
-
-def _chain_key(values: Sequence[object]) -> tuple[tuple[int, object], ...]:
-    """Java's partition order: field by field, null first."""
-    return tuple((0, 0) if v is None else (1, v) for v in values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +240,7 @@ def plan_chain_compaction(table: Table, spec: Mapping[str, str], *, overwrite: b
     snapshot_table, delta_table = _branches(table)
     schema, delta_schema = snapshot_table.latest_schema(), delta_table.latest_schema()
     _check_branches(table, schema, delta_schema)
-    group_size = _group_size(schema)
+    group_size = chain_group_size(schema)
     text = "/".join(f"{k}={wanted[k]}" for k in schema.partition_keys)
     names = (snapshot_table.branch, delta_table.branch)
 
@@ -294,14 +264,14 @@ def plan_chain_compaction(table: Table, spec: Mapping[str, str], *, overwrite: b
                  snapshot_branch.snapshot_id, exists,
                  replaced=snapshot_branch.every.get(target.data) if exists else None)
     group = target.values[:group_size]
-    chain = _chain_key(target.values[group_size:])
+    chain = chain_order(target.values[group_size:])
     earlier = [p for p in _partitions(schema, [d for d in snapshot_files if d != target.data])
-               if p.values[:group_size] == group and _chain_key(p.values[group_size:]) < chain]
-    anchor = max(earlier, key=lambda p: _chain_key(p.values[group_size:]), default=None)
+               if p.values[:group_size] == group and chain_order(p.values[group_size:]) < chain]
+    anchor = max(earlier, key=lambda p: chain_order(p.values[group_size:]), default=None)
     same_group = sorted((p for p in deltas if p.values[:group_size] == group),
-                        key=lambda p: _chain_key(p.values[group_size:]))
+                        key=lambda p: chain_order(p.values[group_size:]))
     if anchor is None:
-        chosen = [p for p in same_group if _chain_key(p.values[group_size:]) <= chain]
+        chosen = [p for p in same_group if chain_order(p.values[group_size:]) <= chain]
     else:
         plan.anchor, plan.anchor_text = snapshot_files[anchor.data], anchor.text
         chosen = _after_anchor(schema, group_size, anchor, target, same_group)

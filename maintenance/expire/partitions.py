@@ -15,9 +15,10 @@ A drop is one OVERWRITE snapshot per ``partition.expiration-batch-size`` partiti
 all of them): a DELETE entry for every live file of those partitions (buckets >= 0 unless the
 table is postpone-bucket) and a DELETE of their index manifest entries, computed from the whole
 latest snapshot, so any concurrent commit makes the job re-plan. No file is deleted here:
-snapshot expiration deletes them once no kept snapshot holds them. Refused: chain tables
-(``chain-table.enabled``) and ``metastore.partitioned-table=true`` (Java drops through the
-metastore).
+snapshot expiration deletes them once no kept snapshot holds them. Chain tables
+(``chain-table.enabled``) expire by segments across their branches
+(:mod:`paimond.maintenance.expire.chain_partitions`). Refused: ``metastore.partitioned-table=
+true`` (Java drops through the metastore).
 """
 
 from __future__ import annotations
@@ -238,6 +239,11 @@ class PartitionExpireJob:
         rule = self._rule(schema, options, result)
         if rule is None:
             return result
+        if options.chain_table_enabled:  # Java ChainTablePartitionExpire
+            from paimond.maintenance.expire.chain_partitions import expire_chain_partitions
+
+            return expire_chain_partitions(self.table, schema, rule, result, clock=self.clock,
+                                           journal=self._journal, started=started)
         now = self.clock.local_now()  # one reading of now for the whole run, as Java
         remaining = rule.max_num
         while True:
@@ -291,10 +297,6 @@ class PartitionExpireJob:
             result.nothing_to_do = ("partition.expiration-time is not set and no --older-than "
                                     "given: partitions never expire")
             return None
-        if options.chain_table_enabled:
-            raise UnsupportedError(f"{self.table.name}: chain tables (chain-table.enabled) "
-                                   "expire partitions by segments across branches; paimond "
-                                   "does not implement it")
         if options.metastore_partitioned_table:
             raise UnsupportedError(f"{self.table.name}: with metastore.partitioned-table=true "
                                    "Java drops expired partitions (and their .done partitions) "
@@ -306,7 +308,7 @@ class PartitionExpireJob:
                           options.partition_time_extractor, max_num,
                           options.partition_expiration_batch_size, options.partition_default_name)
         result.strategy, result.expiration_ms = rule.strategy, expiration
-        if self.table.snapshots.latest_id() is None:
+        if not options.chain_table_enabled and self.table.snapshots.latest_id() is None:
             result.nothing_to_do = "no snapshot yet: no partition to expire"
             return None
         return rule
@@ -324,14 +326,22 @@ class PartitionExpireJob:
 
     def _commit(self, plan: PartitionExpirePlan, batch: Sequence[ExpiredPartition],
                 files: SnapshotFiles, options: TableOptions) -> Snapshot:
-        dropped = {p.partition for p in batch}
-        every_bucket = options.bucket == BUCKET_POSTPONE
-        deleted = [f.entry for f in files.files if f.entry.partition in dropped
-                   and (every_bucket or f.entry.bucket >= 0)]
-        index_deleted = [replace(e, kind=FILE_KIND_DELETE) for e in files.index_entries
-                         if e.partition in dropped]
-        changes = CommitChanges(deleted=deleted, index_deleted=index_deleted,
-                                requirements=[RequireSnapshot(plan.base_snapshot_id)],
-                                base=files)
-        return Committer(self.table, commit_kind="OVERWRITE", clock=self.clock,
-                         journal=self._journal).commit(changes)
+        return drop_partitions(self.table, {p.partition for p in batch}, files, options,
+                               clock=self.clock, journal=self._journal)
+
+
+def drop_partitions(table: Table, dropped: set[bytes], files: SnapshotFiles,
+                    options: TableOptions, *, clock: Clock, journal: CommitJournal | None
+                    ) -> Snapshot:
+    """One OVERWRITE snapshot deleting every live file (buckets >= 0 unless the table is
+    postpone-bucket) and index entry of ``dropped`` (Java ``dropPartitions``); it requires
+    ``files``' snapshot to be the latest."""
+    every_bucket = options.bucket == BUCKET_POSTPONE
+    deleted = [f.entry for f in files.files if f.entry.partition in dropped
+               and (every_bucket or f.entry.bucket >= 0)]
+    index_deleted = [replace(e, kind=FILE_KIND_DELETE) for e in files.index_entries
+                     if e.partition in dropped]
+    changes = CommitChanges(deleted=deleted, index_deleted=index_deleted,
+                            requirements=[RequireSnapshot(files.snapshot.id)], base=files)
+    return Committer(table, commit_kind="OVERWRITE", clock=clock, journal=journal
+                     ).commit(changes)

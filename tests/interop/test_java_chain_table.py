@@ -6,56 +6,24 @@ release reads the snapshot branch's new partition as those rows."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from pypaimon import Schema
+from support.chain_tables import chain_table_for_java
 from support.java_maintainer import JavaMaintainer
 from support.java_reader import JavaReader, JavaReaders
-from support.pypaimon_tables import catalog_for
 
 from paimond.cli.main import main
-from paimond.table.branches import create_branch
 from paimond.table.catalog import open_table
+from paimond.table.layout import partition_text
 from paimond.table.scan.snapshot_scan import scan_snapshot
 from paimond.table.storage.interface import open_storage
 
 CHAIN_RELEASE = "2.0"  # the first release with chain tables among the suite's
-SCHEMA = pa.schema([pa.field("t1", pa.string(), nullable=False), ("t2", pa.string()),
-                    ("t3", pa.string()), pa.field("dt", pa.string(), nullable=False)])
-
-
-def _chain_table(warehouse: Path, *, dv: bool = False, grouped: bool = False) -> Path:
-    """``db.c``: ``dt`` the partition (``grouped``: ``region`` and ``dt``, chained by ``dt``
-    within each region), ``t1`` the key, ``t2`` the sequence field."""
-    options = {"bucket": "2", "bucket-key": "t1", "sequence.field": "t2",
-               "chain-table.enabled": "true", "partition.timestamp-pattern": "$dt",
-               "partition.timestamp-formatter": "yyyyMMdd",
-               "scan.fallback-snapshot-branch": "snapshot",
-               "scan.fallback-delta-branch": "delta"}
-    if dv:
-        options["deletion-vectors.enabled"] = "true"
-    schema, partitions = SCHEMA, ["dt"]
-    if grouped:
-        options["chain-table.chain-partition-keys"] = "dt"
-        schema, partitions = SCHEMA.append(pa.field("region", pa.string(), False)), ["region", "dt"]
-    catalog = catalog_for(str(warehouse))
-    catalog.create_database("db", True)
-    catalog.create_table("db.c", Schema.from_pyarrow_schema(
-        schema, partition_keys=partitions, primary_keys=[*partitions, "t1"], options=options),
-        False)
-    # Java opens a chain table only once both branches exist: paimond's create-branch (the
-    # same bytes as Java's) makes them, as the options are there from the start
-    table = open_table(open_storage(str(warehouse)), str(warehouse), "db.c")
-    create_branch(table, "snapshot")
-    create_branch(table, "delta")
-    return warehouse / "db.db" / "c"
-
-
 def _full(dt: str, keys: str, version: str) -> list[list[Any]]:
     return [["+I", k, version, f"{k}@{dt}", dt] for k in keys]
 
@@ -83,7 +51,7 @@ def test_compact_chain_table_writes_what_java_reads_by_chain(
     java = java_maintainer
     reader = java_readers.get(CHAIN_RELEASE)
     warehouse = tmp_path / "wh"
-    root = _chain_table(warehouse, dv=dv)
+    root = chain_table_for_java(warehouse, dv=dv)
     snapshot_path, delta_path = f"{root}$branch_snapshot", f"{root}$branch_delta"
     java.write(snapshot_path, _full("20250801", "abcdefghij", "1"))
     java.write(snapshot_path, _full("20250810", "abcdefghijkl", "1"))
@@ -155,7 +123,7 @@ def _keys(rows: list[str]) -> set[str]:
 def test_refusals_name_the_reason(java_maintainer: JavaMaintainer, tmp_path: Path,
                                   capsys: Any) -> None:
     warehouse = tmp_path / "wh"
-    root = _chain_table(warehouse, dv=False)
+    root = chain_table_for_java(warehouse, dv=False)
     java_maintainer.write(f"{root}$branch_delta", [["+I", "a", "1", "x", "20250811"]])
     wh = str(warehouse)
     assert main(["compact-chain-table", wh, "--table", "db.c", "--partition", "x=1"]) == 2
@@ -181,7 +149,7 @@ def test_each_group_chains_on_its_own(java_maintainer: JavaMaintainer,
     earlier snapshot partition, and only US's delta partitions after it are merged."""
     java, reader = java_maintainer, java_readers.get(CHAIN_RELEASE)
     warehouse = tmp_path / "wh"
-    root = _chain_table(warehouse, grouped=True)
+    root = chain_table_for_java(warehouse, grouped=True)
     snapshot_path, delta_path = f"{root}$branch_snapshot", f"{root}$branch_delta"
     java.write(snapshot_path, [[*row, "US"] for row in _full("20250801", "abcd", "1")])
     java.write(snapshot_path, [[*row, "CN"] for row in _full("20250810", "abcd", "1")])
@@ -207,3 +175,49 @@ def test_each_group_chains_on_its_own(java_maintainer: JavaMaintainer,
     for region, expected in before.items():
         assert rows(str(root), region) == expected
         assert rows(snapshot_path, region) == expected
+
+
+def _partitions(warehouse: Path, branch: str) -> set[str]:
+    table = open_table(open_storage(str(warehouse)), str(warehouse), f"db.c$branch_{branch}")
+    latest = table.snapshots.latest()
+    if latest is None:
+        return set()
+    schema = table.latest_schema()
+    return {partition_text(schema, f.entry.partition) for f in scan_snapshot(table, latest).files}
+
+
+def test_partitions_expire_by_segments_as_java_expires_them(
+        java_maintainer: JavaMaintainer, java_readers: JavaReaders, tmp_path: Path) -> None:
+    """Cutoff 2025-06-01: in CN the snapshot partitions before it are 0101, 0201 and 0301, so
+    0301 anchors and the segments of 0101 and 0201 go, with the deltas before 0101; US has one
+    snapshot partition before the cutoff and keeps everything."""
+    days = (datetime.date.today() - datetime.date(2025, 6, 1)).days
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    root = chain_table_for_java(ours, grouped=True,
+                                options={"partition.expiration-time": f"{days} d"})
+    snapshot_path, delta_path = f"{root}$branch_snapshot", f"{root}$branch_delta"
+    for dt in ("20250101", "20250201", "20250301", "20260101"):
+        java_maintainer.write(snapshot_path, [[*row, "CN"] for row in _full(dt, "ab", "1")])
+    java_maintainer.write(snapshot_path, [[*row, "US"] for row in _full("20250101", "ab", "1")])
+    deltas = [("20241220", "CN"), ("20250110", "CN"), ("20250215", "CN"), ("20250305", "CN"),
+              ("20260105", "CN"), ("20241220", "US"), ("20250110", "US")]
+    java_maintainer.write(delta_path, [["+I", "c", "2", f"c@{dt}", dt, region]
+                                       for dt, region in deltas])
+    shutil.copytree(ours, theirs)
+    their_root = theirs / "db.db" / "c"
+
+    assert main(["expire-partitions", str(ours), "--table", "db.c$branch_snapshot"]) == 0
+    java_maintainer.expire_partitions(f"{their_root}$branch_snapshot")
+
+    for branch in ("snapshot", "delta"):
+        assert _partitions(ours, branch) == _partitions(theirs, branch), branch
+    assert _partitions(ours, "snapshot") == {
+        "region=CN/dt=20250301", "region=CN/dt=20260101", "region=US/dt=20250101"}
+    assert _partitions(ours, "delta") == {
+        "region=CN/dt=20250305", "region=CN/dt=20260105", "region=US/dt=20241220",
+        "region=US/dt=20250110"}
+    reader = java_readers.get(CHAIN_RELEASE)
+    assert sorted(reader.read_rows(root)) == sorted(reader.read_rows(their_root))
+    # a second run finds nothing more
+    assert main(["expire-partitions", str(ours), "--table", "db.c$branch_delta"]) == 0
+    assert _partitions(ours, "snapshot") == _partitions(theirs, "snapshot")

@@ -1,6 +1,7 @@
 """A chain table (``chain-table.enabled``) written by pypaimon into its two branches, with the
 model of what Paimon's chain read gives of a partition: for the crash campaign and the model
-tests of ``compact-chain-table`` (Java's own reads: tests/interop/test_java_chain_table.py).
+tests of ``compact-chain-table``; and an empty one for Java to write into
+(tests/interop/test_java_chain_table.py).
 
 ``db.c``: ``t1`` the key, ``t2`` the sequence field, ``v`` a value, partitioned by ``dt``
 (``yyyyMMdd``); the snapshot branch holds ``dt=20250801`` and ``dt=20250810``, the delta
@@ -8,11 +9,15 @@ branch changes in ``20250805``, ``20250811`` and ``20250812``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from pypaimon import Schema
 
+from paimond.table.branches import create_branch
+from paimond.table.catalog import open_table
+from paimond.table.storage.interface import open_storage
 from support.pypaimon_tables import catalog_for
 
 NAME = "db.c"
@@ -68,3 +73,34 @@ def chain_model(anchor: str | None, deltas: list[str], dt: str) -> dict[str, tup
             if key not in merged or sequence >= merged[key][0]:
                 merged[key] = (sequence, value)
     return merged
+
+
+JAVA_SCHEMA = pa.schema([pa.field("t1", pa.string(), nullable=False), ("t2", pa.string()),
+                         ("t3", pa.string()), pa.field("dt", pa.string(), nullable=False)])
+
+
+def chain_table_for_java(warehouse: Path, *, dv: bool = False, grouped: bool = False,
+                         options: dict[str, str] | None = None) -> Path:
+    """An empty ``db.c`` with both branches, its directory: ``dt`` the partition
+    (``grouped``: ``region`` and ``dt``, chained by ``dt`` within each region), ``t1`` the
+    key, ``t2`` the sequence field; rows for Java's writer are ``[kind, t1, t2, t3, dt
+    (, region)]``."""
+    options = {**OPTIONS, **(options or {})}
+    if dv:
+        options["deletion-vectors.enabled"] = "true"
+    schema, partitions = JAVA_SCHEMA, ["dt"]
+    if grouped:
+        options["chain-table.chain-partition-keys"] = "dt"
+        schema = JAVA_SCHEMA.append(pa.field("region", pa.string(), False))
+        partitions = ["region", "dt"]
+    catalog = catalog_for(str(warehouse))
+    catalog.create_database("db", True)
+    catalog.create_table(NAME, Schema.from_pyarrow_schema(
+        schema, partition_keys=partitions, primary_keys=[*partitions, "t1"], options=options),
+        False)
+    # Java opens a chain table only once both branches exist: paimond's create-branch (the
+    # same bytes as Java's) makes them, as the options are there from the start
+    table = open_table(open_storage(str(warehouse)), str(warehouse), NAME)
+    create_branch(table, "snapshot")
+    create_branch(table, "delta")
+    return warehouse / "db.db" / "c"

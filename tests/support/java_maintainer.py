@@ -107,6 +107,11 @@ class JavaMaintainer:
         request = "later-or-equal-watermark" if later else "earlier-or-equal-watermark"
         return self._ask(request, os.fspath(table_path), str(watermark)) or None
 
+    def expire_partitions(self, table_path: str | os.PathLike[str]) -> int:
+        """The partition expiration a Java writer's commit runs (the table's options, the
+        check interval waived); the latest snapshot id of the table after it."""
+        return self._ask("expire-partitions", os.fspath(table_path))
+
     def merge_branch(self, table_path: str | os.PathLike[str], source: str,
                      target: str = "main") -> int:
         """Java's ``mergeBranch``; the target branch's latest snapshot id."""

@@ -158,6 +158,15 @@ public class PaimonMaintainer {
             case "later-or-equal-watermark": // answers the snapshot id found, 0: none
                 Snapshot later = table.snapshotManager().laterOrEqualWatermark(Long.parseLong(request[2]));
                 return later == null ? 0 : later.id();
+            case "expire-partitions": // what a writer's commit runs, checked now
+                FileStoreTable expiring =
+                        table.copy(Collections.singletonMap("partition.expiration-check-interval", "0 s"));
+                org.apache.paimon.operation.PartitionExpire partitionExpire =
+                        expiring.store().newPartitionExpire("paimon-maintainer", expiring);
+                if (partitionExpire != null) {
+                    partitionExpire.expire(Long.MAX_VALUE);
+                }
+                break;
             case "merge-branch": // mergeBranch(SOURCE, TARGET); answers TARGET's latest
                 table.mergeBranch(request[2], request[3]);
                 table = table.switchToBranch(request[3]);
