@@ -27,11 +27,16 @@ partition P, so that readers read it directly. What Java does, and paimond as we
 
 paimond writes the merged rows as one sorted run per bucket at the max level (Java's sink writes
 level-0 files that compaction later merges: the rows read are the same), each row keeping its
-sequence number, and the commit fails if the snapshot branch changed since the plan. Refused
-with the reason: a table that is not a chain table or lacks a branch; branches whose fields,
-bucket numbers or primary keys differ (Java merges bucket by bucket); dynamic or postpone
-buckets; a changelog producer on the snapshot branch (Java's writer or compaction would write
-changelog files paimond does not); a partition spec that does not name every partition key.
+sequence number, and the commit fails if the snapshot branch changed since the plan. Memory:
+the partition's rows, its anchor's and its deltas', at once.
+
+Refused with the reason: a table that is not a chain table or lacks a branch; branches whose
+fields, bucket numbers or primary keys differ (Java merges bucket by bucket); dynamic or
+postpone buckets; a changelog producer on the snapshot branch (Java's writer or compaction
+would write changelog files paimond does not); a partition spec that does not name every
+partition key; a partition the snapshot branch holds only in level 0, which its
+deletion-vector readers do not read yet (Java appends to it, even with ``overwrite``, its rows
+numbered after the uncompacted ones; paimond's keep their sequence numbers).
 """
 
 from __future__ import annotations
@@ -257,6 +262,10 @@ def plan_chain_compaction(table: Table, spec: Mapping[str, str], *, overwrite: b
     if target is None:
         return skip(f"branch {delta_table.branch} has no partition {text}")
     exists = target.data in snapshot_files
+    if not exists and target.data in snapshot_branch.every:
+        raise RefusedError(JOB, f"branch {snapshot_table.branch} has level-0 files of partition "
+                                f"{target.text} that its readers do not read yet (deletion "
+                                "vectors): compact that branch first", table.path)
     if exists and not overwrite:
         return skip(f"branch {snapshot_table.branch} already has partition {target.text} "
                     "(--overwrite rebuilds it)")

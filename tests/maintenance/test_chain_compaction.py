@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from support.chain_tables import build_chain_table, chain_model
+from support.chain_tables import build_chain_table, chain_model, write_partition
 from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for
 
 from paimond.cli.main import main
 from paimond.table.catalog import open_table
@@ -78,3 +79,25 @@ def test_overwrite_rebuilds_a_partition_the_snapshot_branch_has(tmp_path: Path,
     rebuilt_files = [e for e in live if partition_text(schema, e.partition) == "dt=20250811"]
     assert {e.file.level for e in rebuilt_files} == {5}  # the old run was replaced
     assert sum(e.file.row_count for e in rebuilt_files) == rebuilt["rows_written"]
+
+
+def test_a_partition_deletion_vector_readers_do_not_see_yet_is_refused(
+        tmp_path: Path, capsys: Any) -> None:
+    """With deletion vectors, level 0 is not read: the delta branch is compacted so its
+    partition shows, and the snapshot branch got the partition in level 0 only."""
+    wh = str(tmp_path / "wh")
+    build_chain_table(wh, {"deletion-vectors.enabled": "true"})
+    assert main(["compact", wh, "--table", "db.c$branch_delta", "--full"]) == 0
+    write_partition(catalog_for(wh), "db.c$branch_snapshot", "20250811", [("z", "9", "new")])
+    snapshot = open_table(open_storage(wh), wh, "db.c$branch_snapshot")
+    before = snapshot.snapshots.latest_id()
+    capsys.readouterr()
+    for extra in ([], ["--overwrite"]):
+        assert main(["compact-chain-table", wh, "--table", "db.c", "--partition",
+                     "dt=20250811", *extra]) == 1
+        assert "level-0 files of partition dt=20250811" in capsys.readouterr().err
+    assert snapshot.snapshots.latest_id() == before
+    assert main(["compact", wh, "--table", "db.c$branch_snapshot", "--full"]) == 0
+    capsys.readouterr()
+    assert _compact(wh, "20250811", capsys)["action"] == "skip"  # visible now
+    assert _partition(wh, "20250811") == {"z": ("9", "new")}

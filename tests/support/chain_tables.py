@@ -35,7 +35,8 @@ DELTA = {"20250805": [[("a", "5", "a@0805")]],
          "20250812": [[("a", "4", "a@0812"), ("n", "2", "n@0812")]]}
 
 
-def _write(catalog: Any, name: str, dt: str, rows: list[tuple[str, str, str]]) -> None:
+def write_partition(catalog: Any, name: str, dt: str, rows: list[tuple[str, str, str]]) -> None:
+    """One pypaimon commit of ``rows`` (key, sequence, value) into partition ``dt``."""
     table = catalog.get_table(name)
     builder = table.new_batch_write_builder()
     write, commit = builder.new_write(), builder.new_commit()
@@ -46,19 +47,20 @@ def _write(catalog: Any, name: str, dt: str, rows: list[tuple[str, str, str]]) -
     commit.close()
 
 
-def build_chain_table(warehouse: str) -> str:
-    """The table (module docstring); its name."""
+def build_chain_table(warehouse: str, options: dict[str, str] | None = None) -> str:
+    """The table (module docstring), with ``options`` besides; its name."""
     catalog = catalog_for(warehouse)
     catalog.create_database("db", True)
     catalog.create_table(NAME, Schema.from_pyarrow_schema(
-        SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options=OPTIONS), False)
+        SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"],
+        options={**OPTIONS, **(options or {})}), False)
     for branch in ("snapshot", "delta"):
         catalog.create_branch(NAME, branch, None)
     for dt, rows in SNAPSHOT.items():
-        _write(catalog, f"{NAME}$branch_snapshot", dt, rows)
+        write_partition(catalog, f"{NAME}$branch_snapshot", dt, rows)
     for dt, commits in DELTA.items():
         for rows in commits:
-            _write(catalog, f"{NAME}$branch_delta", dt, rows)
+            write_partition(catalog, f"{NAME}$branch_delta", dt, rows)
     return NAME
 
 
