@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -64,9 +65,17 @@ def storage_options_of(pairs: Sequence[str]) -> dict[str, str]:
     return _key_values(pairs, "--storage-option")
 
 
+JDBC_PASSWORD_ENV = "PAIMOND_JDBC_PASSWORD"
+
+
 def add_storage_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000")
+    parser.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="Paimon catalog option of the warehouse's catalog, e.g. "
+                             "metastore=jdbc, uri=jdbc:sqlite:/path/catalog.db, "
+                             "catalog-key=jdbc, lock.enabled=true (the password: "
+                             "PAIMOND_JDBC_PASSWORD)")
 
 
 def partitions_of(pairs: Sequence[str]) -> dict[str, str]:
@@ -92,7 +101,12 @@ def open_warehouse_of(args: argparse.Namespace) -> Storage:
 
     storage = open_storage(args.warehouse, storage_options_of(args.storage_option))
     check_warehouse(storage)
-    return storage
+    catalog = _key_values(getattr(args, "catalog_option", []), "--catalog-option")
+    if not catalog:
+        return storage
+    from paimond.table.catalogs.locked_storage import with_catalog
+
+    return with_catalog(storage, catalog, password=os.environ.get(JDBC_PASSWORD_ENV))
 
 
 def table_of(args: argparse.Namespace) -> str:

@@ -42,10 +42,13 @@ _SECRET_KEYS = {"key", "secret", "token", "access_key_id", "secret_access_key", 
 class WarehouseSettings:
     uri: str
     storage_options: Mapping[str, str] = field(default_factory=dict)
+    catalog: Mapping[str, str] = field(default_factory=dict)  # Paimon catalog options
+    catalog_password: str | None = field(default=None, repr=False)  # PAIMOND_JDBC_PASSWORD
 
     def __repr__(self) -> str:
         shown = {k: ("***" if k in _SECRET_KEYS else v) for k, v in self.storage_options.items()}
-        return f"WarehouseSettings(uri={self.uri!r}, storage_options={shown!r})"
+        return (f"WarehouseSettings(uri={self.uri!r}, storage_options={shown!r}, "
+                f"catalog={dict(self.catalog)!r})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +174,7 @@ def _patterns(raw: Any, key: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def _warehouses(raw: Any) -> tuple[WarehouseSettings, ...]:
+def _warehouses(raw: Any, env: Mapping[str, str]) -> tuple[WarehouseSettings, ...]:
     if not isinstance(raw, list) or not raw:
         raise ConfigError("warehouses", "at least one warehouse is needed "
                                         "([[warehouses]] uri = ... or PAIMOND_WAREHOUSE)")
@@ -192,7 +195,17 @@ def _warehouses(raw: Any) -> tuple[WarehouseSettings, ...]:
             raise ConfigError(f"warehouses[{i}].storage_options.{secrets[0]}",
                               "credentials do not belong in the config file; use the "
                               "environment (AWS_ACCESS_KEY_ID, ...) or credential files")
-        out.append(WarehouseSettings(item["uri"], {str(k): str(v) for k, v in options.items()}))
+        catalog = item.get("catalog", {})
+        if not isinstance(catalog, dict):
+            raise ConfigError(f"warehouses[{i}].catalog", "expected a table of Paimon catalog "
+                                                          "options")
+        if "jdbc.password" in catalog:
+            raise ConfigError(f"warehouses[{i}].catalog.jdbc.password",
+                              "credentials do not belong in the config file; use the "
+                              "environment (PAIMOND_JDBC_PASSWORD)")
+        out.append(WarehouseSettings(item["uri"], {str(k): str(v) for k, v in options.items()},
+                                     {str(k): str(v) for k, v in catalog.items()},
+                                     env.get("PAIMOND_JDBC_PASSWORD")))
     return tuple(out)
 
 
@@ -220,6 +233,12 @@ KEYS = (
     Key("warehouses.storage_options", "table of strings", None,
         Declared("the warehouse's storage options (no credentials: those come from the "
                  "environment or credential files)")),
+    Key("warehouses.catalog", "table of strings", None,
+        Declared("the Paimon catalog the warehouse is registered in, as Paimon's catalog "
+                 "options (metastore = \"jdbc\", uri = \"jdbc:sqlite:...\" or "
+                 "\"jdbc:postgresql://...\", catalog-key, lock.enabled, lock-acquire-timeout, "
+                 "lock-check-max-sleep; the password: PAIMOND_JDBC_PASSWORD); unset: the "
+                 "warehouse's directories")),
     Key("tables.include", "list of db.table patterns", ("*.*",),
         Declared("tables maintained (fnmatch patterns, or one comma-separated string)")),
     Key("tables.exclude", "list of db.table patterns", (),
@@ -334,7 +353,7 @@ def _settings(data: dict[str, Any], env: Mapping[str, str], jobs: Sequence[Daemo
     if _value(data, _KEY["limits.per_table"]) != 1:
         raise ConfigError("limits.per_table", "one job per table at a time is the only mode")
     return Settings(
-        warehouses=_warehouses(data.get("warehouses")),
+        warehouses=_warehouses(data.get("warehouses"), env),
         include=_patterns(tables.get("include", list(_KEY["tables.include"].default)),
                           "tables.include"),
         exclude=_patterns(tables.get("exclude", list(_KEY["tables.exclude"].default)),

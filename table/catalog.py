@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from paimond.errors import CodecError, ConfigError, CorruptFileError, MissingFileError
 from paimond.format.meta.schema import TableSchema, decode_schema
 from paimond.format.meta.snapshot import Snapshot, decode_snapshot
+from paimond.table.catalogs.locked_storage import CatalogStorage
 from paimond.table.layout import (
     BRANCH_DIR,
     BRANCH_PREFIX,
@@ -237,7 +238,12 @@ def list_tables(storage: Storage, warehouse: str,
     before: a watcher's) whose directory is still there: one request saved per table. A known
     table's ``branch/`` folder is listed each time (a branch may have been created since);
     a new table's only when it has one.
+
+    A warehouse of a catalog (``table.catalogs``) lists the catalog's tables instead, each at
+    ``<warehouse>/<database>.db/<table>``.
     """
+    if isinstance(storage, CatalogStorage):
+        return _catalog_tables(storage, warehouse, wants, branches=branches)
     tables = []
     for database in storage.list_dir(warehouse):
         if not database.is_dir or not database.name.endswith(DB_SUFFIX):
@@ -258,4 +264,18 @@ def list_tables(storage: Storage, warehouse: str,
                 tables.append(table)
                 if branches and BRANCH_DIR in children:
                     tables += [table.on_branch(b) for b in table.branches()]
+    return sorted(tables, key=lambda t: t.name)
+
+
+def _catalog_tables(storage: CatalogStorage, warehouse: str,
+                    wants: Callable[[str], bool] | None, *, branches: bool) -> list[Table]:
+    tables = []
+    for name in storage.catalog.table_names():
+        if wants is not None and not wants(name):
+            continue
+        database, table_name = name.split(".", 1)
+        table = Table(storage, storage.join(warehouse, database + DB_SUFFIX, table_name), name)
+        tables.append(table)
+        if branches and storage.exists(table.file_path(BRANCH_DIR)):
+            tables += [table.on_branch(b) for b in table.branches()]
     return sorted(tables, key=lambda t: t.name)

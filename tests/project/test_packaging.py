@@ -23,7 +23,7 @@ else:  # pragma: no cover - Python 3.10
 ROOT = Path(__file__).resolve().parents[2]
 NOT_SHIPPED = {"tests", "bench", "examples", "deploy", "build", "dist"}
 # Modules of an extra, imported lazily behind a clear message.
-EXTRAS = {"pyspark": "spark", "azure": "azure"}  # module -> the extra that declares it
+EXTRAS = {"pyspark": "spark", "azure": "azure", "pg8000": "jdbc"}  # module -> its extra
 # a namespace module whose distribution's name differs, for an environment without the extra
 NOT_INSTALLED_PROVIDERS = {"azure": "azure-core"}
 
