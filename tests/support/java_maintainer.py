@@ -112,6 +112,14 @@ class JavaMaintainer:
         check interval waived); the latest snapshot id of the table after it."""
         return self._ask("expire-partitions", os.fspath(table_path))
 
+    def jdbc_write(self, uri: str, warehouse: str | os.PathLike[str], table: str,
+                   rows: Sequence[Sequence[Any]]) -> int:
+        """A write-only commit of ``rows`` (``[kind, id, v]``) into ``table`` of the JDBC
+        catalog ``uri`` (``lock.enabled``: under its lock), created first if absent; the
+        table's latest snapshot id."""
+        return self._ask("jdbc-write", uri, os.fspath(warehouse), table,
+                         json.dumps(rows, separators=(",", ":")))
+
     def merge_branch(self, table_path: str | os.PathLike[str], source: str,
                      target: str = "main") -> int:
         """Java's ``mergeBranch``; the target branch's latest snapshot id."""

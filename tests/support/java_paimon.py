@@ -38,7 +38,9 @@ HADOOP_AND_CODECS = (
 )
 MAVEN_RELEASES = {
     "1.4": ("org.apache.paimon:paimon-bundle:1.4.2", *HADOOP_AND_CODECS),
-    "2.0": ("org.apache.paimon:paimon-flink-2.0:2.0.0", *HADOOP_AND_CODECS),
+    # sqlite-jdbc: the driver of the JDBC catalog tests (tests/interop/test_java_jdbc_catalog)
+    "2.0": ("org.apache.paimon:paimon-flink-2.0:2.0.0", *HADOOP_AND_CODECS,
+            "org.xerial:sqlite-jdbc:3.50.3.0"),
 }
 WHEEL_RELEASE = "1.0"
 # Oldest first. Every Java oracle test runs once per release.

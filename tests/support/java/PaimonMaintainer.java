@@ -83,6 +83,7 @@ public class PaimonMaintainer {
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Map<String, SimpleHashBucketAssigner> ASSIGNERS = new HashMap<>();
+    private static final Map<String, org.apache.paimon.catalog.Catalog> CATALOGS = new HashMap<>();
 
     public static void main(String[] args) throws Exception {
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
@@ -115,6 +116,9 @@ public class PaimonMaintainer {
     }
 
     private static long handle(String[] request) throws Exception {
+        if (request[0].equals("jdbc-write")) {
+            return jdbcWrite(request[1], request[2], request[3], JSON.readTree(request[4]));
+        }
         FileStoreTable table = open(request[1]);
         switch (request[0]) {
             case "write":
@@ -192,6 +196,45 @@ public class PaimonMaintainer {
         }
         Long latest = table.snapshotManager().latestSnapshotId();
         return latest == null ? 0 : latest;
+    }
+
+    /**
+     * jdbc-write URI WAREHOUSE DB.TABLE ROWS: through a JDBC catalog with lock.enabled, the
+     * table created first if absent (id INT primary key, v STRING, 1 bucket); a write-only
+     * commit of ROWS, under the catalog's lock. Answers the table's latest snapshot id.
+     */
+    private static long jdbcWrite(String uri, String warehouse, String name, JsonNode rows)
+            throws Exception {
+        org.apache.paimon.options.Options options = new org.apache.paimon.options.Options();
+        options.set("metastore", "jdbc");
+        options.set("uri", uri);
+        options.set("warehouse", warehouse);
+        options.set("lock.enabled", "true");
+        // one catalog per URI for the JVM's life: SQLite's writers must share its connections
+        org.apache.paimon.catalog.Catalog catalog = CATALOGS.get(uri);
+        if (catalog == null) {
+            catalog = org.apache.paimon.catalog.CatalogFactory.createCatalog(
+                    org.apache.paimon.catalog.CatalogContext.create(options));
+            CATALOGS.put(uri, catalog);
+        }
+        {
+            org.apache.paimon.catalog.Identifier identifier =
+                    org.apache.paimon.catalog.Identifier.fromString(name);
+            catalog.createDatabase(identifier.getDatabaseName(), true);
+            catalog.createTable(
+                    identifier,
+                    org.apache.paimon.schema.Schema.newBuilder()
+                            .column("id", org.apache.paimon.types.DataTypes.INT().notNull())
+                            .column("v", org.apache.paimon.types.DataTypes.STRING())
+                            .primaryKey("id")
+                            .option("bucket", "1")
+                            .build(),
+                    true);
+            FileStoreTable table = (FileStoreTable) catalog.getTable(identifier);
+            write(table, rows, uri + name);
+            Long latest = table.snapshotManager().latestSnapshotId();
+            return latest == null ? 0 : latest;
+        }
     }
 
     private static void write(FileStoreTable table, JsonNode rows, String assignerName)
