@@ -45,14 +45,15 @@ def _positioned(snapshots: Snapshots, middle: int, earliest: int) -> tuple[int, 
     return position, snapshot
 
 
-def earlier_or_equal_watermark(snapshots: Snapshots, watermark: int) -> Snapshot | None:
-    """The latest snapshot whose watermark is at most ``watermark`` (None: there is none)."""
+def _search(snapshots: Snapshots, watermark: int, *, later: bool) -> Snapshot | None:
     window = _window(snapshots)
     if window is None:
         return None
     earliest, latest, first = window
     assert first.watermark is not None
-    if first.watermark > watermark:
+    if later and first.watermark >= watermark:
+        return first
+    if not later and first.watermark > watermark:
         return None
     found = None
     while earliest <= latest:
@@ -62,36 +63,22 @@ def earlier_or_equal_watermark(snapshots: Snapshots, watermark: int) -> Snapshot
             earliest = middle + 1
             continue
         assert snapshot.watermark is not None
+        if snapshot.watermark == watermark:
+            return snapshot
         if snapshot.watermark > watermark:
             latest = position - 1
-        elif snapshot.watermark < watermark:
-            earliest, found = middle + 1, snapshot
+            found = snapshot if later else found
         else:
-            return snapshot
+            earliest = middle + 1
+            found = found if later else snapshot
     return found
+
+
+def earlier_or_equal_watermark(snapshots: Snapshots, watermark: int) -> Snapshot | None:
+    """The latest snapshot whose watermark is at most ``watermark`` (None: there is none)."""
+    return _search(snapshots, watermark, later=False)
 
 
 def later_or_equal_watermark(snapshots: Snapshots, watermark: int) -> Snapshot | None:
     """The earliest snapshot whose watermark is at least ``watermark`` (None: there is none)."""
-    window = _window(snapshots)
-    if window is None:
-        return None
-    earliest, latest, first = window
-    assert first.watermark is not None
-    if first.watermark >= watermark:
-        return first
-    found = None
-    while earliest <= latest:
-        middle = earliest + (latest - earliest) // 2
-        position, snapshot = _positioned(snapshots, middle, earliest)
-        if _missing(snapshot.watermark):
-            earliest = middle + 1
-            continue
-        assert snapshot.watermark is not None
-        if snapshot.watermark > watermark:
-            latest, found = position - 1, snapshot
-        elif snapshot.watermark < watermark:
-            earliest = middle + 1
-        else:
-            return snapshot
-    return found
+    return _search(snapshots, watermark, later=True)

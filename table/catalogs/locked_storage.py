@@ -5,25 +5,24 @@ written). Every other operation is the storage's own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import BinaryIO
+from collections.abc import Mapping
 
 from paimond.errors import ConfigError
 from paimond.table.catalogs.jdbc import JdbcCatalog, JdbcCatalogConfig
 from paimond.table.layout import BRANCH_DIR, BRANCH_PREFIX, DB_SUFFIX, SNAPSHOT_DIR
-from paimond.table.storage.interface import FileStatus, OutputStream, Storage, StorageLocation
+from paimond.table.storage.delegating import DelegatingStorage
+from paimond.table.storage.interface import Storage
 
 OBJECT_STORES = frozenset({"s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "az"})
 SNAPSHOT_FILE_PREFIX = "snapshot-"
 
 
-class CatalogStorage:
+class CatalogStorage(DelegatingStorage):
     """``inner`` with ``catalog``'s tables and, when ``locked``, its commit lock."""
 
     def __init__(self, inner: Storage, catalog: JdbcCatalog, *, locked: bool) -> None:
-        self._inner, self.catalog, self.locked = inner, catalog, locked
-        self.root: str = inner.root
-        self.location: StorageLocation = inner.location
+        super().__init__(inner)
+        self.catalog, self.locked = catalog, locked
 
     def lock_name(self, path: str) -> tuple[str, str] | None:
         """(database, object name) of the table whose snapshot file ``path`` is; None for any
@@ -47,50 +46,6 @@ class CatalogStorage:
             return self._inner.create_exclusive(path, data)
         with self.catalog.lock(*name):
             return not self._inner.exists(path) and self._inner.create_exclusive(path, data)
-
-    def join(self, *parts: str) -> str:
-        return self._inner.join(*parts)
-
-    def read_bytes(self, path: str) -> bytes:
-        return self._inner.read_bytes(path)
-
-    def read_text(self, path: str) -> str:
-        return self._inner.read_text(path)
-
-    def open_input(self, path: str, *, buffered: bool = True,
-                   size: int | None = None) -> BinaryIO:
-        return self._inner.open_input(path, buffered=buffered, size=size)
-
-    def open_output(self, path: str) -> OutputStream:
-        return self._inner.open_output(path)
-
-    def write_bytes(self, path: str, data: bytes) -> None:
-        self._inner.write_bytes(path, data)
-
-    def exists(self, path: str) -> bool:
-        return self._inner.exists(path)
-
-    def is_file(self, path: str) -> bool:
-        return self._inner.is_file(path)
-
-    def size(self, path: str) -> int:
-        return self._inner.size(path)
-
-    def list_dir(self, path: str) -> list[FileStatus]:
-        return self._inner.list_dir(path)
-
-    def delete(self, path: str) -> bool:
-        return self._inner.delete(path)
-
-    def delete_many(self, paths: Sequence[str],
-                    on_deleted: Callable[[str], object] | None = None) -> None:
-        self._inner.delete_many(paths, on_deleted)
-
-    def delete_dir_if_empty(self, path: str) -> bool:
-        return self._inner.delete_dir_if_empty(path)
-
-    def mtime(self, path: str) -> float | None:
-        return self._inner.mtime(path)
 
 
 def with_catalog(storage: Storage, options: Mapping[str, str], *,

@@ -22,9 +22,8 @@ import os
 import socket
 import urllib.parse
 import uuid
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
 
 from paimond.errors import CodecError, CorruptFileError, MissingFileError
 from paimond.table.catalog import Table
@@ -39,7 +38,8 @@ from paimond.table.layout import (
     SNAPSHOT_DIR,
     TAG_DIR,
 )
-from paimond.table.storage.interface import FileStatus, OutputStream, Storage, StorageLocation
+from paimond.table.storage.delegating import DelegatingStorage
+from paimond.table.storage.interface import FileStatus, OutputStream, Storage
 from paimond.table.storage.temp_files import is_dead_temp, pid_alive
 
 JOB_FILE, FILES_DIR = "job.json", "files"
@@ -278,29 +278,15 @@ def delete_record(storage: Storage, record_dir: str,
     _STARTED.discard(record_dir)
 
 
-class RecordingStorage:
+class RecordingStorage(DelegatingStorage):
     """A ``Storage`` that notes every file before it is opened or written: a job's data,
     file-index and DV index files. Never what a commit writes (manifests, snapshots, hints),
     which a job's end would otherwise take for its garbage: commits use the table's own
     storage, and a path in a metadata directory is not noted even if one did not."""
 
     def __init__(self, inner: Storage, journal: JobJournal) -> None:
-        self._inner, self._journal = inner, journal
-        self.root: str = inner.root
-        self.location: StorageLocation = inner.location
-
-    def join(self, *parts: str) -> str:
-        return self._inner.join(*parts)
-
-    def read_bytes(self, path: str) -> bytes:
-        return self._inner.read_bytes(path)
-
-    def read_text(self, path: str) -> str:
-        return self._inner.read_text(path)
-
-    def open_input(self, path: str, *, buffered: bool = True,
-                   size: int | None = None) -> BinaryIO:
-        return self._inner.open_input(path, buffered=buffered, size=size)
+        super().__init__(inner)
+        self._journal = journal
 
     def _note(self, path: str) -> None:
         parent = path.rsplit("/", 2)[-2] if "/" in path else ""
@@ -318,28 +304,3 @@ class RecordingStorage:
     def create_exclusive(self, path: str, data: bytes) -> bool:
         self._note(path)
         return self._inner.create_exclusive(path, data)
-
-    def exists(self, path: str) -> bool:
-        return self._inner.exists(path)
-
-    def is_file(self, path: str) -> bool:
-        return self._inner.is_file(path)
-
-    def size(self, path: str) -> int:
-        return self._inner.size(path)
-
-    def list_dir(self, path: str) -> list[FileStatus]:
-        return self._inner.list_dir(path)
-
-    def delete(self, path: str) -> bool:
-        return self._inner.delete(path)
-
-    def delete_many(self, paths: Sequence[str],
-                    on_deleted: Callable[[str], object] | None = None) -> None:
-        self._inner.delete_many(paths, on_deleted)
-
-    def delete_dir_if_empty(self, path: str) -> bool:
-        return self._inner.delete_dir_if_empty(path)
-
-    def mtime(self, path: str) -> float | None:
-        return self._inner.mtime(path)
