@@ -29,6 +29,7 @@ Two other ways to maintain after an ingestion commits:
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS, JobContext, JobReport
 from paimond.maintenance.manifests import ManifestMergeResult
 from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import open_table
+from paimond.table.catalogs.locked_storage import with_catalog
 from paimond.table.storage.interface import open_storage
 
 if TYPE_CHECKING:
@@ -90,11 +92,15 @@ class MaintenanceSummary:
 
 def maintain(spark: SparkSession, warehouse: str, table: str, *,
              storage_options: Mapping[str, Any] | None = None,
+             catalog_options: Mapping[str, str] | None = None,
              jobs: Sequence[str] = ("compact", "expire"), full: bool = False
              ) -> MaintenanceSummary:
     """Run ``jobs`` (compact, expire, merge_manifests, remove_orphans; always in that order)
     on ``table`` (``db.name``) with the table's own options; compaction's bucket tasks run on
     ``spark``'s executors, ``full`` compacts every bucket to one sorted run.
+    ``catalog_options``: the Paimon catalog the warehouse is registered in
+    (``table.catalogs``; its commits under the catalog's lock; the JDBC password from
+    ``PAIMOND_JDBC_PASSWORD``).
 
     A job that refuses the table (options paimond does not implement) is listed in
     ``refused`` and the other jobs still run. Raises MaintenanceFailedError after every job
@@ -103,7 +109,8 @@ def maintain(spark: SparkSession, warehouse: str, table: str, *,
     unknown = sorted(set(jobs) - set(ROUTINE_JOBS))
     if unknown:
         raise ConfigError("jobs", f"unknown job {unknown[0]!r}; known: {', '.join(ROUTINE_JOBS)}")
-    storage = open_storage(warehouse, storage_options)
+    storage = with_catalog(open_storage(warehouse, storage_options), catalog_options or {},
+                           password=os.environ.get("PAIMOND_JDBC_PASSWORD"))
     opened = open_table(storage, storage.root, table)
     summary = MaintenanceSummary(opened.name)
     context = JobContext(SYSTEM_CLOCK, executor=SparkExecutor(spark))

@@ -120,3 +120,33 @@ def test_maintain_from_a_session_whose_workers_run_another_python(
     table = open_table(open_storage(str(tmp_path)), str(tmp_path), "db.t")
     latest = table.snapshots.latest()
     assert latest is not None and latest.commit_kind == "COMPACT"
+
+
+def test_maintain_commits_under_the_warehouses_catalog_lock(spark: Any, tmp_path: Path) -> None:
+    """A warehouse registered in a JDBC catalog with lock.enabled: the compaction's commit
+    takes the catalog's lock (its lock table made on first use, empty once released)."""
+    import sqlite3
+
+    from support.write_only_writer import Writer
+
+    catalog = tmp_path / "catalog.db"
+    with sqlite3.connect(catalog) as connection:
+        connection.execute("CREATE TABLE paimon_tables(catalog_key VARCHAR(255) NOT NULL,"
+                           "database_name VARCHAR(255) NOT NULL,table_name VARCHAR(255) NOT "
+                           "NULL,PRIMARY KEY (catalog_key, database_name, table_name))")
+        connection.execute("INSERT INTO paimon_tables VALUES ('jdbc', 'db', 't')")
+    warehouse = tmp_path / "wh"
+    writer = Writer(str(warehouse), "db.t", compaction_trigger=2)
+    for _ in range(3):
+        writer.commit()
+    summary = paimond.spark.maintain(
+        spark, str(warehouse), "db.t", jobs=("compact",), full=True,
+        catalog_options={"metastore": "jdbc", "uri": f"jdbc:sqlite:{catalog}",
+                         "lock.enabled": "true"})
+    assert not summary.failed, summary.describe()
+    with sqlite3.connect(catalog) as connection:
+        assert connection.execute("SELECT count(*) FROM paimon_distributed_locks"
+                                  ).fetchone() == (0,)
+    table = open_table(open_storage(str(warehouse)), str(warehouse), "db.t")
+    latest = table.snapshots.latest()
+    assert latest is not None and latest.commit_kind == "COMPACT"
