@@ -176,11 +176,14 @@ class JdbcCatalog:
         lock_id = f"{self.config.catalog_key}.{database}.{name}"
         with self._cursor() as cursor:
             self._create_locks_table(cursor)
+            acquired = self._try_acquire(cursor, lock_id)
             started, sleep_ms = time.monotonic(), 50
-            while not self._try_acquire(cursor, lock_id):
+            while not acquired:  # Java: sleep, try again, then give up past the timeout
                 sleep_ms = min(sleep_ms * 2, self.config.check_max_sleep_ms)
                 time.sleep(sleep_ms / 1000)
-                if (time.monotonic() - started) * 1000 > self.config.acquire_timeout_ms:
+                acquired = self._try_acquire(cursor, lock_id)
+                if not acquired and (time.monotonic() - started) * 1000 > \
+                        self.config.acquire_timeout_ms:
                     raise StorageUnavailableError(
                         self.config.uri, f"lock {lock_id} not acquired in "
                                          f"{self.config.acquire_timeout_ms} ms")
