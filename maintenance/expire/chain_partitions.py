@@ -15,7 +15,9 @@ be read is never expired (Java logs and skips it).
 The delta branch's partitions are dropped first, then the snapshot branch's (so Java's
 ``ChainTableCommitPreCallback`` check holds), each branch in OVERWRITE snapshots of
 ``partition.expiration-batch-size`` partitions (default: all); a run killed between them is
-completed by the next, which finds the same segments.
+completed by the next, which finds the same segments. The daemon runs it from each branch's
+job, as Java from each branch's writer: a drop that conflicts re-reads the branch and drops
+what is still there.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from paimond.clock import Clock
-from paimond.errors import NullPartitionValueError
+from paimond.errors import CommitConflictError, NullPartitionValueError
 from paimond.format.binary.binary_row import decode_manifest_row
 from paimond.format.meta.schema import TableSchema
 from paimond.maintenance.expire.partitions import (
@@ -139,10 +141,27 @@ def expire_chain_partitions(table: Table, schema: TableSchema, rule: ExpireRule,
         options = TableOptions.of(branch.latest_schema())
         size = rule.batch_size if rule.batch_size > 0 else max(len(states), 1)
         for start in range(0, len(states), size):
-            files = _latest(branch)
-            assert files is not None  # the branch had these partitions
             batch = {s.partition for s in states[start:start + size]}
-            result.snapshots.append(drop_partitions(branch, batch, files, options,
-                                                    clock=clock, journal=journal).id)
+            dropped = _drop(branch, batch, options, clock=clock, journal=journal)
+            result.snapshots += [] if dropped is None else [dropped]
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _drop(branch: Table, partitions: set[bytes], options: TableOptions, *, clock: Clock,
+          journal: CommitJournal | None, attempts: int = 3) -> int | None:
+    """Drop those of ``partitions`` still live in ``branch``; re-read on a conflict (another
+    branch's job, run by the daemon at the same time, may have dropped them); the snapshot id,
+    None when none was left."""
+    for attempt in range(attempts):
+        files = _latest(branch)
+        live = set() if files is None else {f.entry.partition for f in files.files} & partitions
+        if files is None or not live:
+            return None
+        try:
+            return drop_partitions(branch, live, files, options, clock=clock,
+                                   journal=journal).id
+        except CommitConflictError:
+            if attempt == attempts - 1:
+                raise
+    return None

@@ -101,3 +101,37 @@ def test_a_partition_deletion_vector_readers_do_not_see_yet_is_refused(
     capsys.readouterr()
     assert _compact(wh, "20250811", capsys)["action"] == "skip"  # visible now
     assert _partition(wh, "20250811") == {"z": ("9", "new")}
+
+
+def test_the_daemon_expires_chain_partitions_from_every_branchs_job(tmp_path: Path) -> None:
+    """Cutoff between 0810 and 0811: 0801 and the delta before 0810 (0805) expire, 0810
+    anchors. The daemon runs each branch's job, two at a time, as Java's writers of each
+    branch would: none fails, whichever drops first."""
+    import datetime
+
+    from prometheus_client import CollectorRegistry
+
+    from paimond.config.settings import load_settings
+    from paimond.daemon.metrics import Metrics
+    from paimond.daemon.service import Daemon
+    from paimond.maintenance.jobs import ROUTINE
+
+    days = (datetime.date.today() - datetime.date(2025, 8, 10)).days
+    wh = str(tmp_path / "wh")
+    build_chain_table(wh, {"partition.expiration-time": f"{days - 1} d"})
+    settings = load_settings(None, env={"PAIMOND_WAREHOUSE": wh,
+                                        "PAIMOND_LIMITS_CONCURRENCY": "2"}, jobs=ROUTINE)
+    runs = Daemon(settings, Metrics(CollectorRegistry())).run_once()
+    assert sorted(r.table for r in runs) == ["db.c", "db.c$branch_delta", "db.c$branch_snapshot"]
+    assert all(r.error is None for r in runs), [(r.table, r.error) for r in runs]
+
+    def partitions(branch: str) -> set[str]:
+        table = open_table(open_storage(wh), wh, f"db.c$branch_{branch}")
+        latest = table.snapshots.latest()
+        assert latest is not None
+        schema = table.latest_schema()
+        return {partition_text(schema, f.entry.partition)
+                for f in scan_snapshot(table, latest).files}
+
+    assert partitions("snapshot") == {"dt=20250810"}
+    assert partitions("delta") == {"dt=20250811", "dt=20250812"}
