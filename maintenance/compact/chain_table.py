@@ -331,18 +331,16 @@ def compact_chain_table(table: Table, partition: Mapping[str, str], *, clock: Cl
     if dry_run:
         return result
     started = time.monotonic()
+    options = TableOptions.of(plan.schema)
     with recorded_job(plan.snapshot, JOB, clock) as recorded:
-        writer = RunWriter.of(recorded.table, plan.schema,
-                              level=TableOptions.of(plan.schema).num_levels - 1,
+        writer = RunWriter.of(recorded.table, plan.schema, level=options.num_levels - 1,
                               file_source=FILE_SOURCE_APPEND, now_millis=clock.local_ms)
         try:
             merged = _merge(plan)
-            total = TableOptions.of(plan.schema).bucket
+            total = options.bucket
             columns = physical_row_type(plan.schema, key_value=True,
-                                        thin=thin_mode(plan.schema, TableOptions.of(plan.schema))
-                                        ).field_names
-            for bucket, rows in bucket_function_of(plan.schema, TableOptions.of(plan.schema)
-                                                   ).split(merged, total):
+                                        thin=thin_mode(plan.schema, options)).field_names
+            for bucket, rows in bucket_function_of(plan.schema, options).split(merged, total):
                 writer.write(plan.target.data, bucket, total, rows, columns)
             if not writer.added:
                 return result

@@ -408,15 +408,21 @@ def _rolled_back(root: Path) -> Job:
                passes_through=(5, 4))
 
 
-def _fast_forwarded(root: Path) -> Job:
-    """Six snapshots; a branch from a tag of the sixth, compacted (its seventh). Fast-forward
-    replaces the main branch's sixth with the branch's sixth and seventh: a crash leaves the
-    main branch at its fifth (the sixth deleted), at the sixth or at the seventh."""
+def _compacted_branch(root: Path) -> tuple[Path, str]:
+    """Six snapshots; branch ``b`` from a tag of the sixth, compacted (its seventh)."""
     warehouse, name = _deduplicate(root)
     wh = str(warehouse)
     assert main(["create-tag", wh, "--table", name, "--tag", "t6", "--snapshot", "6"]) == 0
     assert main(["create-branch", wh, "--table", name, "--branch", "b", "--tag", "t6"]) == 0
     assert main(["compact", wh, "--table", name, "--branch", "b", "--full"]) == 0
+    return warehouse, name
+
+
+def _fast_forwarded(root: Path) -> Job:
+    """Six snapshots; a branch from a tag of the sixth, compacted (its seventh). Fast-forward
+    replaces the main branch's sixth with the branch's sixth and seventh: a crash leaves the
+    main branch at its fifth (the sixth deleted), at the sixth or at the seventh."""
+    warehouse, name = _compacted_branch(root)
     return Job("fast_forward", name, warehouse, ["fast-forward", "{wh}", "--table", name,
                                                  "--branch", "b", "--yes"],
                passes_through=(5,))
@@ -425,11 +431,7 @@ def _fast_forwarded(root: Path) -> Job:
 def _renamed(root: Path) -> Job:
     """A branch from a tag, compacted (its own snapshot), renamed: the main branch's content
     never changes; each killed run completes the rename when run again."""
-    warehouse, name = _deduplicate(root)
-    wh = str(warehouse)
-    assert main(["create-tag", wh, "--table", name, "--tag", "t6", "--snapshot", "6"]) == 0
-    assert main(["create-branch", wh, "--table", name, "--branch", "b", "--tag", "t6"]) == 0
-    assert main(["compact", wh, "--table", name, "--branch", "b", "--full"]) == 0
+    warehouse, name = _compacted_branch(root)
     return Job("rename_branch", name, warehouse, ["rename-branch", "{wh}", "--table", name,
                                                   "--branch", "b", "--to", "c"])
 
