@@ -65,9 +65,6 @@ def storage_options_of(pairs: Sequence[str]) -> dict[str, str]:
     return _key_values(pairs, "--storage-option")
 
 
-JDBC_PASSWORD_ENV = "PAIMOND_JDBC_PASSWORD"
-
-
 def add_storage_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000")
@@ -75,7 +72,9 @@ def add_storage_option(parser: argparse.ArgumentParser) -> None:
                         help="Paimon catalog option of the warehouse's catalog, e.g. "
                              "metastore=jdbc, uri=jdbc:sqlite:/path/catalog.db, "
                              "catalog-key=jdbc, lock.enabled=true (the password: "
-                             "PAIMOND_JDBC_PASSWORD)")
+                             "PAIMOND_JDBC_PASSWORD), or metastore=rest, "
+                             "uri=http://host:port, warehouse=NAME (the token: "
+                             "PAIMOND_REST_TOKEN)")
 
 
 def partitions_of(pairs: Sequence[str]) -> dict[str, str]:
@@ -104,9 +103,9 @@ def open_warehouse_of(args: argparse.Namespace) -> Storage:
     catalog = _key_values(getattr(args, "catalog_option", []), "--catalog-option")
     if not catalog:
         return storage
-    from paimond.table.catalogs.locked_storage import with_catalog
+    from paimond.table.catalogs.catalog_storage import catalog_secret, with_catalog
 
-    return with_catalog(storage, catalog, password=os.environ.get(JDBC_PASSWORD_ENV))
+    return with_catalog(storage, catalog, secret=catalog_secret(catalog, os.environ))
 
 
 def table_of(args: argparse.Namespace) -> str:

@@ -34,6 +34,8 @@ from paimond.config.policy import TablePolicy, parse_policies, policy_for
 from paimond.errors import ConfigError
 
 __all__ = ["KEYS", "JobSection", "JobsSettings", "Settings", "WarehouseSettings", "load_settings"]
+# A catalog option that would hold a secret -> where the secret comes from instead.
+_CATALOG_SECRETS = {"jdbc.password": "PAIMOND_JDBC_PASSWORD", "token": "PAIMOND_REST_TOKEN"}
 _SECRET_KEYS = {"key", "secret", "token", "access_key_id", "secret_access_key", "session_token",
                 "password"}
 
@@ -43,7 +45,8 @@ class WarehouseSettings:
     uri: str
     storage_options: Mapping[str, str] = field(default_factory=dict)
     catalog: Mapping[str, str] = field(default_factory=dict)  # Paimon catalog options
-    catalog_password: str | None = field(default=None, repr=False)  # PAIMOND_JDBC_PASSWORD
+    # The JDBC password (PAIMOND_JDBC_PASSWORD) or REST token (PAIMOND_REST_TOKEN)
+    catalog_secret: str | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         shown = {k: ("***" if k in _SECRET_KEYS else v) for k, v in self.storage_options.items()}
@@ -199,13 +202,16 @@ def _warehouses(raw: Any, env: Mapping[str, str]) -> tuple[WarehouseSettings, ..
         if not isinstance(catalog, dict):
             raise ConfigError(f"warehouses[{i}].catalog", "expected a table of Paimon catalog "
                                                           "options")
-        if "jdbc.password" in catalog:
-            raise ConfigError(f"warehouses[{i}].catalog.jdbc.password",
-                              "credentials do not belong in the config file; use the "
-                              "environment (PAIMOND_JDBC_PASSWORD)")
+        for key, variable in _CATALOG_SECRETS.items():
+            if key in catalog:
+                raise ConfigError(f"warehouses[{i}].catalog.{key}",
+                                  "credentials do not belong in the config file; use the "
+                                  f"environment ({variable})")
+        variable = _CATALOG_SECRETS["token" if catalog.get("metastore") == "rest"
+                                    else "jdbc.password"]
         out.append(WarehouseSettings(item["uri"], {str(k): str(v) for k, v in options.items()},
                                      {str(k): str(v) for k, v in catalog.items()},
-                                     env.get("PAIMOND_JDBC_PASSWORD")))
+                                     env.get(variable)))
     return tuple(out)
 
 
@@ -235,10 +241,12 @@ KEYS = (
                  "environment or credential files)")),
     Key("warehouses.catalog", "table of strings", None,
         Declared("the Paimon catalog the warehouse is registered in, as Paimon's catalog "
-                 "options (metastore = \"jdbc\", uri = \"jdbc:sqlite:...\" or "
+                 "options: metastore = \"jdbc\" (uri = \"jdbc:sqlite:...\" or "
                  "\"jdbc:postgresql://...\", catalog-key, lock.enabled, lock-acquire-timeout, "
-                 "lock-check-max-sleep; the password: PAIMOND_JDBC_PASSWORD); unset: the "
-                 "warehouse's directories")),
+                 "lock-check-max-sleep; the password: PAIMOND_JDBC_PASSWORD) or metastore = "
+                 "\"rest\" (uri = \"http://...\", warehouse, token.provider = \"bear\", "
+                 "header.<name>; the token: PAIMOND_REST_TOKEN); unset: the warehouse's "
+                 "directories")),
     Key("tables.include", "list of db.table patterns", ("*.*",),
         Declared("tables maintained (fnmatch patterns, or one comma-separated string)")),
     Key("tables.exclude", "list of db.table patterns", (),

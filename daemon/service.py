@@ -36,7 +36,7 @@ from paimond.daemon.tables.policy import Policies
 from paimond.daemon.tables.state import TableState
 from paimond.errors import PaimondError, kind_of
 from paimond.maintenance.jobs import preload as preload_jobs
-from paimond.table.catalogs.locked_storage import with_catalog
+from paimond.table.catalogs.catalog_storage import with_catalog
 from paimond.table.commit.job_records import set_replica
 from paimond.table.options.semantic import fingerprint
 from paimond.table.storage.interface import Storage, open_storage
@@ -53,7 +53,7 @@ class Daemon:
         set_replica(self.owner)  # and its killed jobs' records are dead at once
         self.storages: list[Storage] = [
             with_catalog(open_storage(w.uri, w.storage_options), w.catalog,
-                         password=w.catalog_password) for w in settings.warehouses]
+                         secret=w.catalog_secret) for w in settings.warehouses]
         self.leases = [Leases(s, s.root, self.owner, settings.lease_ttl_s, self.wall_s)
                        for s in self.storages]
         self.tables: dict[str, TableState] = {}

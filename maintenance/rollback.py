@@ -50,6 +50,7 @@ from paimond.errors import (
     ConfigError,
     CorruptFileError,
     MissingFileError,
+    RefusedError,
 )
 from paimond.faults import crash_point
 from paimond.format.meta.snapshot import (
@@ -73,6 +74,7 @@ from paimond.maintenance.expire.references import (
 from paimond.maintenance.expire.snapshot_deletion import Deletion
 from paimond.maintenance.tags.deletion import tag_files
 from paimond.table.catalog import Table
+from paimond.table.catalogs.catalog_storage import committed_through_server
 from paimond.table.layout import (
     EARLIEST_HINT,
     LATEST_HINT,
@@ -294,6 +296,10 @@ def plan_rollback(table: Table, target: RollbackTarget) -> RollbackPlan:
     """Read what rolling ``table`` back to ``target`` changes. ConfigError for a target that
     is not there (or a table with no snapshot); a missing or corrupt file that something
     remaining names raises, so nothing is planned on a partial view."""
+    if committed_through_server(table.storage):
+        raise RefusedError("rollback", "the table's snapshots are committed through its REST "
+                                       "catalog's server, whose own rollback paimond does not "
+                                       "run yet", table.path)
     latest_id = table.snapshots.latest_id()
     if latest_id is None:
         raise ConfigError("rollback", f"{table.name} has no snapshot to roll back")

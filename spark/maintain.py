@@ -44,7 +44,7 @@ from paimond.maintenance.jobs import JOBS, ROUTINE_JOBS, JobContext, JobReport
 from paimond.maintenance.manifests import ManifestMergeResult
 from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import open_table
-from paimond.table.catalogs.locked_storage import with_catalog
+from paimond.table.catalogs.catalog_storage import catalog_secret, with_catalog
 from paimond.table.storage.interface import open_storage
 
 if TYPE_CHECKING:
@@ -99,8 +99,9 @@ def maintain(spark: SparkSession, warehouse: str, table: str, *,
     on ``table`` (``db.name``) with the table's own options; compaction's bucket tasks run on
     ``spark``'s executors, ``full`` compacts every bucket to one sorted run.
     ``catalog_options``: the Paimon catalog the warehouse is registered in
-    (``table.catalogs``; its commits under the catalog's lock; the JDBC password from
-    ``PAIMOND_JDBC_PASSWORD``).
+    (``table.catalogs``: commits under a JDBC catalog's lock, or through a REST catalog's
+    server; the JDBC password from ``PAIMOND_JDBC_PASSWORD``, the REST token from
+    ``PAIMOND_REST_TOKEN``).
 
     A job that refuses the table (options paimond does not implement) is listed in
     ``refused`` and the other jobs still run. Raises MaintenanceFailedError after every job
@@ -109,8 +110,9 @@ def maintain(spark: SparkSession, warehouse: str, table: str, *,
     unknown = sorted(set(jobs) - set(ROUTINE_JOBS))
     if unknown:
         raise ConfigError("jobs", f"unknown job {unknown[0]!r}; known: {', '.join(ROUTINE_JOBS)}")
-    storage = with_catalog(open_storage(warehouse, storage_options), catalog_options or {},
-                           password=os.environ.get("PAIMOND_JDBC_PASSWORD"))
+    catalog = catalog_options or {}
+    storage = with_catalog(open_storage(warehouse, storage_options), catalog,
+                           secret=catalog_secret(catalog, os.environ))
     opened = open_table(storage, storage.root, table)
     summary = MaintenanceSummary(opened.name)
     context = JobContext(SYSTEM_CLOCK, executor=SparkExecutor(spark))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from paimond.errors import CodecError, ConfigError, CorruptFileError, MissingFileError
 from paimond.format.meta.schema import TableSchema, decode_schema
 from paimond.format.meta.snapshot import Snapshot, decode_snapshot
-from paimond.table.catalogs.locked_storage import CatalogStorage
+from paimond.table.catalogs.catalog_storage import CatalogStorage
 from paimond.table.layout import (
     BRANCH_DIR,
     BRANCH_PREFIX,
@@ -193,7 +193,9 @@ def open_table(storage: Storage, warehouse: str, name: str, branch: str | None =
     if branch is not None and named != MAIN_BRANCH and branch != named:
         raise ConfigError("--branch", f"{name} names branch {named!r}, --branch {branch!r}")
     branch = named if branch is None else branch
-    main = Table(storage, storage.join(warehouse, database + DB_SUFFIX, table_name), base)
+    path = (storage.table_path(warehouse, base) if isinstance(storage, CatalogStorage)
+            else storage.join(warehouse, database + DB_SUFFIX, table_name))
+    main = Table(storage, path, base)
     if not main.schema_ids():
         if not storage.list_dir(main.path):
             raise ConfigError("--table", f"table {base} not found in {warehouse}")
@@ -239,8 +241,9 @@ def list_tables(storage: Storage, warehouse: str,
     table's ``branch/`` folder is listed each time (a branch may have been created since);
     a new table's only when it has one.
 
-    A warehouse of a catalog (``table.catalogs``) lists the catalog's tables instead, each at
-    ``<warehouse>/<database>.db/<table>``.
+    A warehouse of a catalog (``table.catalogs``) lists the catalog's tables instead, each
+    where the catalog says (``<warehouse>/<database>.db/<table>`` but for a REST catalog's
+    own paths).
     """
     if isinstance(storage, CatalogStorage):
         return _catalog_tables(storage, warehouse, wants, branches=branches)
@@ -270,11 +273,10 @@ def list_tables(storage: Storage, warehouse: str,
 def _catalog_tables(storage: CatalogStorage, warehouse: str,
                     wants: Callable[[str], bool] | None, *, branches: bool) -> list[Table]:
     tables = []
-    for name in storage.catalog.table_names():
+    for name, path in storage.tables(warehouse):
         if wants is not None and not wants(name):
             continue
-        database, table_name = name.split(".", 1)
-        table = Table(storage, storage.join(warehouse, database + DB_SUFFIX, table_name), name)
+        table = Table(storage, path, name)
         tables.append(table)
         if branches and storage.exists(table.file_path(BRANCH_DIR)):
             tables += [table.on_branch(b) for b in table.branches()]

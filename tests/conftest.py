@@ -14,6 +14,7 @@ import pytest
 from hypothesis import settings
 from support.java_maintainer import java_maintainer  # noqa: F401
 from support.java_reader import java_reader, java_readers  # noqa: F401
+from support.rest_catalog import rest_catalog, rest_server_classes  # noqa: F401
 from support.s3_endpoint import s3_endpoint, s3_storage  # noqa: F401
 from support.spark_session import spark  # noqa: F401
 
@@ -90,7 +91,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 # test-fast leaves out `-m "jvm or spark or crash_campaign or slow"`. A test asking for a Java
 # oracle (directly or through another fixture) is `jvm`; one asking for Spark, or under
 # tests/spark/, is `spark`. Tests that start Java by hand carry `jvm` themselves.
-JVM_FIXTURES = {"java_reader", "java_readers", "java_maintainer", "java_readers_here"}
+JVM_FIXTURES = {"java_reader", "java_readers", "java_maintainer", "java_readers_here",
+                "rest_catalog"}
 SPARK_FIXTURES = {"spark"}
 # Spark's local cluster (a master, two workers, two executor JVMs) runs once per session, on one
 # worker.

@@ -1,3 +1,3 @@
 """Paimon catalogs paimond reads a warehouse's tables from, beside the filesystem layout
-(``table.catalog``): the JDBC catalog (:mod:`.jdbc`) and the storage that commits under a
-catalog's lock (:mod:`.locked_storage`)."""
+(``table.catalog``): the JDBC catalog (:mod:`.jdbc`), the REST catalog (:mod:`.rest`) and the
+storage that commits each snapshot the catalog's way (:mod:`.catalog_storage`)."""

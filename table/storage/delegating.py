@@ -19,6 +19,11 @@ class DelegatingStorage:
         self.root: str = inner.root
         self.location: StorageLocation = inner.location
 
+    @property
+    def inner(self) -> Storage:
+        """The storage this one passes its calls on to."""
+        return self._inner
+
     def join(self, *parts: str) -> str:
         return self._inner.join(*parts)
 

@@ -13,7 +13,7 @@ from support.java_reader import JavaReaders
 
 from paimond.cli.main import main
 from paimond.table.catalog import list_tables, open_table
-from paimond.table.catalogs.locked_storage import CatalogStorage, with_catalog
+from paimond.table.catalogs.catalog_storage import CatalogStorage, with_catalog
 from paimond.table.storage.interface import open_storage
 
 

@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,6 +119,18 @@ class JavaMaintainer:
         table's latest snapshot id."""
         return self._ask("jdbc-write", uri, os.fspath(warehouse), table,
                          json.dumps(rows, separators=(",", ":")))
+
+    def catalog_write(self, options: Mapping[str, str], table: str,
+                      rows: Sequence[Sequence[Any]]) -> int:
+        """A write-only commit of ``rows`` (``[kind, id, v]``) into ``table`` of the catalog
+        ``options`` (Paimon's catalog options), created first if absent; the table's latest
+        snapshot id as the catalog answers it."""
+        return self._ask("catalog-write", json.dumps(dict(options)), table,
+                         json.dumps(rows, separators=(",", ":")))
+
+    def catalog_latest(self, options: Mapping[str, str], table: str) -> int:
+        """The latest snapshot id of ``table`` as its catalog answers it (0: none)."""
+        return self._ask("catalog-latest", json.dumps(dict(options)), table)
 
     def merge_branch(self, table_path: str | os.PathLike[str], source: str,
                      target: str = "main") -> int:

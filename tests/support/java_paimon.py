@@ -42,6 +42,13 @@ MAVEN_RELEASES = {
     "2.0": ("org.apache.paimon:paimon-flink-2.0:2.0.0", *HADOOP_AND_CODECS,
             "org.xerial:sqlite-jdbc:3.50.3.0"),
 }
+# Paimon's own REST catalog server (RESTCatalogServer, in paimon-core's published test jar,
+# serving through OkHttp's MockWebServer), run beside release "2.0"'s classes.
+REST_SERVER = ("org.apache.paimon:paimon-core:2.0.0:jar:tests",
+               "com.squareup.okhttp3:mockwebserver:4.12.0", "com.squareup.okhttp3:okhttp:4.12.0",
+               "com.squareup.okio:okio-jvm:3.6.0", "org.jetbrains.kotlin:kotlin-stdlib:1.8.21",
+               # MockWebServer is a JUnit 4 rule (ExternalResource)
+               "junit:junit:4.13.2")
 WHEEL_RELEASE = "1.0"
 # Oldest first. Every Java oracle test runs once per release.
 RELEASES = (WHEEL_RELEASE, *MAVEN_RELEASES)
@@ -69,9 +76,11 @@ def maven_repository() -> Path:
 
 
 def _artifact_path(coordinates: str) -> Path:
-    group, artifact, version = coordinates.split(":")
+    """``group:artifact:version`` or ``group:artifact:version:jar:classifier``."""
+    group, artifact, version, *rest = coordinates.split(":")
+    classifier = f"-{rest[1]}" if len(rest) == 2 else ""
     return (maven_repository() / group.replace(".", "/") / artifact / version
-            / f"{artifact}-{version}.jar")
+            / f"{artifact}-{version}{classifier}.jar")
 
 
 @contextlib.contextmanager
@@ -131,6 +140,11 @@ def classpath(release: str) -> list[Path]:
         raise ValueError(f"unknown Java Paimon release {release!r}; known: {RELEASES}")
     maven_repository().mkdir(parents=True, exist_ok=True)
     return [_fetch(c) for c in MAVEN_RELEASES[release]]
+
+
+def rest_server_classpath() -> list[Path]:
+    """Release "2.0"'s jars and those of Paimon's REST catalog server, fetched if need be."""
+    return [*classpath("2.0"), *(_fetch(c) for c in REST_SERVER)]
 
 
 def classpath_text(jars: list[Path], *more: Path) -> str:

@@ -25,7 +25,7 @@ from paimond.daemon.service import Daemon
 from paimond.errors import ConfigError, StorageUnavailableError
 from paimond.maintenance.jobs import ROUTINE
 from paimond.table.catalog import list_tables, open_table
-from paimond.table.catalogs.locked_storage import CatalogStorage, with_catalog
+from paimond.table.catalogs.catalog_storage import CatalogStorage, with_catalog
 from paimond.table.storage.fsspec_storage import FsspecStorage
 from paimond.table.storage.interface import open_storage
 
@@ -111,7 +111,7 @@ def _options(database: Database, **extra: str) -> dict[str, str]:
 def test_the_catalogs_tables_are_listed_and_maintained(
         catalog_db: Database, tmp_path: Path, capsys: Any) -> None:
     wh = _warehouse(tmp_path, catalog_db)
-    storage = with_catalog(open_storage(wh), _options(catalog_db), password=None
+    storage = with_catalog(open_storage(wh), _options(catalog_db), secret=None
                            if catalog_db.uri.startswith("jdbc:sqlite") else PASSWORD)
     assert isinstance(storage, CatalogStorage) and not storage.locked  # a local warehouse
     assert [t.name for t in list_tables(storage, wh)] == ["db.t"]
@@ -135,7 +135,7 @@ def test_commits_run_under_the_catalogs_lock(catalog_db: Database, tmp_path: Pat
     wh = _warehouse(tmp_path, catalog_db)
     catalog_db.run(LOCKS_DDL)
     storage = with_catalog(open_storage(wh), _options(catalog_db, **{
-        "lock.enabled": "true", "catalog-key": "jdbc"}), password=PASSWORD)
+        "lock.enabled": "true", "catalog-key": "jdbc"}), secret=PASSWORD)
     assert isinstance(storage, CatalogStorage) and storage.locked
     held: list[list[str]] = []
     create = FsspecStorage.create_exclusive
@@ -180,7 +180,7 @@ def test_a_lock_held_past_the_timeout_commits_nothing(catalog_db: Database,
                    "VALUES (?,?)", "jdbc.db.t", 600)
     storage = with_catalog(open_storage(wh), _options(catalog_db, **{
         "lock.enabled": "true", "lock-acquire-timeout": "1 s", "lock-check-max-sleep": "200 ms"}),
-        password=PASSWORD)
+        secret=PASSWORD)
     table = open_table(storage, wh, "db.t")
     before = table.snapshots.latest_id()
     with pytest.raises(StorageUnavailableError, match="lock jdbc.db.t not acquired"):
@@ -205,7 +205,8 @@ def main_compact(table: Any, *, full: bool = False) -> int:
 def test_bad_catalog_options_are_config_errors(tmp_path: Path) -> None:
     storage = open_storage(str(tmp_path))
     for options, reason in (
-            ({"metastore": "hive"}, "hive and rest: not yet"),
+            ({"metastore": "hive"}, "hive: not yet"),
+            ({"metastore": "glue"}, "reads filesystem, jdbc and rest"),
             ({"metastore": "jdbc", "uri": "jdbc:mysql://x/y"}, "jdbc:sqlite"),
             ({"metastore": "jdbc", "uri": "jdbc:sqlite:/x", "colour": "red"}, "colour"),
             ({"metastore": "jdbc", "uri": "jdbc:sqlite:/x", "jdbc.password": "p"},

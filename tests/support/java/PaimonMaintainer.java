@@ -119,6 +119,12 @@ public class PaimonMaintainer {
         if (request[0].equals("jdbc-write")) {
             return jdbcWrite(request[1], request[2], request[3], JSON.readTree(request[4]));
         }
+        if (request[0].equals("catalog-write")) {
+            return catalogWrite(optionsOf(request[1]), request[2], JSON.readTree(request[3]));
+        }
+        if (request[0].equals("catalog-latest")) {
+            return catalogLatest(optionsOf(request[1]), request[2]);
+        }
         FileStoreTable table = open(request[1]);
         switch (request[0]) {
             case "write":
@@ -205,21 +211,47 @@ public class PaimonMaintainer {
      */
     private static long jdbcWrite(String uri, String warehouse, String name, JsonNode rows)
             throws Exception {
-        org.apache.paimon.options.Options options = new org.apache.paimon.options.Options();
-        options.set("metastore", "jdbc");
-        options.set("uri", uri);
-        options.set("warehouse", warehouse);
-        options.set("lock.enabled", "true");
-        // one catalog per URI for the JVM's life: SQLite's writers must share its connections
-        org.apache.paimon.catalog.Catalog catalog = CATALOGS.get(uri);
+        Map<String, String> options = new HashMap<>();
+        options.put("metastore", "jdbc");
+        options.put("uri", uri);
+        options.put("warehouse", warehouse);
+        options.put("lock.enabled", "true");
+        return catalogWrite(options, name, rows);
+    }
+
+    /**
+     * catalog-write OPTIONS DB.TABLE ROWS: the same through the catalog OPTIONS (a JSON object
+     * of Paimon catalog options), e.g. a REST catalog, whose tables commit through its server.
+     * catalog-latest OPTIONS DB.TABLE: the table's latest snapshot id as the catalog answers it
+     * (a REST catalog: its server's), 0 for none.
+     */
+    private static long catalogWrite(Map<String, String> options, String name, JsonNode rows)
+            throws Exception {
+        FileStoreTable table = catalogTable(options, name, true);
+        write(table, rows, options + name);
+        return catalogLatest(options, name);
+    }
+
+    private static long catalogLatest(Map<String, String> options, String name)
+            throws Exception {
+        Snapshot latest = catalogTable(options, name, false).latestSnapshot().orElse(null);
+        return latest == null ? 0 : latest.id();
+    }
+
+    private static FileStoreTable catalogTable(
+            Map<String, String> options, String name, boolean create) throws Exception {
+        // one catalog per options for the JVM's life: SQLite's writers must share connections
+        String key = options.toString();
+        org.apache.paimon.catalog.Catalog catalog = CATALOGS.get(key);
         if (catalog == null) {
             catalog = org.apache.paimon.catalog.CatalogFactory.createCatalog(
-                    org.apache.paimon.catalog.CatalogContext.create(options));
-            CATALOGS.put(uri, catalog);
+                    org.apache.paimon.catalog.CatalogContext.create(
+                            org.apache.paimon.options.Options.fromMap(options)));
+            CATALOGS.put(key, catalog);
         }
-        {
-            org.apache.paimon.catalog.Identifier identifier =
-                    org.apache.paimon.catalog.Identifier.fromString(name);
+        org.apache.paimon.catalog.Identifier identifier =
+                org.apache.paimon.catalog.Identifier.fromString(name);
+        if (create) {
             catalog.createDatabase(identifier.getDatabaseName(), true);
             catalog.createTable(
                     identifier,
@@ -230,11 +262,14 @@ public class PaimonMaintainer {
                             .option("bucket", "1")
                             .build(),
                     true);
-            FileStoreTable table = (FileStoreTable) catalog.getTable(identifier);
-            write(table, rows, uri + name);
-            Long latest = table.snapshotManager().latestSnapshotId();
-            return latest == null ? 0 : latest;
         }
+        return (FileStoreTable) catalog.getTable(identifier);
+    }
+
+    private static Map<String, String> optionsOf(String json) throws Exception {
+        Map<String, String> options = new HashMap<>();
+        JSON.readTree(json).fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
+        return options;
     }
 
     private static void write(FileStoreTable table, JsonNode rows, String assignerName)

@@ -1,0 +1,171 @@
+"""A warehouse registered in a Paimon catalog: its tables are the catalog's, and each snapshot
+commit goes the catalog's way. A JDBC catalog with its lock enabled: under the lock, the
+snapshot file must not exist yet, then it is written (Java ``RenamingSnapshotCommit``). A REST
+catalog: the snapshot is committed through the server (Java ``CatalogSnapshotCommit``), which
+writes the file. Every other operation is the storage's own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from paimond.errors import ConfigError, UnsupportedError
+from paimond.format.meta.snapshot import decode_snapshot
+from paimond.table.catalogs.commit_statistics import delta_statistics
+from paimond.table.catalogs.jdbc import JdbcCatalog, JdbcCatalogConfig
+from paimond.table.catalogs.rest import RestCatalog, RestCatalogConfig
+from paimond.table.layout import BRANCH_DIR, BRANCH_PREFIX, DB_SUFFIX, SNAPSHOT_DIR, SNAPSHOT_PREFIX
+from paimond.table.storage.delegating import DelegatingStorage
+from paimond.table.storage.interface import Storage
+
+OBJECT_STORES = frozenset({"s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "az"})
+# Where each catalog's secret comes from: never the options, never a file.
+SECRET_ENV = {"jdbc": "PAIMOND_JDBC_PASSWORD", "rest": "PAIMOND_REST_TOKEN"}
+SECRET_OPTION = {"jdbc": "jdbc.password", "rest": "token"}
+
+
+class CatalogStorage(DelegatingStorage):
+    """``inner`` with ``catalog``'s tables and its way to commit a snapshot (``locked``: a
+    JDBC catalog's commits take its lock)."""
+
+    def __init__(self, inner: Storage, catalog: JdbcCatalog | RestCatalog, *,
+                 locked: bool = False) -> None:
+        super().__init__(inner)
+        self.catalog, self.locked = catalog, locked
+        self._owners: dict[str, tuple[str, str]] = {}  # a REST table's directory -> its name
+
+    def snapshot_owner(self, path: str) -> tuple[str, str] | None:
+        """(database, object name) of the table whose snapshot file ``path`` is (the object
+        name with ``$branch_<b>`` for a branch); None for any other file. A REST catalog's
+        snapshot file of a table it does not list is a ConfigError: it is never written
+        around the server."""
+        meta, _, file_name = path.rstrip("/").rpartition("/")
+        meta, _, folder = meta.rpartition("/")
+        if folder != SNAPSHOT_DIR or not file_name.startswith(SNAPSHOT_PREFIX):
+            return None
+        table_dir, branch = meta, None
+        parent, _, leaf = meta.rpartition("/")
+        if leaf.startswith(BRANCH_PREFIX) and parent.rpartition("/")[2] == BRANCH_DIR:
+            table_dir, branch = parent.rpartition("/")[0], leaf[len(BRANCH_PREFIX):]
+        owner = self._table_of(table_dir)
+        if owner is None:
+            return None
+        database, table = owner
+        return database, table if branch is None else f"{table}$branch_{branch}"
+
+    def _table_of(self, table_dir: str) -> tuple[str, str] | None:
+        if isinstance(self.catalog, RestCatalog):
+            if table_dir not in self._owners:
+                self.tables(self.root)
+            if table_dir not in self._owners:
+                raise ConfigError("catalog", f"{table_dir} is no table of the REST catalog "
+                                             f"{self.catalog.config.uri}: its snapshots are "
+                                             "committed through the catalog only")
+            return self._owners[table_dir]
+        database_dir, _, table = table_dir.rpartition("/")
+        database = database_dir.rpartition("/")[2]
+        if not database.endswith(DB_SUFFIX) or not table:
+            return None
+        return database[:-len(DB_SUFFIX)], table
+
+    def tables(self, warehouse: str) -> list[tuple[str, str]]:
+        """(``db.table``, its directory) of every table of the catalog, sorted by name: where
+        a REST catalog's server says the table is, else ``<warehouse>/<db>.db/<table>``."""
+        if isinstance(self.catalog, RestCatalog):
+            found = [(t.database, t.name, self._local_form(t.path)) for t in self.catalog.tables()]
+            self._owners.update({path: (database, name) for database, name, path in found})
+            return [(f"{database}.{name}", path) for database, name, path in found]
+        return [(name, self.table_path(warehouse, name)) for name in self.catalog.table_names()]
+
+    def _local_form(self, path: str) -> str:
+        """A server's table path as this storage names it (``file:/x`` is ``/x`` locally)."""
+        if "://" not in self.root and path.startswith("file:"):
+            return "/" + path[len("file:"):].lstrip("/")
+        return path.rstrip("/")
+
+    def table_path(self, warehouse: str, name: str) -> str:
+        """The directory of table ``db.table`` (see :meth:`tables`)."""
+        database, table = name.split(".", 1)
+        if isinstance(self.catalog, RestCatalog):
+            path = self._local_form(self.catalog.table(database, table).path)
+            self._owners[path] = (database, table)
+            return path
+        return self.join(warehouse, database + DB_SUFFIX, table)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """A REST catalog's snapshot files are written by its server only: copying one in
+        (a branch created, renamed or fast-forwarded file by file) is refused."""
+        if isinstance(self.catalog, RestCatalog) and self.snapshot_owner(path) is not None:
+            raise UnsupportedError(f"writing {path} directly: the snapshots of a REST catalog's "
+                                   "table are committed through its server, and paimond does "
+                                   "not yet run this operation through the server")
+        self._inner.write_bytes(path, data)
+
+    def create_exclusive(self, path: str, data: bytes) -> bool:
+        owner = self.snapshot_owner(path)
+        if owner is None:
+            return self._inner.create_exclusive(path, data)
+        if isinstance(self.catalog, RestCatalog):
+            return self._commit_through_server(path, data, *owner)
+        if not self.locked:
+            return self._inner.create_exclusive(path, data)
+        with self.catalog.lock(*owner):
+            return not self._inner.exists(path) and self._inner.create_exclusive(path, data)
+
+    def _commit_through_server(self, path: str, data: bytes, database: str, name: str) -> bool:
+        assert isinstance(self.catalog, RestCatalog)
+        snapshot = decode_snapshot(data)
+        meta_path = path.rsplit("/", 2)[0]  # <meta>/snapshot/snapshot-<id>
+        table_path = meta_path.rsplit("/", 2)[0] if "$branch_" in name else meta_path
+        base = self._inner.join(meta_path, SNAPSHOT_DIR, f"{SNAPSHOT_PREFIX}{snapshot.id - 1}")
+        base_uuid = None
+        if snapshot.id > 1 and self._inner.exists(base):
+            base_uuid = json.loads(self._inner.read_bytes(base)).get("uuid")
+        statistics = delta_statistics(self._inner, table_path, meta_path, snapshot)
+        return self.catalog.commit_snapshot(database, name, json.loads(data), base_uuid,
+                                            statistics)
+
+
+def catalog_secret(options: Mapping[str, str], env: Mapping[str, str]) -> str | None:
+    """The secret of the catalog ``options`` describe (JDBC password, REST token), from the
+    environment variable :data:`SECRET_ENV` names for it."""
+    variable = SECRET_ENV.get(_metastore(options))
+    return env.get(variable) if variable else None
+
+
+def _metastore(options: Mapping[str, str]) -> str:
+    return options.get("metastore", "filesystem" if not options else "jdbc")
+
+
+def with_catalog(storage: Storage, options: Mapping[str, str], *,
+                 secret: str | None = None) -> Storage:
+    """``storage`` as the warehouse of the catalog ``options`` describe (Paimon's catalog
+    options; ``metastore`` ``filesystem``, the default, changes nothing; ``jdbc`` and
+    ``rest``: a :class:`CatalogStorage`; ``secret``: the JDBC password or REST token, which
+    the options never hold). ConfigError for a catalog paimond does not read."""
+    metastore = _metastore(options)
+    if metastore == "filesystem":
+        return storage
+    if metastore not in SECRET_ENV:
+        raise ConfigError("catalog metastore", f"{metastore!r}: paimond reads filesystem, jdbc "
+                                               "and rest catalogs (hive: not yet)")
+    option = SECRET_OPTION[metastore]
+    if option in options:
+        raise ConfigError(f"catalog {option}", "credentials come from the environment "
+                                               f"({SECRET_ENV[metastore]}), not the options")
+    if metastore == "rest":
+        return CatalogStorage(storage, RestCatalog(RestCatalogConfig.of(options, secret)))
+    config = JdbcCatalogConfig.of({**options, **({option: secret} if secret else {})})
+    scheme = storage.root.split("://", 1)[0] if "://" in storage.root else "file"
+    locked = config.lock_enabled if config.lock_enabled is not None else scheme in OBJECT_STORES
+    return CatalogStorage(storage, JdbcCatalog(config), locked=locked)
+
+
+def committed_through_server(storage: Storage) -> bool:
+    """Whether ``storage`` (or a storage it wraps) commits snapshots through a REST catalog's
+    server: jobs that rewrite history file by file (rollback) are refused there."""
+    while isinstance(storage, DelegatingStorage):
+        if isinstance(storage, CatalogStorage):
+            return isinstance(storage.catalog, RestCatalog)
+        storage = storage.inner
+    return False
