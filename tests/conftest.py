@@ -14,6 +14,7 @@ import pytest
 from hypothesis import settings
 from support.java_maintainer import java_maintainer  # noqa: F401
 from support.java_reader import java_reader, java_readers  # noqa: F401
+from support.postgres import postgres  # noqa: F401
 from support.rest_catalog import rest_catalog, rest_server_classes  # noqa: F401
 from support.s3_endpoint import s3_endpoint, s3_storage  # noqa: F401
 from support.spark_session import spark  # noqa: F401

@@ -132,6 +132,10 @@ class JavaMaintainer:
         """The latest snapshot id of ``table`` as its catalog answers it (0: none)."""
         return self._ask("catalog-latest", json.dumps(dict(options)), table)
 
+    def catalog_count(self, options: Mapping[str, str], table: str) -> int:
+        """The number of rows Java's batch read of ``table`` (through its catalog) returns."""
+        return self._ask("catalog-count", json.dumps(dict(options)), table)
+
     def merge_branch(self, table_path: str | os.PathLike[str], source: str,
                      target: str = "main") -> int:
         """Java's ``mergeBranch``; the target branch's latest snapshot id."""
@@ -156,24 +160,35 @@ class JavaMaintainer:
         self._process = None
 
 
-@pytest.fixture(scope="session", name="java_maintainer")
-def java_maintainer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaMaintainer]:
-    """Java Paimon's writer and compaction (the reference release), one JVM (conftest
-    re-exports it)."""
-    try:
-        jars = classpath(REFERENCE)
-    except JavaUnavailable as e:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Java Paimon {REFERENCE} unavailable under CI: {e}")
-        pytest.skip(f"Java Paimon {REFERENCE}: {e}")
-    root = tmp_path_factory.mktemp("java_maintainer")
+def start_maintainer(release: str, root: Path, extra_jars: Sequence[Path] = ()
+                     ) -> JavaMaintainer:
+    """A maintainer of Java Paimon ``release`` (compiled under ``root``), ``extra_jars`` on its
+    classpath (a file system, a JDBC driver); JavaUnavailable without a JDK, Maven or a jar."""
+    jars = [*classpath(release), *extra_jars]
     classes = root / "classes"
     result = subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp",
                              classpath_text(jars), str(SOURCE)],
                             capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise JavaMaintenanceError(f"javac failed:\n{result.stdout}\n{result.stderr}")
-    maintainer = JavaMaintainer(REFERENCE, jars, classes, root)
+    return JavaMaintainer(release, jars, classes, root)
+
+
+def unavailable(what: str, error: JavaUnavailable) -> None:
+    """Skip, or fail under ``CI=true``."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{what} unavailable under CI: {error}")
+    pytest.skip(f"{what}: {error}")
+
+
+@pytest.fixture(scope="session", name="java_maintainer")
+def java_maintainer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaMaintainer]:
+    """Java Paimon's writer and compaction (the reference release), one JVM (conftest
+    re-exports it)."""
+    try:
+        maintainer = start_maintainer(REFERENCE, tmp_path_factory.mktemp("java_maintainer"))
+    except JavaUnavailable as e:
+        unavailable(f"Java Paimon {REFERENCE}", e)
     try:
         yield maintainer
     finally:

@@ -142,9 +142,20 @@ def classpath(release: str) -> list[Path]:
     return [_fetch(c) for c in MAVEN_RELEASES[release]]
 
 
+# Java Paimon 1.4 on S3 (paimon-s3: Hadoop's S3A, shaded) with a PostgreSQL JDBC catalog:
+# Maven Central serves no paimon-s3 2.x.
+S3_AND_POSTGRES = ("org.apache.paimon:paimon-s3:1.4.2", "org.postgresql:postgresql:42.7.4")
+
+
+def fetch_jars(coordinates: tuple[str, ...]) -> list[Path]:
+    """Jars beside a release's (``group:artifact:version``), fetched if need be."""
+    maven_repository().mkdir(parents=True, exist_ok=True)
+    return [_fetch(c) for c in coordinates]
+
+
 def rest_server_classpath() -> list[Path]:
     """Release "2.0"'s jars and those of Paimon's REST catalog server, fetched if need be."""
-    return [*classpath("2.0"), *(_fetch(c) for c in REST_SERVER)]
+    return [*classpath("2.0"), *fetch_jars(REST_SERVER)]
 
 
 def classpath_text(jars: list[Path], *more: Path) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 from support.pk_table_writes import write_pk_table
-from support.postgres import PASSWORD, Postgres, postgres  # noqa: F401 (the fixture)
+from support.postgres import PASSWORD, Postgres
 
 from paimond.cli.main import main
 from paimond.config.settings import load_settings

@@ -125,6 +125,9 @@ public class PaimonMaintainer {
         if (request[0].equals("catalog-latest")) {
             return catalogLatest(optionsOf(request[1]), request[2]);
         }
+        if (request[0].equals("catalog-count")) {
+            return catalogCount(optionsOf(request[1]), request[2]);
+        }
         FileStoreTable table = open(request[1]);
         switch (request[0]) {
             case "write":
@@ -178,7 +181,10 @@ public class PaimonMaintainer {
                 }
                 break;
             case "merge-branch": // mergeBranch(SOURCE, TARGET); answers TARGET's latest
-                table.mergeBranch(request[2], request[3]);
+                // by reflection: Paimon 2.0's API, and this class also compiles against 1.4
+                table.getClass()
+                        .getMethod("mergeBranch", String.class, String.class)
+                        .invoke(table, request[2], request[3]);
                 table = table.switchToBranch(request[3]);
                 break;
             case "rename-branch": // renameBranch(FROM, TO); answers TO's latest
@@ -236,6 +242,18 @@ public class PaimonMaintainer {
             throws Exception {
         Snapshot latest = catalogTable(options, name, false).latestSnapshot().orElse(null);
         return latest == null ? 0 : latest.id();
+    }
+
+    /** catalog-count OPTIONS DB.TABLE: the number of rows a batch read of the table returns. */
+    private static long catalogCount(Map<String, String> options, String name) throws Exception {
+        FileStoreTable table = catalogTable(options, name, false);
+        org.apache.paimon.table.source.ReadBuilder builder = table.newReadBuilder();
+        long[] rows = {0};
+        try (org.apache.paimon.reader.RecordReader<org.apache.paimon.data.InternalRow> reader =
+                builder.newRead().createReader(builder.newScan().plan())) {
+            reader.forEachRemaining(row -> rows[0]++);
+        }
+        return rows[0];
     }
 
     private static FileStoreTable catalogTable(
