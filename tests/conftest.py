@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from support.browser import browser  # noqa: F401
 from support.java_maintainer import java_maintainer  # noqa: F401
 from support.java_reader import java_reader, java_readers  # noqa: F401
 from support.postgres import postgres  # noqa: F401
@@ -107,6 +108,7 @@ SLOW = (
     "daemon/test_storage_outage.py::test_two_daemons_through_storage_outages_never_overlap[s3]",
     "daemon/test_daemon_e2e.py::test_daemon_maintains_an_s3_warehouse",
     "daemon/test_daemon_e2e.py::test_daemon_maintains_a_local_warehouse",
+    "daemon/test_console_browser.py::test_the_console_shows_the_warehouse_and_runs_a_job",
     "daemon/test_daemon_e2e.py::test_every_line_is_json_and_a_stop_ends_with_daemon_stopped",
     "daemon/test_watch_windows.py::test_synthetic_table_with_regeneration_needs",
     "daemon/test_readiness.py::test_an_s3_bucket_that_does_not_exist_is_not_ready",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 from concurrent.futures import Future
+from typing import Any
 
 from paimond.daemon.http.status_view import table_json
 from paimond.daemon.logging import get_logger
@@ -14,6 +15,7 @@ from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
 from paimond.daemon.tables.admission import Admission
 from paimond.daemon.tables.state import options_of
+from paimond.table.status.report import table_status
 
 log = get_logger(__name__)
 
@@ -43,19 +45,32 @@ class Control:
         with daemon.lock:
             states = [(n, s, s.standing(), s.running, s.error, s.urgency,
                        s.unchanged if s.unchanged is not None and s.unchanged.holds(
-                           s.last_snapshot_id, s.watcher.schema_id, now) else None)
+                           s.last_snapshot_id, s.watcher.schema_id, now) else None,
+                       {**s.gauges, **s.watcher.last.gauges, **s.watcher.need_gauges()})
                       for n, s in daemon.tables.items()]
         policies = daemon.policies
         out: dict[str, object] = {}
-        for name, state, standing, running, error, urgency, unchanged in states:
+        for name, state, standing, running, error, urgency, unchanged, figures in states:
             out[name] = table_json(
                 standing, running=running, error=error, urgency=urgency,
                 policy=policies.policy(name),
                 chosen=policies.for_run(name, options_of(state.table), now),
                 schedules=policies.schedules(name), records=policies.records(name),
                 paused=policies.paused(name), waiting=policies.waiting(name), now=now,
-                unchanged=unchanged.describe() if unchanged is not None else None)
+                unchanged=unchanged.describe() if unchanged is not None else None,
+                figures=figures)
         return out
+
+    def table_detail(self, table_name: str) -> dict[str, Any] | None:
+        """The console's table page: the table read now (``paimond status``'s JSON: levels
+        and sorted runs per bucket, snapshots, tags, consumers, refusals; files not checked)
+        and its ``/status`` entry. None if the daemon does not maintain it."""
+        with self.daemon.lock:
+            state = self.daemon.tables.get(table_name)
+        if state is None:
+            return None
+        return {"table": table_status(state.table, verify_files=False).to_json(),
+                "status": self.status().get(table_name)}
 
     def known(self, table_name: str) -> bool:
         """Whether the daemon maintains ``db.table`` (discovering once when not yet seen)."""

@@ -1,6 +1,7 @@
 """One HTTP port: /metrics, /healthz, /readyz, /status (JSON, or HTML for a browser or
-``?format=html``), and with the bearer token: POST /trigger, /pause, /resume and
-GET /admission?table=db.table."""
+``?format=html``), the web console at / (``daemon.http.console``) and the JSON it is built
+from (/api/v1/tables, /api/v1/table?name=db.table), and with the bearer token: POST /trigger,
+/pause, /resume and GET /admission?table=db.table."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from paimond.daemon.http.bounded_server import BoundedHttpServer, BufferedHandler
+from paimond.daemon.http.console import asset
 from paimond.daemon.http.control import Control
 from paimond.daemon.http.status_text import render_html
 from paimond.daemon.runner import TableRun
 from paimond.errors import ConfigError, PaimondError, UnreadableTableError
 
 MAX_BODY_BYTES = 64 * 1024
+API_VERSION = 1  # of /api/v1/*: a key removed or changed in meaning makes a /api/v2
 
 
 def run_to_json(run: TableRun) -> dict[str, Any]:
@@ -101,6 +104,16 @@ class _Handler(BufferedHandler):
                 self._reply(200, render_html(tables).encode(), "text/html; charset=utf-8")
             else:
                 self._reply(200, {"tables": tables})
+        elif url.path == "/api/v1/tables":
+            self._reply(200, {"api_version": API_VERSION, "tables": control.status()})
+        elif url.path == "/api/v1/table":
+            self._table_detail(query.get("name", [""])[0])
+        elif url.path == "/" or url.path.startswith("/console/"):
+            found = asset("index.html" if url.path == "/" else url.path[len("/console/"):])
+            if found is None:
+                self._reply(404, {"error": "not found"})
+            else:
+                self._reply(200, *found)
         elif url.path == "/admission":
             if self._authorized():
                 self._admission(query.get("table", [""])[0])
@@ -110,6 +123,20 @@ class _Handler(BufferedHandler):
     def _not_found(self, table: str) -> None:
         where = ", ".join(self.server.control.warehouses())
         self._reply(404, {"error": f"table {table} not found in {where}"})
+
+    def _table_detail(self, table: str) -> None:
+        if not table:
+            self._reply(400, {"error": "expected /api/v1/table?name=db.table"})
+            return
+        try:
+            detail = self.server.control.table_detail(table)
+        except PaimondError as error:
+            self._reply(503, {"error": f"cannot read {table}: {type(error).__name__}: {error}"})
+            return
+        if detail is None:
+            self._not_found(table)
+        else:
+            self._reply(200, {"api_version": API_VERSION, **detail})
 
     def _admission(self, table: str) -> None:
         if not table:

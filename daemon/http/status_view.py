@@ -60,9 +60,11 @@ def policy_json(policy: TablePolicy | None, chosen: Effective, paused: str | Non
 def table_json(standing: Standing, *, running: bool, error: str | None, urgency: float,
                policy: TablePolicy | None, chosen: Effective, schedules: Mapping[str, Schedule],
                records: Mapping[str, JobRecord], paused: str | None, waiting: str | None,
-               now: float, unchanged: str | None = None) -> dict[str, Any]:
+               now: float, unchanged: str | None = None,
+               figures: Mapping[str, float] | None = None) -> dict[str, Any]:
     """One table's entry; ``last_run`` and the top-level keys stay as before this page.
-    ``unchanged``: why the periodic compaction is skipped (daemon.tables.compact_skip), if it is."""
+    ``unchanged``: why the periodic compaction is skipped (daemon.tables.compact_skip), if it is;
+    ``figures``: the table's health figures as last read (its ``paimond_table_*`` gauges)."""
     jobs = {}
     for job in chosen.jobs.names:
         source = (policy.name if policy and (job, "enabled") in policy.overrides
@@ -85,4 +87,5 @@ def table_json(standing: Standing, *, running: bool, error: str | None, urgency:
             "last_run": dict(standing.last_run), "jobs": jobs,
             # items no rebuild_dv / rewrite_index pass handled yet (buckets, files)
             "regeneration_left": {job: standing.unsettled.get(job, 0) for job in REGENERATING},
-            "policy": policy_json(policy, chosen, paused)}
+            "policy": policy_json(policy, chosen, paused),
+            "figures": dict(figures or {})}

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.daemon_process import start_daemon
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import catalog_for
 from support.s3_endpoint import S3Endpoint
@@ -56,28 +55,6 @@ def _scrape(url: str) -> dict[str, float]:
     return out
 
 
-def _start(config: Path, env: dict[str, str], lines: list[str] | None = None
-           ) -> tuple[subprocess.Popen[str], str]:
-    """The daemon, started; its log lines go on into ``lines``."""
-    process = subprocess.Popen([sys.executable, "-m", "paimond.cli", "run", "--config",
-                                str(config)], env=env, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    kept = lines if lines is not None else []
-    started = time.monotonic()
-    while time.monotonic() - started < 60:
-        line = process.stderr.readline()
-        kept.append(line)
-        match = re.search(r"serving (http://\S+)/metrics|\"metrics_url\": \"(http://\S+)/metrics",
-                          line)
-        if match:
-            threading.Thread(target=kept.extend, args=(process.stderr,), daemon=True).start()
-            return process, match.group(1) or match.group(2)
-        if process.poll() is not None:
-            break
-    process.kill()
-    raise AssertionError("the daemon did not start:\n" + "".join(kept))
-
-
 def _maintain_while_writing(tmp_path: Path, warehouse: str, options: dict[str, str] | None,
                             storage_options: str) -> None:
     names = ["db.busy", "db.quiet"]
@@ -107,7 +84,7 @@ grace_s = 20
 format = "json"
 """)
     env = {**os.environ, "PAIMOND_TRIGGER_TOKEN": "e2e-token"}
-    process, url = _start(config, env)
+    process, url = start_daemon(config, env)
     try:
         for i in range(8):  # an ingestion job keeps committing while the daemon works
             _commit(warehouse, "db.busy", i * 7, options)
@@ -208,7 +185,7 @@ format = "json"
 level = "debug"
 """)
     lines: list[str] = []
-    process, url = _start(config, dict(os.environ), lines)
+    process, url = start_daemon(config, dict(os.environ), lines)
     try:
         time.sleep(3)  # ticks, a compaction, APScheduler at work
         assert _scrape(url)

@@ -56,6 +56,13 @@ def test_the_wheel_carries_every_module_and_nothing_else(wheel_names: set[str]) 
     assert shipped == expected
 
 
+def test_the_wheel_carries_the_web_consoles_files(wheel_names: set[str]) -> None:
+    console = {n for n in wheel_names if n.startswith("paimond/daemon/http/console/")
+               and not n.endswith(".py")}
+    assert console == {f"paimond/daemon/http/console/{name}"
+                       for name in ("index.html", "console.js", "console.css")}
+
+
 def test_the_wheel_declares_the_console_script(wheel_names: set[str]) -> None:
     (entry_points,) = [n for n in wheel_names if n.endswith(".dist-info/entry_points.txt")]
     assert entry_points.startswith("paimond-")

@@ -1,0 +1,249 @@
+// paimond's console: the warehouse overview and one page per table, built from the daemon's
+// JSON (/api/v1/tables, /api/v1/table?name=) and refreshed by polling. Text from the daemon is
+// only ever set as textContent, never parsed as HTML.
+"use strict";
+
+const REFRESH_MS = Number(new URLSearchParams(location.search).get("refresh_ms")) || 3000;
+const PAGE_SIZE = 100;
+const view = { sort: "health", descending: false, page: 0, tables: {}, timer: null };
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function size(bytes) {
+  if (!bytes) return "0 B";
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  const power = Math.min(units.length - 1, Math.floor(Math.log(bytes) / Math.log(1024)));
+  return `${(bytes / 1024 ** power).toFixed(power ? 1 : 0)} ${units[power]}`;
+}
+function when(seconds) {
+  return seconds ? new Date(seconds * 1000).toLocaleString() : "—";
+}
+
+// The conditions that make a table need attention, the worst first.
+function reasons(name, t) {
+  const f = t.figures || {};
+  const out = [];
+  if (t.error) out.push(`unreadable: ${t.error}`);
+  if (t.quarantined) out.push(`quarantined after ${t.failures} failures`);
+  for (const [job, j] of Object.entries(t.jobs || {})) {
+    if (j.why && j.why.startsWith("refused")) out.push(`${job} refused the table`);
+  }
+  if (f.stop_trigger && f.max_sorted_runs >= f.stop_trigger) {
+    out.push(`${f.max_sorted_runs} sorted runs: at the stop trigger (${f.stop_trigger}), writers stall`);
+  } else if (f.compaction_trigger && f.max_sorted_runs > f.compaction_trigger) {
+    out.push(`${f.max_sorted_runs} sorted runs, past the compaction trigger (${f.compaction_trigger})`);
+  }
+  if (f.postpone_rows > 0) out.push(`${f.postpone_rows} rows in postpone buckets, invisible to readers`);
+  if (f.compaction_debt_bytes > 0) out.push(`compaction debt ${size(f.compaction_debt_bytes)}`);
+  if (f.buckets_missing_vectors > 0) out.push(`${f.buckets_missing_vectors} buckets miss deletion vectors`);
+  if (f.stale_index_files > 0) out.push(`${f.stale_index_files} files with stale indexes`);
+  if (t.paused) out.push(t.paused);
+  return out;
+}
+
+function healthOf(t) {
+  const value = (t.figures || {}).health;
+  return typeof value === "number" ? value : null;
+}
+
+function healthBadge(value) {
+  const grade = value === null ? "unknown" : value >= 80 ? "good" : value >= 50 ? "fair" : "poor";
+  return el("span", { class: `health ${grade}`, text: value === null ? "?" : Math.round(value) });
+}
+
+function sortKey(name, t) {
+  const f = t.figures || {};
+  switch (view.sort) {
+    case "name": return name;
+    case "state": return t.state;
+    case "runs": return f.max_sorted_runs || 0;
+    case "level0": return f.level0_files || 0;
+    case "debt": return f.compaction_debt_bytes || 0;
+    case "snapshots": return f.snapshots || 0;
+    default: { const h = healthOf(t); return h === null ? -1 : h; }
+  }
+}
+
+function visible() {
+  const text = document.getElementById("filter-name").value.trim();
+  const state = document.getElementById("filter-state").value;
+  const rows = Object.entries(view.tables).filter(([name, t]) => {
+    if (text && !name.startsWith(text)) return false;
+    if (state === "attention") return reasons(name, t).length > 0;
+    return !state || t.state === state;
+  });
+  rows.sort((a, b) => {
+    const x = sortKey(...a), y = sortKey(...b);
+    const order = x < y ? -1 : x > y ? 1 : a[0] < b[0] ? -1 : 1;
+    return view.descending ? -order : order;
+  });
+  return rows;
+}
+
+function renderTotals(target, pairs) {
+  target.replaceChildren(...pairs.map(([label, value]) =>
+    el("div", {}, el("dt", { text: label }), el("dd", { text: String(value) }))));
+}
+
+function renderOverview() {
+  const all = Object.entries(view.tables);
+  const figure = (key) => all.reduce((sum, [, t]) => sum + ((t.figures || {})[key] || 0), 0);
+  renderTotals(document.getElementById("totals"), [
+    ["Tables", all.length],
+    ["Need attention", all.filter(([n, t]) => reasons(n, t).length).length],
+    ["Running", all.filter(([, t]) => t.running).length],
+    ["Compaction debt", size(figure("compaction_debt_bytes"))],
+    ["Level-0 files", figure("level0_files")],
+    ["Snapshots", figure("snapshots")],
+  ]);
+  const rows = visible();
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+  view.page = Math.min(view.page, pages - 1);
+  const body = document.querySelector("#tables tbody");
+  body.replaceChildren(...rows.slice(view.page * PAGE_SIZE, (view.page + 1) * PAGE_SIZE)
+    .map(([name, t]) => {
+      const f = t.figures || {};
+      const why = reasons(name, t);
+      return el("tr", { "data-table": name },
+        el("td", {}, el("a", { href: `#table=${encodeURIComponent(name)}`, text: name })),
+        el("td", {}, healthBadge(healthOf(t))),
+        el("td", { class: "why", text: why[0] || "healthy" }),
+        el("td", { class: "state", text: t.state }),
+        el("td", { class: "num", text: `${f.max_sorted_runs ?? "?"} / ${f.stop_trigger ?? "?"}` }),
+        el("td", { class: "num", text: f.level0_files ?? "?" }),
+        el("td", { class: "num", text: size(f.compaction_debt_bytes) }),
+        el("td", { class: "num", text: f.snapshots ?? "?" }));
+    }));
+  const nav = document.getElementById("pages");
+  nav.replaceChildren(...(pages > 1 ? [...Array(pages).keys()].map((i) => {
+    const button = el("button", { type: "button", text: String(i + 1) });
+    if (i === view.page) button.setAttribute("aria-current", "page");
+    button.addEventListener("click", () => { view.page = i; renderOverview(); });
+    return button;
+  }) : []));
+}
+
+function cellClass(runs, trigger, stop) {
+  return stop && runs >= stop ? "stop" : trigger && runs > trigger ? "due" : "ok";
+}
+
+function renderTable(name, detail) {
+  const table = detail.table, status = detail.status || {};
+  document.getElementById("table-title").textContent = name;
+  const why = reasons(name, status);
+  document.getElementById("table-why").textContent = why.length ? why.join("; ") : "healthy";
+  const f = status.figures || {};
+  renderTotals(document.getElementById("table-figures"), [
+    ["Health", healthOf(status) === null ? "?" : Math.round(healthOf(status))],
+    ["State", status.state || "?"],
+    ["Snapshots", `${table.snapshot_count} (${table.earliest_snapshot ?? "—"}…${table.latest_snapshot ?? "—"})`],
+    ["Latest commit", table.latest_commit_kind || "—"],
+    ["Tags", table.tags.length],
+    ["Consumers", Object.keys(table.consumers).length],
+    ["Level-0 files", f.level0_files ?? "?"],
+    ["Triggers", `${table.compaction_trigger ?? "—"} / ${table.stop_trigger ?? "—"}`],
+  ]);
+  document.querySelector("#jobs tbody").replaceChildren(
+    ...Object.entries(status.jobs || {}).map(([job, j]) => el("tr", { "data-job": job },
+      el("th", { scope: "row", text: job }),
+      el("td", { class: "outcome", text: j.outcome || "—" }),
+      el("td", { text: when(j.last_run_at) }),
+      el("td", { text: when(j.next_due_at) }),
+      el("td", { text: j.why }),
+      el("td", { text: j.detail || "" }))));
+  document.querySelector("#buckets tbody").replaceChildren(...table.buckets.map((b) =>
+    el("tr", { "data-bucket": `${b.partition}/${b.bucket}` },
+      el("td", { text: b.partition || "(unpartitioned)" }),
+      el("td", { class: "num", text: b.bucket }),
+      el("td", {}, el("span", {
+        class: `cell ${cellClass(b.sorted_runs, table.compaction_trigger, table.stop_trigger)}`,
+        text: b.sorted_runs })),
+      el("td", { text: b.levels.map((l) => `L${l.level}: ${l.files}`).join(", ") }),
+      el("td", { class: "num", text: size(b.size_bytes) }),
+      el("td", { class: "num", text: b.levels.reduce((sum, l) => sum + l.rows, 0) }))));
+  const notes = [];
+  for (const [job, list] of Object.entries(table.refusals || {})) {
+    for (const reason of list) notes.push(`${job} refuses: ${reason}`);
+  }
+  for (const key of table.undecided_options || []) notes.push(`option not decided: ${key}`);
+  for (const [key, source] of Object.entries((status.policy || {}).sources || {})) {
+    notes.push(`${key}: from ${source}`);
+  }
+  document.getElementById("refusals").replaceChildren(
+    ...(notes.length ? notes : ["none"]).map((text) => el("li", { text })));
+}
+
+async function getJson(url) {
+  const response = await fetch(url, { cache: "no-store" });
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return response.json();
+}
+
+function current() {
+  const match = location.hash.match(/^#table=(.+)$/);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+async function refresh() {
+  const name = current();
+  document.getElementById("overview").hidden = name !== null;
+  document.getElementById("table-page").hidden = name === null;
+  try {
+    if (name === null) {
+      view.tables = (await getJson("/api/v1/tables")).tables;
+      renderOverview();
+    } else {
+      renderTable(name, await getJson(`/api/v1/table?name=${encodeURIComponent(name)}`));
+    }
+    document.getElementById("updated").textContent =
+      `updated ${new Date().toLocaleTimeString()}`;
+  } catch (error) {
+    document.getElementById("updated").textContent = `not updated: ${error.message}`;
+  }
+}
+
+async function act(action) {
+  const token = document.getElementById("token").value;
+  sessionStorage.setItem("paimond-token", token);
+  const result = document.getElementById("action-result");
+  const response = await fetch(`/${action}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ table: current() }),
+  });
+  const body = await response.json().catch(() => ({}));
+  result.textContent = response.ok ? `${action}: accepted` : `${action}: ${body.error || response.status}`;
+  refresh();
+}
+
+function schedule() {
+  clearInterval(view.timer);
+  view.timer = setInterval(refresh, REFRESH_MS);
+  refresh();
+}
+
+document.getElementById("token").value = sessionStorage.getItem("paimond-token") || "";
+for (const button of document.querySelectorAll("th button[data-sort]")) {
+  button.addEventListener("click", () => {
+    view.descending = view.sort === button.dataset.sort ? !view.descending : false;
+    view.sort = button.dataset.sort;
+    renderOverview();
+  });
+}
+for (const input of ["filter-name", "filter-state"]) {
+  document.getElementById(input).addEventListener("input", () => { view.page = 0; renderOverview(); });
+}
+for (const button of document.querySelectorAll("button[data-action]")) {
+  button.addEventListener("click", () => act(button.dataset.action));
+}
+window.addEventListener("hashchange", schedule);
+schedule();

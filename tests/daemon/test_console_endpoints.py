@@ -1,0 +1,91 @@
+"""The console's endpoints in-process: the page and its assets from the package, the versioned
+JSON it is built from (every table with its health figures; one table's buckets and levels as
+``paimond status`` reads them), and the errors: an unknown table, a missing name, an unknown
+asset. No credential or storage option appears in any answer. (The page itself, in a browser:
+test_console_browser.py.)"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from support.pypaimon_tables import build_pk_deduplicate
+
+from paimond.config.settings import load_settings
+from paimond.daemon.http.control import Control
+from paimond.daemon.http.endpoints import HttpServer
+from paimond.daemon.lifecycle import Lifecycle
+from paimond.daemon.metrics import Metrics
+from paimond.daemon.service import Daemon
+from paimond.maintenance.jobs import ROUTINE
+
+
+def _get(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.headers["Content-Type"], response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read()
+
+
+def test_the_console_and_its_json(tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "wh")
+    spec = build_pk_deduplicate(warehouse)
+    settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse,
+                                        "PAIMOND_TRIGGER_TOKEN": "secret-token"}, jobs=ROUTINE)
+    daemon = Daemon(settings, Metrics(CollectorRegistry()))
+    daemon.discover()
+    for run in daemon.tick():  # one pass of every job: the table is read and its figures set
+        run.result()
+    server = HttpServer(Control(daemon), daemon.metrics.registry, "127.0.0.1", 0, "secret-token")
+    server.start()
+    url = "http://{}:{}".format(*server.address)
+    try:
+        status, kind, page = _get(f"{url}/")
+        assert status == 200 and kind.startswith("text/html") and b"console.js" in page
+        for asset, expected in (("console.js", "text/javascript"), ("console.css", "text/css")):
+            status, kind, body = _get(f"{url}/console/{asset}")
+            assert status == 200 and kind.startswith(expected) and len(body) > 1000
+        assert _get(f"{url}/console/../endpoints.py")[0] == 404
+        assert _get(f"{url}/console/secrets.txt")[0] == 404
+
+        status, _, body = _get(f"{url}/api/v1/tables")
+        answer: dict[str, Any] = json.loads(body)
+        assert status == 200 and answer["api_version"] == 1
+        entry = answer["tables"][spec.name]
+        assert entry["state"] == "idle" and entry["jobs"]["compact"]["why"]
+        figures = entry["figures"]
+        assert figures["max_sorted_runs"] >= 1 and figures["stop_trigger"] >= 1
+        assert 0 <= figures["health"] <= 100
+
+        status, _, body = _get(f"{url}/api/v1/table?name={spec.name}")
+        detail = json.loads(body)
+        assert status == 200 and detail["api_version"] == 1
+        assert (detail["status"]["state"], detail["status"]["figures"]) == (entry["state"],
+                                                                     entry["figures"])
+        buckets = detail["table"]["buckets"]
+        assert buckets and all(b["sorted_runs"] >= 1 and b["levels"] for b in buckets)
+        # read now: the tick's compaction committed the table's newest snapshot
+        assert detail["table"]["latest_commit_kind"] == "COMPACT"
+        assert entry["jobs"]["compact"]["outcome"] == "success"
+        for text in (page, body):
+            assert b"secret-token" not in text
+
+        assert _get(f"{url}/api/v1/table?name=db.nope")[0] == 404
+        assert _get(f"{url}/api/v1/table")[0] == 400
+    finally:
+        server.stop()
+        Lifecycle(daemon).shutdown(5)
+
+
+@pytest.mark.parametrize("name", ["index.html", "console.js", "console.css"])
+def test_the_assets_ship_in_the_package(name: str) -> None:
+    from paimond.daemon.http.console import asset
+
+    found = asset(name)
+    assert found is not None and len(found[0]) > 1000
