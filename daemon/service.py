@@ -25,6 +25,7 @@ from paimond.daemon.discovery import (
     warehouse_unready,
 )
 from paimond.daemon.events import Events, log_event
+from paimond.daemon.history import History
 from paimond.daemon.lease import Leases
 from paimond.daemon.logging import get_logger
 from paimond.daemon.metrics import Metrics
@@ -68,7 +69,8 @@ class Daemon:
         # serving (``Lifecycle.run``): re-check a table right after its run, watch the ones near
         # their trigger between ticks (daemon.tables.pace); a one-shot pass does neither
         self.keep_up = False
-        self.events = Events(metrics.on_event, log_event)
+        self.history = History(self.wall_s)  # the console's charts (daemon.history)
+        self.events = Events(metrics.on_event, log_event, self.history.on_event)
         self.runner = Runner(settings, self.leases, self.events, clock,
                              stopping=self._stopping.is_set, cancelled=self._cancelled.is_set)
         self._policy = evaluate.BackoffPolicy(settings.backoff_base_s, settings.backoff_max_s,
@@ -124,6 +126,7 @@ class Daemon:
                 self._quarantine_changed = True
             self._last_discovery = self.wall_s()
         self.policies.forget(gone)
+        self.history.forget(gone)
 
     def ready(self) -> bool:
         """Config loaded and every warehouse there and reachable."""
@@ -201,6 +204,7 @@ class Daemon:
                 state.compaction_due = pace.compaction_due(health.gauges)
         if health is not None:
             self.metrics.set_table(name, **health.gauges, **state.watcher.last.gauges)
+            self.history.record(name, health.gauges)
             self.metrics.set_level0_oldest(name, state.watcher.last.oldest_level0_millis)
             self.metrics.set_changelog_pending(name, state.watcher.last.changelog_pending_millis)
             self.metrics.set_postpone_oldest(name, status.postpone_oldest_millis)

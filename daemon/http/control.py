@@ -64,13 +64,15 @@ class Control:
     def table_detail(self, table_name: str) -> dict[str, Any] | None:
         """The console's table page: the table read now (``paimond status``'s JSON: levels
         and sorted runs per bucket, snapshots, tags, consumers, refusals; files not checked)
-        and its ``/status`` entry. None if the daemon does not maintain it."""
+        its ``/status`` entry, and its recent figures and job runs (``daemon.history``). None
+        if the daemon does not maintain it."""
         with self.daemon.lock:
             state = self.daemon.tables.get(table_name)
         if state is None:
             return None
         return {"table": table_status(state.table, verify_files=False).to_json(),
-                "status": self.status().get(table_name)}
+                "status": self.status().get(table_name),
+                "history": self.daemon.history.of(table_name)}
 
     def known(self, table_name: str) -> bool:
         """Whether the daemon maintains ``db.table`` (discovering once when not yet seen)."""

@@ -2,7 +2,8 @@
 warehouse with a healthy table and a paused table whose sorted runs reached the stop trigger.
 The overview lists both with the right state, health and reason; the paused table's page shows
 its bucket at the stop trigger; resuming and triggering it from the page runs the compaction,
-and the page updates itself when the job ends. A phone-width window needs no horizontal scroll.
+and the page updates itself when the job ends, its history charts showing the runs' rise and
+fall and the job's duration. A phone-width window needs no horizontal scroll.
 Screenshots of both pages go to the test's directory (and to ``$PAIMOND_CONSOLE_SCREENSHOTS``,
 which is how the ones under docs/images/ were made)."""
 
@@ -152,6 +153,15 @@ format = "json"
             By.CSS_SELECTOR, '#buckets tr[data-bucket="/0"] .cell').text == "1")
         outcome = browser.find_element(By.CSS_SELECTOR, '#jobs tr[data-job="compact"] .outcome')
         assert outcome.text == "success"
+        # the history charts: the sorted runs went up with the writes and down with the job
+        runs_chart = _until("the sorted runs' history", lambda: browser.find_element(
+            By.CSS_SELECTOR, '[data-chart="max_sorted_runs"]').text.endswith(": 1") and
+            browser.find_element(By.CSS_SELECTOR, '[data-chart="max_sorted_runs"]'))
+        heights = [float(p.split(",")[1]) for p in runs_chart.find_element(
+            By.TAG_NAME, "polyline").get_attribute("points").split()]
+        assert len(heights) >= 3 and min(heights) < heights[-1]  # a peak above the last
+        jobs_chart = browser.find_element(By.CSS_SELECTOR, '[data-chart="job_seconds"]')
+        assert jobs_chart.find_elements(By.TAG_NAME, "circle")
 
         browser.set_window_size(375, 800)  # a phone
         browser.get(f"{url}/")

@@ -73,6 +73,10 @@ def test_the_console_and_its_json(tmp_path: Path) -> None:
         # read now: the tick's compaction committed the table's newest snapshot
         assert detail["table"]["latest_commit_kind"] == "COMPACT"
         assert entry["jobs"]["compact"]["outcome"] == "success"
+        history = detail["history"]
+        assert history["figures"] and "max_sorted_runs" in history["figures"][-1]
+        assert {r["job"] for r in history["runs"]} >= {"compact", "expire"}
+        assert all(r["duration_s"] >= 0 and r["at"] > 0 for r in history["runs"])
         for text in (page, body):
             assert b"secret-token" not in text
 

@@ -182,6 +182,52 @@ function renderTable(name, detail) {
     ...(notes.length ? notes : ["none"]).map((text) => el("li", { text })));
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs = {}) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  return node;
+}
+
+// One small chart: points (x: seconds, y: value) scaled into a 100 x 40 box.
+function chart(id, caption, points, format, marks = false) {
+  const figure = el("figure", { class: "chart", "data-chart": id });
+  const last = points.length ? format(points[points.length - 1].y) : "no data yet";
+  figure.append(el("figcaption", { text: `${caption}: ${last}` }));
+  const box = svg("svg", { viewBox: "0 0 100 40", preserveAspectRatio: "none", role: "img",
+    "aria-label": `${caption}, ${points.length} points` });
+  if (points.length) {
+    const xs = points.map((p) => p.x), ys = points.map((p) => p.y);
+    const x0 = Math.min(...xs), dx = Math.max(...xs) - x0 || 1;
+    const y1 = Math.max(...ys) || 1;
+    const at = (p) => [2 + ((p.x - x0) / dx) * 96, 38 - (p.y / y1) * 36];
+    if (marks) {
+      for (const p of points) {
+        const [x, y] = at(p);
+        box.append(svg("circle", { cx: x, cy: y, r: 1.2, class: p.failed ? "failure" : "" }));
+      }
+    } else {
+      box.append(svg("polyline", { points: points.map((p) => at(p).join(",")).join(" ") }));
+    }
+  }
+  figure.append(box);
+  return figure;
+}
+
+function renderHistory(history) {
+  const figures = history.figures || [];
+  const series = (key) => figures.filter((s) => key in s).map((s) => ({ x: s.at, y: s[key] }));
+  const runs = (history.runs || []).map((r) => ({ x: r.at, y: r.duration_s,
+    failed: r.outcome === "failure" }));
+  document.getElementById("charts").replaceChildren(
+    chart("level0_files", "Level-0 files", series("level0_files"), String),
+    chart("max_sorted_runs", "Sorted runs (most in a bucket)", series("max_sorted_runs"), String),
+    chart("compaction_debt_bytes", "Compaction debt", series("compaction_debt_bytes"), size),
+    chart("snapshots", "Snapshots", series("snapshots"), String),
+    chart("job_seconds", "Job durations (s)", runs, (v) => v.toFixed(2), true));
+}
+
 async function getJson(url) {
   const response = await fetch(url, { cache: "no-store" });
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
@@ -202,7 +248,9 @@ async function refresh() {
       view.tables = (await getJson("/api/v1/tables")).tables;
       renderOverview();
     } else {
-      renderTable(name, await getJson(`/api/v1/table?name=${encodeURIComponent(name)}`));
+      const detail = await getJson(`/api/v1/table?name=${encodeURIComponent(name)}`);
+      renderTable(name, detail);
+      renderHistory(detail.history || {});
     }
     document.getElementById("updated").textContent =
       `updated ${new Date().toLocaleTimeString()}`;
