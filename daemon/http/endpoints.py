@@ -17,6 +17,7 @@ from paimond.daemon.http.bounded_server import BoundedHttpServer, BufferedHandle
 from paimond.daemon.http.console import asset
 from paimond.daemon.http.control import Control
 from paimond.daemon.http.status_text import render_html
+from paimond.daemon.http.status_view import summary_json
 from paimond.daemon.runner import TableRun
 from paimond.errors import ConfigError, PaimondError, UnreadableTableError
 
@@ -105,7 +106,10 @@ class _Handler(BufferedHandler):
             else:
                 self._reply(200, {"tables": tables})
         elif url.path == "/api/v1/tables":
-            self._reply(200, {"api_version": API_VERSION, "tables": control.status()})
+            tables = control.status()
+            if query.get("view") == ["summary"]:
+                tables = {name: summary_json(entry) for name, entry in tables.items()}
+            self._reply(200, {"api_version": API_VERSION, "tables": tables})
         elif url.path == "/api/v1/table":
             self._table_detail(query.get("name", [""])[0])
         elif url.path == "/" or url.path.startswith("/console/"):

@@ -89,3 +89,11 @@ def table_json(standing: Standing, *, running: bool, error: str | None, urgency:
             "regeneration_left": {job: standing.unsettled.get(job, 0) for job in REGENERATING},
             "policy": policy_json(policy, chosen, paused),
             "figures": dict(figures or {})}
+
+
+def summary_json(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """What the console's overview shows of one ``table_json`` entry (a tenth of its size):
+    the state, the error, the figures, and the jobs that refused the table."""
+    refused = sorted(job for job, j in entry["jobs"].items() if j["why"].startswith("refused"))
+    return {key: entry[key] for key in ("state", "error", "quarantined", "failures", "running",
+                                        "paused", "figures")} | {"refused": refused}

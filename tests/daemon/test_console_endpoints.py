@@ -63,6 +63,12 @@ def test_the_console_and_its_json(tmp_path: Path) -> None:
         assert figures["max_sorted_runs"] >= 1 and figures["stop_trigger"] >= 1
         assert 0 <= figures["health"] <= 100
 
+        status, _, body = _get(f"{url}/api/v1/tables?view=summary")
+        summary = json.loads(body)["tables"][spec.name]
+        assert summary == {**{k: entry[k] for k in ("state", "error", "quarantined", "failures",
+                                                   "running", "paused", "figures")},
+                           "refused": []}
+
         status, _, body = _get(f"{url}/api/v1/table?name={spec.name}")
         detail = json.loads(body)
         assert status == 200 and detail["api_version"] == 1

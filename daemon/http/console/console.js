@@ -34,9 +34,9 @@ function reasons(name, t) {
   const out = [];
   if (t.error) out.push(`unreadable: ${t.error}`);
   if (t.quarantined) out.push(`quarantined after ${t.failures} failures`);
-  for (const [job, j] of Object.entries(t.jobs || {})) {
-    if (j.why && j.why.startsWith("refused")) out.push(`${job} refused the table`);
-  }
+  const refused = t.refused || Object.entries(t.jobs || {})
+    .filter(([, j]) => j.why && j.why.startsWith("refused")).map(([job]) => job);
+  for (const job of refused) out.push(`${job} refused the table`);
   if (f.stop_trigger && f.max_sorted_runs >= f.stop_trigger) {
     out.push(`${f.max_sorted_runs} sorted runs: at the stop trigger (${f.stop_trigger}), writers stall`);
   } else if (f.compaction_trigger && f.max_sorted_runs > f.compaction_trigger) {
@@ -245,7 +245,7 @@ async function refresh() {
   document.getElementById("table-page").hidden = name === null;
   try {
     if (name === null) {
-      view.tables = (await getJson("/api/v1/tables")).tables;
+      view.tables = (await getJson("/api/v1/tables?view=summary")).tables;
       renderOverview();
     } else {
       const detail = await getJson(`/api/v1/table?name=${encodeURIComponent(name)}`);
