@@ -68,6 +68,7 @@ class Settings:
     http_host: str
     http_port: int
     trigger_token: str | None = field(repr=False)
+    console_auth: bool
     log_format: str
     log_level: str
     lease_ttl_s: float
@@ -265,6 +266,10 @@ KEYS = (
     Key("http.trigger_token_file", "path", None,
         Declared("a file holding the token the trigger API asks for (PAIMOND_TRIGGER_TOKEN "
                  "wins)")),
+    Key("http.console_auth", bool, False,
+        Declared("the read endpoints (/status, the console's /api/v1/*) ask for the trigger "
+                 "token too; the console's page then asks for it"),
+        attr="console_auth"),
     Key("log.format", str, "auto", Declared("log line format; auto: console on a terminal",
                                             choices=("auto", "json", "console")),
         attr="log_format"),
@@ -358,6 +363,9 @@ def _settings(data: dict[str, Any], env: Mapping[str, str], jobs: Sequence[Daemo
     _check_keys(data)
     tables, http = data.get("tables", {}), data.get("http", {})
     daemon, cache = data.get("daemon", {}), data.get("lookup_cache", {})
+    if _value(data, _KEY["http.console_auth"]) and _token(http, env) is None:
+        raise ConfigError("http.console_auth", "needs the trigger token (PAIMOND_TRIGGER_TOKEN "
+                                               "or http.trigger_token_file)")
     if _value(data, _KEY["limits.per_table"]) != 1:
         raise ConfigError("limits.per_table", "one job per table at a time is the only mode")
     return Settings(

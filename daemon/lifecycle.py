@@ -38,7 +38,8 @@ class Lifecycle:
         daemon, settings = self.daemon, self.daemon.settings
         daemon.check_warehouses()
         http = HttpServer(Control(daemon), daemon.metrics.registry, settings.http_host,
-                          settings.http_port, settings.trigger_token)
+                          settings.http_port, settings.trigger_token,
+                          read_auth=settings.console_auth)
         http.start()
         host, port = http.address
         url = f"http://{host}:{port}"

@@ -1,7 +1,8 @@
 """One HTTP port: /metrics, /healthz, /readyz, /status (JSON, or HTML for a browser or
 ``?format=html``), the web console at / (``daemon.http.console``) and the JSON it is built
 from (/api/v1/tables, /api/v1/table?name=db.table), and with the bearer token: POST /trigger,
-/pause, /resume and GET /admission?table=db.table."""
+/pause, /resume and GET /admission?table=db.table (with ``http.console_auth``, /status and
+/api/v1/* too; the console's page and files never: they hold no data)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,9 @@ class _Handler(BufferedHandler):
                 self._reply(200, {"ready": True})
             else:
                 self._reply(503, {"ready": False, "reason": reason})
+        elif (url.path == "/status" or url.path.startswith("/api/")) and \
+                self.server.read_auth and not self._authorized():
+            return
         elif url.path == "/status":
             tables = control.status()
             wants_html = (query.get("format") == ["html"]
@@ -108,7 +112,8 @@ class _Handler(BufferedHandler):
         elif url.path == "/api/v1/tables":
             tables = control.status()
             if query.get("view") == ["summary"]:
-                tables = {name: summary_json(entry) for name, entry in tables.items()}
+                tables = {name: summary_json(entry) for name, entry in tables.items()
+                          if isinstance(entry, dict)}
             self._reply(200, {"api_version": API_VERSION, "tables": tables})
         elif url.path == "/api/v1/table":
             self._table_detail(query.get("name", [""])[0])
@@ -199,16 +204,17 @@ class _Server(BoundedHttpServer):
     """Slow or idle clients cost a socket, never a thread (daemon/http/bounded_server.py)."""
 
     def __init__(self, address: tuple[str, int], control: Control, registry: CollectorRegistry,
-                 token: str | None) -> None:
+                 token: str | None, read_auth: bool) -> None:
         super().__init__(address, _Handler, max_body_bytes=MAX_BODY_BYTES)
         self.control, self.registry, self.token = control, registry, token
+        self.read_auth = read_auth  # /status and /api/v1/* ask for the token too
 
 
 class HttpServer:
     def __init__(self, control: Control, registry: CollectorRegistry, host: str, port: int,
-                 token: str | None) -> None:
+                 token: str | None, *, read_auth: bool = False) -> None:
         try:
-            self._server = _Server((host, port), control, registry, token)
+            self._server = _Server((host, port), control, registry, token, read_auth)
         except OSError as error:  # port taken, address not on this host, no permission
             raise ConfigError("http.port", f"cannot listen on {host}:{port}: {error.strerror}"
                               ) from error

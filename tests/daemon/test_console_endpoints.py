@@ -22,12 +22,15 @@ from paimond.daemon.http.endpoints import HttpServer
 from paimond.daemon.lifecycle import Lifecycle
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.service import Daemon
+from paimond.errors import ConfigError
 from paimond.maintenance.jobs import ROUTINE
 
 
-def _get(url: str) -> tuple[int, str, bytes]:
+def _get(url: str, token: str | None = None) -> tuple[int, str, bytes]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=30) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=30) as response:
             return response.status, response.headers["Content-Type"], response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.headers["Content-Type"], error.read()
@@ -99,3 +102,34 @@ def test_the_assets_ship_in_the_package(name: str) -> None:
 
     found = asset(name)
     assert found is not None and len(found[0]) > 1000
+
+
+def test_with_console_auth_the_data_needs_the_token(tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "wh")
+    build_pk_deduplicate(warehouse)
+    env = {"PAIMOND_WAREHOUSE": warehouse, "PAIMOND_HTTP_CONSOLE_AUTH": "true"}
+    with pytest.raises(ConfigError) as missing:
+        load_settings(None, env=env, jobs=ROUTINE)
+    assert missing.value.key == "PAIMOND_HTTP_CONSOLE_AUTH"  # where the setting came from
+    assert "needs the trigger token" in str(missing.value)
+    settings = load_settings(None, env={**env, "PAIMOND_TRIGGER_TOKEN": "secret-token"},
+                             jobs=ROUTINE)
+    assert settings.console_auth
+    daemon = Daemon(settings, Metrics(CollectorRegistry()))
+    daemon.discover()
+    server = HttpServer(Control(daemon), daemon.metrics.registry, "127.0.0.1", 0, "secret-token",
+                        read_auth=settings.console_auth)
+    server.start()
+    url = "http://{}:{}".format(*server.address)
+    try:
+        for path in ("/status", "/api/v1/tables", "/api/v1/table?name=db.pk_deduplicate"):
+            assert _get(f"{url}{path}")[0] == 401, path
+            assert _get(f"{url}{path}", "wrong")[0] == 401, path
+            assert _get(f"{url}{path}", "secret-token")[0] == 200, path
+        # the page and its files hold no data: a browser gets them, then the page asks
+        for path in ("/", "/console/console.js"):
+            assert _get(f"{url}{path}")[0] == 200
+        assert _get(f"{url}/metrics")[0] == 200  # Prometheus scrapes as before
+    finally:
+        server.stop()
+        Lifecycle(daemon).shutdown(5)

@@ -228,8 +228,17 @@ function renderHistory(history) {
     chart("job_seconds", "Job durations (s)", runs, (v) => v.toFixed(2), true));
 }
 
+function authorization() {
+  const token = document.getElementById("token").value;
+  sessionStorage.setItem("paimond-token", token);
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
 async function getJson(url) {
-  const response = await fetch(url, { cache: "no-store" });
+  const response = await fetch(url, { cache: "no-store", headers: authorization() });
+  if (response.status === 401 || response.status === 403) {
+    throw new Error("the daemon asks for its token: enter it above");
+  }
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
   return response.json();
 }
@@ -260,12 +269,10 @@ async function refresh() {
 }
 
 async function act(action) {
-  const token = document.getElementById("token").value;
-  sessionStorage.setItem("paimond-token", token);
   const result = document.getElementById("action-result");
   const response = await fetch(`/${action}`, {
     method: "POST",
-    headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+    headers: { "Content-Type": "application/json", ...authorization() },
     body: JSON.stringify({ table: current() }),
   });
   const body = await response.json().catch(() => ({}));
@@ -280,6 +287,7 @@ function schedule() {
 }
 
 document.getElementById("token").value = sessionStorage.getItem("paimond-token") || "";
+document.getElementById("token").addEventListener("change", refresh);
 for (const button of document.querySelectorAll("th button[data-sort]")) {
   button.addEventListener("click", () => {
     view.descending = view.sort === button.dataset.sort ? !view.descending : false;
