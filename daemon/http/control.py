@@ -6,6 +6,8 @@ is alive and ready. A :class:`Control` is handed the :class:`Daemon` it speaks f
 from __future__ import annotations
 
 import datetime
+import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
@@ -18,11 +20,18 @@ from paimond.daemon.tables.state import options_of
 from paimond.table.status.report import table_status
 
 log = get_logger(__name__)
+# a table page's read is reused while the latest snapshot stays, for at most this long (tags,
+# consumers and expired snapshots change without a new snapshot)
+DETAIL_MAX_AGE_S = 30.0
 
 
 class Control:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
+        # the console's table pages: each table's status JSON at the snapshot it was read at
+        # (a page polls every few seconds; a large table's read costs seconds of CPU)
+        self._details: dict[str, tuple[int | None, float, dict[str, Any]]] = {}
+        self._details_lock = threading.Lock()  # one such read at a time
 
     def liveness_reason(self) -> str | None:
         return self.daemon.liveness_reason()
@@ -62,16 +71,23 @@ class Control:
         return out
 
     def table_detail(self, table_name: str) -> dict[str, Any] | None:
-        """The console's table page: the table read now (``paimond status``'s JSON: levels
-        and sorted runs per bucket, snapshots, tags, consumers, refusals; files not checked)
-        its ``/status`` entry, and its recent figures and job runs (``daemon.history``). None
-        if the daemon does not maintain it."""
+        """The console's table page: the table as read at its latest snapshot (``paimond
+        status``'s JSON: levels and sorted runs per bucket, snapshots, tags, consumers,
+        refusals; files not checked; read again once the latest snapshot changed or after
+        :data:`DETAIL_MAX_AGE_S`), its
+        ``/status`` entry, and its recent figures and job runs (``daemon.history``). None if
+        the daemon does not maintain it."""
         with self.daemon.lock:
             state = self.daemon.tables.get(table_name)
         if state is None:
             return None
-        return {"table": table_status(state.table, verify_files=False).to_json(),
-                "status": self.status().get(table_name),
+        with self._details_lock:
+            latest, now = state.table.snapshots.latest_id(), time.monotonic()
+            known = self._details.get(table_name)
+            if known is None or known[0] != latest or now - known[1] > DETAIL_MAX_AGE_S:
+                known = (latest, now, table_status(state.table, verify_files=False).to_json())
+                self._details[table_name] = known
+        return {"table": known[2], "status": self.status().get(table_name),
                 "history": self.daemon.history.of(table_name)}
 
     def known(self, table_name: str) -> bool:

@@ -36,7 +36,7 @@ def _get(url: str, token: str | None = None) -> tuple[int, str, bytes]:
         return error.code, error.headers["Content-Type"], error.read()
 
 
-def test_the_console_and_its_json(tmp_path: Path) -> None:
+def test_the_console_and_its_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     warehouse = str(tmp_path / "wh")
     spec = build_pk_deduplicate(warehouse)
     settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse,
@@ -88,6 +88,17 @@ def test_the_console_and_its_json(tmp_path: Path) -> None:
         assert all(r["duration_s"] >= 0 and r["at"] > 0 for r in history["runs"])
         for text in (page, body):
             assert b"secret-token" not in text
+
+        # polled again at the same snapshot: the read is reused, not repeated
+        from paimond.daemon.http import control as control_module
+
+        reads: list[str] = []
+        original = control_module.table_status
+        monkeypatch.setattr(control_module, "table_status",
+                            lambda table, **kw: reads.append(table.name) or original(table, **kw))
+        assert json.loads(_get(f"{url}/api/v1/table?name={spec.name}")[2])["table"] == \
+            detail["table"]
+        assert reads == []
 
         assert _get(f"{url}/api/v1/table?name=db.nope")[0] == 404
         assert _get(f"{url}/api/v1/table")[0] == 400
