@@ -1,7 +1,8 @@
 """What the console charts: each table's recent figures and job runs, kept in memory since the
 daemon started (a restart starts empty; Prometheus keeps the long history). Bounded: the last
 :data:`SAMPLES` readings of a table's figures (one per change of its latest snapshot, or per
-re-read) and its last :data:`RUNS` job runs; a table no longer discovered is forgotten."""
+re-read) and its last :data:`RUNS` job runs (outcome, duration, bytes and rows, detail); a
+table no longer discovered is forgotten."""
 
 from __future__ import annotations
 
@@ -35,13 +36,16 @@ class History:
     def on_event(self, event: JobEvent) -> None:
         """The job events' subscriber: each finished or failed job, with its duration."""
         if isinstance(event, JobFinished):
-            outcome = event.report.outcome
+            report = event.report
+            outcome, detail = report.outcome, report.detail
+            io = {"read_bytes": report.read_bytes, "written_bytes": report.written_bytes,
+                  "read_rows": report.read_rows, "written_rows": report.written_rows}
         elif isinstance(event, JobFailed):
-            outcome = "failure"
+            outcome, detail, io = "failure", event.error, {}
         else:
             return
         run = {"at": self._now(), "job": event.job, "outcome": outcome,
-               "duration_s": round(event.duration_s, 3)}
+               "duration_s": round(event.duration_s, 3), "detail": detail[:500], **io}
         with self._lock:
             self._runs.setdefault(event.table, deque(maxlen=RUNS)).append(run)
 

@@ -11,7 +11,7 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from paimond.daemon.http.status_view import table_json
+from paimond.daemon.http.status_view import maintenance_options, table_json
 from paimond.daemon.logging import get_logger
 from paimond.daemon.runner import TableRun
 from paimond.daemon.service import Daemon
@@ -73,8 +73,8 @@ class Control:
     def table_detail(self, table_name: str) -> dict[str, Any] | None:
         """The console's table page: the table as read at its latest snapshot (``paimond
         status``'s JSON: levels and sorted runs per bucket, snapshots, tags, consumers,
-        refusals; files not checked; read again once the latest snapshot changed or after
-        :data:`DETAIL_MAX_AGE_S`), its
+        refusals; files not checked; the options that govern its maintenance; its branches;
+        read again once the latest snapshot changed or after :data:`DETAIL_MAX_AGE_S`), its
         ``/status`` entry, and its recent figures and job runs (``daemon.history``). None if
         the daemon does not maintain it."""
         with self.daemon.lock:
@@ -85,9 +85,13 @@ class Control:
             latest, now = state.table.snapshots.latest_id(), time.monotonic()
             known = self._details.get(table_name)
             if known is None or known[0] != latest or now - known[1] > DETAIL_MAX_AGE_S:
-                known = (latest, now, table_status(state.table, verify_files=False).to_json())
+                table = state.table
+                known = (latest, now, {
+                    "table": table_status(table, verify_files=False).to_json(),
+                    "options": maintenance_options(table.latest_schema().options),
+                    "branches": table.branches()})
                 self._details[table_name] = known
-        return {"table": known[2], "status": self.status().get(table_name),
+        return {**known[2], "status": self.status().get(table_name),
                 "history": self.daemon.history.of(table_name)}
 
     def known(self, table_name: str) -> bool:

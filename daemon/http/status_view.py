@@ -97,3 +97,19 @@ def summary_json(entry: Mapping[str, Any]) -> dict[str, Any]:
     refused = sorted(job for job, j in entry["jobs"].items() if j["why"].startswith("refused"))
     return {key: entry[key] for key in ("state", "error", "quarantined", "failures", "running",
                                         "paused", "figures")} | {"refused": refused}
+
+
+# Table options that govern what paimond does to a table (and only those: a table's options
+# may hold a storage's settings, which the console never shows).
+MAINTENANCE_OPTION_PREFIXES = (
+    "bucket", "write-only", "merge-engine", "changelog-producer", "deletion-vectors.",
+    "num-sorted-run.", "num-levels", "compaction.", "full-compaction.", "target-file-size",
+    "file.format", "file-index.", "snapshot.", "changelog.", "partition.expiration",
+    "partition.timestamp", "tag.", "consumer.", "sequence.field", "record-level.",
+    "lookup.", "sort-", "dynamic-bucket.")
+
+
+def maintenance_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The table options among ``options`` that govern its maintenance, by key."""
+    return {key: value for key, value in sorted(options.items())
+            if key.startswith(MAINTENANCE_OPTION_PREFIXES)}

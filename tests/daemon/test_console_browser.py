@@ -162,6 +162,15 @@ format = "json"
         assert len(heights) >= 3 and min(heights) < heights[-1]  # a peak above the last
         jobs_chart = browser.find_element(By.CSS_SELECTOR, '[data-chart="job_seconds"]')
         assert jobs_chart.find_elements(By.TAG_NAME, "circle")
+        # the run just made, newest first among the recent runs, with what it read and wrote
+        compaction = _until("the compaction among the recent runs", lambda: [
+            row.text for row in browser.find_elements(By.CSS_SELECTOR, '#runs tr[data-run-job]')
+            if row.get_attribute("data-run-job") == "compact" and "80 rows" in row.text])
+        assert "success" in compaction[0]  # it read the 80 rows of the eight runs
+        settings = browser.find_element(By.ID, "settings").text
+        assert "num-sorted-run.stop-trigger = 5 (table option)" in settings
+        assert "compact.full = false ([jobs.compact] or its default)" in settings
+        assert "branches: none" in browser.find_element(By.ID, "references").text
 
         browser.set_window_size(375, 800)  # a phone
         browser.get(f"{url}/")

@@ -82,6 +82,7 @@ def test_the_console_and_its_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         # read now: the tick's compaction committed the table's newest snapshot
         assert detail["table"]["latest_commit_kind"] == "COMPACT"
         assert entry["jobs"]["compact"]["outcome"] == "success"
+        assert detail["options"]["bucket"] and detail["branches"] == []
         history = detail["history"]
         assert history["figures"] and "max_sorted_runs" in history["figures"][-1]
         assert {r["job"] for r in history["runs"]} >= {"compact", "expire"}
@@ -144,3 +145,13 @@ def test_with_console_auth_the_data_needs_the_token(tmp_path: Path) -> None:
     finally:
         server.stop()
         Lifecycle(daemon).shutdown(5)
+
+
+def test_only_maintenance_options_are_shown() -> None:
+    from paimond.daemon.http.status_view import maintenance_options
+
+    shown = maintenance_options({"s3.secret-key": "x", "fs.oss.accessKeySecret": "y",
+                                 "num-sorted-run.stop-trigger": "5", "bucket": "4",
+                                 "snapshot.num-retained.max": "10", "path": "/wh/t"})
+    assert shown == {"bucket": "4", "num-sorted-run.stop-trigger": "5",
+                     "snapshot.num-retained.max": "10"}

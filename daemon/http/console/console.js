@@ -175,11 +175,42 @@ function renderTable(name, detail) {
     for (const reason of list) notes.push(`${job} refuses: ${reason}`);
   }
   for (const key of table.undecided_options || []) notes.push(`option not decided: ${key}`);
-  for (const [key, source] of Object.entries((status.policy || {}).sources || {})) {
-    notes.push(`${key}: from ${source}`);
+  list("refusals", notes);
+  const consumers = Object.entries(table.consumers || {});
+  list("references", [
+    `snapshots ${table.earliest_snapshot ?? "—"} to ${table.latest_snapshot ?? "—"} ` +
+      `(${table.snapshot_count} retained)`,
+    `tags: ${table.tags.length ? table.tags.join(", ") : "none"}`,
+    `consumers: ${consumers.length ? consumers.map(([c, next]) => `${c} (next snapshot ${next})`).join(", ") : "none"}`,
+    `branches: ${(detail.branches || []).length ? detail.branches.join(", ") : "none"}`,
+  ]);
+  const policy = status.policy || {}, sources = policy.sources || {};
+  const settings = Object.entries(detail.options || {}).map(([k, v]) => `${k} = ${v} (table option)`);
+  for (const [job, values] of Object.entries(policy.jobs || {})) {
+    for (const [key, value] of Object.entries(values)) {
+      const source = sources[`${job}.${key}`] || `[jobs.${job}] or its default`;
+      settings.push(`${job}.${key} = ${JSON.stringify(value)} (${source})`);
+    }
   }
-  document.getElementById("refusals").replaceChildren(
-    ...(notes.length ? notes : ["none"]).map((text) => el("li", { text })));
+  list("settings", settings);
+}
+
+function list(id, items) {
+  document.getElementById(id).replaceChildren(
+    ...(items.length ? items : ["none"]).map((text) => el("li", { text })));
+}
+
+function renderRuns(history) {
+  const runs = (history.runs || []).slice(-20).reverse();
+  document.querySelector("#runs tbody").replaceChildren(...runs.map((r) =>
+    el("tr", { "data-run-job": r.job },
+      el("td", { text: when(r.at) }),
+      el("th", { scope: "row", text: r.job }),
+      el("td", { class: "outcome", text: r.outcome }),
+      el("td", { class: "num", text: r.duration_s.toFixed(2) }),
+      el("td", { class: "num", text: r.read_bytes === undefined ? "—" : `${size(r.read_bytes)}, ${r.read_rows} rows` }),
+      el("td", { class: "num", text: r.written_bytes === undefined ? "—" : `${size(r.written_bytes)}, ${r.written_rows} rows` }),
+      el("td", { text: r.detail || "" }))));
 }
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -260,6 +291,7 @@ async function refresh() {
       const detail = await getJson(`/api/v1/table?name=${encodeURIComponent(name)}`);
       renderTable(name, detail);
       renderHistory(detail.history || {});
+      renderRuns(detail.history || {});
     }
     document.getElementById("updated").textContent =
       `updated ${new Date().toLocaleTimeString()}`;
