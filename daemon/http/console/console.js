@@ -167,7 +167,7 @@ function renderTable(name, detail) {
       el("td", {}, el("span", {
         class: `cell ${cellClass(b.sorted_runs, table.compaction_trigger, table.stop_trigger)}`,
         text: b.sorted_runs })),
-      el("td", { text: b.levels.map((l) => `L${l.level}: ${l.files}`).join(", ") }),
+      el("td", { text: b.levels.map((l) => `L${l.level}: ${l.files} (${size(l.size_bytes)})`).join(", ") }),
       el("td", { class: "num", text: size(b.size_bytes) }),
       el("td", { class: "num", text: b.levels.reduce((sum, l) => sum + l.rows, 0) }))));
   const notes = [];
