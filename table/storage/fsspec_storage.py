@@ -431,15 +431,32 @@ class FsspecStorage:
         return self._prefix + fs_path
 
     def _local_parent(self, p: str) -> None:
-        """A missing parent directory of ``p`` is created only while the root is there, once
-        this process saw the root (any storage on it): a warehouse moved away or deleted is
-        not created again, empty, in its place (FileNotFoundError, which names ``p``). A root
-        never seen yet may be a new one."""
+        """Create the missing parent directories of ``p``, never the root once this process saw
+        it (any storage on it): a warehouse moved away or deleted is not created again, empty,
+        in its place (FileNotFoundError, which names ``p``). A root never seen yet may be a new
+        one. Below the root each directory is made on its own (``mkdir``, not ``makedirs``), so
+        a root that goes while they are made fails the next one instead of coming back."""
+        parent = os.path.dirname(p)
         seen = self._root_path in _LOCAL_ROOTS_SEEN  # before looking: seen, then not there
-        if os.path.isdir(os.path.dirname(p)) or os.path.isdir(self._root_path):
+        if os.path.isdir(parent):
             _LOCAL_ROOTS_SEEN.add(self._root_path)
-        elif seen:
-            raise FileNotFoundError(f"the storage root {self._root_path} is gone")
+            return
+        if not os.path.isdir(self._root_path):
+            if seen:
+                raise FileNotFoundError(f"the storage root {self._root_path} is gone")
+            os.makedirs(self._root_path, exist_ok=True)  # a new warehouse
+        _LOCAL_ROOTS_SEEN.add(self._root_path)
+        relative = os.path.relpath(parent, self._root_path)
+        if relative.startswith(os.pardir):  # outside the root: nothing to protect
+            os.makedirs(parent, exist_ok=True)
+            return
+        current = self._root_path
+        for part in relative.split(os.sep):
+            current = os.path.join(current, part)
+            try:
+                os.mkdir(current)
+            except FileExistsError:
+                pass
 
     @contextmanager
     def _errors(self, fs_path: str) -> Iterator[None]:

@@ -2,7 +2,9 @@
 exclusive creation without locks, directory listings and ``file:`` URIs.
 
 Java ``LocalFileIO`` renames under a JVM-local lock, which does not exclude other processes;
-here ``link(2)`` of a synced temp file refuses an existing target across processes.
+here ``link(2)`` of a synced temp file refuses an existing target across processes. A target's
+directory must exist: the storage makes it (``FsspecStorage._local_parent``, which never makes a
+warehouse root again once it is gone), so nothing here creates directories.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ def open_temp_beside(target: str) -> tuple[BinaryIO, str]:
     """A new temp file (``temp_name``) beside ``target``, open for writing, and its path;
     finish it with :func:`publish_temp` or :func:`discard_temp`."""
     directory, name = os.path.split(target)
-    os.makedirs(directory, exist_ok=True)
     temp = os.path.join(directory, temp_name(name))
     return open(temp, "xb", buffering=_OUTPUT_BUFFER_BYTES), temp
 
@@ -116,7 +117,6 @@ def _create_exclusive_without_link(target: str, data: bytes) -> bool:
 def _synced_temp(target: str, data: bytes) -> str:
     """``data`` in a new temp file (``temp_name``) beside ``target``, flushed to disk."""
     directory, name = os.path.split(target)
-    os.makedirs(directory, exist_ok=True)
     temp = os.path.join(directory, temp_name(name))
     try:
         with open(temp, "xb") as f:
