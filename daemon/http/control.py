@@ -47,16 +47,16 @@ class Control:
         """Run every enabled job of a table now (``Daemon.trigger``); None if not maintained."""
         return self.daemon.trigger(table_name)
 
-    def status(self) -> dict[str, object]:
+    def status(self, only: str | None = None) -> dict[str, object]:
         """``/status``: each table's state, effective policy, and per job its last outcome,
-        next due time and why (``status_view``)."""
+        next due time and why (``status_view``); ``only``: that table's entry alone."""
         daemon, now = self.daemon, self.daemon.wall_s()
         with daemon.lock:
             states = [(n, s, s.standing(), s.running, s.error, s.urgency,
                        s.unchanged if s.unchanged is not None and s.unchanged.holds(
                            s.last_snapshot_id, s.watcher.schema_id, now) else None,
                        {**s.gauges, **s.watcher.last.gauges, **s.watcher.need_gauges()})
-                      for n, s in daemon.tables.items()]
+                      for n, s in daemon.tables.items() if only is None or n == only]
         policies = daemon.policies
         out: dict[str, object] = {}
         for name, state, standing, running, error, urgency, unchanged, figures in states:
@@ -91,7 +91,7 @@ class Control:
                     "options": maintenance_options(table.latest_schema().options),
                     "branches": table.branches()})
                 self._details[table_name] = known
-        return {**known[2], "status": self.status().get(table_name),
+        return {**known[2], "status": self.status(only=table_name).get(table_name),
                 "history": self.daemon.history.of(table_name)}
 
     def known(self, table_name: str) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 from support.daemon_process import start_daemon
-from support.pypaimon_tables import catalog_for
+from support.pypaimon_tables import catalog_for, commit_arrow
 
 TOKEN = "console-token"
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
@@ -39,14 +39,9 @@ def _create(warehouse: str, name: str) -> None:
 
 
 def _commit(warehouse: str, name: str, start: int) -> None:
-    table = catalog_for(warehouse).get_table(name)
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
     ids = list(range(start, start + 10))
-    write.write_arrow(pa.table({"id": ids, "v": [f"v{i}" for i in ids]}, schema=SCHEMA))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    commit_arrow(warehouse, name, pa.table({"id": ids, "v": [f"v{i}" for i in ids]},
+                                           schema=SCHEMA))
 
 
 def _tables(url: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 from support.daemon_process import start_daemon
 from support.pypaimon_oracle import read_rows
-from support.pypaimon_tables import catalog_for
+from support.pypaimon_tables import catalog_for, commit_arrow
 from support.s3_endpoint import S3Endpoint
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
@@ -35,14 +35,9 @@ def _create(warehouse: str, names: list[str], options: dict[str, str] | None) ->
 
 
 def _commit(warehouse: str, name: str, start: int, options: dict[str, str] | None) -> None:
-    table = catalog_for(warehouse, options).get_table(name)
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
     ids = list(range(start, start + 20))
-    write.write_arrow(pa.table({"id": ids, "v": [f"v{start}-{i}" for i in ids]}, schema=SCHEMA))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    commit_arrow(warehouse, name, pa.table({"id": ids, "v": [f"v{start}-{i}" for i in ids]},
+                                           schema=SCHEMA), options)
 
 
 def _scrape(url: str) -> dict[str, float]:

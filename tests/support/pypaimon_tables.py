@@ -74,6 +74,18 @@ def catalog_for(warehouse: str, catalog_options: Options = None) -> Any:
     return CatalogFactory.create({**(catalog_options or {}), "warehouse": warehouse})
 
 
+def commit_arrow(warehouse: str, name: str, rows: pa.Table,
+                 catalog_options: Options = None) -> None:
+    """One pypaimon batch commit of ``rows`` into table ``name``."""
+    table = catalog_for(warehouse, catalog_options).get_table(name)
+    builder = table.new_batch_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    write.write_arrow(rows)
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+
+
 def sort_columns_of(schema: pa.Schema, primary_keys: Sequence[str]) -> tuple[str, ...]:
     """Primary keys, else every column pyarrow can sort (nested ones cannot be)."""
     if primary_keys:
