@@ -74,7 +74,8 @@ def add_storage_option(parser: argparse.ArgumentParser) -> None:
                              "catalog-key=jdbc, lock.enabled=true (the password: "
                              "PAIMOND_JDBC_PASSWORD), or metastore=rest, "
                              "uri=http://host:port, warehouse=NAME (the token: "
-                             "PAIMOND_REST_TOKEN)")
+                             "PAIMOND_REST_TOKEN), or metastore=hive, "
+                             "uri=thrift://host:9083, lock.enabled=true")
 
 
 def partitions_of(pairs: Sequence[str]) -> dict[str, str]:

@@ -246,7 +246,9 @@ KEYS = (
                  "\"jdbc:postgresql://...\", catalog-key, lock.enabled, lock-acquire-timeout, "
                  "lock-check-max-sleep; the password: PAIMOND_JDBC_PASSWORD) or metastore = "
                  "\"rest\" (uri = \"http://...\", warehouse, token.provider = \"bear\", "
-                 "header.<name>; the token: PAIMOND_REST_TOKEN); unset: the warehouse's "
+                 "header.<name>; the token: PAIMOND_REST_TOKEN) or metastore = \"hive\" (uri = "
+                 "\"thrift://host:port\" or hive-conf-dir, lock.enabled, lock-acquire-timeout, "
+                 "lock-check-max-sleep, location-in-properties); unset: the warehouse's "
                  "directories")),
     Key("tables.include", "list of db.table patterns", ("*.*",),
         Declared("tables maintained (fnmatch patterns, or one comma-separated string)")),

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from support.browser import browser  # noqa: F401
+from support.hive_metastore import hive_java_maintainer, hive_metastore  # noqa: F401
 from support.java_maintainer import java_maintainer  # noqa: F401
 from support.java_reader import java_reader, java_readers  # noqa: F401
 from support.postgres import postgres  # noqa: F401
@@ -50,7 +51,7 @@ ORACLE_MODULES = {"pypaimon", "pypaimon_rust", "pyspark", "pyfory", "kubernetes_
                   "paimon_python_java", "support.java_reader", "support.java_paimon",
                   "support.java_maintainer"}
 ORACLE_FIXTURES = {"oracle_warehouse", "spark", "java_reader", "java_readers",
-                   "java_maintainer"}
+                   "java_maintainer", "hive_metastore", "hive_java_maintainer"}
 
 
 def _needs_oracle(path: Path, seen: set[Path]) -> bool:
@@ -94,7 +95,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 # oracle (directly or through another fixture) is `jvm`; one asking for Spark, or under
 # tests/spark/, is `spark`. Tests that start Java by hand carry `jvm` themselves.
 JVM_FIXTURES = {"java_reader", "java_readers", "java_maintainer", "java_readers_here",
-                "rest_catalog"}
+                "rest_catalog", "hive_metastore", "hive_java_maintainer"}
 SPARK_FIXTURES = {"spark"}
 # Spark's local cluster (a master, two workers, two executor JVMs) runs once per session, on one
 # worker.

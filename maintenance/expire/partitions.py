@@ -17,8 +17,15 @@ table is postpone-bucket) and a DELETE of their index manifest entries, computed
 latest snapshot, so any concurrent commit makes the job re-plan. No file is deleted here:
 snapshot expiration deletes them once no kept snapshot holds them. Chain tables
 (``chain-table.enabled``) expire by segments across their branches
-(:mod:`paimond.maintenance.expire.chain_partitions`). Refused: ``metastore.partitioned-table=
-true`` (Java drops through the metastore).
+(:mod:`paimond.maintenance.expire.chain_partitions`).
+
+A table with ``metastore.partitioned-table=true`` in a Hive catalog's warehouse: each batch's
+partitions, and their ``.done`` partitions (the last value with ``.done``), are dropped from
+the metastore first, then the drop is committed (Java ``HiveCatalog.dropPartitions``), so a
+kill between the two leaves partitions the next run drops again. A partition that still has
+files on another branch stays in the metastore (Java
+``removePartitionsExistsInOtherBranches``). In any other warehouse such a table is refused:
+Java drops through a metastore paimond would not reach.
 """
 
 from __future__ import annotations
@@ -37,10 +44,12 @@ from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.maintenance.job_cleanup import recorded_job
 from paimond.maintenance.replan import Attempt, commit_with_replan
-from paimond.table.catalog import Table
+from paimond.table.catalog import Table, split_branch
+from paimond.table.catalogs.catalog_storage import catalog_of
+from paimond.table.catalogs.hive import HiveCatalog
 from paimond.table.commit.committer import CommitChanges, CommitJournal, Committer
 from paimond.table.commit.requirements import RequireSnapshot
-from paimond.table.layout import partition_text, partition_value_text
+from paimond.table.layout import MAIN_BRANCH, partition_text, partition_value_text
 from paimond.table.options.core import BUCKET_POSTPONE, TableOptions
 from paimond.table.partition_time import PartitionTimeExtractor
 from paimond.table.scan.snapshot_scan import SnapshotFiles, read_manifest, scan_snapshot
@@ -77,6 +86,7 @@ class ExpiredPartition:
     reason: str
     file_count: int
     row_count: int
+    values: tuple[str, ...] = ()  # each key's value text, in partition-key order
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +117,8 @@ def plan_partition_expire(partitions: Sequence[PartitionState], keys: Sequence[s
             continue
         joined = ",".join(rule.default_name if t is None else t for t in state.texts)
         found.append((joined, ExpiredPartition(state.partition, state.path, reason,
-                                               state.file_count, state.row_count)))
+                                               state.file_count, state.row_count,
+                                               tuple(t or "" for t in state.texts))))
     found.sort(key=lambda pair: pair[0].encode("utf-16-be"))  # Java String order
     kept = [p for _, p in found[:max(rule.max_num, 0)]]
     return PartitionExpirePlan(base_snapshot_id, threshold, tuple(kept),
@@ -297,10 +308,11 @@ class PartitionExpireJob:
             result.nothing_to_do = ("partition.expiration-time is not set and no --older-than "
                                     "given: partitions never expire")
             return None
-        if options.metastore_partitioned_table:
+        if options.metastore_partitioned_table and self._metastore() is None:
             raise UnsupportedError(f"{self.table.name}: with metastore.partitioned-table=true "
                                    "Java drops expired partitions (and their .done partitions) "
-                                   "through the metastore; paimond cannot reach it")
+                                   "through the metastore; configure the warehouse's Hive "
+                                   "catalog (metastore = \"hive\") so paimond does too")
         max_num = options.partition_expiration_max_num if self.max_num is None else self.max_num
         if max_num < 0:
             raise ConfigError("partition.expiration-max-num", f"must not be negative: {max_num}")
@@ -324,10 +336,43 @@ class PartitionExpireJob:
         plan = plan_partition_expire(states, schema.partition_keys, rule, now, latest.id)
         return plan, files
 
+    def _metastore(self) -> HiveCatalog | None:
+        catalog = catalog_of(self.table.storage)
+        return catalog if isinstance(catalog, HiveCatalog) else None
+
     def _commit(self, plan: PartitionExpirePlan, batch: Sequence[ExpiredPartition],
                 files: SnapshotFiles, options: TableOptions) -> Snapshot:
+        metastore = self._metastore()
+        if options.metastore_partitioned_table and metastore is not None:
+            self._drop_from_metastore(metastore, batch)
         return drop_partitions(self.table, {p.partition for p in batch}, files, options,
                                clock=self.clock, journal=self._journal)
+
+    def _drop_from_metastore(self, metastore: HiveCatalog,
+                             batch: Sequence[ExpiredPartition]) -> None:
+        """Drop ``batch`` and its ``.done`` partitions from the metastore, but not a partition
+        another branch still has files in."""
+        elsewhere = _partitions_on_other_branches(self.table, {p.partition for p in batch})
+        values = [p.values for p in batch if p.partition not in elsewhere]
+        done = [(*v[:-1], v[-1] + ".done") for v in values if v]
+        database, name = split_branch(self.table.name)[0].split(".", 1)
+        metastore.drop_partitions(database, name, [*values, *done])
+        crash_point("partition_expire.metastore_dropped")
+
+
+def _partitions_on_other_branches(table: Table, partitions: set[bytes]) -> set[bytes]:
+    """Which of ``partitions`` have live files in the latest snapshot of another branch of
+    ``table`` (the main branch included when ``table`` is a branch)."""
+    found: set[bytes] = set()
+    others = [b for b in [MAIN_BRANCH, *table.branches()] if b != table.branch]
+    for branch in others:
+        other = table.on_branch(branch)
+        latest = other.snapshots.latest()
+        if latest is None:
+            continue
+        found |= {f.entry.partition for f in scan_snapshot(other, latest).files
+                  if f.entry.partition in partitions}
+    return found
 
 
 def drop_partitions(table: Table, dropped: set[bytes], files: SnapshotFiles,

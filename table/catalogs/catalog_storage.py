@@ -1,8 +1,8 @@
 """A warehouse registered in a Paimon catalog: its tables are the catalog's, and each snapshot
-commit goes the catalog's way. A JDBC catalog with its lock enabled: under the lock, the
-snapshot file must not exist yet, then it is written (Java ``RenamingSnapshotCommit``). A REST
-catalog: the snapshot is committed through the server (Java ``CatalogSnapshotCommit``), which
-writes the file. Every other operation is the storage's own."""
+commit goes the catalog's way. A JDBC or Hive catalog with its lock enabled: under the lock,
+the snapshot file must not exist yet, then it is written (Java ``RenamingSnapshotCommit``). A
+REST catalog: the snapshot is committed through the server (Java ``CatalogSnapshotCommit``),
+which writes the file. Every other operation is the storage's own."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from paimond.errors import ConfigError, UnsupportedError
 from paimond.format.meta.snapshot import decode_snapshot
 from paimond.table.catalogs.commit_statistics import delta_statistics
+from paimond.table.catalogs.hive import HiveCatalog, HiveCatalogConfig
 from paimond.table.catalogs.jdbc import JdbcCatalog, JdbcCatalogConfig
 from paimond.table.catalogs.rest import RestCatalog, RestCatalogConfig
 from paimond.table.layout import BRANCH_DIR, BRANCH_PREFIX, DB_SUFFIX, SNAPSHOT_DIR, SNAPSHOT_PREFIX
@@ -19,26 +20,28 @@ from paimond.table.storage.delegating import DelegatingStorage
 from paimond.table.storage.interface import Storage
 
 OBJECT_STORES = frozenset({"s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "az"})
+CATALOGS = ("filesystem", "hive", "jdbc", "rest")
 # Where each catalog's secret comes from: never the options, never a file.
 SECRET_ENV = {"jdbc": "PAIMOND_JDBC_PASSWORD", "rest": "PAIMOND_REST_TOKEN"}
 SECRET_OPTION = {"jdbc": "jdbc.password", "rest": "token"}
+Catalog = JdbcCatalog | RestCatalog | HiveCatalog
 
 
 class CatalogStorage(DelegatingStorage):
     """``inner`` with ``catalog``'s tables and its way to commit a snapshot (``locked``: a
-    JDBC catalog's commits take its lock)."""
+    JDBC or Hive catalog's commits take its lock)."""
 
-    def __init__(self, inner: Storage, catalog: JdbcCatalog | RestCatalog, *,
-                 locked: bool = False) -> None:
+    def __init__(self, inner: Storage, catalog: Catalog, *, locked: bool = False) -> None:
         super().__init__(inner)
         self.catalog, self.locked = catalog, locked
-        self._owners: dict[str, tuple[str, str]] = {}  # a REST table's directory -> its name
+        # a REST or Hive table's directory -> its name (those catalogs say where tables are)
+        self._owners: dict[str, tuple[str, str]] = {}
 
     def snapshot_owner(self, path: str) -> tuple[str, str] | None:
         """(database, object name) of the table whose snapshot file ``path`` is (the object
-        name with ``$branch_<b>`` for a branch); None for any other file. A REST catalog's
-        snapshot file of a table it does not list is a ConfigError: it is never written
-        around the server."""
+        name with ``$branch_<b>`` for a branch); None for any other file. A REST or Hive
+        catalog's snapshot file of a table it does not list is a ConfigError: it is never
+        written around the server or without the lock."""
         meta, _, file_name = path.rstrip("/").rpartition("/")
         meta, _, folder = meta.rpartition("/")
         if folder != SNAPSHOT_DIR or not file_name.startswith(SNAPSHOT_PREFIX):
@@ -54,11 +57,12 @@ class CatalogStorage(DelegatingStorage):
         return database, table if branch is None else f"{table}$branch_{branch}"
 
     def _table_of(self, table_dir: str) -> tuple[str, str] | None:
-        if isinstance(self.catalog, RestCatalog):
+        if not isinstance(self.catalog, JdbcCatalog):
             if table_dir not in self._owners:
                 self.tables(self.root)
             if table_dir not in self._owners:
-                raise ConfigError("catalog", f"{table_dir} is no table of the REST catalog "
+                kind = "REST" if isinstance(self.catalog, RestCatalog) else "Hive"
+                raise ConfigError("catalog", f"{table_dir} is no table of the {kind} catalog "
                                              f"{self.catalog.config.uri}: its snapshots are "
                                              "committed through the catalog only")
             return self._owners[table_dir]
@@ -70,23 +74,29 @@ class CatalogStorage(DelegatingStorage):
 
     def tables(self, warehouse: str) -> list[tuple[str, str]]:
         """(``db.table``, its directory) of every table of the catalog, sorted by name: where
-        a REST catalog's server says the table is, else ``<warehouse>/<db>.db/<table>``."""
-        if isinstance(self.catalog, RestCatalog):
+        a REST catalog's server or the Hive metastore says the table is, else
+        ``<warehouse>/<db>.db/<table>``."""
+        if not isinstance(self.catalog, JdbcCatalog):
             found = [(t.database, t.name, self._local_form(t.path)) for t in self.catalog.tables()]
             self._owners.update({path: (database, name) for database, name, path in found})
             return [(f"{database}.{name}", path) for database, name, path in found]
         return [(name, self.table_path(warehouse, name)) for name in self.catalog.table_names()]
 
     def _local_form(self, path: str) -> str:
-        """A server's table path as this storage names it (``file:/x`` is ``/x`` locally)."""
+        """A catalog's table path as this storage names it: ``file:/x`` is ``/x`` locally, and
+        Hadoop's ``s3a://``/``s3n://`` are ``s3://`` on an ``s3://`` warehouse."""
         if "://" not in self.root and path.startswith("file:"):
             return "/" + path[len("file:"):].lstrip("/")
+        scheme, _, rest = path.partition("://")
+        root_scheme = self.root.partition("://")[0]
+        if rest and root_scheme == "s3" and scheme in ("s3a", "s3n"):
+            return f"s3://{rest}".rstrip("/")
         return path.rstrip("/")
 
     def table_path(self, warehouse: str, name: str) -> str:
         """The directory of table ``db.table`` (see :meth:`tables`)."""
         database, table = name.split(".", 1)
-        if isinstance(self.catalog, RestCatalog):
+        if not isinstance(self.catalog, JdbcCatalog):
             path = self._local_form(self.catalog.table(database, table).path)
             self._owners[path] = (database, table)
             return path
@@ -146,9 +156,14 @@ def with_catalog(storage: Storage, options: Mapping[str, str], *,
     metastore = _metastore(options)
     if metastore == "filesystem":
         return storage
-    if metastore not in SECRET_ENV:
-        raise ConfigError("catalog metastore", f"{metastore!r}: paimond reads filesystem, jdbc "
-                                               "and rest catalogs (hive: not yet)")
+    if metastore not in CATALOGS:
+        raise ConfigError("catalog metastore", f"{metastore!r}: paimond reads "
+                                               f"{', '.join(CATALOGS)} catalogs")
+    scheme = storage.root.split("://", 1)[0] if "://" in storage.root else "file"
+    if metastore == "hive":
+        hive = HiveCatalogConfig.of(options)
+        locked = hive.lock_enabled if hive.lock_enabled is not None else scheme in OBJECT_STORES
+        return CatalogStorage(storage, HiveCatalog(hive), locked=locked)
     option = SECRET_OPTION[metastore]
     if option in options:
         raise ConfigError(f"catalog {option}", "credentials come from the environment "
@@ -156,16 +171,20 @@ def with_catalog(storage: Storage, options: Mapping[str, str], *,
     if metastore == "rest":
         return CatalogStorage(storage, RestCatalog(RestCatalogConfig.of(options, secret)))
     config = JdbcCatalogConfig.of({**options, **({option: secret} if secret else {})})
-    scheme = storage.root.split("://", 1)[0] if "://" in storage.root else "file"
     locked = config.lock_enabled if config.lock_enabled is not None else scheme in OBJECT_STORES
     return CatalogStorage(storage, JdbcCatalog(config), locked=locked)
+
+
+def catalog_of(storage: Storage) -> Catalog | None:
+    """The catalog ``storage`` (or a storage it wraps) is the warehouse of, if any."""
+    while isinstance(storage, DelegatingStorage):
+        if isinstance(storage, CatalogStorage):
+            return storage.catalog
+        storage = storage.inner
+    return None
 
 
 def committed_through_server(storage: Storage) -> bool:
     """Whether ``storage`` (or a storage it wraps) commits snapshots through a REST catalog's
     server: jobs that rewrite history file by file (rollback) are refused there."""
-    while isinstance(storage, DelegatingStorage):
-        if isinstance(storage, CatalogStorage):
-            return isinstance(storage.catalog, RestCatalog)
-        storage = storage.inner
-    return False
+    return isinstance(catalog_of(storage), RestCatalog)

@@ -80,12 +80,12 @@ class JdbcCatalogConfig:
         return cls(uri, options.get("catalog-key", "jdbc"), options.get("jdbc.user"),
                    options.get("jdbc.password"),
                    None if enabled is None else enabled.lower() == "true",
-                   _duration(options, "lock-acquire-timeout", ACQUIRE_TIMEOUT_MS),
-                   _duration(options, "lock-check-max-sleep", CHECK_MAX_SLEEP_MS),
+                   parse_duration(options, "lock-acquire-timeout", ACQUIRE_TIMEOUT_MS),
+                   parse_duration(options, "lock-check-max-sleep", CHECK_MAX_SLEEP_MS),
                    int(options.get("lock-key-max-length", "255")))
 
 
-def _duration(options: Mapping[str, str], key: str, default: int) -> int:
+def parse_duration(options: Mapping[str, str], key: str, default: int) -> int:
     text = options.get(key)
     if text is None:
         return default

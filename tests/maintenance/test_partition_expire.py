@@ -33,7 +33,11 @@ from paimond.maintenance.expire.partitions import (
 )
 from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.jobs import JOBS, JobContext
+from paimond.maintenance.tags.job import create_tag
+from paimond.table.branches import create_branch
 from paimond.table.catalog import Table, open_table
+from paimond.table.catalogs.catalog_storage import CatalogStorage
+from paimond.table.catalogs.hive import HiveCatalog, HiveCatalogConfig, HiveTable
 from paimond.table.partition_time import PartitionTimeExtractor, compile_java_format
 from paimond.table.scan.snapshot_scan import read_manifest, read_manifest_list
 from paimond.table.storage.interface import open_storage
@@ -404,3 +408,46 @@ def test_extractor_refuses_what_java_refuses(formatter: str | None, value: str) 
     compiled = None if formatter is None else compile_java_format(formatter)
     with pytest.raises(ValueError):
         PartitionTimeExtractor(None, compiled).extract(["dt"], [value])
+
+
+class _RecordingMetastore(HiveCatalog):
+    """A Hive catalog that records the partitions it is asked to drop (the metastore's own
+    answers: tests/interop/test_java_hive_catalog.py)."""
+
+    def __init__(self, warehouse: str) -> None:
+        super().__init__(HiveCatalogConfig.of({"uri": "thrift://127.0.0.1:9"}))
+        self.dropped: list[tuple[str, str, list[list[str]]]] = []
+        self._tables = [HiveTable("db", "hms", f"{warehouse}/db.db/hms")]
+
+    def tables(self) -> list[HiveTable]:
+        return self._tables
+
+    def table(self, database: str, name: str) -> HiveTable:
+        return self._tables[0]
+
+    def drop_partitions(self, database: str, name: str,
+                        partitions: Sequence[Sequence[str]]) -> int:
+        self.dropped.append((database, name, [list(p) for p in partitions]))
+        return len(partitions)
+
+
+def test_a_hive_catalog_drops_expired_partitions_from_the_metastore_first(
+        tmp_path: Path) -> None:
+    warehouse = str(tmp_path / "wh")
+    java_table = create_partitioned(warehouse, "db.hms", SCHEMA, ["dt"], {
+        "partition.expiration-time": "1 d", "metastore.partitioned-table": "true"})
+    commit_day(java_table, SCHEMA, [{"dt": "2024-01-01", "id": 1, "v": "x"}])
+    metastore = _RecordingMetastore(warehouse)
+    storage = CatalogStorage(open_storage(warehouse), metastore)
+    table = open_table(storage, warehouse, "db.hms")
+    create_tag(table, clock=CLOCK, name="first", snapshot_id=1)
+    create_branch(table, "b", tag="first")  # the branch holds 2024-01-01 on
+    commit_day(java_table, SCHEMA, [{"dt": "2024-01-02", "id": 2, "v": "y"}])
+
+    result = PartitionExpireJob(table, clock=CLOCK).run()
+    assert sorted(p.path for p in result.expired) == ["dt=2024-01-01", "dt=2024-01-02"]
+    # both leave the table; the metastore loses only the one no other branch has
+    assert metastore.dropped == [("db", "hms", [["2024-01-02"], ["2024-01-02.done"]])]
+    latest = table.snapshots.latest()
+    assert latest is not None and latest.commit_kind == "OVERWRITE"
+    assert live_files(warehouse, "db.hms", latest.id) == []

@@ -136,6 +136,20 @@ class JavaMaintainer:
         """The number of rows Java's batch read of ``table`` (through its catalog) returns."""
         return self._ask("catalog-count", json.dumps(dict(options)), table)
 
+    def catalog_create_partitioned(self, options: Mapping[str, str], table: str,
+                                   table_options: Mapping[str, str]) -> None:
+        """Create ``table`` (dt STRING, id INT, v STRING; primary key (dt, id), partitioned by
+        dt, 1 bucket) through the catalog ``options``."""
+        self._ask("catalog-create-partitioned", json.dumps(dict(options)), table,
+                  json.dumps(dict(table_options)))
+
+    def catalog_metastore_partitions(self, options: Mapping[str, str], table: str,
+                                     value: str = "*") -> int:
+        """How many partitions a Hive catalog's metastore lists for ``table`` whose first value
+        is ``value`` (``*``: all)."""
+        return self._ask("catalog-metastore-partitions", json.dumps(dict(options)), table,
+                         value)
+
     def merge_branch(self, table_path: str | os.PathLike[str], source: str,
                      target: str = "main") -> int:
         """Java's ``mergeBranch``; the target branch's latest snapshot id."""

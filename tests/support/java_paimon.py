@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import importlib.util
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,6 +158,66 @@ def fetch_jars(coordinates: tuple[str, ...]) -> list[Path]:
 def rest_server_classpath() -> list[Path]:
     """Release "2.0"'s jars and those of Paimon's REST catalog server, fetched if need be."""
     return [*classpath("2.0"), *fetch_jars(REST_SERVER)]
+
+
+# A standalone Hive metastore (Derby-backed) and its client classes, with their dependencies:
+# resolved transitively (`resolved_classpath`), unlike the jars above. Paimon's Hive catalog
+# (HiveCatalog, HiveCatalogLock) is in release "2.0"'s jar: the client classes are all it needs.
+HIVE_METASTORE = ("org.apache.hive:hive-standalone-metastore:3.1.3", "org.apache.hive:hive-common:3.1.3",
+                  "org.apache.hive:hive-serde:3.1.3",
+                  "org.apache.hadoop:hadoop-common:3.3.6",
+                  "org.apache.hadoop:hadoop-mapreduce-client-core:3.3.6")
+
+_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>paimond.tests</groupId><artifactId>classpath</artifactId><version>1</version>
+<dependencies>{}</dependencies></project>"""
+
+
+def resolved_classpath(coordinates: tuple[str, ...]) -> list[Path]:
+    """The jars of ``coordinates`` and everything they depend on, as Maven resolves them
+    (``dependency:build-classpath``), fetched once: the list is kept beside the local
+    repository, keyed by the coordinates."""
+    missing = jdk_missing()
+    if missing is not None:
+        raise JavaUnavailable(missing)
+    maven_repository().mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256("\n".join(coordinates).encode()).hexdigest()[:16]
+    listing = maven_repository() / f".paimond-tests-classpath-{key}.txt"
+    jars = _listed(listing)
+    if jars is not None:
+        return jars
+    with _fetching():
+        jars = _listed(listing)
+        if jars is not None:
+            return jars
+        if shutil.which("mvn") is None:
+            raise JavaUnavailable(f"no Maven (mvn) on PATH to resolve {coordinates}")
+        dependencies = "".join(
+            f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
+            f"<version>{v}</version></dependency>"
+            for g, a, v in (c.split(":") for c in coordinates))
+        with tempfile.TemporaryDirectory() as project:
+            Path(project, "pom.xml").write_text(_POM.format(dependencies))
+            output = Path(project) / "classpath.txt"
+            result = subprocess.run(
+                ["mvn", "-q", "-B", f"-Dmaven.repo.local={maven_repository()}",
+                 "dependency:build-classpath", f"-Dmdep.outputFile={output}"],
+                capture_output=True, text=True, check=False, cwd=project)
+            if result.returncode != 0 or not output.is_file():
+                raise JavaUnavailable(f"Maven could not resolve {coordinates}:\n"
+                                      f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+            listing.write_text(output.read_text())
+    jars = _listed(listing)
+    assert jars is not None
+    return jars
+
+
+def _listed(listing: Path) -> list[Path] | None:
+    """The jars a kept classpath lists, or None when it is missing or a jar is gone."""
+    if not listing.is_file():
+        return None
+    jars = [Path(p) for p in listing.read_text().strip().split(os.pathsep) if p]
+    return jars if jars and all(p.is_file() for p in jars) else None
 
 
 def classpath_text(jars: list[Path], *more: Path) -> str:

@@ -205,8 +205,8 @@ def main_compact(table: Any, *, full: bool = False) -> int:
 def test_bad_catalog_options_are_config_errors(tmp_path: Path) -> None:
     storage = open_storage(str(tmp_path))
     for options, reason in (
-            ({"metastore": "hive"}, "hive: not yet"),
-            ({"metastore": "glue"}, "reads filesystem, jdbc and rest"),
+            ({"metastore": "hive"}, "thrift://host:port"),
+            ({"metastore": "glue"}, "reads filesystem, hive, jdbc, rest"),
             ({"metastore": "jdbc", "uri": "jdbc:mysql://x/y"}, "jdbc:sqlite"),
             ({"metastore": "jdbc", "uri": "jdbc:sqlite:/x", "colour": "red"}, "colour"),
             ({"metastore": "jdbc", "uri": "jdbc:sqlite:/x", "jdbc.password": "p"},

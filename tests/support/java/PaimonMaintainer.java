@@ -128,6 +128,12 @@ public class PaimonMaintainer {
         if (request[0].equals("catalog-count")) {
             return catalogCount(optionsOf(request[1]), request[2]);
         }
+        if (request[0].equals("catalog-create-partitioned")) {
+            return catalogCreatePartitioned(optionsOf(request[1]), request[2], optionsOf(request[3]));
+        }
+        if (request[0].equals("catalog-metastore-partitions")) {
+            return catalogMetastorePartitions(optionsOf(request[1]), request[2], request[3]);
+        }
         FileStoreTable table = open(request[1]);
         switch (request[0]) {
             case "write":
@@ -256,17 +262,73 @@ public class PaimonMaintainer {
         return rows[0];
     }
 
+    /**
+     * catalog-create-partitioned OPTIONS DB.TABLE TABLE_OPTIONS: create (dt STRING, id INT,
+     * v STRING), primary key (dt, id), partitioned by dt, 1 bucket, with TABLE_OPTIONS (a
+     * JSON object), through the catalog OPTIONS. Answers 0.
+     */
+    private static long catalogCreatePartitioned(
+            Map<String, String> options, String name, Map<String, String> tableOptions)
+            throws Exception {
+        org.apache.paimon.catalog.Catalog catalog = catalog(options);
+        org.apache.paimon.catalog.Identifier identifier =
+                org.apache.paimon.catalog.Identifier.fromString(name);
+        catalog.createDatabase(identifier.getDatabaseName(), true);
+        catalog.createTable(
+                identifier,
+                org.apache.paimon.schema.Schema.newBuilder()
+                        .column("dt", org.apache.paimon.types.DataTypes.STRING().notNull())
+                        .column("id", org.apache.paimon.types.DataTypes.INT().notNull())
+                        .column("v", org.apache.paimon.types.DataTypes.STRING())
+                        .primaryKey("dt", "id")
+                        .partitionKeys("dt")
+                        .option("bucket", "1")
+                        .options(tableOptions)
+                        .build(),
+                false);
+        return 0;
+    }
+
+    /**
+     * catalog-metastore-partitions OPTIONS DB.TABLE VALUE: how many partitions a Hive
+     * catalog's metastore lists for the table (HiveCatalog.listPartitionsFromHms) whose first
+     * value is VALUE ("*": all of them).
+     */
+    private static long catalogMetastorePartitions(
+            Map<String, String> options, String name, String value) throws Exception {
+        org.apache.paimon.catalog.Catalog catalog = catalog(options);
+        while (catalog instanceof org.apache.paimon.catalog.DelegateCatalog) {
+            catalog = ((org.apache.paimon.catalog.DelegateCatalog) catalog).wrapped();
+        }
+        java.util.List<?> partitions =
+                (java.util.List<?>)
+                        catalog.getClass()
+                                .getMethod(
+                                        "listPartitionsFromHms",
+                                        org.apache.paimon.catalog.Identifier.class)
+                                .invoke(catalog, org.apache.paimon.catalog.Identifier.fromString(name));
+        long count = 0;
+        for (Object partition : partitions) {
+            java.util.List<?> values =
+                    (java.util.List<?>) partition.getClass().getMethod("getValues").invoke(partition);
+            count += value.equals("*") || value.equals(values.get(0)) ? 1 : 0;
+        }
+        return count;
+    }
+
+    private static org.apache.paimon.catalog.Catalog catalog(Map<String, String> options) {
+        // one catalog per options for the JVM's life: SQLite's writers must share connections
+        return CATALOGS.computeIfAbsent(
+                options.toString(),
+                key ->
+                        org.apache.paimon.catalog.CatalogFactory.createCatalog(
+                                org.apache.paimon.catalog.CatalogContext.create(
+                                        org.apache.paimon.options.Options.fromMap(options))));
+    }
+
     private static FileStoreTable catalogTable(
             Map<String, String> options, String name, boolean create) throws Exception {
-        // one catalog per options for the JVM's life: SQLite's writers must share connections
-        String key = options.toString();
-        org.apache.paimon.catalog.Catalog catalog = CATALOGS.get(key);
-        if (catalog == null) {
-            catalog = org.apache.paimon.catalog.CatalogFactory.createCatalog(
-                    org.apache.paimon.catalog.CatalogContext.create(
-                            org.apache.paimon.options.Options.fromMap(options)));
-            CATALOGS.put(key, catalog);
-        }
+        org.apache.paimon.catalog.Catalog catalog = catalog(options);
         org.apache.paimon.catalog.Identifier identifier =
                 org.apache.paimon.catalog.Identifier.fromString(name);
         if (create) {
