@@ -19,6 +19,7 @@ from paimond.clock import Clock
 from paimond.errors import PaimondError
 from paimond.maintenance.expire.references import referencing_snapshots, used_files
 from paimond.table.catalog import Table
+from paimond.table.catalogs.catalog_storage import creates_under_lock
 from paimond.table.commit.committer import CommitChanges
 from paimond.table.commit.job_records import (
     DEFAULT_DEAD_AFTER_MS,
@@ -111,8 +112,10 @@ def recorded_job(table: Table, job: str, clock: Clock, *, replica: str | None = 
     noted and did not keep; a job that failed keeps whatever some snapshot references (its
     commit may have landed before the error), and if even that cannot be read its record
     stays for the next run. UnsupportedError before anything is written on a storage where
-    paimond cannot create a file atomically (``table.storage.schemes``)."""
-    check_writable(table.storage.root)
+    paimond cannot create a file atomically (``table.storage.schemes``) and no catalog lock
+    stands in for it."""
+    if not creates_under_lock(table.storage):
+        check_writable(table.storage.root)
     clean_dead_jobs(table, clock.wall_ms())
     journal = start_job(table, job, started_ms=clock.wall_ms(), replica=replica)
     running = RecordedJob(Table(journal.recording(table.storage), table.path, table.name),

@@ -6,6 +6,7 @@ which writes the file. Every other operation is the storage's own."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 
@@ -18,6 +19,7 @@ from paimond.table.catalogs.rest import RestCatalog, RestCatalogConfig
 from paimond.table.layout import BRANCH_DIR, BRANCH_PREFIX, DB_SUFFIX, SNAPSHOT_DIR, SNAPSHOT_PREFIX
 from paimond.table.storage.delegating import DelegatingStorage
 from paimond.table.storage.interface import Storage
+from paimond.table.storage.schemes import scheme_of
 
 OBJECT_STORES = frozenset({"s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "az"})
 CATALOGS = ("filesystem", "hive", "jdbc", "rest")
@@ -25,6 +27,7 @@ CATALOGS = ("filesystem", "hive", "jdbc", "rest")
 SECRET_ENV = {"jdbc": "PAIMOND_JDBC_PASSWORD", "rest": "PAIMOND_REST_TOKEN"}
 SECRET_OPTION = {"jdbc": "jdbc.password", "rest": "token"}
 Catalog = JdbcCatalog | RestCatalog | HiveCatalog
+LOCK_DATABASE = "paimond"  # the database part of the locks of files that are no snapshots
 
 
 class CatalogStorage(DelegatingStorage):
@@ -112,15 +115,24 @@ class CatalogStorage(DelegatingStorage):
         self._inner.write_bytes(path, data)
 
     def create_exclusive(self, path: str, data: bytes) -> bool:
+        """Create ``path`` unless it exists. A snapshot: through a REST server, or under the
+        table's lock when the catalog locks. Any other file on a store without an atomic
+        create of its own (GCS, OSS, HDFS): under a lock of its directory, the catalog's lock
+        then being the only thing that makes creating a file exclusive there."""
         owner = self.snapshot_owner(path)
-        if owner is None:
-            return self._inner.create_exclusive(path, data)
-        if isinstance(self.catalog, RestCatalog):
+        if owner is not None and isinstance(self.catalog, RestCatalog):
             return self._commit_through_server(path, data, *owner)
-        if not self.locked:
+        atomic = scheme_of(self.root).atomic_create is not None
+        if not self.locked or isinstance(self.catalog, RestCatalog) or \
+                (owner is None and atomic):
             return self._inner.create_exclusive(path, data)
-        with self.catalog.lock(*owner):
-            return not self._inner.exists(path) and self._inner.create_exclusive(path, data)
+        with self.catalog.lock(*(owner or _directory_lock(path))):
+            if self._inner.exists(path):
+                return False
+            if atomic:
+                return self._inner.create_exclusive(path, data)
+            self._inner.write_bytes(path, data)
+            return True
 
     def _commit_through_server(self, path: str, data: bytes, database: str, name: str) -> bool:
         assert isinstance(self.catalog, RestCatalog)
@@ -134,6 +146,23 @@ class CatalogStorage(DelegatingStorage):
         statistics = delta_statistics(self._inner, table_path, meta_path, snapshot)
         return self.catalog.commit_snapshot(database, name, json.loads(data), base_uuid,
                                             statistics)
+
+
+def _directory_lock(path: str) -> tuple[str, str]:
+    """The lock name of a file that is no snapshot: ``paimond`` and a digest of its directory
+    (one lock per directory, never a table's own, so Java's writers never wait for it)."""
+    directory = path.rstrip("/").rpartition("/")[0]
+    return LOCK_DATABASE, hashlib.sha256(directory.encode()).hexdigest()[:32]
+
+
+def creates_under_lock(storage: Storage) -> bool:
+    """Whether ``storage`` (or a storage it wraps) creates files exclusively under a catalog's
+    lock, which stands in for an atomic create on a store that has none."""
+    while isinstance(storage, DelegatingStorage):
+        if isinstance(storage, CatalogStorage):
+            return storage.locked and not isinstance(storage.catalog, RestCatalog)
+        storage = storage.inner
+    return False
 
 
 def catalog_secret(options: Mapping[str, str], env: Mapping[str, str]) -> str | None:

@@ -6,15 +6,18 @@ a file atomically there (the step a commit rests on: Java's ``FileIO.tryToWriteA
 |---|---|---|---|
 | path, ``file://`` | none (``os``) | (core) | a hard link of a complete temp file |
 | ``s3://``, ``s3a://`` | s3fs | (core) | a conditional PUT, ``If-None-Match: *`` |
-| ``gs://``, ``gcs://`` | gcsfs | ``paimond[gcs]`` | none yet: read-only |
-| ``oss://`` | ossfs | ``paimond[oss]`` | none yet: read-only |
+| ``gs://``, ``gcs://`` | gcsfs | ``paimond[gcs]`` | none: a catalog lock, or read-only |
+| ``oss://`` | ossfs | ``paimond[oss]`` | none: a catalog lock, or read-only |
 | ``abfs://``, ``abfss://``, ``az://`` | adlfs | ``paimond[azure]`` | a Put Blob with ``If-None-Match: *`` |
-| ``hdfs://``, ``viewfs://`` | pyarrow's ``HadoopFileSystem`` | a Hadoop client | none yet: read-only |
-| ``webhdfs://`` | fsspec's WebHDFS client | ``paimond[hdfs]`` | none yet: read-only |
+| ``hdfs://``, ``viewfs://`` | pyarrow's ``HadoopFileSystem`` | a Hadoop client | none: a catalog lock, or read-only |
+| ``webhdfs://`` | fsspec's WebHDFS client | ``paimond[hdfs]`` | none: a catalog lock, or read-only |
 
-"Read-only": ``status`` reads the tables; every job that would commit or delete is refused
-before it writes anything, because two committers (a Java writer and paimond) could then both
-believe they created the same snapshot. ``memory://`` (fsspec's in-process store) is for tests.
+"A catalog lock": a warehouse registered in a JDBC or Hive catalog with ``lock.enabled``
+creates each file under the catalog's lock, checking that it does not exist first
+(``table.catalogs.catalog_storage``), as Java's writers commit there. "Read-only" without
+one: ``status`` reads the tables; every job that would commit or delete is refused before it
+writes anything, because two committers (a Java writer and paimond) could then both believe
+they created the same snapshot. ``memory://`` (fsspec's in-process store) is for tests.
 Any other scheme is refused with its name.
 """
 
@@ -86,6 +89,7 @@ def check_writable(root: str) -> None:
     storage at ``root``: a job that would commit or delete there is refused before it writes."""
     scheme = scheme_of(root)
     if scheme.atomic_create is None:
-        raise UnsupportedError(f"{scheme.name}:// has no atomic create in paimond yet, so it "
-                               "cannot commit safely beside other writers: only status reads "
-                               "it", root)
+        raise UnsupportedError(f"{scheme.name}:// has no atomic create, so paimond cannot "
+                               "commit safely beside other writers without a catalog lock "
+                               "(a JDBC or Hive catalog with lock.enabled=true): only status "
+                               "reads it", root)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,10 @@ from support.pypaimon_tables import build_pk_deduplicate
 
 from paimond.cli.main import main
 from paimond.errors import ConfigError, UnsupportedError
+from paimond.table.catalog import open_table
+from paimond.table.catalogs.catalog_storage import with_catalog
 from paimond.table.storage import schemes
+from paimond.table.storage.interface import open_storage
 from paimond.table.storage.schemes import check_writable, scheme_of
 
 # scheme -> (a warehouse URI, the module it needs, what the message names)
@@ -103,3 +107,48 @@ def test_a_job_on_a_store_without_atomic_create_is_refused_before_it_writes(
     assert "cannot commit safely" in capsys.readouterr().err
     assert main(["status", str(warehouse)]) == 0  # reading is fine
     assert sorted(str(p) for p in warehouse.rglob("*")) == before
+
+
+def test_a_catalog_lock_stands_in_for_the_missing_atomic_create(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warehouse = tmp_path / "wh"
+    name = build_pk_deduplicate(str(warehouse)).name
+    local = schemes._BY_NAME[""]
+    monkeypatch.setitem(schemes._BY_NAME, "", dataclasses.replace(local, atomic_create=None))
+    catalog_db = tmp_path / "catalog.db"
+    options = {"metastore": "jdbc", "uri": f"jdbc:sqlite:{catalog_db}", "lock.enabled": "true",
+               "lock-acquire-timeout": "1 s", "lock-check-max-sleep": "100 ms"}
+    flags = [f"--catalog-option={k}={v}" for k, v in options.items()]
+    table = open_table(open_storage(str(warehouse)), str(warehouse), name)
+    base = table.snapshots.latest_id()
+    assert base is not None
+
+    # another writer holds the table's lock: paimond's commit waits for it, then gives up
+    database, table_name = name.split(".")
+    with sqlite3.connect(catalog_db) as connection:
+        connection.execute("CREATE TABLE paimon_distributed_locks(lock_id VARCHAR(255) NOT NULL,"
+                           "acquired_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL,"
+                           "expire_time_seconds BIGINT DEFAULT 0 NOT NULL,PRIMARY KEY (lock_id))")
+        connection.execute("INSERT INTO paimon_distributed_locks VALUES (?, CURRENT_TIMESTAMP, "
+                           "3600)", (f"jdbc.{database}.{table_name}",))
+    assert main(["compact", str(warehouse), "--table", name, "--full", *flags]) != 0
+    assert "not acquired" in capsys.readouterr().err
+    assert table.snapshots.latest_id() == base
+
+    with sqlite3.connect(catalog_db) as connection:
+        connection.execute("DELETE FROM paimon_distributed_locks")
+    assert main(["compact", str(warehouse), "--table", name, "--full", *flags]) == 0
+    latest = table.snapshots.latest()
+    assert latest is not None and (latest.id, latest.commit_kind) == (base + 1, "COMPACT")
+
+    # under the lock a file that exists is never overwritten, snapshot or not
+    storage = with_catalog(open_storage(str(warehouse)), options)
+    snapshot_path = table.snapshots.path(latest.id)
+    before = storage.read_bytes(snapshot_path)
+    assert not storage.create_exclusive(snapshot_path, b"{}")
+    assert storage.read_bytes(snapshot_path) == before
+    other = str(warehouse / "_paimond" / "probe")
+    assert storage.create_exclusive(other, b"first")
+    assert not storage.create_exclusive(other, b"second")
+    assert storage.read_bytes(other) == b"first"
