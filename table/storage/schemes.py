@@ -6,11 +6,11 @@ a file atomically there (the step a commit rests on: Java's ``FileIO.tryToWriteA
 |---|---|---|---|
 | path, ``file://`` | none (``os``) | (core) | a hard link of a complete temp file |
 | ``s3://``, ``s3a://`` | s3fs | (core) | a conditional PUT, ``If-None-Match: *`` |
-| ``gs://``, ``gcs://`` | gcsfs | ``paimond[gcs]`` | none: a catalog lock, or read-only |
-| ``oss://`` | ossfs | ``paimond[oss]`` | none: a catalog lock, or read-only |
+| ``gs://``, ``gcs://`` | gcsfs | ``paimond[gcs]`` | a catalog lock, else read-only |
+| ``oss://`` | ossfs | ``paimond[oss]`` | a catalog lock, else read-only |
 | ``abfs://``, ``abfss://``, ``az://`` | adlfs | ``paimond[azure]`` | a Put Blob with ``If-None-Match: *`` |
-| ``hdfs://``, ``viewfs://`` | pyarrow's ``HadoopFileSystem`` | a Hadoop client | none: a catalog lock, or read-only |
-| ``webhdfs://`` | fsspec's WebHDFS client | ``paimond[hdfs]`` | none: a catalog lock, or read-only |
+| ``hdfs://``, ``viewfs://`` | pyarrow's Hadoop client | a Hadoop client | a catalog lock, else read-only |
+| ``webhdfs://`` | fsspec's WebHDFS client | ``paimond[hdfs]`` | a catalog lock, else read-only |
 
 "A catalog lock": a warehouse registered in a JDBC or Hive catalog with ``lock.enabled``
 creates each file under the catalog's lock, checking that it does not exist first

@@ -1,0 +1,135 @@
+"""Each heavy compaction held to the memory budget: a table of one bucket or partition whose
+rows, as Arrow holds them, are more than 10x the budget, compacted in a child process
+(threads, one task at a time, so the whole job is in the one process) whose peak RSS over its
+starting point (modules imported, plan made) is measured (/proc VmHWM after clear_refs); the
+rows pypaimon reads afterwards are the rows it read before. The sort compaction's own test,
+which also runs the job with a budget as large as its input: test_sort_memory.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pypaimon import Schema
+from support.pypaimon_oracle import read_rows
+from support.pypaimon_tables import catalog_for, sort_rows
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(),
+                                 reason="needs Linux /proc")]
+BUDGET_MB, SLACK_MB = 8, 64
+COMMITS, ROWS, PAD = 10, 40_000, 200  # ~88 MB of rows in Arrow
+PK_SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("pad", pa.string()),
+                       ("v", pa.float64())])
+APPEND_SCHEMA = pa.schema([("k", pa.int64()), ("pad", pa.string()), ("v", pa.float64())])
+
+
+def _batch(rng: np.random.Generator, schema: pa.Schema, key_space: int) -> pa.Table:
+    letters = rng.integers(97, 123, (ROWS, PAD), dtype=np.uint8)
+    keys = rng.choice(key_space, ROWS, replace=False) if schema is PK_SCHEMA \
+        else rng.integers(0, key_space, ROWS)
+    return pa.table({"k": keys, "pad": pa.array(letters.view(f"S{PAD}").ravel()).cast(pa.string()),
+                     "v": rng.random(ROWS)}, schema=schema)
+
+
+def _write(warehouse: Path, name: str, schema: pa.Schema, primary: list[str],
+           options: dict[str, str]) -> int:
+    """Writes the table; answers the bytes its rows take in Arrow."""
+    catalog = catalog_for(str(warehouse))
+    catalog.create_database(name.split(".")[0], True)
+    catalog.create_table(name, Schema.from_pyarrow_schema(
+        schema, primary_keys=primary or None, options={"target-file-size": "4 mb", **options}),
+        False)
+    table = catalog.get_table(name)
+    rng = np.random.default_rng(len(name))
+    size = 0
+    for _ in range(COMMITS):
+        builder = table.new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        batch = _batch(rng, schema, 4 * ROWS)  # keys overlap across commits
+        size += batch.nbytes
+        write.write_arrow(batch)
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
+    return size
+
+
+# name -> (schema, primary keys, table options, the compact job's settings)
+CASES: dict[str, tuple[pa.Schema, list[str], dict[str, str], dict[str, Any]]] = {
+    "primary-key full compaction": (PK_SCHEMA, ["k"], {"bucket": "1"}, {"full": True}),
+    "deletion-vector table's first compaction": (
+        PK_SCHEMA, ["k"], {"bucket": "1", "deletion-vectors.enabled": "true"}, {}),
+    "lookup changelog": (PK_SCHEMA, ["k"], {"bucket": "1", "changelog-producer": "lookup"},
+                         {"full": True}),
+    "append compaction": (APPEND_SCHEMA, [], {"bucket": "-1", "target-file-size": "256 mb",
+                                              "compaction.min.file-num": "2"}, {"full": True}),
+    "incremental clustering": (APPEND_SCHEMA, [], {"bucket": "-1", "clustering.columns": "k",
+                                                   "clustering.incremental": "true"},
+                               {"full": True}),
+}
+
+_CHILD = """
+import json, sys
+from paimond.clock import SYSTEM_CLOCK
+from paimond.maintenance.compact.memory import MemoryBudget
+from paimond.maintenance.jobs import JOBS, JobContext
+from paimond.table.catalog import open_table
+from paimond.table.storage.interface import open_storage
+
+def rss_mb(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+
+warehouse, name, budget_mb, settings = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+table = open_table(open_storage(warehouse), warehouse, name)
+job = JOBS["compact"]
+context = JobContext(clock=SYSTEM_CLOCK, memory_budget=MemoryBudget.of_mb(budget_mb))
+values = {**json.loads(settings), "use_processes": False, "parallelism": 1}
+job.run(table, job.settings(**values, dry_run=True), context)  # reads and imports first
+import pyarrow as pa, pyarrow.compute as pc, pyarrow.ipc, pyarrow.parquet
+pc.sort_indices(pa.table({"a": [2, 1]}), sort_keys=[("a", "ascending")])
+with open("/proc/self/clear_refs", "w") as refs:
+    refs.write("5")
+base = rss_mb("VmRSS:")
+report = job.run(table, job.settings(**values), context)
+assert not report.failed, report.result.describe()
+print(json.dumps({"peak_mb": rss_mb("VmHWM:") - base, "rows": report.read_rows,
+                  "snapshot": table.snapshots.latest().commit_kind}))
+"""
+
+
+def _compact(warehouse: Path, name: str, budget_mb: int, settings: dict[str, Any]
+             ) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(warehouse), name, str(budget_mb),
+                          json.dumps(settings)], capture_output=True, text=True, timeout=600,
+                         check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _rows(warehouse: Path, name: str, keyed: bool) -> list[dict[str, Any]]:
+    rows = read_rows(str(warehouse), name)
+    return sort_rows(rows, ["k"] if keyed else ["k", "v"])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_compaction_of_ten_times_the_budget_stays_within_it(case: str,
+                                                               tmp_path: Path) -> None:
+    schema, primary, options, settings = CASES[case]
+    name, warehouse = "m.t", tmp_path / "wh"
+    input_bytes = _write(warehouse, name, schema, primary, options)
+    assert input_bytes >= 10 * BUDGET_MB * 2**20
+    expected = _rows(warehouse, name, bool(primary))
+    run = _compact(warehouse, name, BUDGET_MB, settings)
+    assert run["rows"] == COMMITS * ROWS, run  # every input row went through the job
+    assert run["snapshot"] == "COMPACT", run
+    assert _rows(warehouse, name, bool(primary)) == expected
+    assert run["peak_mb"] <= BUDGET_MB + SLACK_MB, run
