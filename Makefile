@@ -35,15 +35,16 @@ run: install-demo
 	$(BIN)/python examples/demo.py $(DEMO_WAREHOUSE) $(DEMO_SECONDS)
 	$(BIN)/paimond status $(DEMO_WAREHOUSE)
 
-# make test: the whole suite on one pytest-xdist worker per core (PYTEST_WORKERS=auto; 2,200
+# make test: the whole suite on one pytest-xdist worker per core (PYTEST_WORKERS=auto; 2,600
 # tests). --dist loadgroup spreads the tests one by one, except the groups tests/conftest.py
 # gives: every Spark test on one worker (one local Spark cluster per run) and the Java
 # differential's module on one worker; the kill campaigns and the tests marked slow start first.
 # Each worker has its own temporary directories, S3 endpoint port and
 # JVMs; Maven jar fetches take a file lock. PYTEST_ARGS adds options (CI's lowest Python:
-# -m "not crash_campaign"); PYTEST_WORKERS=0 runs in one process.
+# -m "not crash_campaign"); PYTEST_WORKERS=0 runs in one process. The 25 slowest tests are
+# listed at the end: where the suite's time goes.
 PYTEST_WORKERS ?= auto
-PYTEST := $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+PYTEST := $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
 
 test: install
 	$(PYTEST) $(PYTEST_ARGS)
