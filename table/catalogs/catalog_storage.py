@@ -116,15 +116,16 @@ class CatalogStorage(DelegatingStorage):
 
     def create_exclusive(self, path: str, data: bytes) -> bool:
         """Create ``path`` unless it exists. A snapshot: through a REST server, or under the
-        table's lock when the catalog locks. Any other file on a store without an atomic
-        create of its own (GCS, OSS, HDFS): under a lock of its directory, the catalog's lock
+        table's lock when the catalog locks. Any other file on an object store without an
+        atomic create of its own (GCS, OSS): under a lock of its directory, the catalog's lock
         then being the only thing that makes creating a file exclusive there."""
         owner = self.snapshot_owner(path)
         if owner is not None and isinstance(self.catalog, RestCatalog):
             return self._commit_through_server(path, data, *owner)
-        atomic = scheme_of(self.root).atomic_create is not None
+        scheme = scheme_of(self.root)
+        atomic = scheme.atomic_create is not None
         if not self.locked or isinstance(self.catalog, RestCatalog) or \
-                (owner is None and atomic):
+                (owner is None and atomic) or not (atomic or scheme.whole_writes):
             return self._inner.create_exclusive(path, data)
         with self.catalog.lock(*(owner or _directory_lock(path))):
             if self._inner.exists(path):
@@ -157,12 +158,10 @@ def _directory_lock(path: str) -> tuple[str, str]:
 
 def creates_under_lock(storage: Storage) -> bool:
     """Whether ``storage`` (or a storage it wraps) creates files exclusively under a catalog's
-    lock, which stands in for an atomic create on a store that has none."""
-    while isinstance(storage, DelegatingStorage):
-        if isinstance(storage, CatalogStorage):
-            return storage.locked and not isinstance(storage.catalog, RestCatalog)
-        storage = storage.inner
-    return False
+    lock, which stands in for an atomic create on an object store that has none."""
+    found = _catalog_storage(storage)
+    return (found is not None and found.locked and not isinstance(found.catalog, RestCatalog)
+            and scheme_of(found.root).whole_writes)
 
 
 def catalog_secret(options: Mapping[str, str], env: Mapping[str, str]) -> str | None:
@@ -204,13 +203,18 @@ def with_catalog(storage: Storage, options: Mapping[str, str], *,
     return CatalogStorage(storage, JdbcCatalog(config), locked=locked)
 
 
-def catalog_of(storage: Storage) -> Catalog | None:
-    """The catalog ``storage`` (or a storage it wraps) is the warehouse of, if any."""
+def _catalog_storage(storage: Storage) -> CatalogStorage | None:
     while isinstance(storage, DelegatingStorage):
         if isinstance(storage, CatalogStorage):
-            return storage.catalog
+            return storage
         storage = storage.inner
     return None
+
+
+def catalog_of(storage: Storage) -> Catalog | None:
+    """The catalog ``storage`` (or a storage it wraps) is the warehouse of, if any."""
+    found = _catalog_storage(storage)
+    return None if found is None else found.catalog
 
 
 def committed_through_server(storage: Storage) -> bool:

@@ -9,13 +9,15 @@ a file atomically there (the step a commit rests on: Java's ``FileIO.tryToWriteA
 | ``gs://``, ``gcs://`` | gcsfs | ``paimond[gcs]`` | a catalog lock, else read-only |
 | ``oss://`` | ossfs | ``paimond[oss]`` | a catalog lock, else read-only |
 | ``abfs://``, ``abfss://``, ``az://`` | adlfs | ``paimond[azure]`` | a Put Blob with ``If-None-Match: *`` |
-| ``hdfs://``, ``viewfs://`` | pyarrow's Hadoop client | a Hadoop client | a catalog lock, else read-only |
-| ``webhdfs://`` | fsspec's WebHDFS client | ``paimond[hdfs]`` | a catalog lock, else read-only |
+| ``hdfs://``, ``viewfs://`` | pyarrow's Hadoop client | a Hadoop client | none yet: read-only |
+| ``webhdfs://`` | fsspec's WebHDFS client | ``paimond[hdfs]`` | none yet: read-only |
 
 "A catalog lock": a warehouse registered in a JDBC or Hive catalog with ``lock.enabled``
 creates each file under the catalog's lock, checking that it does not exist first
-(``table.catalogs.catalog_storage``), as Java's writers commit there. "Read-only" without
-one: ``status`` reads the tables; every job that would commit or delete is refused before it
+(``table.catalogs.catalog_storage``), as Java's writers commit there. That needs a store
+whose writes appear whole (an object store's PUT): HDFS shows a file while it is being
+written, and paimond has no temporary-file-and-rename there yet. "Read-only": ``status``
+reads the tables; every job that would commit or delete is refused before it
 writes anything, because two committers (a Java writer and paimond) could then both believe
 they created the same snapshot. ``memory://`` (fsspec's in-process store) is for tests.
 Any other scheme is refused with its name.
@@ -36,6 +38,7 @@ class Scheme:
     module: str  # what must be importable
     install: str  # what to install when it is not
     atomic_create: str | None  # how a file is created exclusively; None: read-only
+    whole_writes: bool = True  # a written file appears whole (a catalog lock can stand in)
 
     @property
     def name(self) -> str:
@@ -52,8 +55,8 @@ SCHEMES = (
            "a Put Blob with If-None-Match: *"),
     Scheme(("hdfs", "viewfs"), "hdfs", "pyarrow.fs",
            "a Hadoop client: libhdfs with JAVA_HOME, HADOOP_HOME and CLASSPATH set "
-           "(or use webhdfs:// with paimond[hdfs])", None),
-    Scheme(("webhdfs",), "webhdfs", "requests", "paimond[hdfs]", None),
+           "(or use webhdfs:// with paimond[hdfs])", None, whole_writes=False),
+    Scheme(("webhdfs",), "webhdfs", "requests", "paimond[hdfs]", None, whole_writes=False),
 )
 _BY_NAME = {name: scheme for scheme in SCHEMES for name in scheme.names}
 
@@ -89,7 +92,9 @@ def check_writable(root: str) -> None:
     storage at ``root``: a job that would commit or delete there is refused before it writes."""
     scheme = scheme_of(root)
     if scheme.atomic_create is None:
+        remedy = ("without a catalog lock (a JDBC or Hive catalog with lock.enabled=true)"
+                  if scheme.whole_writes else "(paimond has no temporary-file-and-rename there "
+                                              "yet)")
         raise UnsupportedError(f"{scheme.name}:// has no atomic create, so paimond cannot "
-                               "commit safely beside other writers without a catalog lock "
-                               "(a JDBC or Hive catalog with lock.enabled=true): only status "
+                               f"commit safely beside other writers {remedy}: only status "
                                "reads it", root)

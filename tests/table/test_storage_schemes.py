@@ -152,3 +152,10 @@ def test_a_catalog_lock_stands_in_for_the_missing_atomic_create(
     assert storage.create_exclusive(other, b"first")
     assert not storage.create_exclusive(other, b"second")
     assert storage.read_bytes(other) == b"first"
+
+    # a store whose files show while being written (HDFS) gets no lock stand-in
+    monkeypatch.setitem(schemes._BY_NAME, "", dataclasses.replace(
+        local, atomic_create=None, whole_writes=False))
+    assert main(["compact", str(warehouse), "--table", name, "--full", *flags]) != 0
+    assert "temporary-file-and-rename" in capsys.readouterr().err
+    assert table.snapshots.latest_id() == latest.id
