@@ -22,7 +22,8 @@ snapshot expiration deletes them once no kept snapshot holds them. Chain tables
 A table with ``metastore.partitioned-table=true`` in a Hive catalog's warehouse: each batch's
 partitions, and their ``.done`` partitions (the last value with ``.done``), are dropped from
 the metastore first, then the drop is committed (Java ``HiveCatalog.dropPartitions``), so a
-kill between the two leaves partitions the next run drops again. A partition that still has
+commit that fails or is killed after the metastore's drop leaves partitions the next run finds
+and drops again (the metastore skipping those it no longer has). A partition that still has
 files on another branch stays in the metastore (Java
 ``removePartitionsExistsInOtherBranches``). In any other warehouse such a table is refused:
 Java drops through a metastore paimond would not reach.
@@ -357,7 +358,6 @@ class PartitionExpireJob:
         done = [(*v[:-1], v[-1] + ".done") for v in values if v]
         database, name = split_branch(self.table.name)[0].split(".", 1)
         metastore.drop_partitions(database, name, [*values, *done])
-        crash_point("partition_expire.metastore_dropped")
 
 
 def _partitions_on_other_branches(table: Table, partitions: set[bytes]) -> set[bytes]:

@@ -27,6 +27,7 @@ from support.table_history import tree
 from paimond.clock import Clock
 from paimond.errors import ConfigError, RefusedError, UnsupportedError
 from paimond.format.meta.manifest import FILE_KIND_DELETE
+from paimond.maintenance.expire import partitions as partitions_module
 from paimond.maintenance.expire.partitions import (
     PartitionExpireJob,
     PartitionExpireResult,
@@ -451,3 +452,29 @@ def test_a_hive_catalog_drops_expired_partitions_from_the_metastore_first(
     latest = table.snapshots.latest()
     assert latest is not None and latest.commit_kind == "OVERWRITE"
     assert live_files(warehouse, "db.hms", latest.id) == []
+
+
+def test_a_commit_lost_after_the_metastores_drop_is_redone_by_the_next_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    warehouse = str(tmp_path / "wh")
+    java_table = create_partitioned(warehouse, "db.hms", SCHEMA, ["dt"], {
+        "partition.expiration-time": "1 d", "metastore.partitioned-table": "true"})
+    commit_day(java_table, SCHEMA, [{"dt": "2024-01-01", "id": 1, "v": "x"}])
+    metastore = _RecordingMetastore(warehouse)
+    table = open_table(CatalogStorage(open_storage(warehouse), metastore), warehouse, "db.hms")
+
+    def lost(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("the store went away after the metastore's drop")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(partitions_module, "drop_partitions", lost)
+        with pytest.raises(OSError, match="went away"):
+            PartitionExpireJob(table, clock=CLOCK).run()
+    assert table.snapshots.latest_id() == 1  # nothing committed; the metastore dropped it
+    assert len(metastore.dropped) == 1
+
+    result = PartitionExpireJob(table, clock=CLOCK).run()
+    assert [p.path for p in result.expired] == ["dt=2024-01-01"]
+    assert metastore.dropped[1] == metastore.dropped[0]  # asked again, as Java would
+    latest = table.snapshots.latest()
+    assert latest is not None and latest.commit_kind == "OVERWRITE"
