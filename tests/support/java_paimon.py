@@ -163,8 +163,9 @@ def rest_server_classpath() -> list[Path]:
 # A standalone Hive metastore (Derby-backed) and its client classes, with their dependencies:
 # resolved transitively (`resolved_classpath`), unlike the jars above. Paimon's Hive catalog
 # (HiveCatalog, HiveCatalogLock) is in release "2.0"'s jar: the client classes are all it needs.
-HIVE_METASTORE = ("org.apache.hive:hive-standalone-metastore:3.1.3", "org.apache.hive:hive-common:3.1.3",
-                  "org.apache.hive:hive-serde:3.1.3",
+HIVE_METASTORE = ("org.apache.hive:hive-standalone-metastore:3.1.3",
+                  "org.apache.hive:hive-common:3.1.3",  # HiveConf, for Paimon's HiveCatalog
+                  "org.apache.hive:hive-serde:3.1.3",  # its type conversions
                   "org.apache.hadoop:hadoop-common:3.3.6",
                   "org.apache.hadoop:hadoop-mapreduce-client-core:3.3.6")
 
