@@ -54,7 +54,7 @@ class Daemon:
         set_replica(self.owner)  # and its killed jobs' records are dead at once
         self.storages: list[Storage] = [
             with_catalog(open_storage(w.uri, w.storage_options), w.catalog,
-                         secret=w.catalog_secret) for w in settings.warehouses]
+                         secret=w.catalog_secret, clock=clock) for w in settings.warehouses]
         self.leases = [Leases(s, s.root, self.owner, settings.lease_ttl_s, self.wall_s)
                        for s in self.storages]
         self.tables: dict[str, TableState] = {}

@@ -252,7 +252,8 @@ def _map_partition(function: Callable[[_Item], _Result], items: Iterator[tuple[i
 
 
 def _without_credentials(task: CompactTask) -> CompactTask:
-    """Executors find credentials themselves (their environment, instance roles): none ship."""
+    """Executors find credentials themselves (their environment, instance roles): none ship,
+    but a REST catalog's data token (``StorageLocation.vended``), which only the driver gets."""
     location = task.table.location.without_options(CREDENTIAL_OPTIONS)
     return dataclasses.replace(task, table=dataclasses.replace(task.table, location=location))
 

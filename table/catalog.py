@@ -195,16 +195,17 @@ def open_table(storage: Storage, warehouse: str, name: str, branch: str | None =
     branch = named if branch is None else branch
     path = (storage.table_path(warehouse, base) if isinstance(storage, CatalogStorage)
             else storage.join(warehouse, database + DB_SUFFIX, table_name))
-    main = Table(storage, path, base)
+    main = Table(storage.for_table(path) if isinstance(storage, CatalogStorage) else storage,
+                 path, base)
     if not main.schema_ids():
-        if not storage.list_dir(main.path):
+        if not main.storage.list_dir(main.path):
             raise ConfigError("--table", f"table {base} not found in {warehouse}")
         raise MissingFileError(main.file_path(SCHEMA_DIR, f"{SCHEMA_PREFIX}0"))
     if branch == MAIN_BRANCH:
         return main
     table = main.on_branch(branch)
     if not table.schema_ids():
-        if not storage.list_dir(table.meta_path):
+        if not table.storage.list_dir(table.meta_path):
             known = ", ".join(main.branches()) or "none"
             raise ConfigError("--branch", f"table {base} has no branch {branch!r} "
                                           f"(its branches: {known})")
@@ -276,7 +277,7 @@ def _catalog_tables(storage: CatalogStorage, warehouse: str,
     for name, path in storage.tables(warehouse):
         if wants is not None and not wants(name):
             continue
-        table = Table(storage, path, name)
+        table = Table(storage.for_table(path), path, name)
         tables.append(table)
         if branches and storage.exists(table.file_path(BRANCH_DIR)):
             tables += [table.on_branch(b) for b in table.branches()]

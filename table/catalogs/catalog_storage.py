@@ -6,13 +6,16 @@ which writes the file. Every other operation is the storage's own."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
 
+from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.errors import ConfigError, UnsupportedError
 from paimond.format.meta.snapshot import decode_snapshot
 from paimond.table.catalogs.commit_statistics import delta_statistics
+from paimond.table.catalogs.data_token import TokenStorage
 from paimond.table.catalogs.hive import HiveCatalog, HiveCatalogConfig
 from paimond.table.catalogs.jdbc import JdbcCatalog, JdbcCatalogConfig
 from paimond.table.catalogs.rest import RestCatalog, RestCatalogConfig
@@ -34,11 +37,31 @@ class CatalogStorage(DelegatingStorage):
     """``inner`` with ``catalog``'s tables and its way to commit a snapshot (``locked``: a
     JDBC or Hive catalog's commits take its lock)."""
 
-    def __init__(self, inner: Storage, catalog: Catalog, *, locked: bool = False) -> None:
+    def __init__(self, inner: Storage, catalog: Catalog, *, locked: bool = False,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         super().__init__(inner)
-        self.catalog, self.locked = catalog, locked
+        self.catalog, self.locked, self.clock = catalog, locked, clock
         # a REST or Hive table's directory -> its name (those catalogs say where tables are)
         self._owners: dict[str, tuple[str, str]] = {}
+        self._tables: dict[str, CatalogStorage] = {}  # a table's directory -> its token storage
+
+    def for_table(self, path: str) -> Storage:
+        """The storage of the table at ``path`` (a directory :meth:`tables` gave): this one,
+        or, when the REST catalog hands out data tokens, one that reads and writes the table's
+        files (and commits its snapshots) with the table's token (``data_token.py``)."""
+        if not isinstance(self.catalog, RestCatalog) or not self.catalog.data_tokens:
+            return self
+        found = self._tables.get(path)
+        if found is None:
+            owner = self._table_of(path)
+            assert owner is not None  # a REST catalog's table, or a ConfigError
+            fetch = functools.partial(self.catalog.table_token, *owner)
+            tokened = TokenStorage(".".join(owner), path, self._inner.location.options, fetch,
+                                   self.clock)
+            found = CatalogStorage(tokened, self.catalog, clock=self.clock)
+            found._owners = self._owners
+            self._tables[path] = found
+        return found
 
     def snapshot_owner(self, path: str) -> tuple[str, str] | None:
         """(database, object name) of the table whose snapshot file ``path`` is (the object
@@ -176,11 +199,12 @@ def _metastore(options: Mapping[str, str]) -> str:
 
 
 def with_catalog(storage: Storage, options: Mapping[str, str], *,
-                 secret: str | None = None) -> Storage:
+                 secret: str | None = None, clock: Clock = SYSTEM_CLOCK) -> Storage:
     """``storage`` as the warehouse of the catalog ``options`` describe (Paimon's catalog
     options; ``metastore`` ``filesystem``, the default, changes nothing; ``jdbc`` and
     ``rest``: a :class:`CatalogStorage`; ``secret``: the JDBC password or REST token, which
-    the options never hold). ConfigError for a catalog paimond does not read."""
+    the options never hold; ``clock``: when a REST catalog's data token expires).
+    ConfigError for a catalog paimond does not read."""
     metastore = _metastore(options)
     if metastore == "filesystem":
         return storage
@@ -197,7 +221,8 @@ def with_catalog(storage: Storage, options: Mapping[str, str], *,
         raise ConfigError(f"catalog {option}", "credentials come from the environment "
                                                f"({SECRET_ENV[metastore]}), not the options")
     if metastore == "rest":
-        return CatalogStorage(storage, RestCatalog(RestCatalogConfig.of(options, secret)))
+        return CatalogStorage(storage, RestCatalog(RestCatalogConfig.of(options, secret)),
+                              clock=clock)
     config = JdbcCatalogConfig.of({**options, **({option: secret} if secret else {})})
     locked = config.lock_enabled if config.lock_enabled is not None else scheme in OBJECT_STORES
     return CatalogStorage(storage, JdbcCatalog(config), locked=locked)

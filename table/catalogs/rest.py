@@ -18,8 +18,10 @@ lost race). A branch commits as ``<table>$branch_<name>``.
 
 Options, as Paimon's: ``uri`` (the server's base URL), ``warehouse`` (the catalog's warehouse
 name, sent to ``/v1/config``), ``token.provider`` (``bear``, the only one paimond speaks) and
-``header.<name>`` (extra request headers). The bearer token comes from the environment
-(``PAIMOND_REST_TOKEN``), never from the options.
+``header.<name>`` (extra request headers), and ``data-token.enabled`` (the table's files are
+read and written with the credentials the server hands out for it: ``data_token.py``; the
+server's ``overrides`` win over the client's option, which wins over its ``defaults``). The
+bearer token comes from the environment (``PAIMOND_REST_TOKEN``), never from the options.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paimond.errors import ConfigError, StorageUnavailableError
+from paimond.table.catalogs.data_token import DataToken
 
-KNOWN_OPTIONS = frozenset({"metastore", "uri", "warehouse", "token.provider"})
+DATA_TOKEN_OPTION = "data-token.enabled"
+KNOWN_OPTIONS = frozenset({"metastore", "uri", "warehouse", "token.provider", DATA_TOKEN_OPTION})
 HEADER_PREFIX = "header."
 BEARER = "bear"
 TIMEOUT_S = 60.0
@@ -46,6 +50,7 @@ class RestCatalogConfig:
     warehouse: str | None = None
     token: str | None = field(default=None, repr=False)
     headers: Mapping[str, str] = field(default_factory=dict)
+    data_token: bool | None = None  # None: as the server's configuration says
 
     @classmethod
     def of(cls, options: Mapping[str, str], token: str | None = None) -> RestCatalogConfig:
@@ -70,7 +75,10 @@ class RestCatalogConfig:
                               "bear needs the token in the environment (PAIMOND_REST_TOKEN)")
         headers = {k[len(HEADER_PREFIX):]: v for k, v in options.items()
                    if k.startswith(HEADER_PREFIX)}
-        return cls(uri, options.get("warehouse"), token, headers)
+        data_token = options.get(DATA_TOKEN_OPTION)
+        return cls(uri, options.get("warehouse"), token, headers,
+                   None if data_token is None else _flag(f"catalog {DATA_TOKEN_OPTION}",
+                                                         data_token))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +98,7 @@ class RestCatalog:
     def __init__(self, config: RestCatalogConfig) -> None:
         self.config = config
         self._prefix: str | None = None
+        self._data_tokens = False
         self._tables: dict[tuple[str, str], RestTable] = {}
 
     # -- HTTP ------------------------------------------------------------------------------
@@ -135,10 +144,22 @@ class RestCatalog:
         if self._prefix is None:
             query = {"warehouse": self.config.warehouse} if self.config.warehouse else None
             answer = self._request("GET", "/v1/config", query)
-            merged = {**(answer.get("defaults") or {}), **(answer.get("overrides") or {})}
-            prefix = merged.get("prefix")
+            defaults, overrides = answer.get("defaults") or {}, answer.get("overrides") or {}
+            prefix = {**defaults, **overrides}.get("prefix")
+            data_token = overrides.get(DATA_TOKEN_OPTION)
+            if data_token is None:
+                data_token = self.config.data_token
+            if data_token is None:
+                data_token = defaults.get(DATA_TOKEN_OPTION, False)
+            self._data_tokens = _flag(f"the REST catalog's {DATA_TOKEN_OPTION}", data_token)
             self._prefix = f"/v1/{_segment(prefix)}" if prefix else "/v1"
         return self._prefix
+
+    @property
+    def data_tokens(self) -> bool:
+        """Whether the tables' files are read and written with the server's data tokens."""
+        _ = self.prefix  # the server's configuration, fetched once
+        return self._data_tokens
 
     def _table_path(self, database: str, table: str) -> str:
         return f"{self.prefix}/databases/{_segment(database)}/tables/{_segment(table)}"
@@ -170,6 +191,16 @@ class RestCatalog:
             self._tables[(database, name)] = known
         return known
 
+    def table_token(self, database: str, name: str) -> DataToken:
+        """The data token the server hands out for ``database.name`` now (Java
+        ``GetTableTokenResponse``)."""
+        answer = self._request("GET", f"{self._table_path(database, name)}/token")
+        token, expires = answer.get("token"), answer.get("expiresAtMillis")
+        if not isinstance(token, dict) or not isinstance(expires, int):
+            raise ConfigError("catalog", f"the REST catalog's data token for {database}.{name} "
+                                         "is no {token, expiresAtMillis} object")
+        return DataToken({str(k): str(v) for k, v in token.items()}, expires)
+
     def commit_snapshot(self, database: str, name: str, snapshot: Mapping[str, Any],
                         base_uuid: str | None,
                         statistics: Sequence[Mapping[str, Any]]) -> bool:
@@ -184,6 +215,16 @@ class RestCatalog:
                                body={"tableId": table.id, "baseSnapshotUuid": base_uuid,
                                      "snapshot": snapshot, "statistics": list(statistics)})
         return bool(answer.get("success"))
+
+
+def _flag(key: str, value: object) -> bool:
+    """A Paimon boolean option (``true``/``false``, any case); ConfigError naming ``key``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ConfigError(key, f"{value!r}: true or false")
+    return text == "true"
 
 
 def _segment(text: str) -> str:

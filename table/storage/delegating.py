@@ -17,7 +17,12 @@ class DelegatingStorage:
     def __init__(self, inner: Storage) -> None:
         self._inner = inner
         self.root: str = inner.root
-        self.location: StorageLocation = inner.location
+
+    @property
+    def location(self) -> StorageLocation:
+        """Where a worker reopens the storage: the inner one's location, as it is now (a
+        catalog's data token is renewed)."""
+        return self._inner.location
 
     @property
     def inner(self) -> Storage:

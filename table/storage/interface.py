@@ -21,7 +21,7 @@ from paimond.table.storage.fsspec_storage import FsspecStorage
 from paimond.table.storage.output_stream import OutputStream
 from paimond.table.storage.s3_options import parse_option_values, s3_unavailable_errors, s3fs_arguments
 from paimond.table.storage.schemes import scheme_of
-from paimond.table.storage.values import FileStatus, StorageLocation
+from paimond.table.storage.values import CREDENTIAL_OPTIONS, FileStatus, StorageLocation
 
 # the interface and the types in its signatures (defined in table/storage/values.py and
 # table/storage/output_stream.py; the fsspec implementation is table/storage/fsspec_storage.py)
@@ -30,7 +30,9 @@ __all__ = ["FileStatus", "OutputStream", "Storage", "StorageLocation", "open_sto
 
 class Storage(Protocol):
     root: str
-    location: StorageLocation
+
+    @property
+    def location(self) -> StorageLocation: ...
 
     def join(self, *parts: str) -> str: ...
     def read_bytes(self, path: str) -> bytes: ...
@@ -110,4 +112,5 @@ def _open_fsspec(protocol: str, rest: str, uri: str, options: dict[str, Any]) ->
               **implementation._get_kwargs_from_urls(uri), **options}  # host, account, ...
     fs = implementation(**parse_option_values(kwargs))
     kind = "memory" if protocol == "memory" else "other"
-    return FsspecStorage(fs, kind, f"{protocol}://", fs._strip_protocol(uri), frozenset())
+    secrets = frozenset(str(v) for k, v in options.items() if k in CREDENTIAL_OPTIONS and v)
+    return FsspecStorage(fs, kind, f"{protocol}://", fs._strip_protocol(uri), secrets)

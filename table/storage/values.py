@@ -29,10 +29,13 @@ CREDENTIAL_OPTIONS = frozenset({"key", "access_key_id", "secret", "secret_access
 @dataclass(frozen=True, slots=True)
 class StorageLocation:
     """Where storage is: its root URI and options, as picklable data. A worker (a process
-    pool, a Spark executor) reopens the same storage from it; ``repr`` hides credentials."""
+    pool, a Spark executor) reopens the same storage from it; ``repr`` hides credentials.
+    ``vended``: the credentials are a catalog's short-lived data token, which a remote worker
+    cannot find itself, so they ship with its task."""
 
     root: str
     options: Mapping[str, Any] = field(default_factory=dict)
+    vended: bool = False
 
     def __repr__(self) -> str:
         shown = {k: ("***" if k in CREDENTIAL_OPTIONS else v) for k, v in self.options.items()}
@@ -44,6 +47,9 @@ class StorageLocation:
         return open_storage(self.root, self.options)
 
     def without_options(self, names: Collection[str]) -> StorageLocation:
-        """The same location without ``names`` (credentials a remote worker finds itself)."""
+        """The same location without ``names`` (credentials a remote worker finds itself);
+        a vended location keeps its options whole."""
+        if self.vended:
+            return self
         return StorageLocation(self.root, {k: v for k, v in self.options.items()
                                            if k not in names})
