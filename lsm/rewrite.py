@@ -30,11 +30,12 @@ encodes, so a bucket uses about two cores; memory stays at a few batches per run
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -58,7 +59,8 @@ from paimond.lsm.merge.changelog import (
 )
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.pipeline import BackgroundWriter, SharedPrefetch, run_at_lower_priority
-from paimond.lsm.merge.streaming import VALUE_KIND_COLUMN, merge_sorted_runs
+from paimond.lsm.merge.spill import SpillDirectory, every_row
+from paimond.lsm.merge.streaming import SLICE_ROWS, VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files.arrow_io import RollingDataFileWriter, file_format_for_level, read_data_file
@@ -86,6 +88,7 @@ _PREFETCH_THREADS = 4  # decode threads shared by a merge's runs (lsm.pipeline.S
 # With half of one (8 MB) the merge and the encoder took turns instead of overlapping:
 # the merge waited ~1 s of a 2.6 s compaction of 10M rows (bench/compact_process.py).
 _WRITE_QUEUE_BYTES = 16 << 20
+_Item = TypeVar("_Item")
 
 
 def file_format_of(file_name: str) -> str:
@@ -108,8 +111,14 @@ class _BucketRewrite:
 
     def __init__(self, task: CompactTask, table: Table, dvs: BucketDeletionVectors | None,
                  now_millis: Callable[[], int], batch_rows: int,
-                 lookup_cache: LookupCache | None) -> None:
+                 lookup_cache: LookupCache | None, max_runs: int | None = None,
+                 write_buffer_bytes: int | None = None) -> None:
         self.task, self.table, self.dvs = task, table, dvs
+        self.max_runs = max_runs  # sorted runs merged at once, at most (None: all)
+        # the write queue's and a Parquet row group's bytes (None: their defaults)
+        self.write_buffer_bytes = write_buffer_bytes
+        # rows one merge step sorts together: held to a few batches a run under a budget
+        self.slice_rows = SLICE_ROWS if max_runs is None else max(1, batch_rows * max_runs)
         self.schema: TableSchema = task.table.schema
         self.options = task.table.options
         self.directory = task.directory
@@ -133,7 +142,7 @@ class _BucketRewrite:
         thin = thin_mode(self.schema, self.options)
         self.output_columns = physical_row_type(self.schema, key_value=True, thin=thin).field_names
         self.changelog_files = ChangelogFiles(table.storage, task, now_millis,
-                                              self.output_columns)
+                                              self.output_columns, write_buffer_bytes)
         self.entries = {e.file.file_name: e for e in task.inputs}
         self.deleted: list[ManifestEntry] = []
         self.added: list[ManifestEntry] = []
@@ -312,10 +321,11 @@ class _BucketRewrite:
             self.table.storage, self.directory, self.schema, self.options,
             level=self.task.output_level, key_value=True, file_source=FILE_SOURCE_COMPACT,
             now_millis=self.now_millis,
-            external=external_provider(self.options, self.task.table_path, self.directory))
+            external=external_provider(self.options, self.task.table_path, self.directory),
+            row_group_bytes=self.write_buffer_bytes)
         self.writers.append(writer)
         put = writer.write if write_data else _discard
-        with BackgroundWriter(put, _WRITE_QUEUE_BYTES) as background, \
+        with BackgroundWriter(put, self.write_buffer_bytes or _WRITE_QUEUE_BYTES) as background, \
                 SharedPrefetch(_PREFETCH_THREADS) as prefetch:
             run_at_lower_priority(lambda: self._merge_sections(sections, background, prefetch,
                                                                write_data))
@@ -326,34 +336,66 @@ class _BucketRewrite:
     def _merge_sections(self, sections: Sequence[Section], background: BackgroundWriter,
                         prefetch: SharedPrefetch, write_data: bool) -> None:
         for section in sections:
-            runs = [prefetch.run(self._run_batches(run)) for run in section.runs]
-            inputs = [self._counted(r) for r in runs]
-            superseded = self.level0.superseded_run(section)
-            if superseded is not None:
-                inputs.append(self._counted(iter(superseded.to_batches())))
-            existing = self.level0.existing_keys_of(section)
-            try:
-                for merged in merge_sorted_runs(inputs,
-                                                self.key_columns, self.sort_key,
-                                                self.reducer, self.user_sequence):
-                    if existing is not None:
-                        merged = without_keys(merged, existing, self.key_columns)
-                    self._write_changelog(existing)
-                    if write_data:
-                        background.put(merged.select(self.output_columns))
-                        self.rows_written += merged.num_rows
-                # a last piece whose merged rows were all dropped (retractions at the max
-                # level) yields no table, but its changelog (a -D of the before) stands
-                self._write_changelog(existing)
-            finally:
-                for run in runs:
-                    run.close()
-            if not write_data:
-                continue
-            for meta in section.files:
-                self.deleted.append(self.entries[meta.file_name])
-                self.rewritten_names.add(meta.file_name)
-                self.rewritten += 1
+            with contextlib.ExitStack() as stack:
+                inputs = self._section_inputs(section, prefetch, stack)
+                self._merge_section(section, inputs, background, write_data)
+
+    def _section_inputs(self, section: Section, prefetch: SharedPrefetch,
+                        stack: contextlib.ExitStack) -> list[Iterator[pa.RecordBatch]]:
+        """The section's runs as the merge reads them. More runs than ``max_runs``: merged
+        ``max_runs`` at a time, every row kept, into spilled runs (``lsm.merge.spill``) until
+        no more than that are left."""
+        if self.max_runs is None or len(section.runs) <= self.max_runs:
+            return self._open_runs(section.runs, prefetch, stack)
+        spills = stack.enter_context(SpillDirectory())
+        spilled = []
+        for group in _groups(section.runs, self.max_runs):
+            with contextlib.ExitStack() as reading:
+                spilled.append(spills.spill(self._every_row(
+                    self._open_runs(group, prefetch, reading))))
+        while len(spilled) > self.max_runs:
+            spilled = [spills.spill(self._every_row([r.batches() for r in group]))
+                       for group in _groups(spilled, self.max_runs)]
+        inputs = [r.batches() for r in spilled]
+        for batches in inputs:
+            stack.callback(batches.close)
+        return list(inputs)
+
+    def _open_runs(self, runs: Sequence[Sequence[DataFileMeta]], prefetch: SharedPrefetch,
+                   stack: contextlib.ExitStack) -> list[Iterator[pa.RecordBatch]]:
+        """The runs, each read ahead from now on (closed with ``stack``), their rows counted."""
+        opened = [prefetch.run(self._run_batches(run)) for run in runs]
+        for run in opened:
+            stack.callback(run.close)
+        return [self._counted(run) for run in opened]
+
+    def _every_row(self, runs: Sequence[Iterator[pa.RecordBatch]]) -> Iterator[pa.Table]:
+        return merge_sorted_runs(runs, self.key_columns, self.sort_key, every_row,
+                                 self.user_sequence, slice_rows=self.slice_rows)
+
+    def _merge_section(self, section: Section, inputs: list[Iterator[pa.RecordBatch]],
+                       background: BackgroundWriter, write_data: bool) -> None:
+        superseded = self.level0.superseded_run(section)
+        if superseded is not None:
+            inputs.append(self._counted(iter(superseded.to_batches())))
+        existing = self.level0.existing_keys_of(section)
+        for merged in merge_sorted_runs(inputs, self.key_columns, self.sort_key, self.reducer,
+                                        self.user_sequence, slice_rows=self.slice_rows):
+            if existing is not None:
+                merged = without_keys(merged, existing, self.key_columns)
+            self._write_changelog(existing)
+            if write_data:
+                background.put(merged.select(self.output_columns))
+                self.rows_written += merged.num_rows
+        # a last piece whose merged rows were all dropped (retractions at the max level)
+        # yields no table, but its changelog (a -D of the before) stands
+        self._write_changelog(existing)
+        if not write_data:
+            return
+        for meta in section.files:
+            self.deleted.append(self.entries[meta.file_name])
+            self.rewritten_names.add(meta.file_name)
+            self.rewritten += 1
 
     def _write_changelog(self, existing: pa.Table | None) -> None:
         """The changelog of the last merged table (first-row: keys found above left out)."""
@@ -385,14 +427,19 @@ class _BucketRewrite:
 
 def execute_compaction(task: CompactTask, storage: Storage, *,
                        now_millis: Callable[[], int], batch_rows: int = BATCH_ROWS,
-                       lookup_cache: LookupCache | None = None) -> CompactResult:
+                       lookup_cache: LookupCache | None = None, max_runs: int | None = None,
+                       write_buffer_bytes: int | None = None) -> CompactResult:
     """Run one bucket's task; returns what to commit. Deletes its own files on failure.
     ``lookup_cache`` answers the level-0 key lookups of deletion-vector and first-row tables
-    from local cache files (default: read the key columns of the files above)."""
+    from local cache files (default: read the key columns of the files above). ``max_runs``:
+    the sorted runs merged at once, at most; a section with more is merged in passes through
+    local spill files (``lsm.merge.spill``). ``write_buffer_bytes``: what the write queue and
+    a Parquet row group hold, at most (None: 16 MB each)."""
     started = time.monotonic()
     table = Table(storage, task.table_path, task.table_name)
     dvs = load_deletion_vectors(task, table)
-    rewrite = _BucketRewrite(task, table, dvs, now_millis, batch_rows, lookup_cache)
+    rewrite = _BucketRewrite(task, table, dvs, now_millis, batch_rows, lookup_cache, max_runs,
+                             write_buffer_bytes)
     try:
         rewrite.run()
         rewrite.changelog_files.finish()
@@ -419,6 +466,10 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
                          cache_hits=stats.hits if stats else 0,
                          cache_misses=stats.misses if stats else 0,
                          cache_discarded=stats.discarded if stats else 0)
+
+
+def _groups(items: Sequence[_Item], size: int) -> list[Sequence[_Item]]:
+    return [items[start:start + size] for start in range(0, len(items), size)]
 
 
 def _discard(batch: pa.RecordBatch) -> None:

@@ -26,7 +26,12 @@ from paimond.lsm.rewrite import execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.arrow_runtime import skip_pandas, use_compaction_allocator
 from paimond.maintenance.compact.append_rewrite import execute_append_compaction
-from paimond.maintenance.compact.memory import MemoryBudget, fit_batch_rows
+from paimond.maintenance.compact.memory import (
+    MemoryBudget,
+    TaskMemory,
+    fit_batch_rows,
+    use_returning_memory_pool,
+)
 from paimond.table.commit.job_records import JobJournal
 
 Progress = Callable[[int, int, CompactTask], None]
@@ -48,24 +53,29 @@ class LookupCacheSettings:
 
 def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
               lookup_cache: LookupCacheSettings | None = None,
-              journal: JobJournal | None = None) -> CompactResult:
+              journal: JobJournal | None = None,
+              memory: TaskMemory | None = None) -> CompactResult:
     """Worker entry point: reopens the table's storage from the task (process pools share
     nothing); ``clock`` (the driver's, as data) stamps the files' creation time; ``journal``
     notes each file in the job's record before it is written."""
+    use_returning_memory_pool()
     try:
         storage = task.table.location.open()
         if journal is not None:
             storage = journal.recording(storage)
         if task.append:
-            return execute_append_compaction(task, storage, now_millis=clock.local_ms,
-                                             batch_rows=batch_rows)
+            return execute_append_compaction(
+                task, storage, now_millis=clock.local_ms, batch_rows=batch_rows,
+                write_buffer_bytes=memory.write_buffer_bytes if memory else None)
         cache = None
         if lookup_cache is not None and task.lookup_files:
             from paimond.lsm.lookup.lookup_cache import LookupCache
 
             cache = LookupCache(lookup_cache.directory, lookup_cache.max_bytes)
         return execute_compaction(task, storage, now_millis=clock.local_ms,
-                                  batch_rows=batch_rows, lookup_cache=cache)
+                                  batch_rows=batch_rows, lookup_cache=cache,
+                                  max_runs=memory.max_runs if memory else None,
+                                  write_buffer_bytes=memory.write_buffer_bytes if memory else None)
     except PaimondError:
         raise
     except Exception as error:  # a library's exception may not pickle back to the parent
@@ -82,9 +92,11 @@ class TaskRunner:
     clock: Clock
     lookup_cache: LookupCacheSettings | None = None
     journal: JobJournal | None = None
+    memory: TaskMemory | None = None  # what the budget allows the task (None: no budget)
 
     def __call__(self, task: CompactTask) -> CompactResult:
-        return _run_task(task, self.batch_rows, self.clock, self.lookup_cache, self.journal)
+        return _run_task(task, self.batch_rows, self.clock, self.lookup_cache, self.journal,
+                         self.memory)
 
 
 class TaskExecutor(Protocol):
@@ -194,7 +206,8 @@ def _admit(pool: Executor, task: CompactTask, runner: TaskRunner,
     elif not budget.try_reserve(memory.estimate_bytes):
         return None
     try:
-        future = pool.submit(dataclasses.replace(runner, batch_rows=memory.batch_rows), task)
+        future = pool.submit(dataclasses.replace(runner, batch_rows=memory.batch_rows,
+                                                 memory=memory), task)
     except BaseException:
         budget.release(memory.estimate_bytes)
         raise

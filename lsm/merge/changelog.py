@@ -83,8 +83,9 @@ class ChangelogFiles:
     ``changelog-file.*`` options, in key order as merged)."""
 
     def __init__(self, storage: Storage, task: CompactTask, now_millis: Callable[[], int],
-                 columns: Sequence[str]) -> None:
+                 columns: Sequence[str], row_group_bytes: int | None = None) -> None:
         self.storage, self.task, self.now_millis = storage, task, now_millis
+        self.row_group_bytes = row_group_bytes
         self.columns = list(columns)
         self.writer: RollingDataFileWriter | None = None
         self.added: list[ManifestEntry] = []
@@ -97,7 +98,8 @@ class ChangelogFiles:
                 changelog_file_options(table.options), level=self.task.output_level,
                 key_value=True, file_source=FILE_SOURCE_APPEND, now_millis=self.now_millis,
                 external=external_provider(table.options, self.task.table_path,
-                                           self.task.directory))
+                                           self.task.directory),
+                row_group_bytes=self.row_group_bytes)
         for batch in changelog.select(self.columns).to_batches():
             self.writer.write(batch)
 

@@ -70,8 +70,11 @@ def _read_inputs(task: CompactTask, table: Table, dvs: Mapping[str, DeletionVect
 
 
 def execute_append_compaction(task: CompactTask, storage: Storage, *,
-                              now_millis: Callable[[], int], batch_rows: int) -> CompactResult:
-    """Rewrite the task's files; returns what to commit. Deletes its own files on failure."""
+                              now_millis: Callable[[], int], batch_rows: int,
+                              write_buffer_bytes: int | None = None) -> CompactResult:
+    """Rewrite the task's files; returns what to commit. Deletes its own files on failure.
+    ``write_buffer_bytes``: what the write queue and a Parquet row group hold, at most (None:
+    32 MB and 16 MB)."""
     started = time.monotonic()
     table = Table(storage, task.table_path, task.table_name)
     options = task.table.options
@@ -83,11 +86,12 @@ def execute_append_compaction(task: CompactTask, storage: Storage, *,
         storage, task.directory, task.table.schema, options, level=0, key_value=False,
         file_source=FILE_SOURCE_COMPACT, now_millis=now_millis,
         sequence_start=task.inputs[0].file.min_sequence_number, row_tracking=row_tracking,
-        external=external_provider(options, task.table_path, task.directory))
+        external=external_provider(options, task.table_path, task.directory),
+        row_group_bytes=write_buffer_bytes)
     index_paths: list[str] = []
     try:
         rows_read = _copy_rows(_read_inputs(task, table, vectors, batch_rows, row_tracking),
-                               writer)
+                               writer, write_buffer_bytes or _WRITE_QUEUE_BYTES)
         written = writer.close()  # each file passed data_files.file_written
         index_added, index_deleted = _rewrite_vectors(task, table, dvs, unaware, index_paths)
     except BaseException:
@@ -120,12 +124,14 @@ def _load_vectors(task: CompactTask, table: Table
     return None, {}
 
 
-def _copy_rows(batches: Iterator[pa.RecordBatch], writer: RollingDataFileWriter) -> int:
-    """Every batch into ``writer``, read ahead and written in the background; the rows."""
+def _copy_rows(batches: Iterator[pa.RecordBatch], writer: RollingDataFileWriter,
+               queue_bytes: int) -> int:
+    """Every batch into ``writer``, read ahead and written in the background (``queue_bytes``
+    waiting at most); the rows."""
     rows = 0
     reader = Prefetch(batches, _PREFETCH_BATCHES)
     try:
-        with BackgroundWriter(writer.write, _WRITE_QUEUE_BYTES) as background:
+        with BackgroundWriter(writer.write, queue_bytes) as background:
             for batch in reader:
                 rows += batch.num_rows
                 background.put(pa.Table.from_batches([batch]))

@@ -21,7 +21,11 @@ from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.picker import PickerState
 from paimond.lsm.rewrite import BATCH_ROWS
 from paimond.lsm.task import CompactResult, CompactTask
-from paimond.maintenance.compact.memory import MemoryBudget
+from paimond.maintenance.compact.memory import (
+    MemoryBudget,
+    postpone_chunk_bytes,
+    use_returning_memory_pool,
+)
 from paimond.maintenance.compact.plan import (
     FULL_COMPACTION_PROPERTY,
     CompactionPlan,
@@ -175,6 +179,7 @@ class CompactJob:
         evolved since."""
         schema = schema or self.table.latest_schema()
         refuse(schema, "compact", self.table.path, self.accepted_options)
+        use_returning_memory_pool()  # the postpone rows are moved here
         with recorded_job(self.table, "compact", self.clock) as recorded:
             return self._run(recorded, schema)
 
@@ -193,7 +198,8 @@ class CompactJob:
             summary.postpone = move_postponed_rows(recorded, schema, self.clock,
                                                    partitions=self.partitions,
                                                    max_attempts=self.max_attempts, mapper=mapper,
-                                                   accepted_options=self.accepted_options)
+                                                   accepted_options=self.accepted_options,
+                                                   chunk_bytes=postpone_chunk_bytes(self.memory))
 
         def attempt(number: int) -> Attempt:
             nonlocal checked

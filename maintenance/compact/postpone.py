@@ -35,7 +35,14 @@ meanwhile) deletes the new files and plans again.
 With ``changelog-producer = input`` the real buckets' writers of Java write every row they
 are handed as changelog when they flush (``MergeTreeWriter``): each bucket's rows, in key and
 sequence order, unmerged, go to changelog files of the same commit (the postpone writers write
-none). Memory: one partition's postpone rows at a time, as Arrow columns. What paimond does
+none).
+
+Memory: a partition's postpone rows are read in file order and moved a chunk at a time, a
+chunk being as many rows as ``chunk_bytes`` (a quarter of the memory budget; unbounded without
+one) holds as Arrow columns: each chunk's rows of a bucket are merged and written as that
+bucket's level-0 files, their sequence numbers after the previous chunk's, as a Java writer
+flushes its write buffer into a level-0 file whenever it fills. The chunks' files merge in the
+LSM compaction that follows, to the rows one chunk would have given. What paimond does
 not do for these tables (``bucket-function.type=hive``) is refused at plan time
 (``paimond.table.options.semantic``).
 """
@@ -44,7 +51,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -59,6 +66,7 @@ from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.streaming import SEQUENCE_COLUMN, sort_slice
 from paimond.lsm.rewrite import file_format_of
+from paimond.maintenance.compact.memory import use_returning_memory_pool
 from paimond.maintenance.job_cleanup import RecordedJob, committed_names
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.bucketing import BucketFunction, bucket_function_of
@@ -77,7 +85,6 @@ from paimond.table.data_files.arrow_io import (
 from paimond.table.data_files.external_paths import external_provider
 from paimond.table.data_files.kv_layout import (
     key_fields,
-    physical_arrow_schema,
     physical_row_type,
     thin_mode,
 )
@@ -94,6 +101,7 @@ if TYPE_CHECKING:  # the executor's protocol (its module loads file-index code)
     from paimond.maintenance.distributed import TaskMapper
 
 BATCH_ROWS = 65536
+_CHUNK_BATCH_ROWS = 4096  # batches read under a memory budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,9 +246,13 @@ class PostponeMover:
     ``sequence_floor``: :attr:`PostponePlan.sequence_floor`."""
 
     def __init__(self, table: Table, schema: TableSchema, sequence_floor: int,
-                 now_millis: Callable[[], int], batch_rows: int = BATCH_ROWS) -> None:
+                 now_millis: Callable[[], int], batch_rows: int = BATCH_ROWS,
+                 chunk_bytes: int | None = None) -> None:
         self.table, self.schema, self.sequence_floor = table, schema, sequence_floor
         self.now_millis, self.batch_rows = now_millis, batch_rows
+        self.chunk_bytes = chunk_bytes  # the rows moved at once, at most (None: a partition)
+        if chunk_bytes is not None:
+            self.batch_rows = min(batch_rows, _CHUNK_BATCH_ROWS)
         self.options = TableOptions.of(schema)
         self.bucket_function: BucketFunction = bucket_function_of(schema, self.options)
         config = MergeConfig.of(schema)
@@ -261,31 +273,44 @@ class PostponeMover:
         started = time.monotonic()
         moved = PostponeMoved(partition)
         self.moved.append(moved)
-        rows = self._read(partition)
-        moved.rows_read = rows.num_rows
-        for bucket, rows_of_bucket in self.bucket_function.split(rows, partition.num_buckets):
-            self._write_bucket(moved, bucket, rows_of_bucket)  # in the files' order
+        next_sequences: dict[int, int] = {}  # a bucket -> its next row's sequence number
+        for rows in self._chunks(partition):
+            moved.rows_read += rows.num_rows
+            for bucket, rows_of_bucket in self.bucket_function.split(rows,
+                                                                     partition.num_buckets):
+                self._write_bucket(moved, bucket, rows_of_bucket,  # in the files' order
+                                   next_sequences)
         moved.duration_s = time.monotonic() - started
         return moved
 
-    def _read(self, partition: PostponePartition) -> pa.Table:
+    def _chunks(self, partition: PostponePartition) -> Iterator[pa.Table]:
+        """The partition's postpone rows in file order, ``chunk_bytes`` of them at a time."""
         schema, storage = self.schema, self.table.storage
         directory = bucket_path(self.table, schema, partition.partition, BUCKET_POSTPONE)
         batches: list[pa.RecordBatch] = []
+        held = 0
         for entry in partition.files:
             meta = entry.file
             path = meta.external_path or storage.join(directory, meta.file_name)
-            batches.extend(read_data_file(
-                storage, path, file_format=file_format_of(meta.file_name),
-                file_schema=self.table.schema(meta.schema_id), read_schema=schema,
-                key_value=True, batch_rows=self.batch_rows, file_size=meta.file_size))
-        if not batches:
-            return physical_arrow_schema(physical_row_type(schema, key_value=True)).empty_table()
-        return pa.Table.from_batches(batches)
+            for batch in read_data_file(
+                    storage, path, file_format=file_format_of(meta.file_name),
+                    file_schema=self.table.schema(meta.schema_id), read_schema=schema,
+                    key_value=True, batch_rows=self.batch_rows, file_size=meta.file_size):
+                batches.append(batch)
+                held += batch.nbytes
+                if self.chunk_bytes is not None and held >= self.chunk_bytes:
+                    yield pa.Table.from_batches(batches)
+                    batches, held = [], 0
+        if batches:
+            yield pa.Table.from_batches(batches)
 
-    def _write_bucket(self, moved: PostponeMoved, bucket: int, rows: pa.Table) -> None:
+    def _write_bucket(self, moved: PostponeMoved, bucket: int, rows: pa.Table,
+                      next_sequences: dict[int, int]) -> None:
         partition = moved.partition
-        first = max(partition.max_sequences.get(bucket, -1), self.sequence_floor) + 1
+        first = next_sequences.get(bucket)
+        if first is None:
+            first = max(partition.max_sequences.get(bucket, -1), self.sequence_floor) + 1
+        next_sequences[bucket] = first + rows.num_rows
         sequences = pa.array(np.arange(first, first + rows.num_rows, dtype=np.int64))
         rows = rows.set_column(rows.schema.get_field_index(SEQUENCE_COLUMN), SEQUENCE_COLUMN,
                                sequences)
@@ -334,13 +359,16 @@ class PostponeTask:
     sequence_floor: int
     partition: PostponePartition
     clock: Clock
+    chunk_bytes: int | None = None  # PostponeMover's
 
 
 def move_partition(task: PostponeTask) -> PostponeMoved:
     """A task: one partition's postpone rows moved; its own files deleted if it fails."""
     storage = task.journal.recording(task.location.open())
     table = Table(storage, task.table_path, task.table_name)
-    mover = PostponeMover(table, task.schema, task.sequence_floor, task.clock.local_ms)
+    use_returning_memory_pool()
+    mover = PostponeMover(table, task.schema, task.sequence_floor, task.clock.local_ms,
+                          chunk_bytes=task.chunk_bytes)
     try:
         return mover.move(task.partition)
     except BaseException:
@@ -387,12 +415,14 @@ class PostponeSummary:
 def move_postponed_rows(recorded: RecordedJob, schema: TableSchema, clock: Clock, *,
                         partitions: PartitionSelection | None = None,
                         max_attempts: int = 3, mapper: TaskMapper | None = None,
-                        accepted_options: tuple[str, ...] = ()) -> PostponeSummary:
+                        accepted_options: tuple[str, ...] = (),
+                        chunk_bytes: int | None = None) -> PostponeSummary:
     """Plan, move and commit the postpone rows of ``recorded``'s table (files written
     through its journal, so a killed run leaves nothing behind); re-planned on a conflict.
     ``schema``: the one the run refused; a newer one is refused again before it is used (less
     the undecided option keys the operator accepted: ``accepted_options``).
-    ``mapper``: an executor that runs one task per partition (Spark), else they run here."""
+    ``mapper``: an executor that runs one task per partition (Spark), else they run here.
+    ``chunk_bytes``: the rows moved at once, at most (:class:`PostponeMover`)."""
     table = recorded.table
     committer = Committer(table, clock=clock, journal=recorded)
     summary = PostponeSummary()
@@ -417,13 +447,14 @@ def move_postponed_rows(recorded: RecordedJob, schema: TableSchema, clock: Clock
         plan = summary.plan
         if mapper is not None:  # a failed task fails the run; the journal has its files
             tasks = [PostponeTask(table.location, table.path, table.name, recorded.journal,
-                                  current, plan.sequence_floor, p, clock)
+                                  current, plan.sequence_floor, p, clock, chunk_bytes)
                      for p in plan.partitions]
             summary.moved = mapper.map_tasks(
                 move_partition, tasks, f"paimond compact {table.name}: the postpone rows of "
                 f"{len(tasks)} partition(s) into real buckets")
         else:
-            mover = PostponeMover(table, current, plan.sequence_floor, clock.local_ms)
+            mover = PostponeMover(table, current, plan.sequence_floor, clock.local_ms,
+                                  chunk_bytes=chunk_bytes)
             try:
                 summary.moved = mover.move_all(plan.partitions)
             except BaseException:

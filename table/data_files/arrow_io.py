@@ -210,7 +210,7 @@ class DataFileWriter:
     def __init__(self, storage: Storage, path: str, schema: TableSchema, options: TableOptions, *,
                  level: int, key_value: bool, file_source: int, now_millis: Callable[[], int],
                  schema_id: int | None = None, sequence_start: int = 0,
-                 row_tracking: bool = False) -> None:
+                 row_tracking: bool = False, row_group_bytes: int | None = None) -> None:
         self._storage, self._path, self._schema = storage, path, schema
         self._row_tracking = row_tracking and not key_value
         self._level, self._key_value, self._file_source = level, key_value, file_source
@@ -228,7 +228,7 @@ class DataFileWriter:
         try:
             self._format = open_format_writer(file_format, cast(BinaryIO, self._output),
                                               self._row_type, compression=compression,
-                                              options=options)
+                                              options=options, row_group_bytes=row_group_bytes)
         except BaseException:
             self._output.abort()
             raise
@@ -381,8 +381,10 @@ class RollingDataFileWriter:
                  options: TableOptions, *, level: int, key_value: bool, file_source: int,
                  now_millis: Callable[[], int], schema_id: int | None = None,
                  sequence_start: int = 0, row_tracking: bool = False,
-                 external: ExternalPathProvider | None = None) -> None:
+                 external: ExternalPathProvider | None = None,
+                 row_group_bytes: int | None = None) -> None:
         self._storage, self._directory, self._schema, self._options = storage, directory, schema, options
+        self._row_group_bytes = row_group_bytes  # None: the format's default
         self._row_tracking, self._external = row_tracking, external
         self._level, self._key_value, self._file_source = level, key_value, file_source
         self._now_millis, self._schema_id = now_millis, schema_id
@@ -418,7 +420,8 @@ class RollingDataFileWriter:
                     self._storage, path, self._schema, self._options, level=self._level,
                     key_value=self._key_value, file_source=self._file_source,
                     now_millis=self._now_millis, schema_id=self._schema_id,
-                    sequence_start=self._next_sequence, row_tracking=self._row_tracking)
+                    sequence_start=self._next_sequence, row_tracking=self._row_tracking,
+                    row_group_bytes=self._row_group_bytes)
             self._current.write(batch.slice(offset, rows))
             if self._current.estimated_size_bytes >= self._target_bytes:
                 self._roll()

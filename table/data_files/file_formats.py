@@ -80,13 +80,16 @@ class _NoBounds:
 
 
 def open_format_writer(file_format: str, sink: BinaryIO, row_type: RowType, *, compression: str,
-                       options: TableOptions) -> FormatWriter:
+                       options: TableOptions, row_group_bytes: int | None = None) -> FormatWriter:
     """A writer of one data file into ``sink`` (written from its current position; ``finish``
     writes the footer and leaves it open); batches must have ``physical_arrow_schema(row_type)``.
-    Raises UnsupportedError for a format or compression paimond does not write."""
+    ``row_group_bytes``: the Arrow bytes a Parquet row group collects before it is encoded
+    (default 16 MB; less under a small memory budget). Raises UnsupportedError for a format or
+    compression paimond does not write."""
     if file_format == "parquet":
         return _ParquetWriter(sink, row_type, _codec(_PARQUET_CODECS, compression, "parquet"),
-                              options.file_compression_zstd_level)
+                              options.file_compression_zstd_level,
+                              row_group_bytes or _ROW_GROUP_BYTES)
     if file_format == "orc":
         return _OrcWriter(sink, row_type, _codec(_ORC_CODECS, compression, "orc"))
     if file_format == "avro":
@@ -104,7 +107,7 @@ def _codec(codecs: dict[str, str], compression: str, file_format: str) -> str:
 
 
 class _ParquetWriter:
-    """Row groups of about ``_ROW_GROUP_BYTES`` Arrow bytes, each encoded into the sink as
+    """Row groups of about ``row_group_bytes`` Arrow bytes, each encoded into the sink as
     soon as it is complete.
 
     Dictionary encoding is chosen per column from the first row group: a flat column whose
@@ -115,8 +118,10 @@ class _ParquetWriter:
     Column bounds come from the statistics the writer puts in the footer
     (:mod:`paimond.table.data_files.parquet_bounds`)."""
 
-    def __init__(self, sink: BinaryIO, row_type: RowType, codec: str, zstd_level: int) -> None:
+    def __init__(self, sink: BinaryIO, row_type: RowType, codec: str, zstd_level: int,
+                 row_group_bytes: int = _ROW_GROUP_BYTES) -> None:
         self._sink, self._codec, self._zstd_level = sink, codec, zstd_level
+        self._row_group_bytes = row_group_bytes
         self._logical = physical_arrow_schema(row_type)
         self._int96_paths = int96_paths(self._logical)
         self._schema = storage_schema(self._logical) if self._int96_paths else self._logical
@@ -147,7 +152,7 @@ class _ParquetWriter:
                 schema=self._schema)
         self._pending.append(batch)
         self._pending_bytes += batch.nbytes
-        if self._pending_bytes >= _ROW_GROUP_BYTES:
+        if self._pending_bytes >= self._row_group_bytes:
             self._flush()
 
     def _flush(self) -> None:
