@@ -359,7 +359,7 @@ class _BucketRewrite:
         inputs = [r.batches() for r in spilled]
         for batches in inputs:
             stack.callback(batches.close)
-        return list(inputs)
+        return inputs
 
     def _open_runs(self, runs: Sequence[Sequence[DataFileMeta]], prefetch: SharedPrefetch,
                    stack: contextlib.ExitStack) -> list[Iterator[pa.RecordBatch]]:
