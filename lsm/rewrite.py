@@ -356,7 +356,7 @@ class _BucketRewrite:
         while len(spilled) > self.max_runs:
             spilled = [spills.spill(self._every_row([r.batches() for r in group]))
                        for group in _groups(spilled, self.max_runs)]
-        inputs = [r.batches() for r in spilled]
+        inputs: list[Iterator[pa.RecordBatch]] = [r.batches() for r in spilled]
         for batches in inputs:
             stack.callback(batches.close)
         return inputs
