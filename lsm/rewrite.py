@@ -356,10 +356,10 @@ class _BucketRewrite:
         while len(spilled) > self.max_runs:
             spilled = [spills.spill(self._every_row([r.batches() for r in group]))
                        for group in _groups(spilled, self.max_runs)]
-        inputs: list[Iterator[pa.RecordBatch]] = [r.batches() for r in spilled]
+        inputs = [r.batches() for r in spilled]
         for batches in inputs:
             stack.callback(batches.close)
-        return inputs
+        return list(inputs)  # generators, as the merge's iterators
 
     def _open_runs(self, runs: Sequence[Sequence[DataFileMeta]], prefetch: SharedPrefetch,
                    stack: contextlib.ExitStack) -> list[Iterator[pa.RecordBatch]]:
