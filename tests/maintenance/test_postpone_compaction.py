@@ -182,11 +182,12 @@ def test_a_failure_halfway_leaves_no_file_and_no_snapshot(tmp_path: Path,
     written: list[Any] = []
     original = postpone.PostponeMover._write_bucket
 
-    def fail_third(self: postpone.PostponeMover, moved: Any, bucket: int, rows: pa.Table) -> None:
+    def fail_third(self: postpone.PostponeMover, moved: Any, bucket: int, rows: pa.Table,
+                   *rest: Any) -> None:
         if len(written) == 2:
             raise OSError("disk full")
         written.append(bucket)
-        original(self, moved, bucket, rows)
+        original(self, moved, bucket, rows, *rest)
 
     monkeypatch.setattr(postpone.PostponeMover, "_write_bucket", fail_third)
     with pytest.raises(OSError, match="disk full"):
