@@ -397,9 +397,11 @@ def _rescale(table: Table, settings: RescaleSettings, context: JobContext) -> Jo
     from paimond.maintenance.compact.rescale import RescaleSummary, rescale
     from paimond.maintenance.distributed import mapper_of
 
+    budget = ({} if context.memory_budget is None
+              else {"memory_budget_bytes": context.memory_budget.budget_bytes})
     result = rescale(table, settings.bucket_num, clock=context.clock,
                      partitions=settings.partitions, dry_run=settings.dry_run,
-                     mapper=mapper_of(context.executor))
+                     mapper=mapper_of(context.executor), **budget)
     if not isinstance(result, RescaleSummary):
         return JobReport(result)
     return JobReport(result, read_rows=result.rows_read, written_rows=result.rows_written)

@@ -62,27 +62,35 @@ def read_partition(table: Table, read_schema: TableSchema, source: PartitionFile
     """Every row of ``source``'s files in ``read_schema``'s key-value layout, each file read
     with the schema ``table`` (its branch) wrote it in; ``bitmap64``: the table's
     ``deletion-vectors.bitmap64``."""
+    batches = list(partition_batches(table, read_schema, source, bitmap64=bitmap64,
+                                     retract_deleted=retract_deleted))
+    if not batches:
+        return physical_arrow_schema(physical_row_type(read_schema, key_value=True)).empty_table()
+    return pa.Table.from_batches(batches)
+
+
+def partition_batches(table: Table, read_schema: TableSchema, source: PartitionFiles, *,
+                      bitmap64: bool, retract_deleted: bool = False,
+                      batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """:func:`read_partition`'s rows as they are read, file after file, ``batch_rows`` at most
+    at a time."""
     storage = table.storage
     vectors = {e.bucket: BucketDeletionVectors.load(table, e, bitmap64=bitmap64)
                for e in source.dv_entries}
-    batches: list[pa.RecordBatch] = []
     for entry in source.files:
         meta = entry.file
         directory = bucket_path(table, read_schema, source.partition, entry.bucket)
         path = meta.external_path or storage.join(directory, meta.file_name)
         read = read_data_file(storage, path, file_format=file_format_of(meta.file_name),
                               file_schema=table.schema(meta.schema_id), read_schema=read_schema,
-                              key_value=True, batch_rows=BATCH_ROWS, file_size=meta.file_size)
+                              key_value=True, batch_rows=batch_rows, file_size=meta.file_size)
         dvs = vectors.get(entry.bucket)
         vector = dvs.vector_of(meta.file_name) if dvs is not None else None
         if vector is not None:
             positions = deleted_positions(vector)
             read = (_retract(read, positions) if retract_deleted
                     else filter_deleted(read, positions))
-        batches.extend(read)
-    if not batches:
-        return physical_arrow_schema(physical_row_type(read_schema, key_value=True)).empty_table()
-    return pa.Table.from_batches(batches)
+        yield from read
 
 
 def _retract(batches: Iterable[pa.RecordBatch], deleted: np.ndarray) -> Iterator[pa.RecordBatch]:
@@ -124,14 +132,23 @@ class RunWriter:
     def write(self, partition: bytes, bucket: int, total_buckets: int, rows: pa.Table,
               columns: Sequence[str]) -> None:
         """``rows`` (in key order) as ``partition``'s ``bucket``; ``columns``: the file's."""
+        self.write_batches(partition, bucket, total_buckets,
+                           rows.select(list(columns)).to_batches(BATCH_ROWS))
+
+    def write_batches(self, partition: bytes, bucket: int, total_buckets: int,
+                      batches: Iterable[pa.RecordBatch], *,
+                      row_group_bytes: int | None = None) -> None:
+        """``batches`` (in key order, the file's columns) as ``partition``'s ``bucket``, written
+        as they come; ``row_group_bytes``: the writer's buffer (None: the format's default)."""
         options = TableOptions.of(self.schema)
         directory = bucket_path(self.table, self.schema, partition, bucket)
         writer = RollingDataFileWriter(
             self.table.storage, directory, self.schema, options, level=self.level,
             key_value=True, file_source=self.file_source, now_millis=self.now_millis,
-            external=external_provider(options, self.table.path, directory))
+            external=external_provider(options, self.table.path, directory),
+            row_group_bytes=row_group_bytes)
         try:
-            for batch in rows.select(list(columns)).to_batches(BATCH_ROWS):
+            for batch in batches:
                 writer.write(batch)
             written = writer.close()
         except BaseException:

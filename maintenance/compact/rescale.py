@@ -26,16 +26,28 @@ deletion vectors), merged with the table's merge engine as a full compaction mer
 :mod:`paimond.table.bucketing`, and written as one sorted run per bucket at the max level,
 ``file_source`` COMPACT; the partition's deletion-vector index entries are deleted. Readers see
 the same rows; no changelog is written (nothing changed). One OVERWRITE snapshot requires the
-snapshot the plan read to be the latest. Memory: one partition's rows at a time.
+snapshot the plan read to be the latest.
+
+Memory: a partition bigger than the memory budget is never held whole. Its rows are read in
+batches, each row tagged with its new bucket, and sorted by (new bucket, key) through the
+external sort of :mod:`paimond.maintenance.compact.external_sort` (sorted runs spilled to a
+local temporary directory beyond half the budget). The sorted stream is merged a batch at a
+time (the last key of a batch waits for the next, so a key's versions are merged together) and
+written bucket after bucket, one writer open at a time.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimond.clock import Clock
 from paimond.errors import RefusedError
@@ -45,7 +57,14 @@ from paimond.format.meta.schema import TableSchema
 from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.streaming import sort_slice
-from paimond.maintenance.compact.partition_rewrite import PartitionFiles, RunWriter, read_partition
+from paimond.maintenance.compact.external_sort import SortOrder, sorted_batches
+from paimond.maintenance.compact.partition_rewrite import (
+    BATCH_ROWS,
+    PartitionFiles,
+    RunWriter,
+    partition_batches,
+)
+from paimond.maintenance.compact.sort_compact import SORT_MEMORY_BYTES
 from paimond.maintenance.job_cleanup import RecordedJob, committed_names, recorded_job
 from paimond.table.bucketing import bucket_function_of
 from paimond.table.catalog import Table
@@ -65,6 +84,7 @@ if TYPE_CHECKING:  # the executor's protocol (its module loads file-index code)
     from paimond.maintenance.distributed import TaskMapper
 
 JOB = "rescale"
+BUCKET_COLUMN = "_PAIMOND_NEW_BUCKET"
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,10 +219,11 @@ def _bucket_number(table: Table, schema: TableSchema, options: TableOptions,
 
 
 class _Rewriter:
-    """Merges partitions' rows and writes them into ``bucket_num`` buckets."""
+    """Merges partitions' rows and writes them into ``bucket_num`` buckets, holding about
+    ``memory_budget_bytes`` of rows (module doc)."""
 
     def __init__(self, table: Table, schema: TableSchema, bucket_num: int,
-                 now_millis: Callable[[], int]) -> None:
+                 now_millis: Callable[[], int], memory_budget_bytes: int) -> None:
         self.table, self.schema, self.bucket_num = table, schema, bucket_num
         self.options = TableOptions.of(schema)
         self.bucket_function = bucket_function_of(schema, self.options)
@@ -215,6 +236,7 @@ class _Rewriter:
             schema, key_value=True, thin=thin_mode(schema, self.options)).field_names
         self.writer = RunWriter.of(table, schema, level=self.options.num_levels - 1,
                                    file_source=FILE_SOURCE_COMPACT, now_millis=now_millis)
+        self.budget_bytes = memory_budget_bytes
         self.rows_read = self.rows_written = 0
 
     def rewrite_all(self, partitions: Sequence[RescalePartition]) -> Rewritten:
@@ -229,16 +251,62 @@ class _Rewriter:
                          self.rows_read, self.rows_written)
 
     def rewrite(self, partition: RescalePartition) -> None:
-        rows = read_partition(
+        pieces = self._merged(partition)
+        for bucket, group in itertools.groupby(pieces, key=lambda piece: piece[0]):
+            batches = (batch for _, rows in group
+                       for batch in rows.select(self.output_columns).to_batches(BATCH_ROWS))
+            self.writer.write_batches(partition.partition, bucket, self.bucket_num, batches,
+                                      row_group_bytes=self.budget_bytes // 4)
+
+    def _merged(self, partition: RescalePartition) -> Iterator[tuple[int, pa.Table]]:
+        """The partition's merged rows as (new bucket, rows in key order), bucket after
+        bucket; a bucket's rows may come in several pieces, one after another."""
+        batch_rows = self._batch_rows(partition)
+        read = partition_batches(
             self.table, self.schema,
             PartitionFiles(partition.partition, partition.files, partition.dv_entries),
-            bitmap64=self.options.deletion_vectors_bitmap64)
-        self.rows_read += rows.num_rows
+            bitmap64=self.options.deletion_vectors_bitmap64, batch_rows=batch_rows)
+        tagged = (batch.append_column(BUCKET_COLUMN, pa.array(
+            self.bucket_function.buckets(batch, self.bucket_num))) for batch in read)
+        order = SortOrder("order", (BUCKET_COLUMN, *self.key_columns), ())
+        waiting: pa.Table | None = None  # the last key's versions, until its next batch
+        for batch in sorted_batches(tagged, order, self.budget_bytes, batch_rows):
+            self.rows_read += batch.num_rows
+            if not batch.num_rows:
+                continue
+            rows = pa.Table.from_batches([batch])
+            if waiting is not None:
+                rows = pa.concat_tables([waiting, rows])
+            last = _last_key_start(rows, self.key_columns)
+            waiting = rows.slice(last)
+            yield from self._reduced(rows.slice(0, last))
+        if waiting is not None:
+            yield from self._reduced(waiting)
+
+    def _reduced(self, rows: pa.Table) -> Iterator[tuple[int, pa.Table]]:
+        if not rows.num_rows:
+            return
+        rows = rows.drop_columns([BUCKET_COLUMN])
         merged = self.reducer(sort_slice([rows], self.key_columns, self.user_sequence))
-        for bucket, rows_of_bucket in self.bucket_function.split(merged, self.bucket_num):
-            self.writer.write(partition.partition, bucket, self.bucket_num, rows_of_bucket,
-                              self.output_columns)  # in key order
         self.rows_written += merged.num_rows
+        yield from self.bucket_function.split(merged, self.bucket_num)
+
+    def _batch_rows(self, partition: RescalePartition) -> int:
+        """Rows per batch: a sixteenth of the budget at most (a decoded row taken as four
+        times its share of the files' bytes), never under 1,024."""
+        rows = max(1, partition.rows)
+        row_bytes = max(1, 4 * sum(e.file.file_size for e in partition.files) // rows)
+        return max(1024, min(BATCH_ROWS, self.budget_bytes // 16 // row_bytes))
+
+
+def _last_key_start(rows: pa.Table, key_columns: Sequence[str]) -> int:
+    """Where the versions of the last row's key begin in ``rows`` (sorted by key: they are
+    the last rows). Primary keys are never NULL."""
+    same = np.ones(rows.num_rows, dtype=bool)
+    for name in key_columns:
+        column = rows.column(name)
+        same &= pc.equal(column, column[-1]).to_numpy(zero_copy_only=False)
+    return int(np.flatnonzero(~same)[-1]) + 1 if not same.all() else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +321,7 @@ class RescaleTask:
     bucket_num: int
     partition: RescalePartition
     clock: Clock
+    memory_budget_bytes: int = SORT_MEMORY_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,36 +336,40 @@ def rescale_partition(task: RescaleTask) -> Rewritten:
     """A task: one partition rewritten; its own files deleted if it fails."""
     storage = task.journal.recording(task.location.open())
     table = Table(storage, task.table_path, task.table_name)
-    rewriter = _Rewriter(table, task.schema, task.bucket_num, task.clock.local_ms)
+    rewriter = _Rewriter(table, task.schema, task.bucket_num, task.clock.local_ms,
+                         task.memory_budget_bytes)
     return rewriter.rewrite_all([task.partition])
 
 
 def rescale(table: Table, bucket_num: int | None, *, clock: Clock,
             partitions: Mapping[str, str] | None = None, dry_run: bool = False,
-            mapper: TaskMapper | None = None) -> RescalePlan | RescaleSummary:
+            mapper: TaskMapper | None = None, memory_budget_bytes: int = SORT_MEMORY_BYTES
+            ) -> RescalePlan | RescaleSummary:
     """Plan (``dry_run``: only that) and run a rescale as a recorded job: a run killed midway
     leaves files the next run deletes; a commit since the plan fails it (CommitConflictError),
-    its files deleted. ``mapper``: an executor that runs one task per partition (Spark)."""
+    its files deleted. ``mapper``: an executor that runs one task per partition (Spark);
+    ``memory_budget_bytes``: the rows a partition's rewrite holds (beyond them, it spills)."""
     plan = plan_rescale(table, bucket_num, partitions=partitions)
     if dry_run:
         return plan
     with recorded_job(table, JOB, clock) as recorded:
-        return _run(recorded, plan, clock, mapper)
+        return _run(recorded, plan, clock, mapper, memory_budget_bytes)
 
 
-def _run(recorded: RecordedJob, plan: RescalePlan, clock: Clock, mapper: TaskMapper | None
-         ) -> RescaleSummary:
+def _run(recorded: RecordedJob, plan: RescalePlan, clock: Clock, mapper: TaskMapper | None,
+         memory_budget_bytes: int) -> RescaleSummary:
     started = time.monotonic()
     summary = RescaleSummary(plan)
     if not plan.partitions:
         return summary
     table = recorded.table
     if mapper is None:
-        parts = [_Rewriter(table, plan.schema, plan.bucket_num, clock.local_ms)
-                 .rewrite_all(plan.partitions)]
+        parts = [_Rewriter(table, plan.schema, plan.bucket_num, clock.local_ms,
+                           memory_budget_bytes).rewrite_all(plan.partitions)]
     else:  # a failed task fails the run; the job's journal has the files it wrote
         tasks = [RescaleTask(table.location, table.path, table.name, recorded.journal,
-                             plan.schema, plan.bucket_num, p, clock) for p in plan.partitions]
+                             plan.schema, plan.bucket_num, p, clock, memory_budget_bytes)
+                 for p in plan.partitions]
         parts = mapper.map_tasks(rescale_partition, tasks, f"paimond rescale {table.name}: "
                                  f"{len(tasks)} partition(s) into {plan.bucket_num} buckets")
     added = [e for part in parts for e in part.added]

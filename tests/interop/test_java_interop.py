@@ -40,7 +40,7 @@ from support.java_reader import (
     canonical_rows,
     multiset_diff,
 )
-from support.pypaimon_tables import TableSpec, catalog_for
+from support.pypaimon_tables import TableSpec, catalog_for, set_options
 from support.write_only_writer import Writer
 
 from paimond.clock import SYSTEM_CLOCK, Clock
@@ -294,11 +294,6 @@ def _projection(rows: pa.Table, undecodable: bool) -> list[str] | None:
     return [c for c in rows.column_names if c not in INT64_NANOS + DICT_DECIMAL]
 
 
-def _set_options(warehouse: str, name: str, options: dict[str, str]) -> None:
-    catalog_for(warehouse).alter_table(
-        name, [SchemaChange.set_option(k, v) for k, v in options.items()], False)
-
-
 @pytest.mark.parametrize("name", sorted(APPEND_TABLES))
 def test_append_tables_read_alike_through_index_rewrite_and_expiration(
         name: str, oracle_warehouse: tuple[str, list[TableSpec]], java_reader: JavaReader,
@@ -319,9 +314,9 @@ def test_append_tables_read_alike_through_index_rewrite_and_expiration(
     written = compare(java_reader, warehouse, name, "as written", projection=projection)
     assert len(written.rows) == spec.expected_rows.num_rows > 0
 
-    _set_options(warehouse, name, {"file-index.bloom-filter.columns": "id",
-                                   "file-index.bloom-filter.id.items": "500",
-                                   "file-index.bitmap.columns": "id"})
+    set_options(warehouse, name, {"file-index.bloom-filter.columns": "id",
+                                  "file-index.bloom-filter.id.items": "500",
+                                  "file-index.bitmap.columns": "id"})
     if table.options().raw.get("data-evolution.enabled") == "true":
         # files may hold some columns only: rewrite-index refuses before writing anything
         with pytest.raises(RefusedError, match="data-evolution.enabled"):
@@ -377,8 +372,8 @@ def test_primary_key_file_indexes_filter_alike(
     else:
         compare(java_reader, warehouse, name, "pypaimon's files filtered",
                 filters=(("v", "=", "v1"),))
-    _set_options(warehouse, name, {"file-index.bloom-filter.columns": "v",
-                                   "file-index.bloom-filter.v.items": "200"})
+    set_options(warehouse, name, {"file-index.bloom-filter.columns": "v",
+                                  "file-index.bloom-filter.v.items": "200"})
     compact(table, warehouse, full=True)
     everything = compare(java_reader, warehouse, name, "indexed, after full compaction")
     values = [json.loads(r)[3] for r in everything.rows]
@@ -397,7 +392,7 @@ def test_primary_key_file_indexes_filter_alike(
         assert 0 < len(hit.rows) == values.count(some_v)
 
     filtered("after full compaction")
-    _set_options(warehouse, name, {"file-index.bitmap.columns": "id,v"})
+    set_options(warehouse, name, {"file-index.bitmap.columns": "id,v"})
     summary = IndexRewriteJob(table, clock=COMMIT_CLOCK).run()
     assert summary.snapshot is not None
     filtered("after rewrite-index")
@@ -424,8 +419,8 @@ def test_bitmap_indexes_keep_the_version_of_the_tables_files(
     writer = Writer(warehouse, name, compaction_trigger=2)
     for _ in range(3):
         writer.commit()
-    _set_options(warehouse, name, {"file-index.bitmap.columns": "v",
-                                   "file-index.bitmap.v.version": "1"})
+    set_options(warehouse, name, {"file-index.bitmap.columns": "v",
+                                  "file-index.bitmap.v.version": "1"})
     table = open_table(open_storage(warehouse), warehouse, name)
     compact(table, warehouse, full=True)
     assert _bitmap_versions(table) == {1: 1}
@@ -436,14 +431,14 @@ def test_bitmap_indexes_keep_the_version_of_the_tables_files(
         writer.commit()
     compact(table, warehouse, full=True)  # the option is gone: the files' version stays
     assert _bitmap_versions(table) == {1: 1}
-    _set_options(warehouse, name, {"file-index.bloom-filter.columns": "id"})
+    set_options(warehouse, name, {"file-index.bloom-filter.columns": "id"})
     assert IndexRewriteJob(table, clock=COMMIT_CLOCK).run().snapshot is not None
     assert _bitmap_versions(table) == {1: 1}
     for value in ("v3", "v27", "nope"):
         compare(java_reader, warehouse, name, f"bitmap v1, v={value}",
                 filters=(("v", "=", value),))
     # An option that names the version wins over the files'.
-    _set_options(warehouse, name, {"file-index.bitmap.v.version": "2"})
+    set_options(warehouse, name, {"file-index.bitmap.v.version": "2"})
     writer.table = catalog_for(warehouse).get_table(name)
     writer.commit()
     compact(table, warehouse, full=True)

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pypaimon.schema.schema_change import SchemaChange
 from support import warm_python
 from support.chain_tables import build_chain_table
 from support.consumer_tables import make_table, write_consumers
@@ -41,6 +40,7 @@ from support.pypaimon_tables import (
     build_append_unaware,
     build_pk_deduplicate,
     catalog_for,
+    set_options,
 )
 from support.table_garbage import unreferenced_files
 from support.tag_tables import DAILY, TIMES, Writer, utc_ms
@@ -262,16 +262,11 @@ def run_campaign(job: Job, tmp_path: Path) -> list[tuple[str, int]]:
 # ---- the tables --------------------------------------------------------------------------
 
 
-def _set_options(warehouse: str, table: str, options: dict[str, str]) -> None:
-    catalog_for(warehouse).alter_table(table, [SchemaChange.set_option(k, v)
-                                               for k, v in options.items()], False)
-
-
 def _deduplicate(root: Path, options: dict[str, str] | None = None) -> tuple[Path, str]:
     warehouse = root / "wh"
     name = build_pk_deduplicate(str(warehouse)).name
     if options:
-        _set_options(str(warehouse), name, options)
+        set_options(str(warehouse), name, options)
     return warehouse, name
 
 

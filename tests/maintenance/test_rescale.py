@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import collections
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from support.java_maintainer import JavaMaintainer
 from support.java_paimon import RELEASES
@@ -22,6 +24,7 @@ from support.pypaimon_tables import MergeModel, TableWriter, catalog_for, seeded
 from paimond.cli.main import main
 from paimond.clock import Clock
 from paimond.errors import CommitConflictError, RefusedError
+from paimond.maintenance.compact import external_sort
 from paimond.maintenance.compact import rescale as rescale_module
 from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.compact.rescale import RescalePlan, RescaleSummary, rescale
@@ -235,3 +238,59 @@ def test_pending_changelog_is_refused_until_compacted(tmp_path: Path) -> None:
     CompactJob(table, full=True, clock=CLOCK, use_processes=False).run()
     summary = rescale(table, None, clock=CLOCK)
     assert isinstance(summary, RescaleSummary) and summary.rows_written == 10
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update"])
+def test_a_partition_beyond_the_budget_goes_through_spill_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
+    """A budget far below the partition's rows: the rows are sorted through spilled runs and
+    merged a batch at a time (batches of 7 rows here), a key's versions together even where a
+    batch ends among them;
+    each new bucket is one sorted run of strictly ascending keys, and the rows are the model's."""
+    warehouse, writer, table = _table(tmp_path, {"bucket": "2", "merge-engine": engine})
+    model = MergeModel(engine, ("id", "dt"))
+    rng = seeded_rng(engine)
+    for commit in range(6):
+        batch = [{"id": rng.randrange(3000), "dt": DAYS[0],
+                  "v": None if engine == "partial-update" and rng.random() < 0.3
+                  else f"{commit}-{i}"} for i in range(2500)]
+        batch = list({row["id"]: row for row in batch}.values())  # a key once per commit
+        writer.commit(batch)
+        for row in batch:
+            model.apply(row)
+    _alter(table, bucket="3")
+    spilled: list[str] = []
+    original = external_sort._spill
+
+    def counted(*args: Any) -> str:
+        spilled.append(original(*args))
+        return spilled[-1]
+
+    monkeypatch.setattr(external_sort, "_spill", counted)
+    sort = rescale_module.sorted_batches
+
+    def small_batches(*args: Any) -> Iterator[pa.RecordBatch]:
+        """The sorted rows 7 at a time: batches end among a key's versions."""
+        for batch in sort(*args):
+            yield from (batch.slice(start, 7) for start in range(0, batch.num_rows, 7))
+
+    monkeypatch.setattr(rescale_module, "sorted_batches", small_batches)
+    summary = rescale(table, None, clock=CLOCK, memory_budget_bytes=32 << 10)
+    assert isinstance(summary, RescaleSummary)
+    assert len(spilled) >= 8 and not any(Path(p).exists() for p in spilled)
+    assert summary.rows_written == len(model.rows())
+    assert collections.Counter(canonical_rows(read_rows(warehouse, NAME),
+                                              list(SCHEMA.names))) == _model(model)
+    snapshot = table.snapshots.latest()
+    assert snapshot is not None
+    runs: dict[int, list[list[int]]] = collections.defaultdict(list)
+    for live in scan_snapshot(table, snapshot).files:
+        entry = live.entry
+        path = Path(table.path) / f"dt={DAYS[0]}" / f"bucket-{entry.bucket}" / entry.file.file_name
+        keys = pq.ParquetFile(path).read(columns=["_KEY_id"]).column(0).to_pylist()
+        assert keys == sorted(set(keys)) and entry.file.level == 5
+        runs[entry.bucket].append(keys)
+    assert sorted(runs) == [0, 1, 2]
+    for files in runs.values():  # one sorted run: the files' key ranges do not overlap
+        files.sort()
+        assert all(a[-1] < b[0] for a, b in zip(files, files[1:], strict=False))

@@ -46,6 +46,7 @@ from typing import Any
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 from pypaimon.schema.data_types import AtomicType, PyarrowFieldParser
+from pypaimon.schema.schema_change import SchemaChange
 
 Row = dict[str, Any]
 Options = dict[str, str] | None
@@ -99,6 +100,12 @@ def sort_rows(rows: pa.Table, columns: Sequence[str]) -> pa.Table:
 
 
 # ---- writing ---------------------------------------------------------------------------
+
+
+def set_options(warehouse: str, name: str, options: dict[str, str]) -> None:
+    """ALTER TABLE ``name`` SET ``options``, through pypaimon's catalog."""
+    catalog_for(warehouse).alter_table(
+        name, [SchemaChange.set_option(k, v) for k, v in options.items()], False)
 
 
 class TableWriter:
