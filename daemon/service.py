@@ -336,6 +336,11 @@ class Daemon:
             running = [n for n, s in self.tables.items() if s.running]
         # a policy's concurrency share: the others wait for a later tick
         admitted = set(self.policies.admit([s.table.name for s, _ in candidates], running))
+        with self.lock:
+            turns = pace.duty_turns(
+                [(s.table.name, _duties_last_ran(s, jobs)) for s, jobs in candidates
+                 if s.table.name in admitted and any(job != "compact" for job in jobs)],
+                self._duty_runs, self.settings.concurrency)
         futures = []
         for state, jobs in candidates:  # the pool runs `concurrency` at once, in this order
             if state.table.name not in admitted:
@@ -344,7 +349,7 @@ class Daemon:
                 # a wave of due duties never queues compaction behind it (compaction alone
                 # is never held back; the running duties are counted as runs start and end)
                 if self.keep_up and any(job != "compact" for job in jobs):
-                    jobs = pace.paced_jobs(jobs, self._duty_runs, self.settings.concurrency)
+                    jobs = pace.paced_jobs(jobs, state.table.name in turns)
                 if not jobs or state.running or not self._current(state):
                     continue
                 state.running = True
@@ -454,3 +459,8 @@ class Daemon:
         for state in states:  # a paused table's run skips every job
             futures.append(self._submit(state, self.enabled_jobs(state.table.name)))
         return [f.result() for f in futures]
+
+
+def _duties_last_ran(state: TableState, jobs: tuple[str, ...]) -> float:
+    """When the earliest of ``jobs`` besides compaction last ran (-inf: one never did)."""
+    return min(state.last_run.get(job, float("-inf")) for job in jobs if job != "compact")

@@ -11,17 +11,18 @@ snapshots reach the compaction trigger its gauges are read again, and at the tri
 *due* at once. So is a table whose own run just ended with writers' snapshots arrived
 meanwhile. Compaction never queues behind a wave of other duties (every table's expiry comes
 due in the same tick): at most ``limits.concurrency`` runs with jobs besides compaction are
-submitted at once, and a table over that gets its compaction alone, its other jobs at a later
-check (:func:`paced_jobs`). Nor does it wait behind its own table's slower jobs: a run that
-compacts compacts again between its later jobs, and between an expiry's bounded rounds, once
-writers committed :data:`COMPACT_AGAIN_AFTER` snapshots since (:func:`compact_again`; the
-same stream under the same lease, so still one writer of maintenance commits). Pure: the
-figures come from ``evaluate.health``'s gauges.
+submitted at once, those whose duties waited longest first, and a table over that gets its
+compaction alone, its other jobs at a later check (:func:`duty_turns`, :func:`paced_jobs`).
+Nor does it wait behind its own table's slower jobs: a run that compacts compacts again between
+its later jobs, and between an expiry's bounded rounds, once writers committed
+:data:`COMPACT_AGAIN_AFTER` snapshots since (:func:`compact_again`; the same stream under the
+same lease, so still one writer of maintenance commits). Pure: the figures come from
+``evaluate.health``'s gauges.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 ACTIVE_CHECKS = 2
 _WATCHES_PER_TICK = 5
@@ -46,10 +47,21 @@ def compaction_due(gauges: Mapping[str, float]) -> bool:
     return gauges.get("max_sorted_runs", 0) >= gauges.get("compaction_trigger", 1)
 
 
-def paced_jobs(jobs: tuple[str, ...], duty_runs: int, concurrency: int) -> tuple[str, ...]:
-    """The jobs to submit now: all of them while fewer than ``concurrency`` submitted runs
-    carry jobs besides compaction (``duty_runs``), else compaction alone (if due)."""
-    if duty_runs < concurrency or all(job == "compact" for job in jobs):
+def duty_turns(waits: Sequence[tuple[str, float]], duty_runs: int, concurrency: int
+               ) -> set[str]:
+    """The tables whose jobs besides compaction run now, of those with such jobs due
+    (``waits``: a table and when its due duties last ran, -inf: never): as many as the runs
+    with duties that may start besides the ``duty_runs`` submitted (``concurrency`` in all),
+    those that waited longest first. So every table's expiry gets its turn, however many tables
+    come due again sooner."""
+    free = max(0, concurrency - duty_runs)
+    return {name for name, _ in sorted(waits, key=lambda wait: wait[1])[:free]}
+
+
+def paced_jobs(jobs: tuple[str, ...], has_turn: bool) -> tuple[str, ...]:
+    """The jobs to submit now: all of them on the table's turn (:func:`duty_turns`), else
+    compaction alone (if due)."""
+    if has_turn or all(job == "compact" for job in jobs):
         return jobs
     return ("compact",) if "compact" in jobs else ()
 

@@ -18,9 +18,9 @@ from pypaimon import Schema
 from pypaimon.schema.schema_change import SchemaChange
 from structlog.testing import capture_logs
 from support.pypaimon_tables import catalog_for
+from support.stepping_clock import SteppingClock
 from support.write_only_writer import SCHEMA, Writer
 
-from paimond.clock import Clock
 from paimond.config.settings import load_settings
 from paimond.daemon.http.control import Control
 from paimond.daemon.lifecycle import Lifecycle
@@ -41,20 +41,6 @@ START = datetime.datetime(2026, 1, 5, 21, 30)
 START_MS = int(START.timestamp() * 1000)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class SteppingClock(Clock):
-    """Wall time the test moves (``now_ms[0]``)."""
-
-    now_ms: list[int] = dataclasses.field(default_factory=lambda: [START_MS])
-
-    def wall_ms(self) -> int:
-        return self.now_ms[0]
-
-    def local_now(self) -> datetime.datetime:
-        return datetime.datetime.fromtimestamp(self.now_ms[0] / 1000)
-
-    def at(self, seconds: float) -> None:
-        self.now_ms[0] = START_MS + int(seconds * 1000)
 
 
 @dataclasses.dataclass
@@ -100,7 +86,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         warehouse = str(tmp_path / "wh")
         writer = _writer(warehouse, trigger, options or {})
         writer.commit()  # one sorted run: nothing to compact
-        clock = SteppingClock()
+        clock = SteppingClock(START_MS)
         settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse, **{
             f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
             if job != "compact"}}, jobs=ROUTINE)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 from support.pypaimon_oracle import read_rows
+from support.stepping_clock import SteppingClock
 from support.write_only_writer import Writer
 
 from paimond.config.settings import load_settings
@@ -58,10 +59,14 @@ def test_pace_rules() -> None:
     assert pace.may_be_due(gauges, 1) and not pace.may_be_due(gauges, 0)
     assert not pace.may_be_due({**gauges, "max_sorted_runs": 1}, 1)
     jobs = ("compact", "expire")
-    assert pace.paced_jobs(jobs, 1, 2) == jobs
-    assert pace.paced_jobs(jobs, 2, 2) == ("compact",), "duties wait, compaction goes"
-    assert pace.paced_jobs(("expire",), 2, 2) == ()
-    assert pace.paced_jobs(("compact",), 5, 2) == ("compact",)
+    assert pace.paced_jobs(jobs, True) == jobs
+    assert pace.paced_jobs(jobs, False) == ("compact",), "duties wait, compaction goes"
+    assert pace.paced_jobs(("expire",), False) == ()
+    assert pace.paced_jobs(("compact",), False) == ("compact",)
+    waits = [("a", 30.0), ("b", float("-inf")), ("c", 10.0), ("d", 20.0)]
+    assert pace.duty_turns(waits, 0, 2) == {"b", "c"}, "never run, then the longest waiting"
+    assert pace.duty_turns(waits, 1, 2) == {"b"}
+    assert pace.duty_turns(waits, 3, 2) == set()
 
 
 def test_a_table_runs_again_right_after_its_run_when_writers_brought_it_to_the_trigger(
@@ -226,3 +231,37 @@ def test_a_wave_of_duties_counts_its_running_duties_without_a_pass_per_table(
     assert len(with_duties) == 1 and "expire" in with_duties[0].reports
     assert passes < tables, f"{passes} passes over the tables in one tick"
     assert daemon._duty_runs == 0 and not any(s.duties for s in daemon.tables.values())
+
+
+def test_every_table_gets_its_turn_for_duties_that_come_due_again_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Expiry due again at every tick, on every table, one run with duties at a time:
+    the turn goes to the table whose duties waited longest, so in as many ticks as tables
+    each table expires once, not the first one over and over."""
+    warehouse = tmp_path / "wh"
+    Writer(str(warehouse), NAME, TRIGGER).commit()
+    tables = 5
+    for i in range(1, tables):
+        shutil.copytree(warehouse / "db.db" / "t", warehouse / "db.db" / f"t{i}")
+    settings = load_settings(None, env={
+        "PAIMOND_WAREHOUSE": str(warehouse), "PAIMOND_LIMITS_CONCURRENCY": "1",
+        "PAIMOND_JOBS_EXPIRE_INTERVAL_S": "1",
+        **{f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
+           if job not in ("compact", "expire")}}, jobs=ROUTINE)
+    clock = SteppingClock()
+    daemon = Daemon(settings, Metrics(CollectorRegistry(), clock), clock=clock)
+    daemon.keep_up = True
+    expired: list[str] = []
+
+    def expire(table: Any, settings: Any, context: Any) -> JobReport:
+        expired.append(table.name)
+        return JobReport(_Done())
+
+    monkeypatch.setitem(registry_module.JOBS, "expire",  # type: ignore[arg-type]
+                        Job("expire", registry_module.JOBS["expire"].settings_type, expire))
+    for tick in range(tables):
+        clock.at(2 * tick)  # every table's expiry is due again at each tick
+        runs = [f.result(WAIT_S) for f in daemon.tick()]
+        assert all(r.error is None for r in runs), runs
+    Lifecycle(daemon).shutdown(WAIT_S)
+    assert len(expired) == tables and len(set(expired)) == tables, expired
