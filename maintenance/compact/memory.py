@@ -113,6 +113,13 @@ def postpone_chunk_bytes(budget: MemoryBudget | None) -> int | None:
     return None if budget is None else max(MIN_WRITE_BUFFER_BYTES, budget.budget_bytes // 4)
 
 
+def write_buffer_bytes(budget_bytes: int) -> int | None:
+    """A writer's buffers (its queue, a Parquet row group) within ``budget_bytes``: the
+    defaults (None) when :data:`WRITER_BYTES` fits it, else a quarter of it each (at least
+    :data:`MIN_WRITE_BUFFER_BYTES`)."""
+    return None if WRITER_BYTES <= budget_bytes else max(MIN_WRITE_BUFFER_BYTES, budget_bytes // 4)
+
+
 @dataclass(frozen=True, slots=True)
 class TaskMemory:
     """What the admission reserves for a task, the batch size it runs with, and the sorted
@@ -135,8 +142,7 @@ def fit_batch_rows(task: CompactTask, batch_rows: int, budget_bytes: int) -> Tas
     while estimate > budget_bytes and rows > MIN_BATCH_ROWS:
         rows = max(MIN_BATCH_ROWS, rows // 2)
         estimate = estimate_task_bytes(task, rows)
-    buffers = None if WRITER_BYTES <= budget_bytes else max(MIN_WRITE_BUFFER_BYTES,
-                                                            budget_bytes // 4)
+    buffers = write_buffer_bytes(budget_bytes)
     runs = 1 if task.append else sorted_runs(task)
     per_run = run_bytes(task, rows)
     max_runs = None

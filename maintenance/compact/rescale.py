@@ -58,6 +58,7 @@ from paimond.format.meta.snapshot import Snapshot
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.streaming import sort_slice
 from paimond.maintenance.compact.external_sort import SortOrder, sorted_batches
+from paimond.maintenance.compact.memory import write_buffer_bytes
 from paimond.maintenance.compact.partition_rewrite import (
     BATCH_ROWS,
     PartitionFiles,
@@ -256,7 +257,7 @@ class _Rewriter:
             batches = (batch for _, rows in group
                        for batch in rows.select(self.output_columns).to_batches(BATCH_ROWS))
             self.writer.write_batches(partition.partition, bucket, self.bucket_num, batches,
-                                      row_group_bytes=self.budget_bytes // 4)
+                                      row_group_bytes=write_buffer_bytes(self.budget_bytes))
 
     def _merged(self, partition: RescalePartition) -> Iterator[tuple[int, pa.Table]]:
         """The partition's merged rows as (new bucket, rows in key order), bucket after
