@@ -196,20 +196,29 @@ class _CountingTables(dict[str, Any]):
         return super().values()
 
 
+def _copies_compacted_and_expired(tmp_path: Path, tables: int,
+                                  expire_interval_s: float | None = None) -> Any:
+    """Settings of a daemon over ``tables`` copies of one written table, one run at a time,
+    compaction and expiry its only jobs."""
+    warehouse = tmp_path / "wh"
+    Writer(str(warehouse), NAME, TRIGGER).commit()
+    for i in range(1, tables):
+        shutil.copytree(warehouse / "db.db" / "t", warehouse / "db.db" / f"t{i}")
+    interval = {} if expire_interval_s is None else {
+        "PAIMOND_JOBS_EXPIRE_INTERVAL_S": str(expire_interval_s)}
+    return load_settings(None, env={
+        "PAIMOND_WAREHOUSE": str(warehouse), "PAIMOND_LIMITS_CONCURRENCY": "1", **interval,
+        **{f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
+           if job not in ("compact", "expire")}}, jobs=ROUTINE)
+
+
 def test_a_wave_of_duties_counts_its_running_duties_without_a_pass_per_table(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every table due for its duties at once (a first pass): one run with duties at a time
     (``limits.concurrency`` 1), compaction alone for the others, and the running duties are
     counted as runs start and end (once a pass over every table per due table: O(N^2))."""
-    warehouse = tmp_path / "wh"
-    Writer(str(warehouse), NAME, TRIGGER).commit()
     tables = 6
-    for i in range(1, tables):
-        shutil.copytree(warehouse / "db.db" / "t", warehouse / "db.db" / f"t{i}")
-    settings = load_settings(None, env={
-        "PAIMOND_WAREHOUSE": str(warehouse), "PAIMOND_LIMITS_CONCURRENCY": "1",
-        **{f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
-           if job not in ("compact", "expire")}}, jobs=ROUTINE)
+    settings = _copies_compacted_and_expired(tmp_path, tables)
     daemon = Daemon(settings, Metrics(CollectorRegistry()))
     daemon.keep_up = True
     daemon.tables = _CountingTables()
@@ -238,16 +247,8 @@ def test_every_table_gets_its_turn_for_duties_that_come_due_again_at_once(
     """Expiry due again at every tick, on every table, one run with duties at a time:
     the turn goes to the table whose duties waited longest, so in as many ticks as tables
     each table expires once, not the first one over and over."""
-    warehouse = tmp_path / "wh"
-    Writer(str(warehouse), NAME, TRIGGER).commit()
     tables = 5
-    for i in range(1, tables):
-        shutil.copytree(warehouse / "db.db" / "t", warehouse / "db.db" / f"t{i}")
-    settings = load_settings(None, env={
-        "PAIMOND_WAREHOUSE": str(warehouse), "PAIMOND_LIMITS_CONCURRENCY": "1",
-        "PAIMOND_JOBS_EXPIRE_INTERVAL_S": "1",
-        **{f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
-           if job not in ("compact", "expire")}}, jobs=ROUTINE)
+    settings = _copies_compacted_and_expired(tmp_path, tables, expire_interval_s=1)
     clock = SteppingClock()
     daemon = Daemon(settings, Metrics(CollectorRegistry(), clock), clock=clock)
     daemon.keep_up = True
