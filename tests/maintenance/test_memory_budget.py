@@ -33,6 +33,7 @@ BUCKETS, COMMITS, ROWS = 4, 6, 10_000  # rows per bucket per commit
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("pad", pa.string()),
                     ("v", pa.float64())])
 BUDGET_MB = 120
+PAD = 240  # bytes of random letters per row
 
 
 def _write(warehouse: Path) -> None:
@@ -46,8 +47,8 @@ def _write(warehouse: Path) -> None:
     rng = np.random.default_rng(3)
     for _ in range(COMMITS):
         ids = np.unique(rng.integers(0, 2 * BUCKETS * ROWS, BUCKETS * ROWS))
-        letters = rng.integers(97, 123, (len(ids), 120), dtype=np.uint8)
-        pad = pa.array(letters.view("S120").ravel()).cast(pa.string())  # incompressible-ish
+        letters = rng.integers(97, 123, (len(ids), PAD), dtype=np.uint8)
+        pad = pa.array(letters.view(f"S{PAD}").ravel()).cast(pa.string())  # incompressible-ish
         data = pa.table({"id": ids, "pad": pad, "v": rng.random(len(ids))}, schema=SCHEMA)
         builder = table.new_batch_write_builder()
         write, commit = builder.new_write(), builder.new_commit()
