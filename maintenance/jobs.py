@@ -367,12 +367,15 @@ def _rebuild_dv(table: Table, settings: RebuildDvSettings, context: JobContext) 
 
 
 def _tags(table: Table, settings: TagsSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.distributed import mapper_of
     from paimond.maintenance.tags.job import TagsJob
 
-    return JobReport(TagsJob(table, clock=context.clock, dry_run=settings.dry_run).run())
+    return JobReport(TagsJob(table, clock=context.clock, dry_run=settings.dry_run,
+                             mapper=mapper_of(context.executor)).run())
 
 
 def _expire_tags(table: Table, settings: ExpireTagsSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.distributed import mapper_of
     from paimond.maintenance.tags.job import TagsJob
 
     older_than = settings.older_than
@@ -380,7 +383,7 @@ def _expire_tags(table: Table, settings: ExpireTagsSettings, context: JobContext
         older_than = context.clock.local_now() - datetime.timedelta(
             milliseconds=settings.older_than_ms)
     job = TagsJob(table, clock=context.clock, dry_run=settings.dry_run, expire_only=True,
-                  older_than=older_than)
+                  older_than=older_than, mapper=mapper_of(context.executor))
     return JobReport(job.run())
 
 
@@ -408,10 +411,11 @@ def _rescale(table: Table, settings: RescaleSettings, context: JobContext) -> Jo
 
 
 def _delete_tag(table: Table, settings: DeleteTagSettings, context: JobContext) -> JobReport:
+    from paimond.maintenance.distributed import mapper_of
     from paimond.maintenance.tags.job import delete_tag
 
     return JobReport(delete_tag(table, clock=context.clock, name=settings.tag,
-                                dry_run=settings.dry_run))
+                                dry_run=settings.dry_run, mapper=mapper_of(context.executor)))
 
 
 # ---- the registry --------------------------------------------------------------------------

@@ -35,8 +35,10 @@ from dataclasses import dataclass, field
 from paimond.errors import ConfigError, MissingFileError
 from paimond.faults import crash_point
 from paimond.format.meta.snapshot import Snapshot
+from paimond.maintenance.distributed import TaskMapper
 from paimond.maintenance.expire.record import (
     decode_record,
+    delete_all_in_tasks,
     delete_counted,
     encode_record,
     file_size,
@@ -304,9 +306,11 @@ def _advance_earliest(table: Table, end_id: int) -> None:
 
 
 def finish_changelog_expiration(table: Table, work: ExpireWork, record: str, tally: FileTally,
-                                *, clean_empty_directories: bool) -> None:
+                                *, clean_empty_directories: bool,
+                                mapper: TaskMapper | None = None) -> None:
     """Readers first: the earliest hint, the changelog files ascending, then the files only
-    they named, then the record; each step safe to repeat."""
+    they named, then the record; each step safe to repeat. With a ``mapper`` (Spark) the data
+    and metadata files are deleted in its tasks."""
     storage = table.storage
     _advance_earliest(table, work.end_id)
     crash_point("expire_changelog.earliest_written")
@@ -314,23 +318,32 @@ def finish_changelog_expiration(table: Table, work: ExpireWork, record: str, tal
         delete_counted(storage, deletion, tally)
         crash_point("expire_changelog.changelog_file_deleted")
     protected = protected_since(table, work)
-    for deletion in work.data_files:
-        if deletion.path.rsplit("/", 1)[-1] not in protected:
-            delete_counted(storage, deletion, tally)
-        crash_point("expire_changelog.data_file_deleted")
+    data_files = [d for d in work.data_files if d.path.rsplit("/", 1)[-1] not in protected]
+    _delete_each(table, data_files, tally, mapper, "expire_changelog.data_file_deleted")
     if clean_empty_directories:
         remove_empty_dirs(storage, work.bucket_dirs)
         crash_point("expire_changelog.directories_removed")
-    for deletion in work.metadata:
-        if deletion.path.rsplit("/", 1)[-1] not in protected:
-            delete_counted(storage, deletion, tally)
-        crash_point("expire_changelog.metadata_file_deleted")
+    metadata = [d for d in work.metadata if d.path.rsplit("/", 1)[-1] not in protected]
+    _delete_each(table, metadata, tally, mapper, "expire_changelog.metadata_file_deleted")
     storage.delete(record)
     crash_point("expire_changelog.record_removed")
 
 
+def _delete_each(table: Table, deletions: list[Deletion], tally: FileTally,
+                 mapper: TaskMapper | None, point: str) -> None:
+    """Delete ``deletions`` here, one at a time with a crash point after each, or in
+    ``mapper``'s tasks."""
+    if mapper is not None:
+        delete_all_in_tasks(mapper, table, deletions, tally)
+        return
+    for deletion in deletions:
+        delete_counted(table.storage, deletion, tally)
+        crash_point(point)
+
+
 def execute_changelog_expiration(table: Table, work: ExpireWork, *, dry_run: bool,
-                                 clean_empty_directories: bool = False) -> FileTally:
+                                 clean_empty_directories: bool = False,
+                                 mapper: TaskMapper | None = None) -> FileTally:
     """Record ``work``, then delete it in order (``dry_run``: count what is still there)."""
     tally = FileTally()
     deletions = (*work.snapshot_files, *work.data_files, *work.metadata)
@@ -347,12 +360,12 @@ def execute_changelog_expiration(table: Table, work: ExpireWork, *, dry_run: boo
     table.storage.write_bytes(record, encode_record(table, work))
     crash_point("expire_changelog.recorded")
     finish_changelog_expiration(table, work, record, tally,
-                                clean_empty_directories=clean_empty_directories)
+                                clean_empty_directories=clean_empty_directories, mapper=mapper)
     return tally
 
 
-def finish_interrupted_changelogs(table: Table, *, clean_empty_directories: bool
-                                  ) -> tuple[int, FileTally]:
+def finish_interrupted_changelogs(table: Table, *, clean_empty_directories: bool,
+                                  mapper: TaskMapper | None = None) -> tuple[int, FileTally]:
     """Finish every changelog expiration a killed run recorded."""
     tally = FileTally()
     directory = records_dir(table)
@@ -366,7 +379,8 @@ def finish_interrupted_changelogs(table: Table, *, clean_empty_directories: bool
         except MissingFileError:
             continue
         finish_changelog_expiration(table, decode_record(table, record, data), record, tally,
-                                    clean_empty_directories=clean_empty_directories)
+                                    clean_empty_directories=clean_empty_directories,
+                                    mapper=mapper)
     return len(records), tally
 
 

@@ -154,16 +154,15 @@ def delete_all_counted(storage: Storage, deletions: Sequence[Deletion], tally: F
 
 def delete_all_in_tasks(mapper: TaskMapper, table: Table, deletions: Sequence[Deletion],
                         tally: FileTally) -> None:
-    """:func:`delete_all_counted` with the deleting done in ``mapper``'s tasks (Spark),
-    counted alike; all of ``deletions`` are gone when it returns."""
-    present = []
+    """Delete ``deletions`` in ``mapper``'s tasks (Spark), counting the files the tasks
+    found and deleted; all of ``deletions`` are gone when it returns."""
+    sizes = {d.path: file_size(table.storage, d) for d in deletions}
+    present = [path for path, size in sizes.items() if size is not None]
+    deleted = delete_paths(mapper, table.location, present, f"expire {table.name}")
     for deletion in deletions:
-        size = file_size(table.storage, deletion)
-        if size is None:
-            continue
-        present.append(deletion.path)
-        tally.add(deletion.kind, size)
-    delete_paths(mapper, table.location, present, f"expire {table.name}")
+        if deletion.path in deleted:
+            tally.add(deletion.kind, sizes[deletion.path] or 0)
+            deleted.discard(deletion.path)  # a path listed twice is counted once
 
 
 def with_listed_sizes(storage: Storage, deletions: Sequence[Deletion]) -> list[Deletion]:

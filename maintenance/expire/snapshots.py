@@ -321,7 +321,7 @@ class ExpireJob:
         finished = (0, FileTally()) if self.dry_run else finish_interrupted(
             self.table, clean_empty_directories=clean, mapper=mapper)
         finished_changelogs = (0, FileTally()) if self.dry_run else finish_interrupted_changelogs(
-            self.table, clean_empty_directories=clean)
+            self.table, clean_empty_directories=clean, mapper=mapper)
         if not self.dry_run:  # what a killed run left half written in snapshot/, changelog/
             sweep_temp_files(self.table.storage,
                              [self.table.file_path(d) for d in TEMP_SWEPT_DIRS],
@@ -361,5 +361,6 @@ class ExpireJob:
             work = collect_expired_changelogs(self.table, plan.earliest_id, plan.end_id)
         deleted = FileTally() if work is None else execute_changelog_expiration(
             self.table, work, dry_run=self.dry_run,
-            clean_empty_directories=settings.clean_empty_directories)
+            clean_empty_directories=settings.clean_empty_directories,
+            mapper=mapper_of(self.executor))
         return ChangelogExpireResult(plan, work, deleted, self.dry_run, *finished)

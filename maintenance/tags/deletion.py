@@ -39,7 +39,13 @@ from paimond.faults import crash_point
 from paimond.format.meta.manifest import FILE_KIND_ADD, ManifestEntry
 from paimond.format.meta.manifest_list import ManifestFileMeta
 from paimond.format.meta.snapshot import Snapshot
-from paimond.maintenance.expire.record import delete_counted, file_size, remove_empty_dirs
+from paimond.maintenance.distributed import TaskMapper
+from paimond.maintenance.expire.record import (
+    delete_all_in_tasks,
+    delete_counted,
+    file_size,
+    remove_empty_dirs,
+)
 from paimond.maintenance.expire.references import (
     CHANGELOG,
     DATA,
@@ -209,11 +215,13 @@ def _drop_tag_file(table: Table, name: str, replacement: bytes | None) -> None:
 
 
 def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Clock, *,
-                          replacement: bytes | None = None) -> TagDeletionResult | None:
+                          replacement: bytes | None = None,
+                          mapper: TaskMapper | None = None) -> TagDeletionResult | None:
     """Delete the tag ``name`` pinning ``snapshot_id`` and every file only it kept; None (and
     nothing deleted) if the tag is gone or pins another snapshot now. With ``replacement``
     (a tag of another snapshot, still live) the tag's file is overwritten with it instead,
-    and the files only the old snapshot kept go all the same."""
+    and the files only the old snapshot kept go all the same. With a ``mapper`` (Spark) those
+    files are deleted in its tasks."""
     tag = read_tag(table, name)
     if tag is None or tag.snapshot.id != snapshot_id:
         return None
@@ -238,8 +246,11 @@ def delete_tag_with_files(table: Table, name: str, snapshot_id: int, clock: Cloc
         used = still_needed(table, tag.snapshot,
                             tag_path(table, name) if replacement is None else None)
         job.keep(used)  # the job's end deletes the noted files nothing needs: done below
-        for deletion in candidates:
-            if _name(deletion.path) not in used:
+        unused = [d for d in candidates if _name(d.path) not in used]
+        if mapper is not None:
+            delete_all_in_tasks(mapper, table, unused, tally)
+        else:
+            for deletion in unused:
                 delete_counted(storage, deletion, tally)
                 crash_point("tags.file_deleted")
         if table.options().snapshot_clean_empty_directories:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from paimond.clock import Clock
 from paimond.errors import ConfigError, MissingFileError, UnsupportedError
 from paimond.faults import crash_point
+from paimond.maintenance.distributed import TaskMapper
 from paimond.maintenance.expire.references import FileTally
 from paimond.maintenance.job_cleanup import clean_dead_jobs
 from paimond.maintenance.tags.deletion import delete_tag_with_files, preview_tag_deletion
@@ -128,9 +129,11 @@ class TagsJob:
     creation (the ``expire-tags`` command)."""
 
     def __init__(self, table: Table, *, clock: Clock, dry_run: bool = False,
-                 expire_only: bool = False, older_than: datetime.datetime | None = None) -> None:
+                 expire_only: bool = False, older_than: datetime.datetime | None = None,
+                 mapper: TaskMapper | None = None) -> None:
         self.table, self.clock, self.dry_run, self.expire_only = table, clock, dry_run, expire_only
         self.older_than = older_than  # expire_only: also every tag created before it
+        self.mapper = mapper  # Spark: the files only an expired tag kept are deleted in tasks
 
     def plan(self) -> TagsPlan:
         options = self.table.options()
@@ -185,7 +188,7 @@ class TagsJob:
             if action.create:
                 note = _create(self.table, action, plan.create_time, plan.time_retained_ns)
             else:
-                note = _delete(self.table, action, self.clock, files)
+                note = _delete(self.table, action, self.clock, files, self.mapper)
             if note is None:
                 done.append(action)
             else:
@@ -217,10 +220,12 @@ def _create(table: Table, action: TagAction, create_time: datetime.datetime,
     return None
 
 
-def _delete(table: Table, action: TagAction, clock: Clock, files: FileTally) -> str | None:
+def _delete(table: Table, action: TagAction, clock: Clock, files: FileTally,
+            mapper: TaskMapper | None) -> str | None:
     """Delete one tag and the files only it kept (added to ``files``); a note when it was
     not deleted (None: deleted)."""
-    deleted = delete_tag_with_files(table, action.name, action.snapshot_id, clock)
+    deleted = delete_tag_with_files(table, action.name, action.snapshot_id, clock,
+                                    mapper=mapper)
     if deleted is None:
         return f"tag {action.name!r} changed meanwhile; kept"
     files.files.update(deleted.files.files)
@@ -283,7 +288,8 @@ def create_tag(table: Table, *, clock: Clock, name: str, snapshot_id: int | None
     return TagsResult(plan, (action,))
 
 
-def delete_tag(table: Table, *, clock: Clock, name: str, dry_run: bool = False) -> TagsResult:
+def delete_tag(table: Table, *, clock: Clock, name: str, dry_run: bool = False,
+               mapper: TaskMapper | None = None) -> TagsResult:
     """Java ``deleteTag``: a missing tag is not an error (nothing happens but the cleanup of
     a killed deletion's files); the files only the tag kept go with it."""
     check_tag_options(table.options(), creating=False)
@@ -298,6 +304,6 @@ def delete_tag(table: Table, *, clock: Clock, name: str, dry_run: bool = False) 
     if dry_run:
         return TagsResult(plan, dry_run=True, files=preview_tag_deletion(table, name, tag.snapshot))
     files = FileTally()
-    note = _delete(table, action, clock, files)
+    note = _delete(table, action, clock, files, mapper)
     return TagsResult(plan, (action,) if note is None else (), () if note is None else (note,),
                       files=files)

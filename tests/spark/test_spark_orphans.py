@@ -1,8 +1,9 @@
-"""Orphan removal, snapshot expiry and rewrite-index with the Spark executor (``local-cluster``):
-the directories are listed and the orphans deleted in Spark tasks, expired files deleted in
-Spark tasks, each bucket re-indexed in one Spark task, and
-the outcome equals the single-process job's on a copy of the same table: the same files removed
-and tallied, every referenced file kept; the same indexes, placed alike, nothing stray."""
+"""Orphan removal, snapshot and changelog expiry, tag deletion and rewrite-index with the Spark
+executor (``local-cluster``): the directories are listed and the orphans deleted in Spark tasks,
+the files only expired snapshots, changelogs or a deleted tag kept deleted in Spark tasks, each
+bucket re-indexed in one Spark task, and the outcome equals the single-process job's on a copy
+of the same table: the same files removed and tallied, every referenced file kept; the same
+indexes, placed alike, nothing stray."""
 
 from __future__ import annotations
 
@@ -14,18 +15,20 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pypaimon.schema.schema_change import SchemaChange
 from support.file_index_checks import index_files, placed_index
 from support.pypaimon_oracle import read_rows
-from support.pypaimon_tables import build_pk_deduplicate, catalog_for
+from support.pypaimon_tables import TableWriter, build_pk_deduplicate, catalog_for
 from support.table_garbage import unreferenced_files
 
 from paimond.clock import Clock
 from paimond.maintenance.compact.job import CompactJob
-from paimond.maintenance.distributed import DeleteFiles
+from paimond.maintenance.distributed import DeleteFiles, mapper_of
 from paimond.maintenance.expire.orphans import OrphanJob
 from paimond.maintenance.expire.snapshots import ExpireJob, ExpireSettings
 from paimond.maintenance.regenerate.rewrite_index import IndexRewriteJob
+from paimond.maintenance.tags.job import delete_tag
 from paimond.spark.executor import SparkExecutor, _item_without_credentials
 from paimond.table.catalog import open_table
 from paimond.table.scan.snapshot_scan import scan_snapshot
@@ -165,4 +168,64 @@ def test_snapshot_expiry_deletes_in_spark_tasks_like_the_local_job(spark: Any,
         trees.append(sorted(re.sub(UUID, "*", p)
                             for p in _tree(Path(table.path.removeprefix("file://")))))
     assert tallies[0] == tallies[1]
+    assert trees[0] == trees[1]
+
+
+CHANGELOGS = "db.changelogs"
+
+
+def _changelog_table(warehouse: Path) -> None:
+    """Ten snapshots of a changelog-producer=input table: commits, full compactions at 4 and 8
+    (whose level-0 files only older snapshots keep), a tag on snapshot 2."""
+    writer = TableWriter(catalog_for(str(warehouse)), CHANGELOGS,
+                         pa.schema([pa.field("id", pa.int32(), nullable=False), ("v", pa.string())]),
+                         primary_keys=("id",),
+                         options={"bucket": "2", "changelog-producer": "input"})
+    table = open_table(open_storage(str(warehouse)), str(warehouse), CHANGELOGS)
+    for commit in range(1, 11):
+        if commit in (4, 8):
+            CompactJob(table, clock=CLOCK, full=True, use_processes=False).run()
+        else:
+            writer.commit([{"id": (commit * 7 + i) % 13, "v": f"c{commit}-{i}"} for i in range(6)])
+    catalog_for(str(warehouse)).get_table(CHANGELOGS).create_tag("kept", 2)
+
+
+def test_changelog_expiry_and_tag_deletion_delete_in_spark_tasks_like_the_local_jobs(
+        spark: Any, tmp_path: Path) -> None:
+    """Expiring all snapshots but the latest keeps four of them as changelogs; expiring those
+    to two, then deleting the tag that alone keeps snapshot 2, deletes the files only they
+    kept, in Spark tasks, exactly as the local jobs."""
+    _changelog_table(tmp_path / "local")
+    shutil.copytree(tmp_path / "local", tmp_path / "cluster")
+    tracker = spark.sparkContext.statusTracker()
+    outcomes, trees = [], []
+    for name, executor in (("local", None), ("cluster", SparkExecutor(spark))):
+        warehouse = str(tmp_path / name)
+        table = open_table(open_storage(warehouse), warehouse, CHANGELOGS)
+        content = read_rows(warehouse, CHANGELOGS)
+        settings = dataclasses.replace(ExpireSettings.of(table.options()), retain_min=1,
+                                       retain_max=1, time_retained_ms=0, changelog_retain_min=1,
+                                       changelog_retain_max=5, changelog_time_retained_ms=0)
+        ExpireJob(table, clock=CLOCK, settings=settings, executor=executor).run()
+        assert len(table.snapshots.list_ids()) == 1
+        jobs = [len(tracker.getJobIdsForGroup())]
+
+        settings = dataclasses.replace(settings, changelog_retain_max=2)  # above the snapshots'
+
+        changelogs = ExpireJob(table, clock=CLOCK, settings=settings, executor=executor).run()
+        jobs.append(len(tracker.getJobIdsForGroup()))
+        tag = delete_tag(table, clock=CLOCK, name="kept", mapper=mapper_of(executor))
+        jobs.append(len(tracker.getJobIdsForGroup()))
+
+        assert changelogs.changelog is not None
+        assert changelogs.changelog.deleted.total_files > 0 and tag.files.total_files > 0
+        spark_jobs = [after - before for before, after in zip(jobs, jobs[1:], strict=False)]
+        # the changelog expiry's data files and metadata, then the tag's files
+        assert spark_jobs == ([2, 1] if executor else [0, 0])
+        assert read_rows(warehouse, CHANGELOGS).equals(content)
+        assert unreferenced_files(warehouse, CHANGELOGS) == []
+        outcomes.append((changelogs.changelog.deleted, tag.files))
+        trees.append(sorted(re.sub(UUID, "*", p)
+                            for p in _tree(Path(table.path.removeprefix("file://")))))
+    assert outcomes[0] == outcomes[1]
     assert trees[0] == trees[1]
