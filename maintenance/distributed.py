@@ -1,5 +1,6 @@
-"""Work spread over an executor's tasks: orphan removal's listing and deleting, and
-``rewrite-index`` per bucket.
+"""Work spread over an executor's tasks: orphan removal's listing and deleting,
+``rewrite-index`` per bucket, and the shuffle of a range-partitioned sort
+(:class:`TaskShuffler`, :mod:`paimond.maintenance.compact.sort_ranges`).
 
 As Paimon's Spark orphan procedure (apache/paimon 5dacde516b,
 ``paimon-spark-common/.../spark/orphan/SparkOrphanFilesClean.scala``) lists the bucket
@@ -14,7 +15,7 @@ the work runs here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 R = TypeVar("R")
+C = TypeVar("C")
 
 DIRECTORIES_PER_TASK = 64
 PATHS_PER_TASK = 2_000
@@ -46,6 +48,24 @@ class TaskMapper(Protocol):
 def mapper_of(executor: TaskExecutor | None) -> TaskMapper | None:
     """The executor as a ``TaskMapper`` when it can map tasks too (Spark), else None."""
     return executor if isinstance(executor, TaskMapper) else None
+
+
+@runtime_checkable
+class TaskShuffler(TaskMapper, Protocol):
+    """A ``TaskMapper`` that also shuffles: ``produce`` runs as one task per item and yields
+    (destination, blob) pairs; ``consume`` runs as one task per destination (an index into
+    ``destinations``) with that destination and the blobs sent to it, in no particular order.
+    The results come back in ``destinations``' order. A task that fails for good fails the
+    whole call."""
+
+    def shuffle_tasks(self, produce: Callable[[T], Iterable[tuple[int, bytes]]],
+                      items: Sequence[T], consume: Callable[[C, Iterator[bytes]], R],
+                      destinations: Sequence[C], description: str) -> list[R]: ...
+
+
+def shuffler_of(executor: TaskExecutor | None) -> TaskShuffler | None:
+    """The executor as a ``TaskShuffler`` when it can shuffle (Spark), else None."""
+    return executor if isinstance(executor, TaskShuffler) else None
 
 
 @dataclass(frozen=True, slots=True)

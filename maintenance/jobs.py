@@ -274,7 +274,7 @@ def _sort_compact(table: Table, settings: CompactSettings, context: JobContext,
               else {"memory_budget_bytes": context.memory_budget.budget_bytes})
     job = SortCompactJob(table, settings.order_strategy or "", settings.order_by,
                          clock=context.clock, partitions=partitions, planner=planner,
-                         accepted_options=accepted, **budget)
+                         accepted_options=accepted, executor=context.executor, **budget)
     if settings.dry_run:
         return JobReport(job.plan())
     summary = job.run()

@@ -1,6 +1,6 @@
 """Where compaction's bucket tasks run: the local pool (``CompactJob``'s own) or Spark; and,
-with Spark, orphan removal's listing and deleting (``map_tasks``, see
-``paimond.maintenance.distributed``).
+with Spark, the other jobs' tasks (``map_tasks``) and a sort's shuffle (``shuffle_tasks``),
+see ``paimond.maintenance.distributed``.
 
 With Spark, as with Java's Spark ``CompactProcedure`` (apache/paimon 5dacde516b,
 ``paimon-spark-common/.../spark/procedure/CompactProcedure.java``), the driver plans and
@@ -32,7 +32,7 @@ import sys
 import tempfile
 import threading
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,6 +53,7 @@ log = get_logger(__name__)
 EXECUTORS = ("local", "spark")
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
+_Dest = TypeVar("_Dest")
 _shipped: dict[str, str] = {}  # Spark application id -> zip path added to it
 _ship_lock = threading.Lock()
 
@@ -228,6 +229,40 @@ class SparkExecutor:
         finally:
             context.setJobDescription(None)  # type: ignore[arg-type]
         return [outcomes[index] for index in range(len(items))]
+
+    def shuffle_tasks(self, produce: Callable[[_Item], Iterable[tuple[int, bytes]]],
+                      items: Sequence[_Item], consume: Callable[[_Dest, Iterator[bytes]], _Result],
+                      destinations: Sequence[_Dest], description: str) -> list[_Result]:
+        """One Spark task per item runs ``produce``; Spark's shuffle (``partitionBy``, the
+        executors' local disks) takes each blob to the task of its destination, which runs
+        ``consume``; a task Spark cannot finish within its retries raises here."""
+        if not destinations:
+            return []
+        context = self.spark.sparkContext
+        ship_package(self.spark)
+        if not in_driver_process(context.master):
+            items = [_item_without_credentials(item) for item in items]
+            destinations = [_item_without_credentials(d) for d in destinations]
+        context.setJobDescription(description)
+        try:
+            pairs = context.parallelize(list(items), max(1, len(items))).flatMap(produce)
+            shuffled = pairs.partitionBy(len(destinations), _destination)
+            outcomes = dict(shuffled.mapPartitionsWithIndex(
+                functools.partial(_consume_partition, consume, list(destinations))).collect())
+        finally:
+            context.setJobDescription(None)  # type: ignore[arg-type]
+        return [outcomes[index] for index in range(len(destinations))]
+
+
+def _destination(key: int) -> int:
+    """Spark's partitioner for ``shuffle_tasks``: a blob's destination is its partition."""
+    return key
+
+
+def _consume_partition(consume: Callable[[_Dest, Iterator[bytes]], _Result],
+                       destinations: Sequence[_Dest], index: int,
+                       pairs: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, _Result]]:
+    yield index, consume(destinations[index], (blob for _, blob in pairs))
 
 
 def in_driver_process(master: str | None) -> bool:

@@ -12,7 +12,9 @@ COMPACT and sequence numbers counted from the partition's smallest. A partition'
 files go with its files. Fixed-bucket tables are refused, as Java refuses them, and so are
 row-tracking tables (Java's overwrite gives the rows new ids). A partition bigger than the
 memory budget is sorted externally, through sorted runs spilled to a local temporary directory
-(:mod:`paimond.maintenance.compact.external_sort`), as Java spills to disk.
+(:mod:`paimond.maintenance.compact.external_sort`), as Java spills to disk. With an executor
+that shuffles (Spark) the partitions are sorted by range across its tasks
+(:mod:`paimond.maintenance.compact.sort_ranges`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from paimond.lsm.lookup.deletion_vectors import deleted_positions, filter_delete
 from paimond.maintenance.compact.append_rewrite import rewrite_index_files
 from paimond.maintenance.compact.external_sort import SortOrder, sorted_batches
 from paimond.maintenance.compact.sort_order import check_sort_columns
+from paimond.maintenance.distributed import shuffler_of
+from paimond.maintenance.execution import TaskExecutor
 from paimond.maintenance.job_cleanup import committed_names, recorded_job
 from paimond.maintenance.replan import Attempt, commit_with_replan
 from paimond.table.catalog import Table
@@ -159,7 +163,7 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
     options = TableOptions.of(schema)
     held = {entry.index_file.file_name: read_deletion_vectors(table, entry)
             for entry in task.dv_index_files}
-    batch_rows = _batch_rows_within(task, batch_rows, memory_budget_bytes)
+    batch_rows = batch_rows_within(task, batch_rows, memory_budget_bytes)
     result = SortResult(task)
     writer = RollingDataFileWriter(
         table.storage, task.directory, schema, options, level=0, key_value=False,
@@ -171,7 +175,8 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
     try:
         order = SortOrder(plan.strategy, plan.columns, tuple(schema.fields),
                           int(options.text("zorder.var-length-contribution") or 8))
-        for batch in sorted_batches(_input_batches(task, table, schema, held, batch_rows),
+        for batch in sorted_batches(input_batches(table, schema, task.directory, task.inputs, held,
+                                                  batch_rows),
                                     order, memory_budget_bytes, batch_rows):
             rows += batch.num_rows
             writer.write(batch)
@@ -195,7 +200,7 @@ def execute_sort(task: SortTask, table: Table, plan: SortPlan, clock: Clock,
     return result
 
 
-def _batch_rows_within(task: SortTask, batch_rows: int, budget_bytes: int) -> int:
+def batch_rows_within(task: SortTask, batch_rows: int, budget_bytes: int) -> int:
     """Rows per batch read and written: a sixteenth of the budget at most (an Arrow row taken
     as four times its share of the input files' bytes), never under 1,024."""
     rows = sum(e.file.row_count for e in task.inputs)
@@ -203,18 +208,21 @@ def _batch_rows_within(task: SortTask, batch_rows: int, budget_bytes: int) -> in
     return max(1024, min(batch_rows, budget_bytes // 16 // row_bytes))
 
 
-def _input_batches(task: SortTask, table: Table, schema: TableSchema,
-                   held: Mapping[str, Mapping[str, DeletionVector]], batch_rows: int
-                   ) -> Iterator[pa.RecordBatch]:
-    """The task's input rows, file by file, less those their deletion vectors (``held``: per
-    index file, per data file) mark deleted."""
+def input_batches(table: Table, schema: TableSchema, directory: str,
+                  inputs: Sequence[ManifestEntry],
+                  held: Mapping[str, Mapping[str, DeletionVector]], batch_rows: int,
+                  projection: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows of ``inputs`` (files of ``directory``), file by file, less those their
+    deletion vectors (``held``: per index file, per data file) mark deleted; ``projection``:
+    only those columns."""
     vectors = {name: vector for found in held.values() for name, vector in found.items()}
-    for data_entry in task.inputs:
+    for data_entry in inputs:
         meta = data_entry.file
-        path = meta.external_path or table.storage.join(task.directory, meta.file_name)
+        path = meta.external_path or table.storage.join(directory, meta.file_name)
         read = read_data_file(table.storage, path, file_format=meta.file_name.rsplit(".", 1)[-1],
                               file_schema=table.schema(meta.schema_id), read_schema=schema,
-                              key_value=False, batch_rows=batch_rows, file_size=meta.file_size)
+                              key_value=False, batch_rows=batch_rows, file_size=meta.file_size,
+                              projection=projection)
         vector = vectors.get(meta.file_name)
         yield from filter_deleted(read, deleted_positions(vector)) if vector else read
 
@@ -261,6 +269,7 @@ class SortCompactJob:
     planner: Callable[[], SortPlan] | None = None
     accepted_options: tuple[str, ...] = ()  # undecided option keys the operator accepts
     memory_budget_bytes: int = SORT_MEMORY_BYTES  # rows held per sort; beyond it, spills
+    executor: TaskExecutor | None = None  # one that shuffles (Spark): a range-partitioned sort
 
     def plan(self) -> SortPlan:
         if self.planner is not None:
@@ -279,9 +288,17 @@ class SortCompactJob:
             def attempt(number: int) -> Attempt:
                 summary.attempts = number
                 summary.plan = plan = self.plan()
-                summary.results = [execute_sort(
-                    t, recorded.table, plan, self.clock,
-                    memory_budget_bytes=self.memory_budget_bytes) for t in plan.tasks]
+                shuffler = shuffler_of(self.executor)
+                if shuffler is not None and plan.tasks:
+                    from paimond.maintenance.compact.sort_ranges import sort_in_tasks
+
+                    summary.results = sort_in_tasks(shuffler, plan, recorded.table,
+                                                    recorded.journal, self.clock,
+                                                    self.memory_budget_bytes)
+                else:
+                    summary.results = [execute_sort(
+                        t, recorded.table, plan, self.clock,
+                        memory_budget_bytes=self.memory_budget_bytes) for t in plan.tasks]
                 if not summary.results:
                     return Attempt()
                 results = summary.results
