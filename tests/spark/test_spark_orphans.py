@@ -3,7 +3,8 @@ executor (``local-cluster``): the directories are listed and the orphans deleted
 the files only expired snapshots, changelogs or a deleted tag kept deleted in Spark tasks, each
 bucket re-indexed in one Spark task, and the outcome equals the single-process job's on a copy
 of the same table: the same files removed and tallied, every referenced file kept; the same
-indexes, placed alike, nothing stray."""
+indexes, placed alike, nothing stray. A third copy runs on Spark losing every task's first
+attempt after its work: Spark runs it again, and the table ends the same."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pypaimon.schema.schema_change import SchemaChange
 from support.file_index_checks import index_files, placed_index
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import TableWriter, build_pk_deduplicate, catalog_for
+from support.spark_faults import failing_first_attempts
 from support.table_garbage import unreferenced_files
 
 from paimond.clock import Clock
@@ -61,13 +63,24 @@ def _tree(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
+def _executors(spark: Any, tmp_path: Path) -> list[tuple[str, Any]]:
+    """Where each copy of the table runs: here, on Spark, and on Spark losing every task's
+    first attempt after its work (``lost``; copies made from ``local`` first)."""
+    for name in ("cluster", "lost"):
+        shutil.copytree(tmp_path / "local", tmp_path / name)
+    return [("local", None), ("cluster", SparkExecutor(spark)),
+            ("lost", failing_first_attempts(spark, tmp_path / "flags"))]
+
+
 def test_orphan_removal_lists_and_deletes_in_spark_tasks_like_the_local_job(
         spark: Any, tmp_path: Path) -> None:
+    """A task lost after deleting its files is run again: the same files go (the tally
+    counts what the attempt that returned deleted)."""
     spec = build_pk_deduplicate(str(tmp_path / "local"))
-    shutil.copytree(tmp_path / "local", tmp_path / "cluster")
     results, trees = [], []
     tracker = spark.sparkContext.statusTracker()
-    for name, executor in (("local", None), ("cluster", SparkExecutor(spark))):
+    executors = _executors(spark, tmp_path)
+    for name, executor in executors:
         warehouse = str(tmp_path / name)
         table = open_table(open_storage(warehouse), warehouse, spec.name)
         root = Path(table.path.removeprefix("file://"))
@@ -79,13 +92,13 @@ def test_orphan_removal_lists_and_deletes_in_spark_tasks_like_the_local_job(
 
         spark_jobs = len(tracker.getJobIdsForGroup()) - jobs_before
         assert spark_jobs == (2 if executor else 0)  # one listing, one deleting
-        assert result.removed.total_files == len(planted), result.describe()
         assert not set(planted) & set(_tree(root))
         assert read_rows(warehouse, spec.name).equals(content)
         results.append(result.removed)
         trees.append(_tree(root))
-    assert results[0] == results[1]
-    assert trees[0] == trees[1]
+    assert results[0] == results[1] and results[0].total_files == len(planted)
+    assert trees[0] == trees[1] == trees[2]
+    assert executors[-1][1].retried() > 0
 
 
 def test_file_tasks_reach_cluster_executors_without_credentials() -> None:
@@ -120,10 +133,10 @@ def test_rewrite_index_runs_one_spark_task_per_bucket_like_the_local_job(
         SchemaChange.set_option("file-index.bloom-filter.columns", "id"),
         SchemaChange.set_option("file-index.bloom-filter.id.items", "2000"),
         SchemaChange.set_option("file-index.bitmap.columns", "v")], False)
-    shutil.copytree(tmp_path / "local", tmp_path / "cluster")
     tracker = spark.sparkContext.statusTracker()
     outcomes = []
-    for name, executor in (("local", None), ("cluster", SparkExecutor(spark))):
+    executors = _executors(spark, tmp_path)
+    for name, executor in executors:
         warehouse = str(tmp_path / name)
         table = open_table(open_storage(warehouse), warehouse, spec.name)
         content = read_rows(warehouse, spec.name)
@@ -136,7 +149,8 @@ def test_rewrite_index_runs_one_spark_task_per_bucket_like_the_local_job(
         assert read_rows(warehouse, spec.name).equals(content)
         assert unreferenced_files(warehouse, spec.name) == []  # no task left a stray file
         outcomes.append((len(summary.changes), _indexes(warehouse, spec.name)))
-    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+    assert executors[-1][1].retried() > 0
     assert any(where == "file" for _, _, where, _ in outcomes[1][1])
 
 
@@ -145,10 +159,10 @@ def test_snapshot_expiry_deletes_in_spark_tasks_like_the_local_job(spark: Any,
     """A full compaction leaves the level-0 files to the old snapshots; expiring all but the
     latest deletes them and the old metadata, in Spark tasks, exactly as the local job."""
     spec = build_pk_deduplicate(str(tmp_path / "local"))
-    shutil.copytree(tmp_path / "local", tmp_path / "cluster")
     tracker = spark.sparkContext.statusTracker()
     tallies, trees = [], []
-    for name, executor in (("local", None), ("cluster", SparkExecutor(spark))):
+    executors = _executors(spark, tmp_path)
+    for name, executor in executors:
         warehouse = str(tmp_path / name)
         table = open_table(open_storage(warehouse), warehouse, spec.name)
         CompactJob(table, full=True, use_processes=False, clock=CLOCK).run()
@@ -168,7 +182,8 @@ def test_snapshot_expiry_deletes_in_spark_tasks_like_the_local_job(spark: Any,
         trees.append(sorted(re.sub(UUID, "*", p)
                             for p in _tree(Path(table.path.removeprefix("file://")))))
     assert tallies[0] == tallies[1]
-    assert trees[0] == trees[1]
+    assert trees[0] == trees[1] == trees[2]
+    assert executors[-1][1].retried() > 0
 
 
 CHANGELOGS = "db.changelogs"
@@ -196,10 +211,10 @@ def test_changelog_expiry_and_tag_deletion_delete_in_spark_tasks_like_the_local_
     to two, then deleting the tag that alone keeps snapshot 2, deletes the files only they
     kept, in Spark tasks, exactly as the local jobs."""
     _changelog_table(tmp_path / "local")
-    shutil.copytree(tmp_path / "local", tmp_path / "cluster")
     tracker = spark.sparkContext.statusTracker()
     outcomes, trees = [], []
-    for name, executor in (("local", None), ("cluster", SparkExecutor(spark))):
+    executors = _executors(spark, tmp_path)
+    for name, executor in executors:
         warehouse = str(tmp_path / name)
         table = open_table(open_storage(warehouse), warehouse, CHANGELOGS)
         content = read_rows(warehouse, CHANGELOGS)
@@ -218,7 +233,6 @@ def test_changelog_expiry_and_tag_deletion_delete_in_spark_tasks_like_the_local_
         jobs.append(len(tracker.getJobIdsForGroup()))
 
         assert changelogs.changelog is not None
-        assert changelogs.changelog.deleted.total_files > 0 and tag.files.total_files > 0
         spark_jobs = [after - before for before, after in zip(jobs, jobs[1:], strict=False)]
         # the changelog expiry's data files and metadata, then the tag's files
         assert spark_jobs == ([2, 1] if executor else [0, 0])
@@ -228,4 +242,6 @@ def test_changelog_expiry_and_tag_deletion_delete_in_spark_tasks_like_the_local_
         trees.append(sorted(re.sub(UUID, "*", p)
                             for p in _tree(Path(table.path.removeprefix("file://")))))
     assert outcomes[0] == outcomes[1]
-    assert trees[0] == trees[1]
+    assert outcomes[0][0].total_files > 0 and outcomes[0][1].total_files > 0
+    assert trees[0] == trees[1] == trees[2]
+    assert executors[-1][1].retried() > 0

@@ -1,7 +1,8 @@
 """A postpone-bucket table with the Spark executor (``local-cluster``): each partition's
 postpone rows are moved in one Spark task (then the buckets' compaction runs as tasks too),
 and ``rescale`` rewrites each partition in one task; the files and the rows equal the
-single-process run's on a copy of the same table, and nothing is left behind."""
+single-process run's on a copy of the same table, and nothing is left behind, also when every
+task's first attempt is lost after writing its files (Spark runs it again)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import TableWriter, catalog_for
+from support.spark_faults import failing_first_attempts
 from support.table_garbage import unreferenced_files
 
 from paimond.clock import Clock
@@ -36,7 +39,9 @@ def _layout(table: Table) -> list[tuple[str, int, int, int, int]]:
                   for e in (f.entry for f in scan_snapshot(table, latest).files))
 
 
-def test_postpone_moves_and_rescales_run_as_spark_tasks(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("lost", [False, True], ids=["spark", "first-attempts-lost"])
+def test_postpone_moves_and_rescales_run_as_spark_tasks(spark: Any, tmp_path: Path,
+                                                        lost: bool) -> None:
     local = str(tmp_path / "local" / "wh")
     writer = TableWriter(catalog_for(local), NAME, SCHEMA, primary_keys=("id", "dt"),
                          partition_keys=("dt",),
@@ -48,7 +53,9 @@ def test_postpone_moves_and_rescales_run_as_spark_tasks(spark: Any, tmp_path: Pa
     shutil.copytree(local, cluster)
     tracker = spark.sparkContext.statusTracker()
     outcomes = []
-    for warehouse, executor in ((local, None), (cluster, SparkExecutor(spark))):
+    remote = (failing_first_attempts(spark, tmp_path / "flags") if lost
+              else SparkExecutor(spark))
+    for warehouse, executor in ((local, None), (cluster, remote)):
         table = open_table(open_storage(warehouse), warehouse, NAME)
         jobs = len(tracker.getJobIdsForGroup())
         summary = CompactJob(table, clock=CLOCK, use_processes=False, executor=executor).run()
@@ -64,3 +71,5 @@ def test_postpone_moves_and_rescales_run_as_spark_tasks(spark: Any, tmp_path: Pa
         outcomes.append((moved, _layout(table), read_rows(warehouse, NAME)))
     assert outcomes[0][0] == outcomes[1][0] and outcomes[0][1] == outcomes[1][1]
     assert outcomes[0][2].equals(outcomes[1][2]) and outcomes[0][2].num_rows == 90
+    if lost:
+        assert remote.retried() == 3 + 3  # the partitions' moves, then their rescales

@@ -2,16 +2,14 @@
 tasks, cuts each partition into ranges, Spark's shuffle takes each row to its range's task,
 which sorts and writes it; the driver commits once. Against the single-process sort of a copy
 of the same table: the same rows in the same key order, numbered alike, through deletion
-vectors; only the cuts between files differ. A range task whose first attempt fails after
-writing a file is retried, and nothing it wrote stays."""
+vectors; only the cuts between files differ. Tasks whose first attempts are lost after
+their work (a range task's after writing its files) are retried, and nothing they wrote
+stays."""
 
 from __future__ import annotations
 
 import datetime
-import os
 import random
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +18,14 @@ import pyarrow as pa
 import pytest
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import TableWriter, catalog_for, not_null
+from support.spark_faults import failing_first_attempts
 from support.table_garbage import unreferenced_files
 
 from paimond.clock import Clock
 from paimond.format.binary.sort_keys import zorder_key
 from paimond.format.types.data_types import IntType
 from paimond.lsm.lookup.deletion_vectors import vector_of
-from paimond.maintenance.compact.sort_compact import SortCompactJob, SortSummary
+from paimond.maintenance.compact.sort_compact import SortCompactJob
 from paimond.maintenance.jobs import JOBS, JobContext
 from paimond.spark.executor import SparkExecutor
 from paimond.table.catalog import Table, open_table
@@ -151,58 +150,19 @@ def test_a_sort_across_spark_tasks_writes_what_the_local_sort_writes(
     assert unreferenced_files(cluster, NAME) == []
 
 
-@dataclass
-class FailingFirstWrite:
-    """A Spark executor whose range tasks each fail once, after writing their files."""
-
-    inner: SparkExecutor
-    flag_dir: str
-
-    def map_tasks(self, function: Callable[[Any], Any], items: Sequence[Any],
-                  description: str) -> list[Any]:
-        return self.inner.map_tasks(function, items, description)
-
-    def shuffle_tasks(self, produce: Callable[[Any], Any], items: Sequence[Any],
-                      consume: Callable[[Any, Iterator[bytes]], Any],
-                      destinations: Sequence[Any], description: str) -> list[Any]:
-        return self.inner.shuffle_tasks(produce, items, _failing_once(consume, self.flag_dir),
-                                        destinations, description)
-
-
-def _failing_once(consume: Callable[[Any, Iterator[bytes]], Any], flag_dir: str
-                  ) -> Callable[[Any, Iterator[bytes]], Any]:
-    """Defined inside a function so that Spark pickles it by value (executors cannot import
-    this test)."""
-
-    def run(destination: Any, blobs: Iterator[bytes]) -> Any:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        attempt = context.attemptNumber() if context is not None else 0
-        written = consume(destination, blobs)
-        open(os.path.join(flag_dir, f"{context.partitionId()}.{attempt}"), "x").close()
-        if attempt == 0:
-            raise RuntimeError(f"injected failure after writing {len(written)} files")
-        return written
-
-    return run
-
-
 def test_a_failed_range_task_is_retried_and_nothing_it_wrote_stays(
         spark: Any, pristine: Path, tmp_path: Path) -> None:
+    """Every sampling task and every range task fails once after its work (a range task after
+    writing its files), and is retried."""
     cluster = _copy(pristine, tmp_path / "cluster")
     expected = read_rows(cluster, NAME)
-    flags = tmp_path / "flags"
-    flags.mkdir()
+    executor = failing_first_attempts(spark, tmp_path / "flags")
 
-    summary: SortSummary = SortCompactJob(
-        _table(cluster), "zorder", ("a", "b"), clock=CLOCK,
-        executor=FailingFirstWrite(SparkExecutor(spark), str(flags))).run()  # type: ignore[arg-type]
+    summary = SortCompactJob(_table(cluster), "zorder", ("a", "b"), clock=CLOCK,
+                             executor=executor).run()  # type: ignore[arg-type]
 
     assert summary.snapshot is not None
-    attempts = sorted(p.name for p in flags.iterdir())
-    ranges = len(attempts) // 2
-    assert ranges > 2 and attempts == sorted(f"{r}.{a}" for r in range(ranges) for a in (0, 1))
+    assert executor.retried() > 4  # the two partitions' sampling tasks, and their ranges
     assert read_rows(cluster, NAME).equals(expected)
     assert unreferenced_files(cluster, NAME) == []  # the first attempts' files are gone
 
