@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from support.dv_layered import CLOCK, enable_vectors, layered
 from support.pypaimon_oracle import read_rows
+from support.spark_faults import failing_first_attempts
 from support.table_garbage import unreferenced_files
 
 from paimond.lsm.lookup.deletion_vectors import deleted_positions
@@ -46,10 +47,13 @@ def test_rebuild_dv_runs_one_spark_task_per_bucket_like_the_local_job(
     enable_vectors(live)
     name = live.name
     shutil.copytree(live.warehouse, tmp_path / "cluster")
+    shutil.copytree(live.warehouse, tmp_path / "lost")
     tracker = spark.sparkContext.statusTracker()
     outcomes = []
+    lost = failing_first_attempts(spark, tmp_path / "flags")  # each task's first attempt
     for warehouse, executor in ((live.warehouse, None),
-                                (str(tmp_path / "cluster"), SparkExecutor(spark))):
+                                (str(tmp_path / "cluster"), SparkExecutor(spark)),
+                                (str(tmp_path / "lost"), lost)):
         table = open_table(open_storage(warehouse), warehouse, name)
         jobs_before = len(tracker.getJobIdsForGroup())
 
@@ -60,8 +64,9 @@ def test_rebuild_dv_runs_one_spark_task_per_bucket_like_the_local_job(
         assert read_rows(warehouse, name).equals(live.expected())
         assert unreferenced_files(warehouse, name) == []  # no task left a stray file
         outcomes.append(([b.describe() for b in summary.buckets], _vectors(warehouse, name)))
-    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == outcomes[1] == outcomes[2]
     assert sum(len(files) for _, _, files in outcomes[1][1]) > 0
+    assert lost.retried() == len(outcomes[0][0])  # every bucket's task ran twice
 
 
 @dataclass
