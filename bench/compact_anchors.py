@@ -7,7 +7,10 @@ generator of ``bench/compact_process.py``, in a child process) and the expected 
 newest row of each key) is kept beside it. Then, interleaved, ``--runs`` times, each a fresh
 process on a fresh copy of the warehouse (copied outside the measurement):
   - paimond: ``python -m paimond.cli compact WH --table bench.t --full`` (local pool, default
-    parallelism); with ``--parallelism-1`` also ``paimond-p1`` (``--parallelism 1``);
+    parallelism); with ``--parallelism-1`` also ``paimond-p1`` (``--parallelism 1``); with
+    ``--paimond-spark MASTER`` also ``paimond-spark`` (``--executor spark --spark-master
+    MASTER``, the project's PySpark: the bucket tasks, or the sort's sampling and range tasks,
+    as Spark tasks);
   - java-2.0, java-1.4 (``--java``): Java Paimon's batch full compaction in a JVM of its own
     (``bench/anchors/JavaFullCompaction.java``: ``BatchTableWrite.compact(partition, bucket,
     true)`` of every bucket, one commit), on the jars ``tests/support/java_paimon.py`` fetches
@@ -43,7 +46,7 @@ byte-code and page caches first.
 
     .venv/bin/python bench/compact_anchors.py [--sizes 2M [10M 8x4M]] [--runs 3]
         [--commits 20] [--only paimond,java-2.0,spark-local] [--java 2.0,1.4]
-        [--spark 'local[2];local-cluster[2,1,1024]'] [--parallelism-1]
+        [--spark 'local[2];local-cluster[2,1,1024]'] [--parallelism-1] [--paimond-spark MASTER]
         [--sort zorder:a,b [--sort-rows 2M]] [--keep DIR]
 
 At 2M rows with the defaults, about 20 minutes here (most of it the Spark contenders; the
@@ -352,6 +355,10 @@ def contenders(args: argparse.Namespace, scratch: Path, order: str = ""
     if args.parallelism_1 and not order:
         one = [*paimond, "--parallelism", "1"]
         found["paimond-p1"] = (one, [*one, "--dry-run"], env)
+    if args.paimond_spark:
+        on_spark = [*paimond, "--executor", "spark", "--spark-master", args.paimond_spark]
+        found[f"paimond-spark{suffix}"] = (on_spark, [*on_spark, "--dry-run"],
+                                           {**env, "SPARK_LOCAL_IP": "127.0.0.1"})
     wanted = set(args.only.split(",")) if args.only else None
 
     def chosen(name: str) -> bool:
@@ -533,6 +540,9 @@ def main() -> None:
     parser.add_argument("--java", default="2.0,1.4", help="Java Paimon releases ('' for none)")
     parser.add_argument("--spark", default=";".join(SPARK_MASTERS),
                         help="semicolon-separated Spark masters ('' for none)")
+    parser.add_argument("--paimond-spark", metavar="MASTER", default="",
+                        help="also paimond with --executor spark on this master (the project's "
+                             "PySpark), e.g. 'local[2]'")
     parser.add_argument("--parallelism-1", action="store_true",
                         help="also paimond with --parallelism 1")
     parser.add_argument("--sort", metavar="STRATEGY:COLUMNS", default="",

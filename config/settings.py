@@ -74,6 +74,7 @@ class Settings:
     lease_ttl_s: float
     grace_s: float
     check_interval_s: float
+    idle_check_interval_s: float
     liveness_timeout_s: float
     discovery_interval_s: float
     backoff_base_s: float
@@ -286,6 +287,10 @@ KEYS = (
     Key("daemon.check_interval_s", float, 10.0,
         Declared("seconds between two checks of which jobs are due", minimum=0.1),
         attr="check_interval_s"),
+    Key("daemon.idle_check_interval_s", float, 60.0,
+        Declared("seconds between two checks of a table that has not moved for as long "
+                 "(at most check_interval_s: every check)", minimum=0),
+        attr="idle_check_interval_s"),
     Key("daemon.discovery_interval_s", float, 60.0,
         Declared("seconds between two listings of the warehouses' tables", minimum=0.1),
         attr="discovery_interval_s"),

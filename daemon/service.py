@@ -259,10 +259,18 @@ class Daemon:
         if discover:
             self.discover()
         reachable = self._reachable_warehouses()
+        check_s, idle_s = self.settings.check_interval_s, self.settings.idle_check_interval_s
         with self.lock:
-            idle = [(s, s.standing()) for s in self.tables.values()
-                    if not s.running and s.warehouse in reachable]
-            busy = [s for s in self.tables.values() if s.running]
+            idle, busy = [], []
+            for state in self.tables.values():
+                if state.running:
+                    busy.append(state)
+                elif state.warehouse in reachable and (state.checked_at is None or pace.checks_now(
+                        state.moved_at, state.checked_at, state.has_work(), now, check_s,
+                        idle_s)):
+                    state.checked_at = (now if state.checked_at is not None else
+                                        pace.first_check_at(state.table.name, now, idle_s))
+                    idle.append((state, state.standing()))
         self._gauge_running(busy)
         return self._submit_due(idle, now)
 
@@ -389,6 +397,7 @@ class Daemon:
             state.duties = False
             follow, state.triggered = state.triggered, None
             state.running = follow is not None and not self._stopping.is_set()
+            state.checked_at = float("-inf")  # the next tick checks what the run left
             shown = None
             if self._quarantine_changed:
                 self._quarantine_changed = False

@@ -16,12 +16,14 @@ compaction alone, its other jobs at a later check (:func:`duty_turns`, :func:`pa
 Nor does it wait behind its own table's slower jobs: a run that compacts compacts again between
 its later jobs, and between an expiry's bounded rounds, once writers committed
 :data:`COMPACT_AGAIN_AFTER` snapshots since (:func:`compact_again`; the same stream under the
-same lease, so still one writer of maintenance commits). Pure: the figures come from
-``evaluate.health``'s gauges.
+same lease, so still one writer of maintenance commits). A table nothing moved for
+``daemon.idle_check_interval_s`` is checked once per that interval instead of every tick
+(:func:`checks_now`). Pure: the figures come from ``evaluate.health``'s gauges.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 
 ACTIVE_CHECKS = 2
@@ -33,6 +35,27 @@ _SLOWEST_WATCH_S = 1.0
 def watch_interval_s(check_interval_s: float) -> float:
     """How often active tables are looked at: five times per check tick, within 0.2..1 s."""
     return max(_FASTEST_WATCH_S, min(_SLOWEST_WATCH_S, check_interval_s / _WATCHES_PER_TICK))
+
+
+def checks_now(moved_at: float, checked_at: float, has_work: bool, now: float,
+               check_interval_s: float, idle_check_interval_s: float) -> bool:
+    """Whether this tick checks an idle table (one read of ``LATEST``, its due jobs): at
+    every tick while it moved within the last ``idle_check_interval_s`` or ``has_work`` (at
+    its compaction trigger, regeneration items left), else once per
+    ``idle_check_interval_s``. So thousands of tables no
+    writer touches cost a check a minute each, not one every tick, and a writer's first
+    commit to one is seen within that interval (then it is watched, and checked every tick)."""
+    if (idle_check_interval_s <= check_interval_s or has_work
+            or now - moved_at < idle_check_interval_s):
+        return True
+    return now - checked_at >= idle_check_interval_s - check_interval_s / 2
+
+
+def first_check_at(name: str, now: float, idle_check_interval_s: float) -> float:
+    """When a table's first check is counted as made: up to one idle interval back, by its
+    name, so that idle tables' checks spread over the interval instead of all falling in the
+    tick of the first pass."""
+    return now - zlib.crc32(name.encode()) % 1000 / 1000 * idle_check_interval_s
 
 
 def may_be_due(gauges: Mapping[str, float], snapshots_since: int) -> bool:

@@ -40,11 +40,16 @@ class TableState:
     gauges: dict[str, float] = field(default_factory=dict)  # its health figures, as last read
     active: bool = False  # moved at its last check: watched between ticks (daemon.tables.pace)
     moved_at: float = float("-inf")  # wall seconds a check last saw it move (daemon.tables.pace)
+    checked_at: float | None = None  # wall seconds of its last check by a tick (pace.checks_now)
     duties: bool = False  # running, with jobs besides compaction (daemon.tables.pace): counted
     compaction_due: bool = False  # at its compaction trigger, by the latest gauges
     shown_needs: dict[str, float] | None = None  # its need gauges as last exported
     # its last compaction found nothing to do: skipped while this holds (daemon.tables.compact_skip)
     unchanged: compact_skip.Unchanged | None = None
+
+    def has_work(self) -> bool:
+        """At its compaction trigger, or regeneration items no pass handled yet."""
+        return self.compaction_due or any(self.watcher.unsettled().values())
 
     def standing(self) -> evaluate.Standing:
         return evaluate.Standing(self.last_snapshot_id, self.compacted_snapshot_id,

@@ -87,9 +87,11 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         writer = _writer(warehouse, trigger, options or {})
         writer.commit()  # one sorted run: nothing to compact
         clock = SteppingClock(START_MS)
-        settings = load_settings(None, env={"PAIMOND_WAREHOUSE": warehouse, **{
-            f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
-            if job != "compact"}}, jobs=ROUTINE)
+        # every tick checks the table, however long it stood still: what a tick decides
+        settings = load_settings(None, env={
+            "PAIMOND_WAREHOUSE": warehouse, "PAIMOND_DAEMON_IDLE_CHECK_INTERVAL_S": "0",
+            **{f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
+               if job != "compact"}}, jobs=ROUTINE)
         daemon = Daemon(settings, Metrics(CollectorRegistry(), clock), clock=clock)
         daemon.keep_up = True  # as `run` sets it
         plans: list[float] = []

@@ -24,7 +24,7 @@ from paimond.daemon.tables import pace
 from paimond.daemon.tables.watch import Watcher
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS, CompactSettings, Job, JobReport
-from paimond.table.catalog import open_table
+from paimond.table.catalog import Table, open_table
 from paimond.table.status.report import table_status
 from paimond.table.storage.interface import open_storage
 
@@ -266,3 +266,50 @@ def test_every_table_gets_its_turn_for_duties_that_come_due_again_at_once(
         assert all(r.error is None for r in runs), runs
     Lifecycle(daemon).shutdown(WAIT_S)
     assert len(expired) == tables and len(set(expired)) == tables, expired
+
+
+@pytest.mark.parametrize("idle_check_interval_s", [60.0, 0.0])
+def test_a_table_nothing_moves_is_checked_once_per_idle_interval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle_check_interval_s: float) -> None:
+    """Ticks every 10 s over two tables that went quiet after their first runs: the one no
+    writer touches is read once a minute (``daemon.idle_check_interval_s``; 0: every tick);
+    a commit to the other is seen within that minute, and from then on it is read at every
+    tick again."""
+    warehouse = tmp_path / "wh"
+    Writer(str(warehouse), NAME, TRIGGER).commit()
+    writer = Writer(str(warehouse), "db.written", TRIGGER)
+    writer.commit()
+    settings = load_settings(None, env={
+        "PAIMOND_WAREHOUSE": str(warehouse),
+        "PAIMOND_DAEMON_IDLE_CHECK_INTERVAL_S": str(idle_check_interval_s),
+        **{f"PAIMOND_JOBS_{job.upper()}_ENABLED": "false" for job in ROUTINE_JOBS
+           if job != "compact"}}, jobs=ROUTINE)
+    clock = SteppingClock()
+    daemon = Daemon(settings, Metrics(CollectorRegistry(), clock), clock=clock)
+    reads: list[tuple[str, float]] = []
+    real = Table.watched_latest_id
+
+    def counting(self: Table) -> int | None:
+        reads.append((self.name, clock.wall_ms() / 1000 - clock.start_ms / 1000))
+        return real(self)
+
+    monkeypatch.setattr(Table, "watched_latest_id", counting)
+    for second in range(0, 400, 10):
+        clock.at(second)
+        if second == 200:
+            writer.commit()
+        for future in daemon.tick():
+            assert future.result(WAIT_S).error is None
+    Lifecycle(daemon).shutdown(WAIT_S)
+    quiet = [at for name, at in reads if name == NAME and at >= 100]
+    written = [at for name, at in reads if name == "db.written" and at >= 100]
+    if not idle_check_interval_s:
+        assert quiet == written == list(range(100, 400, 10))
+        return
+    assert len(quiet) in (5, 6), quiet  # 100..390: once a minute, not 30 times
+    assert all(b - a >= 50 for a, b in zip(quiet, quiet[1:], strict=False)), quiet
+    seen = min(at for at in written if at >= 200)
+    assert seen < 260, written  # the commit at 200 s: seen within the minute
+    assert [at for at in written if at >= seen][:6] == list(range(int(seen), int(seen) + 60, 10))
+    assert daemon.tables["db.written"].last_snapshot_id == daemon.tables[
+        "db.written"].table.snapshots.latest_id()

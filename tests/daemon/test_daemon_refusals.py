@@ -59,8 +59,9 @@ def warehouse(pristine: tuple[Path, TableSpec], tmp_path: Path) -> tuple[str, Ta
 
 
 def _daemon(path: str, clock: Clock) -> tuple[Daemon, CollectorRegistry]:
-    settings = load_settings(None, env={
-        "PAIMOND_WAREHOUSE": path, "PAIMOND_DAEMON_BACKOFF_BASE_S": "60",
+    settings = load_settings(None, env={  # every tick checks the tables, however still
+        "PAIMOND_WAREHOUSE": path, "PAIMOND_DAEMON_IDLE_CHECK_INTERVAL_S": "0",
+        "PAIMOND_DAEMON_BACKOFF_BASE_S": "60",
         "PAIMOND_DAEMON_QUARANTINE_AFTER": "1", "PAIMOND_LIMITS_CONCURRENCY": "1",
         "PAIMOND_JOBS_EXPIRE_RETAIN_MIN": "1", "PAIMOND_JOBS_EXPIRE_RETAIN_MAX": "1",
         "PAIMOND_JOBS_EXPIRE_OLDER_THAN": "1 ms",
