@@ -58,6 +58,8 @@ class Daemon:
         self.leases = [Leases(s, s.root, self.owner, settings.lease_ttl_s, self.wall_s)
                        for s in self.storages]
         self.tables: dict[str, TableState] = {}
+        # the tables that moved lately or are active: what the watch looks at (pace)
+        self._moving: dict[str, TableState] = {}
         self.lock = threading.Lock()  # the tables and every TableState's fields
         self._stopping = threading.Event()  # no new work
         self._cancelled = threading.Event()  # running jobs abandon before committing
@@ -162,6 +164,7 @@ class Daemon:
         with self.lock:
             if decision.new_snapshot:
                 state.last_snapshot_id, state.moved_at = latest, now
+                self._moving[state.table.name] = state
             if decision.cleared:
                 state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
                 self._quarantine_changed = True
@@ -196,6 +199,8 @@ class Daemon:
         with self.lock:
             state.gauged_snapshot_id = latest
             state.active = moved
+            if moved:
+                self._moving[name] = state
             if health is not None:  # changelog a reader waits for, rows no reader sees
                 state.urgency = (health.urgency + evaluate.changelog_urgency(
                     state.watcher.last.changelog_pending_millis, local_ms)
@@ -301,8 +306,11 @@ class Daemon:
             return []
         since = self.wall_s() - pace.ACTIVE_CHECKS * self.settings.check_interval_s
         with self.lock:
-            active = [(s, s.gauged_snapshot_id, dict(s.gauges)) for s in self.tables.values()
-                      if (s.active or s.moved_at >= since) and not s.running]
+            for name, state in list(self._moving.items()):
+                if not (state.active or state.moved_at >= since) or not self._current(state):
+                    del self._moving[name]  # quiet again, or gone: idle tables cost nothing
+            active = [(s, s.gauged_snapshot_id, dict(s.gauges)) for s in self._moving.values()
+                      if not s.running]
         due = []
         for state, gauged, gauges in active:
             try:
@@ -426,6 +434,7 @@ class Daemon:
         with self.lock:
             if latest != state.last_snapshot_id:  # moved by the run or by writers meanwhile
                 state.moved_at = self.wall_s()  # watched until the writers go quiet
+                self._moving[state.table.name] = state
             due = state.compaction_due and not state.running
             standing = state.standing()
         if due:

@@ -49,7 +49,7 @@ class TableState:
 
     def has_work(self) -> bool:
         """At its compaction trigger, or regeneration items no pass handled yet."""
-        return self.compaction_due or any(self.watcher.unsettled().values())
+        return self.compaction_due or self.watcher.has_unsettled()
 
     def standing(self) -> evaluate.Standing:
         return evaluate.Standing(self.last_snapshot_id, self.compacted_snapshot_id,

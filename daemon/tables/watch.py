@@ -121,6 +121,11 @@ class Watcher:
     def unsettled(self) -> dict[str, int]:
         return unsettled(self.last.needs, self.memory)
 
+    def has_unsettled(self) -> bool:
+        """Whether some regeneration item is left (what every tick asks of every table)."""
+        handled = self.memory.handled
+        return any(key not in handled for keys in self.last.needs.values() for key in keys)
+
     def need_gauges(self) -> dict[str, float]:
         counts = self.unsettled()
         return {gauge: counts.get(job, 0) for job, gauge in NEED_GAUGES.items()}
