@@ -68,6 +68,9 @@ class Daemon:
         # only then are they set again (each run's end, else O(tables) per run)
         self._quarantine_changed = True
         self._duty_runs = 0  # submitted runs with jobs besides compaction (TableState.duties)
+        # tables whose due duties got no turn at their check (TableState.awaits_turn) and run
+        # nothing now, first come first: each run that ends hands free turns on (_next_duties)
+        self._duty_queue: dict[str, TableState] = {}
         # serving (``Lifecycle.run``): re-check a table right after its run, watch the ones near
         # their trigger between ticks (daemon.tables.pace); a one-shot pass does neither
         self.keep_up = False
@@ -365,7 +368,13 @@ class Daemon:
                 # a wave of due duties never queues compaction behind it (compaction alone
                 # is never held back; the running duties are counted as runs start and end)
                 if self.keep_up and any(job != "compact" for job in jobs):
-                    jobs = pace.paced_jobs(jobs, state.table.name in turns)
+                    name = state.table.name
+                    jobs = pace.paced_jobs(jobs, name in turns)
+                    state.awaits_turn = name not in turns  # queued for one when not running
+                    if name in turns or jobs:
+                        self._duty_queue.pop(name, None)
+                    else:
+                        self._duty_queue.setdefault(name, state)
                 if not jobs or state.running or not self._current(state):
                     continue
                 state.running = True
@@ -385,6 +394,7 @@ class Daemon:
         with self.lock:
             state.duties = any(job != "compact" for job in jobs)
             self._duty_runs += state.duties
+            state.awaits_turn = state.awaits_turn and not state.duties
         try:
             work = self.runs.submit(state, jobs)
         except RuntimeError:  # the pool is shut down
@@ -403,6 +413,8 @@ class Daemon:
         with self.lock:
             self._duty_runs -= state.duties
             state.duties = False
+            if state.awaits_turn and self._current(state):  # its duties wait for a turn
+                self._duty_queue.setdefault(state.table.name, state)
             follow, state.triggered = state.triggered, None
             state.running = follow is not None and not self._stopping.is_set()
             state.checked_at = float("-inf")  # the next tick checks what the run left
@@ -420,6 +432,23 @@ class Daemon:
                 follow.set_result(skipped(state.table.name, (), STOPPING))
         elif self.keep_up and run.error is None and run.finished_at:
             self._recheck(state)
+        if self.keep_up:
+            self._next_duties()
+
+    def _next_duties(self) -> None:
+        """A run ended: the tables whose duties waited for a turn (and run nothing now) get
+        the free turns, first come first, instead of at their next check (a tick gives at
+        most ``limits.concurrency`` turns: thousands of tables would wait hours for theirs)."""
+        while not self._stopping.is_set():
+            with self.lock:
+                if self._duty_runs >= self.settings.concurrency or not self._duty_queue:
+                    return
+                name = next(iter(self._duty_queue))
+                state = self._duty_queue.pop(name)
+                if state.running or not self._current(state):
+                    continue  # a tick or a trigger submitted it meanwhile, or it went
+                standing = state.standing()
+            self._submit_due([(state, standing)], self.wall_s())
 
     def _recheck(self, state: TableState) -> None:
         """Right after a run: writers that committed meanwhile may have brought the table to

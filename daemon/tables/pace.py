@@ -12,7 +12,8 @@ snapshots reach the compaction trigger its gauges are read again, and at the tri
 meanwhile. Compaction never queues behind a wave of other duties (every table's expiry comes
 due in the same tick): at most ``limits.concurrency`` runs with jobs besides compaction are
 submitted at once, those whose duties waited longest first, and a table over that gets its
-compaction alone, its other jobs at a later check (:func:`duty_turns`, :func:`paced_jobs`).
+compaction alone (:func:`duty_turns`, :func:`paced_jobs`); its other jobs wait for a turn,
+which each run that ends hands on (``Daemon._next_duties``), not for a later check.
 Nor does it wait behind its own table's slower jobs: a run that compacts compacts again between
 its later jobs, and between an expiry's bounded rounds, once writers committed
 :data:`COMPACT_AGAIN_AFTER` snapshots since (:func:`compact_again`; the same stream under the

@@ -42,6 +42,7 @@ class TableState:
     moved_at: float = float("-inf")  # wall seconds a check last saw it move (daemon.tables.pace)
     checked_at: float | None = None  # wall seconds of its last check by a tick (pace.checks_now)
     duties: bool = False  # running, with jobs besides compaction (daemon.tables.pace): counted
+    awaits_turn: bool = False  # its due duties got no turn at its last check (pace.duty_turns)
     compaction_due: bool = False  # at its compaction trigger, by the latest gauges
     shown_needs: dict[str, float] | None = None  # its need gauges as last exported
     # its last compaction found nothing to do: skipped while this holds (daemon.tables.compact_skip)

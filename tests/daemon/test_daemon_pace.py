@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -264,8 +266,45 @@ def test_every_table_gets_its_turn_for_duties_that_come_due_again_at_once(
         clock.at(2 * tick)  # every table's expiry is due again at each tick
         runs = [f.result(WAIT_S) for f in daemon.tick()]
         assert all(r.error is None for r in runs), runs
+        _until_no_table_runs(daemon)  # the turns handed on as duty runs end, too
     Lifecycle(daemon).shutdown(WAIT_S)
-    assert len(expired) == tables and len(set(expired)) == tables, expired
+    counts = Counter(expired)
+    assert len(counts) == tables, expired  # every table had its turn
+    assert max(counts.values()) - min(counts.values()) <= 1, expired  # in turn
+
+
+def _until_no_table_runs(daemon: Daemon) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while any(state.running for state in daemon.tables.values()):
+        assert time.monotonic() < deadline, "runs still going"
+        time.sleep(0.01)  # polling for the pool's callbacks: no event marks the last one
+
+
+def test_a_duty_run_that_ends_hands_its_turn_to_the_next_waiting_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One run with duties at a time (``limits.concurrency`` 1) and every table's expiry due
+    at the first tick: as each duty run ends the next waiting table gets the turn, so every
+    table expires without waiting for further ticks (a tick gives one turn)."""
+    tables = 5
+    settings = _copies_compacted_and_expired(tmp_path, tables)
+    daemon = Daemon(settings, Metrics(CollectorRegistry()))
+    daemon.keep_up = True
+    expired: list[str] = []
+    all_expired = threading.Event()
+
+    def expire(table: Any, settings: Any, context: Any) -> JobReport:
+        expired.append(table.name)
+        if len(expired) == tables:
+            all_expired.set()
+        return JobReport(_Done())
+
+    monkeypatch.setitem(registry_module.JOBS, "expire",  # type: ignore[arg-type]
+                        Job("expire", registry_module.JOBS["expire"].settings_type, expire))
+    runs = [f.result(WAIT_S) for f in daemon.tick()]
+    assert all(r.error is None for r in runs), runs
+    assert all_expired.wait(WAIT_S), expired  # one tick, then the turns passed on
+    Lifecycle(daemon).shutdown(WAIT_S)
+    assert sorted(expired) == sorted(daemon.tables), expired
 
 
 @pytest.mark.parametrize("idle_check_interval_s", [60.0, 0.0])
