@@ -319,26 +319,24 @@ def finish_changelog_expiration(table: Table, work: ExpireWork, record: str, tal
         crash_point("expire_changelog.changelog_file_deleted")
     protected = protected_since(table, work)
     data_files = [d for d in work.data_files if d.path.rsplit("/", 1)[-1] not in protected]
-    _delete_each(table, data_files, tally, mapper, "expire_changelog.data_file_deleted")
+    if mapper is not None:
+        delete_all_in_tasks(mapper, table, data_files, tally)
+    else:
+        for deletion in data_files:
+            delete_counted(storage, deletion, tally)
+            crash_point("expire_changelog.data_file_deleted")
     if clean_empty_directories:
         remove_empty_dirs(storage, work.bucket_dirs)
         crash_point("expire_changelog.directories_removed")
     metadata = [d for d in work.metadata if d.path.rsplit("/", 1)[-1] not in protected]
-    _delete_each(table, metadata, tally, mapper, "expire_changelog.metadata_file_deleted")
+    if mapper is not None:
+        delete_all_in_tasks(mapper, table, metadata, tally)
+    else:
+        for deletion in metadata:
+            delete_counted(storage, deletion, tally)
+            crash_point("expire_changelog.metadata_file_deleted")
     storage.delete(record)
     crash_point("expire_changelog.record_removed")
-
-
-def _delete_each(table: Table, deletions: list[Deletion], tally: FileTally,
-                 mapper: TaskMapper | None, point: str) -> None:
-    """Delete ``deletions`` here, one at a time with a crash point after each, or in
-    ``mapper``'s tasks."""
-    if mapper is not None:
-        delete_all_in_tasks(mapper, table, deletions, tally)
-        return
-    for deletion in deletions:
-        delete_counted(table.storage, deletion, tally)
-        crash_point(point)
 
 
 def execute_changelog_expiration(table: Table, work: ExpireWork, *, dry_run: bool,
