@@ -16,34 +16,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from support.pypaimon_oracle import live_files, read_rows, read_rows_rust, snapshot_ids
-from support.pypaimon_tables import TableWriter, catalog_for, not_null
+from support.pypaimon_tables import TableWriter, catalog_for
+from support.sorted_tables import CLOCK, NAME, SCHEMA, write_sorted_table
 
-from paimond.clock import Clock
 from paimond.errors import UnsupportedError
 from paimond.format.binary.sort_keys import hilbert_key, zorder_key
 from paimond.format.types.data_types import IntType
 from paimond.maintenance.compact.sort_compact import SortCompactJob
 from paimond.table.catalog import open_table
 from paimond.table.storage.interface import open_storage
-
-NOON = datetime.datetime(2026, 11, 22, 12, 0)
-CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))
-NAME = "db.sorted"
-SCHEMA = pa.schema([("dt", pa.string()), not_null("id", pa.int64()), ("a", pa.int32()),
-                    ("b", pa.int32()), ("s", pa.string())])
-
-
-def _build(warehouse: str, options: dict[str, str] | None = None) -> TableWriter:
-    writer = TableWriter(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
-                     options={"bucket": "-1", "file.format": "parquet",
-                              "target-file-size": "6 kb", **(options or {})})
-    rng = random.Random(5)
-    for commit in range(12):
-        writer.commit([{"dt": "x" if i % 4 else "y", "id": commit * 1000 + i,
-                        "a": None if i % 97 == 0 else rng.randrange(10_000),
-                        "b": rng.randrange(10_000), "s": f"s{rng.randrange(100):03d}"}
-                       for i in range(400)])
-    return writer
 
 
 def _file_ranges(warehouse: str, snapshot_id: int, column: str
@@ -83,7 +64,7 @@ def _compact(warehouse: str, strategy: str, columns: tuple[str, ...]) -> Any:
 def test_sorted_files_read_alike_and_skip_more(tmp_path: Path, strategy: str,
                                                columns: tuple[str, ...]) -> None:
     warehouse = str(tmp_path / "wh")
-    _build(warehouse)
+    write_sorted_table(warehouse)
     history = {i: read_rows(warehouse, NAME, i) for i in snapshot_ids(warehouse, NAME)}
     before_id = max(history)
     rng = random.Random(9)
@@ -128,7 +109,7 @@ def test_deleted_rows_stay_deleted_and_vectors_go(tmp_path: Path) -> None:
     from paimond.table.scan.snapshot_scan import scan_snapshot
 
     warehouse = str(tmp_path / "wh")
-    _build(warehouse, {"deletion-vectors.enabled": "true"})
+    write_sorted_table(warehouse, {"deletion-vectors.enabled": "true"})
     table = open_table(open_storage(warehouse), warehouse, NAME)
     entry = scan_snapshot(table, table.snapshots.latest()).files[0].entry
     index, _ = write_deletion_vectors(
@@ -169,7 +150,7 @@ def test_cli_zorder_by(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     from paimond.cli.main import main
 
     warehouse = str(tmp_path / "wh")
-    _build(warehouse)
+    write_sorted_table(warehouse)
     expected = read_rows(warehouse, NAME)
     args = ["compact", warehouse, "--table", NAME, "--zorder-by", "a, b", "--partition", "dt=y"]
     assert main([*args, "--dry-run"]) == 0
@@ -243,7 +224,7 @@ def test_a_killed_sort_leaves_the_table_readable_and_the_rerun_cleans(tmp_path: 
     from support.table_history import assert_exactly_referenced
 
     warehouse = str(tmp_path / "wh")
-    _build(warehouse)
+    write_sorted_table(warehouse)
     expected = read_rows(warehouse, NAME)
     code = ("import sys; from paimond.cli.main import main; "
             f"sys.exit(main(['compact', {warehouse!r}, '--table', {NAME!r}, "
@@ -280,7 +261,7 @@ def test_a_partition_over_the_budget_is_sorted_through_spilled_runs_alike(
     results = {}
     for budget in (16 * 1024, 512 * 1024 * 1024):
         warehouse = str(tmp_path / f"wh-{budget}")
-        _build(warehouse)
+        write_sorted_table(warehouse)
         expected = read_rows(warehouse, NAME)
         table = open_table(open_storage(warehouse), warehouse, NAME)
         summary = SortCompactJob(table, strategy, columns, clock=CLOCK,

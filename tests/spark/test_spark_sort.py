@@ -8,7 +8,6 @@ stays."""
 
 from __future__ import annotations
 
-import datetime
 import random
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from support.pypaimon_oracle import read_rows
-from support.pypaimon_tables import TableWriter, catalog_for, not_null
+from support.pypaimon_tables import TableWriter, catalog_for
+from support.sorted_tables import CLOCK, NAME, SCHEMA, write_sorted_table
 from support.spark_faults import failing_first_attempts
 from support.table_garbage import unreferenced_files
 
-from paimond.clock import Clock
 from paimond.format.binary.sort_keys import zorder_key
 from paimond.format.types.data_types import IntType
 from paimond.lsm.lookup.deletion_vectors import vector_of
@@ -35,12 +34,6 @@ from paimond.table.indexes.deletion_vectors import write_deletion_vectors
 from paimond.table.scan.snapshot_scan import bucket_path, scan_snapshot
 from paimond.table.storage.interface import open_storage
 
-NOON = datetime.datetime(2026, 11, 22, 12, 0)
-CLOCK = Clock(fixed_ms=int(NOON.timestamp() * 1000))
-NAME = "db.sorted"
-SCHEMA = pa.schema([("dt", pa.string()), not_null("id", pa.int64()), ("a", pa.int32()),
-                    ("b", pa.int32()), ("s", pa.string())])
-
 
 def _table(warehouse: str) -> Table:
     return open_table(open_storage(warehouse), warehouse, NAME)
@@ -49,15 +42,7 @@ def _table(warehouse: str) -> Table:
 def _build(warehouse: str) -> None:
     """Two partitions of 12 overlapping commits (``a`` with nulls), files of 6 KB, and a
     deletion vector on one file."""
-    writer = TableWriter(catalog_for(warehouse), NAME, SCHEMA, partition_keys=("dt",),
-                         options={"bucket": "-1", "file.format": "parquet",
-                                  "target-file-size": "6 kb", "deletion-vectors.enabled": "true"})
-    rng = random.Random(5)
-    for commit in range(12):
-        writer.commit([{"dt": "x" if i % 4 else "y", "id": commit * 1000 + i,
-                        "a": None if i % 97 == 0 else rng.randrange(10_000),
-                        "b": rng.randrange(10_000), "s": f"s{rng.randrange(100):03d}"}
-                       for i in range(400)])
+    write_sorted_table(warehouse, {"deletion-vectors.enabled": "true"})
     table = _table(warehouse)
     entry = scan_snapshot(table, table.snapshots.latest()).files[0].entry
     index, _ = write_deletion_vectors(
