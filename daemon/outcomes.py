@@ -33,13 +33,17 @@ class JobOutcome:
     # skipped because the job refused the table at plan time: the schema/options fingerprint
     # it refused (the job is not due again until the table's fingerprint changes)
     refused: str | None = None
+    # nothing done, and nothing to do at the same snapshot and schema before this wall ms
+    # (JobReport.quiet_until_ms; daemon.tables.duty_skip)
+    quiet_until_ms: float | None = None
 
     @classmethod
     def of(cls, report: JobReport) -> JobOutcome:
         return cls("success", report.result.describe(), read_bytes=report.read_bytes,
                    written_bytes=report.written_bytes, read_rows=report.read_rows,
                    written_rows=report.written_rows, conflicts=report.replans,
-                   rows_superseded=report.rows_superseded, lookup_cache=report.lookup_cache)
+                   rows_superseded=report.rows_superseded, lookup_cache=report.lookup_cache,
+                   quiet_until_ms=report.quiet_until_ms)
 
 
 def run_job(job: Job[object], table: Table, settings: object, context: JobContext) -> JobOutcome:

@@ -31,7 +31,7 @@ from paimond.daemon.logging import get_logger
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import Runner, TableRun, skipped
 from paimond.daemon.table_runs import STOPPING, TableRuns
-from paimond.daemon.tables import evaluate, pace
+from paimond.daemon.tables import duty_skip, evaluate, pace
 from paimond.daemon.tables.admission import Admissions
 from paimond.daemon.tables.policy import Policies
 from paimond.daemon.tables.state import TableState
@@ -178,6 +178,11 @@ class Daemon:
             if unchanged is not None:  # nothing its plan depends on changed since
                 jobs = tuple(job for job in jobs if job != "compact")
                 state.last_run["compact"] = now  # looked at again after its interval
+            quiet = duty_skip.skipped_duties(state.quiet, jobs, latest,
+                                             state.watcher.schema_id, now)
+            if quiet:  # nothing they depend on changed since they did nothing
+                jobs = tuple(job for job in jobs if job not in quiet)
+                state.last_run.update(dict.fromkeys(quiet, now))
         if unchanged is not None:
             log.debug("compaction_skipped", table=state.table.name,
                       snapshot_id=unchanged.snapshot_id, until=unchanged.until,
@@ -236,6 +241,7 @@ class Daemon:
             self._quarantine_changed = True
             failures = state.failures
             state.unchanged = None
+            state.quiet.clear()
         log.warning("table_backed_off", table=state.table.name, failures=failures,
                     backoff_s=backoff.delay_s, quarantined=backoff.quarantined)
 
@@ -484,6 +490,7 @@ class Daemon:
             state.quarantined, state.failures, state.next_attempt_at = False, 0, 0.0
             self._quarantine_changed = True
             state.unchanged = None  # a trigger always plans
+            state.quiet.clear()
             if state.running:
                 if state.triggered is None:
                     state.triggered = Future()

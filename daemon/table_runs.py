@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from paimond.clock import Clock
 from paimond.daemon.runner import Runner, TableRun, TableWork, skipped
-from paimond.daemon.tables import compact_skip
+from paimond.daemon.tables import compact_skip, duty_skip
 from paimond.daemon.tables.policy import Policies
 from paimond.daemon.tables.state import TableState, schema_of
 from paimond.format.meta.schema import TableSchema
@@ -110,7 +110,8 @@ class TableRuns:
                             local: datetime.datetime, attempts: dict[object, object]) -> None:
         """After a run: whether its compaction found nothing to do at the snapshot the run
         started from (no task, no commit by anyone, no failure), and until when the next
-        periodic one is skipped (daemon.tables.compact_skip)."""
+        periodic one is skipped (daemon.tables.compact_skip); the same for its duties
+        (daemon.tables.duty_skip)."""
         report = run.reports.get("compact")
         unchanged = None
         if (report is not None and schema is not None and run.error is None
@@ -122,6 +123,11 @@ class TableRuns:
                 attempts, compact_skip.attempts(state.picker_states))
             if horizon is not None:
                 unchanged = compact_skip.Unchanged(base, schema.id, started, *horizon)
+        quiet = ({} if run.error is not None or schema is None
+                 else duty_skip.quiet_duties(run.reports, base, schema.id, started))
         with self._lock:
             if report is not None or run.error is not None:
                 state.unchanged = unchanged
+            for job in run.reports:
+                state.quiet.pop(job, None)
+            state.quiet.update(quiet)

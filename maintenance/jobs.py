@@ -61,6 +61,9 @@ class JobReport:
     replans: int = 0  # commit conflicts the job re-planned after
     rows_superseded: int = 0  # compaction: higher-level rows newly deleted by vectors
     lookup_cache: Mapping[str, int] = field(default_factory=dict)  # hit/miss/discarded files
+    # the run did nothing, and a rerun at the same latest snapshot and schema does nothing
+    # before this wall ms (inf: only a new snapshot or schema changes that); None: it may
+    quiet_until_ms: float | None = None
 
 
 # ---- settings ------------------------------------------------------------------------------
@@ -301,7 +304,8 @@ def _expire(table: Table, settings: ExpireOverrides, context: JobContext) -> Job
     job = ExpireJob(table, clock=context.clock, settings=options, dry_run=settings.dry_run,
                     executor=context.executor)
     # further bounded rounds while snapshot.expire.limit cut the last one (expire_rounds)
-    return JobReport(expire_in_rounds(job, context.progress))
+    rounds = expire_in_rounds(job, context.progress)
+    return JobReport(rounds, quiet_until_ms=rounds.quiet_until_ms())
 
 
 def _expire_consumers(table: Table, settings: ConsumerExpireSettings, context: JobContext
@@ -310,7 +314,8 @@ def _expire_consumers(table: Table, settings: ConsumerExpireSettings, context: J
 
     job = ConsumerExpireJob(table, clock=context.clock, older_than_ms=settings.older_than_ms,
                             dry_run=settings.dry_run)
-    return JobReport(job.run())
+    result = job.run()
+    return JobReport(result, quiet_until_ms=result.quiet_until_ms())
 
 
 def _expire_partitions(table: Table, settings: ExpirePartitionsSettings, context: JobContext
@@ -329,7 +334,8 @@ def _merge_manifests(table: Table, settings: ManifestMergeSettings, context: Job
 
     result = ManifestMergeJob(table, clock=context.clock, dry_run=settings.dry_run,
                               forced=settings.forced).run()
-    return JobReport(result, written_bytes=result.written.total_bytes)
+    return JobReport(result, written_bytes=result.written.total_bytes,
+                     quiet_until_ms=result.quiet_until_ms())
 
 
 def _remove_orphans(table: Table, settings: OrphanSettings, context: JobContext) -> JobReport:
@@ -370,8 +376,9 @@ def _tags(table: Table, settings: TagsSettings, context: JobContext) -> JobRepor
     from paimond.maintenance.distributed import mapper_of
     from paimond.maintenance.tags.job import TagsJob
 
-    return JobReport(TagsJob(table, clock=context.clock, dry_run=settings.dry_run,
-                             mapper=mapper_of(context.executor)).run())
+    result = TagsJob(table, clock=context.clock, dry_run=settings.dry_run,
+                     mapper=mapper_of(context.executor)).run()
+    return JobReport(result, quiet_until_ms=result.quiet_until_ms())
 
 
 def _expire_tags(table: Table, settings: ExpireTagsSettings, context: JobContext) -> JobReport:

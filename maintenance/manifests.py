@@ -12,6 +12,7 @@ that name them, until expiration removes them. A dry run merges into memory only
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
 
@@ -42,6 +43,11 @@ class ManifestMergeResult:
     @property
     def changed(self) -> bool:
         return {m.file_name for m in self.before} != {m.file_name for m in self.after}
+
+    def quiet_until_ms(self) -> float | None:
+        """Nothing to merge: the same snapshot's manifests (and options) never need it (inf);
+        None: merged, or a dry run."""
+        return None if self.dry_run or self.changed else math.inf
 
     def describe(self) -> str:
         name = self.table_name

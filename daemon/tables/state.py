@@ -47,6 +47,8 @@ class TableState:
     shown_needs: dict[str, float] | None = None  # its need gauges as last exported
     # its last compaction found nothing to do: skipped while this holds (daemon.tables.compact_skip)
     unchanged: compact_skip.Unchanged | None = None
+    # its duties that did nothing: skipped while each holds (daemon.tables.duty_skip)
+    quiet: dict[str, compact_skip.Unchanged] = field(default_factory=dict)
 
     def has_work(self) -> bool:
         """At its compaction trigger, or regeneration items no pass handled yet."""

@@ -29,6 +29,7 @@ finishes every record a killed run left.
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass, field
 
@@ -109,6 +110,8 @@ class ChangelogExpirePlan:
     earliest_id: int | None  # the earliest changelog
     end_id: int | None  # exclusive: changelogs [earliest, end) expire
     bound: str
+    # bound time-retained: the wall ms from which the changelog at the bound is old enough
+    due_at_ms: int | None = None
 
     @property
     def expires(self) -> bool:
@@ -166,7 +169,8 @@ def plan_changelog_expiration(table_name: str, history: ChangelogHistory,
     for changelog_id in range(low, end + 1):
         time_ms = history.time_millis.get(changelog_id)
         if time_ms is not None and older_than_ms <= time_ms:
-            return ChangelogExpirePlan(table_name, earliest, changelog_id, "time-retained")
+            return ChangelogExpirePlan(table_name, earliest, changelog_id, "time-retained",
+                                       due_at_ms=time_ms + settings.time_retained_ms + 1)
     return ChangelogExpirePlan(table_name, earliest, end, bound)
 
 
@@ -390,6 +394,16 @@ class ChangelogExpireResult:
     dry_run: bool
     finished_records: int = 0
     finished: FileTally = field(default_factory=FileTally)
+
+    def quiet_until_ms(self) -> float | None:
+        """As :meth:`ExpireResult.quiet_until_ms`, for the changelogs: the count bounds (and
+        the latest changelog, which moves only with snapshot expiry) hold for ever."""
+        plan = self.plan
+        if self.dry_run or self.finished_records or plan.expires:
+            return None
+        if plan.bound in ("retain-min", "no changelogs", "latest changelog"):
+            return math.inf
+        return plan.due_at_ms if plan.bound == "time-retained" else None
 
     def lines(self) -> list[str]:
         out = []

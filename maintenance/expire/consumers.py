@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 from dataclasses import dataclass
 
 from paimond.clock import Clock
@@ -50,6 +51,18 @@ class ConsumerExpireResult:
     plan: ConsumerExpirePlan
     deleted: tuple[str, ...]  # consumer ids whose file this run deleted
     dry_run: bool = False
+
+    def quiet_until_ms(self) -> float | None:
+        """Nothing expired: a rerun expires nothing before the oldest consumer file's age
+        passes ``consumer.expiration-time`` (wall ms; inf: unset, or no consumer). None: this
+        run expired some."""
+        plan = self.plan
+        if self.dry_run or plan.expired:
+            return None
+        if plan.expiration_ms is None:
+            return math.inf
+        ages = [c.modified_ms for c in plan.consumers if c.modified_ms is not None]
+        return min(ages) + plan.expiration_ms + 1 if ages else math.inf
 
     def describe(self) -> str:
         plan = self.plan

@@ -46,6 +46,10 @@ class ExpireRounds:
             total.size_bytes.update(result.deleted.size_bytes)
         return total
 
+    def quiet_until_ms(self) -> float | None:
+        """:meth:`ExpireResult.quiet_until_ms` of a run of one round (more: it expired)."""
+        return self.last.quiet_until_ms() if len(self.rounds) == 1 else None
+
     def describe(self) -> str:
         if len(self.rounds) == 1:
             return self.last.describe()

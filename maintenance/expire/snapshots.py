@@ -43,6 +43,7 @@ changelogs on a table that is not decoupled are refused (Java leaves them to its
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -140,6 +141,18 @@ class ExpireSettings:
             self.changelog.validate()
 
 
+# the bounds that stop an expiry range where only a new snapshot moves them
+_COUNT_BOUNDS = frozenset({"retain-min", "no snapshots"})
+
+
+def quiet_bound(bound: str, due_at_ms: int | None) -> float | None:
+    """How long an expiry that expired nothing stays so at the same snapshot: for ever (a
+    count bound), until ``due_at_ms`` (the age bound), or not at all (a consumer, the limit)."""
+    if bound in _COUNT_BOUNDS:
+        return math.inf
+    return due_at_ms if bound == "time-retained" else None
+
+
 def _or(value: int | None, default: int) -> int:
     return default if value is None else value
 
@@ -173,6 +186,8 @@ class ExpirePlan:
     end_id: int | None  # exclusive; snapshots [earliest, end) expire
     bound: str  # what stopped the range: retain-min, consumer, expire-limit, time-retained
     write_earliest_hint: bool = False  # nothing expires, but the hint is missing
+    # bound time-retained: the wall ms from which the snapshot at the bound is old enough
+    due_at_ms: int | None = None
 
     @property
     def expires(self) -> bool:
@@ -219,14 +234,16 @@ def plan_expiration(table_name: str, history: SnapshotHistory, settings: ExpireS
     if earliest + settings.max_deletes < end:
         end, bound = earliest + settings.max_deletes, "expire-limit"
     older_than_ms = now_ms - settings.time_retained_ms
+    due_at_ms: int | None = None
     for snapshot_id in range(low, end):
         successor_ms = history.time_millis.get(snapshot_id + 1)
         if successor_ms is not None and older_than_ms <= successor_ms:
             end, bound = snapshot_id, "time-retained"
+            due_at_ms = successor_ms + settings.time_retained_ms + 1
             break
-    plan = ExpirePlan(table_name, latest, earliest, end, bound)
+    plan = ExpirePlan(table_name, latest, earliest, end, bound, due_at_ms=due_at_ms)
     if not plan.expires and not history.earliest_hint_present:
-        return ExpirePlan(table_name, latest, earliest, end, bound, write_earliest_hint=True)
+        return dataclasses.replace(plan, write_earliest_hint=True)
     return plan
 
 
@@ -243,6 +260,20 @@ class ExpireResult:
     def describe(self) -> str:
         lines = self._finished_lines() + [self._own()]
         return "\n".join(lines + (self.changelog.lines() if self.changelog else []))
+
+    def quiet_until_ms(self) -> float | None:
+        """Nothing done, and a rerun at the same latest snapshot and schema does nothing before
+        this wall moment (inf: only a new snapshot or schema changes that); None: a rerun may
+        do something now (this run did something, or a consumer holds the range: consumers
+        move without a snapshot)."""
+        plan = self.plan
+        if self.dry_run or self.finished_records or plan.expires or plan.write_earliest_hint:
+            return None
+        until = quiet_bound(plan.bound, plan.due_at_ms)
+        if until is not None and self.changelog is not None:
+            changelog = self.changelog.quiet_until_ms()
+            until = None if changelog is None else min(until, changelog)
+        return until
 
     def _finished_lines(self) -> list[str]:
         if not self.finished_records:

@@ -34,6 +34,7 @@ of each batch write) and tag callbacks, success files and tag-to-partition are r
 from __future__ import annotations
 
 import datetime
+import math
 from dataclasses import dataclass, field
 
 from paimond.clock import Clock
@@ -51,6 +52,7 @@ from paimond.maintenance.tags.plan import (
     plan_auto_tags,
     plan_time_expiry,
     resume_point,
+    retention_end,
 )
 from paimond.maintenance.tags.source import TagSource, at_or_after, at_or_after_watermark, still_there
 from paimond.table.catalog import Table
@@ -75,6 +77,8 @@ class TagsPlan:
     create_time: datetime.datetime  # local date-time recorded in the tags written
     time_retained_ns: int | None
     next_tag: str | None = None  # the period whose tag is due next
+    # the wall ms at which the next kept tag's retention ends (inf: none ends by time)
+    next_expiry_ms: float = math.inf
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,14 @@ class TagsResult:
     skipped: tuple[str, ...] = ()  # why planned actions were not done
     dry_run: bool = False
     files: FileTally = field(default_factory=FileTally)  # deleted with the tags
+
+    def quiet_until_ms(self) -> float | None:
+        """Nothing to do: automatic creation follows the snapshots alone, so a rerun at the
+        same snapshot does nothing before the next tag's retention ends (wall ms; inf: none
+        by time). None: this run had something to do, or a dry run."""
+        if self.dry_run or self.plan.actions:
+            return None
+        return self.plan.next_expiry_ms
 
     def describe(self) -> str:
         plan = self.plan
@@ -144,6 +156,7 @@ class TagsJob:
         tags = {t.name: t.snapshot.id for t in existing}
         actions: list[TagAction] = []
         next_name = None
+        next_expiry_ms = math.inf
         if mode in ("process-time", "watermark") and not self.expire_only:
             period = tag_period(options)
             snapshots = self.table.snapshots
@@ -169,8 +182,13 @@ class TagsJob:
             if self.older_than is not None:
                 modified = {t.name: m for t in kept if (m := self._modified(t.name)) is not None}
             actions += plan_time_expiry(kept, now, self.older_than, modified)
+            gone |= {a.name for a in actions if not a.create}
+            ends = [end for t in kept if t.name not in gone and (end := retention_end(t))]
+            if ends:  # local date-times: the wall moment is as far from now
+                next_expiry_ms = (self.clock.wall_ms()
+                                  + (min(ends) - now).total_seconds() * 1000 + 1)
         return TagsPlan(self.table.name, mode, tuple(actions), now, _retained_ns(options),
-                        next_name)
+                        next_name, next_expiry_ms)
 
     def _modified(self, name: str) -> datetime.datetime | None:
         seconds = self.table.storage.mtime(tag_path(self.table, name))

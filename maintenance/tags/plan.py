@@ -112,6 +112,14 @@ def plan_auto_tags(*, period: TagPeriod, extractor: TagTimeExtractor, delay_ms: 
     return state.actions, next_tag
 
 
+def retention_end(tag: TagFile) -> datetime.datetime | None:
+    """The local date-time after which ``tag`` expires by its retention (None: it does not
+    by time)."""
+    if tag.create_time is None or tag.time_retained_ns is None:
+        return None
+    return tag.create_time + datetime.timedelta(microseconds=tag.time_retained_ns // 1000)
+
+
 def plan_time_expiry(tags: Sequence[TagFile], now: datetime.datetime,
                      older_than: datetime.datetime | None = None,
                      modified: Mapping[str, datetime.datetime] | None = None) -> list[TagAction]:

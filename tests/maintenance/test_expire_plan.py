@@ -3,11 +3,21 @@ table options, durations, and the refusal of decoupled changelogs."""
 
 from __future__ import annotations
 
+import datetime
+import math
+
 import pytest
 
 from paimond.errors import ConfigError
+from paimond.maintenance.expire.consumers import (
+    ConsumerExpireResult,
+    ConsumerFile,
+    plan_consumer_expiry,
+)
+from paimond.maintenance.expire.references import FileTally
 from paimond.maintenance.expire.snapshots import (
     INT_MAX,
+    ExpireResult,
     ExpireSettings,
     SnapshotHistory,
     changelog_decoupled,
@@ -113,3 +123,41 @@ def test_changelog_decoupled_like_java() -> None:
     assert changelog_decoupled(TableOptions({"changelog.num-retained.max": "100"}),
                                ExpireSettings(retain_max=50))
     assert changelog_decoupled(TableOptions({"changelog.time-retained": "2 h"}), settings)
+
+
+def _quiet(h: SnapshotHistory, **settings: int) -> float | None:
+    """How long a run that planned ``h`` stays without work at the same snapshot
+    (ExpireResult.quiet_until_ms; the daemon's duty_skip)."""
+    plan = plan_expiration("db.t", h, ExpireSettings(**settings), NOW)
+    return ExpireResult(plan, None, FileTally(), dry_run=False).quiet_until_ms()
+
+
+def test_an_expiry_with_nothing_to_do_says_until_when_it_stays_so() -> None:
+    # held by the count: only a new snapshot changes it
+    assert _quiet(history(1, 5)) == math.inf
+    # held by age: snapshot 7 goes once its successor, 8, is older than the retention
+    h = history(1, 20, ages_h={i: 0.5 for i in range(1, 21)})
+    assert end_of(h, retain_min=1) == (1, "time-retained")
+    assert _quiet(h, retain_min=1) == h.time_millis[2] + HOUR_MS + 1
+    later = plan_expiration("db.t", h, ExpireSettings(retain_min=1), h.time_millis[2] + HOUR_MS)
+    assert not later.expires, "not a millisecond before"
+    assert plan_expiration("db.t", h, ExpireSettings(retain_min=1),
+                           h.time_millis[2] + HOUR_MS + 1).expires
+    # held by a consumer (it moves without a snapshot), or with work to do: no quiet
+    assert _quiet(history(1, 20, consumer=1), retain_min=1) is None
+    assert _quiet(history(1, 20), retain_min=1) is None
+    assert _quiet(history(4, 5, hint=False)) is None, "the hint is written first"
+
+
+def test_consumer_expiry_stays_quiet_until_the_oldest_consumer_is_old_enough() -> None:
+    def quiet(expiration_ms: int | None, *modified: int | None) -> float | None:
+        consumers = tuple(ConsumerFile(f"c{i}", f"/c{i}", 1, m) for i, m in enumerate(modified))
+        local = datetime.datetime.fromtimestamp(NOW / 1000)
+        plan = plan_consumer_expiry("db.t", consumers, expiration_ms, local)
+        return ConsumerExpireResult(plan, ()).quiet_until_ms()
+
+    assert quiet(None, NOW - 5 * HOUR_MS) == math.inf, "consumer.expiration-time unset"
+    assert quiet(HOUR_MS) == math.inf, "no consumer"
+    young, younger = NOW - HOUR_MS // 2, NOW - HOUR_MS // 4
+    assert quiet(HOUR_MS, younger, young, None) == young + HOUR_MS + 1
+    assert quiet(HOUR_MS, NOW - 2 * HOUR_MS) is None, "one expires now"

@@ -288,6 +288,23 @@ def test_time_retained_expiry_is_strict_and_spares_tags_without_retention(tmp_pa
     _assert_tags_read(writer)
 
 
+def test_a_run_with_nothing_to_do_says_when_the_next_tag_expires(tmp_path: Path) -> None:
+    """The daemon skips the job until then at the same snapshot (daemon.tables.duty_skip)."""
+    writer = Writer(tmp_path / "wh", {**DAILY, "tag.default-time-retained": "1 h"})
+    for t in TIMES[:3]:
+        writer.commit(utc_ms(t))
+    create_tag(writer.table, clock=Clock(fixed_ms=NOW_MS), name="two-hours", snapshot_id=2,
+               time_retained_ms=2 * HOUR_MS)
+    job = JOBS["tags"]
+    first = job.run(writer.table, job.settings(), JobContext(Clock(fixed_ms=NOW_MS)))
+    assert first.quiet_until_ms is None, "it created tags"
+    later = NOW_MS + 10 * 60_000
+    quiet = job.run(writer.table, job.settings(), JobContext(Clock(fixed_ms=later)))
+    assert quiet.quiet_until_ms == NOW_MS + HOUR_MS + 1, "the automatic tags' hour"
+    assert _run_tags(writer.table, NOW_MS + HOUR_MS).plan.actions == ()
+    assert len(_run_tags(writer.table, NOW_MS + HOUR_MS + 1).done) == 2
+
+
 def test_expire_tags_older_than_uses_file_times_for_tags_without_retention(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     writer = Writer(tmp_path / "wh", {"tag.time-expire-enabled": "false"})
