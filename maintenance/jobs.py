@@ -325,7 +325,8 @@ def _expire_partitions(table: Table, settings: ExpirePartitionsSettings, context
     job = PartitionExpireJob(table, clock=context.clock, older_than_ms=settings.older_than_ms,
                              max_num=settings.max_num, dry_run=settings.dry_run)
     result = job.run()
-    return JobReport(result, replans=max(0, result.attempts - 1))
+    return JobReport(result, replans=max(0, result.attempts - 1),
+                     quiet_until_ms=result.quiet_until_ms())
 
 
 def _merge_manifests(table: Table, settings: ManifestMergeSettings, context: JobContext

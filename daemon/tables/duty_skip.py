@@ -1,11 +1,13 @@
-"""Skipping an unchanged table's periodic duties (expire, expire_consumers, merge_manifests,
-tags): the idle daemon at scale, where every table's duties fall due every few minutes.
+"""Skipping an unchanged table's periodic duties (expire, expire_consumers, expire_partitions,
+merge_manifests, tags): the idle daemon at scale, where every table's duties fall due every
+few minutes.
 
 A duty that did nothing says until when a rerun would do nothing as long as the table's latest
 snapshot and schema stay as they were (``JobReport.quiet_until_ms``): snapshot and changelog
 expiry held by ``num-retained.min`` for ever, held by ``time-retained`` until the next one is
-old enough; consumer expiry until the oldest consumer file is old enough; manifest merging for
-ever; tags until the next tag's retention ends (automatic creation follows the snapshots
+old enough; consumer expiry until the oldest consumer file is old enough; partition expiry for
+ever while the table has no partitions, no expiration time or no snapshot; manifest merging
+for ever; tags until the next tag's retention ends (automatic creation follows the snapshots
 alone). Until then, at the same snapshot and schema, the duty is not run: its interval starts
 again instead. Writers' commits and schema changes run it at the next check, as they start a
 writer's own expiry in Paimon (which runs nothing at all while nobody commits).

@@ -32,6 +32,7 @@ Java drops through a metastore paimond would not reach.
 from __future__ import annotations
 
 import datetime
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -187,6 +188,8 @@ def partition_states(table: Table, schema: TableSchema, files: SnapshotFiles,
 class PartitionExpireResult:
     table_name: str
     nothing_to_do: str | None = None  # why the job did not look at partitions
+    # nothing_to_do by the schema or for want of a snapshot: so until either changes
+    settled: bool = False
     strategy: str = ""
     expiration_ms: int = 0
     threshold: datetime.datetime | None = None
@@ -198,6 +201,11 @@ class PartitionExpireResult:
     dry_run: bool = False
     attempts: int = 0
     duration_s: float = 0.0
+
+    def quiet_until_ms(self) -> float | None:
+        """Nothing to do until a new snapshot or schema (inf): the table is not partitioned,
+        has no expiration time, or no snapshot. None otherwise: partitions age with the clock."""
+        return math.inf if self.settled and not self.dry_run else None
 
     def describe(self) -> str:
         if self.nothing_to_do is not None:
@@ -301,6 +309,7 @@ class PartitionExpireJob:
               result: PartitionExpireResult) -> ExpireRule | None:
         if not schema.partition_keys:
             result.nothing_to_do = "the table is not partitioned: no partition to expire"
+            result.settled = True
             return None
         expiration = self.older_than_ms
         if expiration is None:
@@ -308,6 +317,7 @@ class PartitionExpireJob:
         if expiration is None:
             result.nothing_to_do = ("partition.expiration-time is not set and no --older-than "
                                     "given: partitions never expire")
+            result.settled = True
             return None
         if options.metastore_partitioned_table and self._metastore() is None:
             raise UnsupportedError(f"{self.table.name}: with metastore.partitioned-table=true "
@@ -323,6 +333,7 @@ class PartitionExpireJob:
         result.strategy, result.expiration_ms = rule.strategy, expiration
         if not options.chain_table_enabled and self.table.snapshots.latest_id() is None:
             result.nothing_to_do = "no snapshot yet: no partition to expire"
+            result.settled = True
             return None
         return rule
 

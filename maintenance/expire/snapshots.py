@@ -264,10 +264,11 @@ class ExpireResult:
     def quiet_until_ms(self) -> float | None:
         """Nothing done, and a rerun at the same latest snapshot and schema does nothing before
         this wall moment (inf: only a new snapshot or schema changes that); None: a rerun may
-        do something now (this run did something, or a consumer holds the range: consumers
-        move without a snapshot)."""
+        do something now (this run expired some, or a consumer holds the range: consumers
+        move without a snapshot). A run that wrote only the EARLIEST hint leaves a rerun
+        nothing to do."""
         plan = self.plan
-        if self.dry_run or self.finished_records or plan.expires or plan.write_earliest_hint:
+        if self.dry_run or self.finished_records or plan.expires:
             return None
         until = quiet_bound(plan.bound, plan.due_at_ms)
         if until is not None and self.changelog is not None:

@@ -9,6 +9,7 @@ the real time the writer stamps on its snapshots."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 from pypaimon import Schema
+from pypaimon.schema.schema_change import SchemaChange
 from support.pypaimon_tables import catalog_for
 from support.stepping_clock import SteppingClock
 from support.write_only_writer import SCHEMA, Writer
@@ -107,8 +109,8 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_expiry_held_by_the_retained_count_waits_for_a_new_snapshot(setup: Any) -> None:
     s = setup({}, commits=2)  # 2 snapshots, num-retained.min 10: nothing expires
-    assert sorted(s.tick(0)) == ["expire", "tags"]  # expiry writes the EARLIEST hint
-    assert s.tick(300) == ["expire"], "tags: nothing to do at the same snapshot"
+    assert sorted(s.tick(0)) == ["expire", "tags"]  # expiry writes the EARLIEST hint only
+    assert s.tick(300) == [], "nothing to do at the same snapshot"
     leases = len(s.leases)
     for at in (600, 900, 3000):
         assert s.tick(at) == [], f"skipped at {at} s: no job"
@@ -124,7 +126,7 @@ def test_expiry_held_by_the_retained_count_waits_for_a_new_snapshot(setup: Any) 
 def test_expiry_held_by_age_runs_again_when_the_next_snapshot_is_old_enough(setup: Any) -> None:
     s = setup({"snapshot.num-retained.min": "1", "snapshot.time-retained": "30 min"},
               commits=3)
-    assert "expire" in s.tick(0) and "expire" in s.tick(300)
+    assert "expire" in s.tick(0)
     assert s.snapshot_ids() == [1, 2, 3], "younger than 30 minutes"
     state = s.daemon.tables[NAME]
     held = state.quiet["expire"]
@@ -140,7 +142,6 @@ def test_expiry_held_by_age_runs_again_when_the_next_snapshot_is_old_enough(setu
 def test_a_trigger_and_a_failure_forget_the_skips(setup: Any) -> None:
     s = setup({}, commits=1)
     s.tick(0)
-    s.tick(300)
     state = s.daemon.tables[NAME]
     assert state.quiet
     future = s.daemon.trigger(NAME)
@@ -148,3 +149,27 @@ def test_a_trigger_and_a_failure_forget_the_skips(setup: Any) -> None:
     assert state.quiet, "the triggered run found nothing to do again"
     s.daemon._failed(state, "RuntimeError: a failure")  # as a failed run records it
     assert not state.quiet
+
+
+def test_each_duty_with_nothing_to_do_on_an_unchanged_table_says_so(tmp_path: Path) -> None:
+    """The horizon each skippable duty reports (JobReport.quiet_until_ms) on a table with one
+    snapshot and no option that ages anything: a new snapshot or schema alone changes it."""
+    from paimond.clock import Clock
+    from paimond.maintenance.jobs import JOBS, JobContext
+
+    warehouse = str(tmp_path / "wh")
+    Writer(warehouse, NAME, 5).commit()
+    table = open_table(open_storage(warehouse), warehouse, NAME)
+    context = JobContext(Clock(fixed_ms=int(time.time() * 1000)))
+    quiet = {name: JOBS[name].run(table, JOBS[name].settings(), context).quiet_until_ms
+             for name in ("expire", "tags", "merge_manifests", "expire_consumers",
+                          "expire_partitions")}
+    assert quiet == dict.fromkeys(quiet, math.inf)
+    catalog_for(warehouse).alter_table(NAME, [SchemaChange.set_option(
+        "consumer.expiration-time", "1 h")])
+    table = open_table(open_storage(warehouse), warehouse, NAME)
+    consumers = JOBS["expire_consumers"]
+    assert consumers.run(table, consumers.settings(), context).quiet_until_ms == math.inf, (
+        "no consumer yet")
+    dry = JOBS["expire"].run(table, JOBS["expire"].settings(dry_run=True), context)
+    assert dry.quiet_until_ms is None, "a dry run says nothing of later runs"
