@@ -46,4 +46,3 @@ def skipped_duties(quiet: Mapping[str, Unchanged], jobs: tuple[str, ...], latest
     """The due ``jobs`` whose quiet still holds at ``latest``, ``schema_id`` and ``now``."""
     return tuple(job for job in jobs
                  if (held := quiet.get(job)) is not None and held.holds(latest, schema_id, now))
-
