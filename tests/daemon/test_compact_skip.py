@@ -14,12 +14,11 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from pypaimon import Schema
 from pypaimon.schema.schema_change import SchemaChange
 from structlog.testing import capture_logs
 from support.pypaimon_tables import catalog_for
 from support.stepping_clock import SteppingClock
-from support.write_only_writer import SCHEMA, Writer
+from support.write_only_writer import Writer
 
 from paimond.config.settings import load_settings
 from paimond.daemon.http.control import Control
@@ -66,25 +65,13 @@ class Setup:
         return str(entry["jobs"]["compact"]["why"])
 
 
-def _writer(warehouse: str, trigger: int, options: dict[str, str]) -> Writer:
-    """write_only_writer's table, created with ``options`` too."""
-    catalog = catalog_for(warehouse)
-    catalog.create_database("db", True)
-    catalog.create_table(NAME, Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={
-        "bucket": "1", "write-only": "true",
-        "num-sorted-run.compaction-trigger": str(trigger), **options}), False)
-    writer = Writer.__new__(Writer)
-    writer.table, writer.next_id = catalog.get_table(NAME), 0
-    return writer
-
-
 @pytest.fixture
 def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     made: list[Setup] = []
 
     def make(options: dict[str, str] | None = None, trigger: int = 5) -> Setup:
         warehouse = str(tmp_path / "wh")
-        writer = _writer(warehouse, trigger, options or {})
+        writer = Writer(warehouse, NAME, trigger, options)
         writer.commit()  # one sorted run: nothing to compact
         clock = SteppingClock(START_MS)
         # every tick checks the table, however long it stood still: what a tick decides

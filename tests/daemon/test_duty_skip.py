@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from pypaimon import Schema
 from pypaimon.schema.schema_change import SchemaChange
 from support.pypaimon_tables import catalog_for
 from support.stepping_clock import SteppingClock
-from support.write_only_writer import SCHEMA, Writer
+from support.write_only_writer import Writer
 
 from paimond.config.settings import load_settings
 from paimond.daemon.lifecycle import Lifecycle
@@ -64,12 +63,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def make(options: dict[str, str], commits: int) -> Setup:
         warehouse = str(tmp_path / "wh")
-        catalog = catalog_for(warehouse)
-        catalog.create_database("db", True)
-        catalog.create_table(NAME, Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={
-            "bucket": "1", "write-only": "true", **options}), False)
-        writer = Writer.__new__(Writer)
-        writer.table, writer.next_id = catalog.get_table(NAME), 0
+        writer = Writer(warehouse, NAME, 5, options)
         for _ in range(commits):
             writer.commit()
         clock = SteppingClock(start_ms=int(time.time() * 1000))  # the writer's snapshots are "now"

@@ -13,12 +13,15 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string(
 
 
 class Writer:
-    def __init__(self, warehouse: str, name: str, compaction_trigger: int) -> None:
+    def __init__(self, warehouse: str, name: str, compaction_trigger: int,
+                 options: dict[str, str] | None = None) -> None:
+        """``options``: more table options."""
         catalog = catalog_for(warehouse)
         catalog.create_database(name.split(".")[0], True)
         catalog.create_table(name, Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={
             "bucket": "1", "write-only": "true",
-            "num-sorted-run.compaction-trigger": str(compaction_trigger)}), False)
+            "num-sorted-run.compaction-trigger": str(compaction_trigger), **(options or {})}),
+            False)
         self.table = catalog.get_table(name)
         self.next_id = 0
 
