@@ -11,6 +11,7 @@ import queue
 import threading
 from collections.abc import Callable
 
+from paimond.daemon import heap
 from paimond.daemon.http.control import Control
 from paimond.daemon.http.endpoints import HttpServer
 from paimond.daemon.logging import get_logger
@@ -62,12 +63,14 @@ class Lifecycle:
         daemon, interval_s = self.daemon, self.daemon.settings.check_interval_s
         daemon.keep_up = True
         scheduler = start_scheduler(daemon.tick, interval_s, daemon.clock, daemon.watch,
-                                    pace.watch_interval_s(interval_s))
+                                    pace.watch_interval_s(interval_s),
+                                    heap.Settler(daemon.clock.monotonic_s))
         try:
             while self._requests.get() != STOP:
                 pass  # an "idle" left from an earlier shutdown: not a request
         finally:
             scheduler.shutdown(wait=False)
+            heap.release()
 
     @property
     def stopping(self) -> threading.Event:
