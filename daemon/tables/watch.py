@@ -2,8 +2,9 @@
 regenerating jobs have (stale file indexes, buckets missing vectors) and the lag and health
 figures (``table/status/health.py``), a window of partitions at a time
 (``daemon/tables/watch_windows.py``). Read again at a new snapshot, a new schema (options
-changed: metadata only, one listing of schema/ at most every minute) and every
-:data:`RECHECK_MS` (a lost DV file changes neither)."""
+changed: metadata only, one listing of schema/ at most every minute), and when what can change
+without either did: looked for every :data:`RECHECK_MS` (a deletion-vector table's index
+files, one of which may be lost; nothing for most other tables)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,19 @@ def _scored(schema: TableSchema, status: TableStatus, needs: Mapping[str, frozen
                  figures.oldest_level0_millis, figures.changelog_pending_millis)
 
 
+def _recheck(status: TableStatus, watch: Watch, found: WatchWindows) -> frozenset[str] | None:
+    """What can change in a reading with no new snapshot and no new schema: a deletion-vector
+    table's index files (one may be lost; they are looked for), nothing for other tables (an
+    empty set). None when the whole reading is redone instead: a table that could not be
+    read, and one whose rows grow more urgent as they wait (changelog to produce, rows in
+    postpone buckets: the order of the tables in a tick follows them)."""
+    if (status.error is not None or found.error is not None
+            or watch.changelog_pending_millis is not None
+            or status.postpone_oldest_millis is not None):
+        return None
+    return found.dv_paths
+
+
 def unsettled(needs: Mapping[str, frozenset[str]], memory: RegenerationMemory
               ) -> dict[str, int]:
     """Per regenerating job, its items no pass handled yet."""
@@ -96,12 +110,20 @@ class Watcher:
     schema_id: int | None = None
     read_at_ms: int | None = None
     schema_checked_ms: int | None = None
+    # what can change with no new snapshot nor schema, looked for every RECHECK_MS (_recheck)
+    recheck: frozenset[str] | None = None
 
     def due(self, table: Table, now_ms: int) -> bool:
         """Whether to read again although no snapshot came: options changed (looked for at
-        most every :data:`SCHEMA_CHECK_MS`), or it is time."""
-        if self.read_at_ms is None or now_ms - self.read_at_ms >= RECHECK_MS:
+        most every :data:`SCHEMA_CHECK_MS`), or every :data:`RECHECK_MS` what can change
+        without either (:attr:`recheck`) did."""
+        if self.read_at_ms is None:
             return True
+        if now_ms - self.read_at_ms >= RECHECK_MS:
+            if self.recheck is None or any(not self._still_there(table, path)
+                                           for path in self.recheck):
+                return True
+            self.read_at_ms = now_ms  # the reading holds: looked at again in RECHECK_MS
         if self.schema_checked_ms is not None and now_ms - self.schema_checked_ms < SCHEMA_CHECK_MS:
             return False
         self.schema_checked_ms = now_ms
@@ -114,9 +136,19 @@ class Watcher:
         found = WatchWindows(table, self.memory, now_ms)
         status = table_status(table, verify_files=False, parallelism=4, also=found)
         self.last = windowed_watch(table, status, found)
+        self.recheck = _recheck(status, self.last, found)
         self.schema_id, self.read_at_ms = status.schema_id, now_ms
         self.schema_checked_ms = now_ms
         return status
+
+    def _still_there(self, table: Table, path: str) -> bool:
+        try:
+            if table.storage.exists(path):
+                return True
+        except PaimondError:
+            return True  # unreachable is not lost: the next check decides
+        self.memory.seen_ms.pop(path, None)  # the reading looks it up again
+        return False
 
     def unsettled(self) -> dict[str, int]:
         return unsettled(self.last.needs, self.memory)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from paimond.errors import PaimondError
+from paimond.format.meta.index_manifest import INDEX_TYPE_DELETION_VECTORS
 from paimond.format.meta.manifest import EMPTY_STATS, FILE_KIND_ADD, DataFileMeta, ManifestEntry
 from paimond.format.meta.manifest_slim import SlimEntry
 from paimond.format.meta.schema import TableSchema
@@ -27,6 +28,7 @@ from paimond.maintenance.regenerate.pending import (
     vector_needs,
 )
 from paimond.table.catalog import Table
+from paimond.table.indexes.deletion_vectors import index_file_path
 from paimond.table.layout import FILE_INDEX_SUFFIX
 from paimond.table.options.core import TableOptions
 from paimond.table.scan.bucket_scan import WHOLE_ENTRIES, LiveIndex
@@ -82,6 +84,8 @@ class WatchWindows:
     exists: Callable[[str], bool] | None = None
     stale: set[str] = field(default_factory=set)
     vectors: dict[str, BucketNeed] = field(default_factory=dict)
+    # the snapshot's DV index files: what can be lost with no new snapshot (vectored tables)
+    dv_paths: frozenset[str] = frozenset()
     figures: FileFigures = NO_FILES
     _unvectored: dict[int, bool] = field(default_factory=dict)  # schema id -> no vectors
     _expects_index: dict[int, bool] = field(default_factory=dict)  # schema id -> configured
@@ -90,6 +94,7 @@ class WatchWindows:
         self.started, self.error, self.staleness = True, None, None
         self._expects_index = {}
         self.stale, self.vectors, self.figures = set(), {}, NO_FILES
+        self.dv_paths = frozenset()
         try:
             self.schema = self.table.latest_schema()
             options = TableOptions.of(self.schema)
@@ -182,6 +187,10 @@ class WatchWindows:
             except PaimondError:
                 self.staleness = None
         if self.vectored:
+            if not self.dv_paths:  # the whole snapshot's: taken from the first batch on
+                self.dv_paths = frozenset(
+                    index_file_path(self.table, e.index_file) for e in live.index_entries
+                    if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS)
             self.vectors.update(vector_needs(
                 self.table, [_with_whole(b, whole) for b in buckets] if old else buckets,
                 live.index_entries, self.exists, self.schema))
