@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.daemon.events import CommitConflicted, JobEvent, JobFailed, JobFinished, JobStarted
+from paimond.daemon.job_tally import JobTally
 
 _DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
@@ -21,7 +22,6 @@ _DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 class Metrics:
     registry: CollectorRegistry
     clock: Clock = SYSTEM_CLOCK  # its monotonic reading times "seconds since last success"
-    _last_success: dict[tuple[str, str], float] = field(default_factory=dict)
     _oldest_level0: dict[str, int | None] = field(default_factory=dict)  # local wall millis
     _changelog_pending: dict[str, int | None] = field(default_factory=dict)  # local wall millis
     _postpone_oldest: dict[str, int | None] = field(default_factory=dict)  # local wall millis
@@ -30,20 +30,12 @@ class Metrics:
         r = self.registry
         self.up = Gauge("paimond_up", "1 while the daemon runs", registry=r)
         self.up.set(1)
-        self.jobs_started = Counter("paimond_jobs_started", "Jobs started",
-                                    ["job", "table"], registry=r)
-        self.jobs_finished = Counter("paimond_jobs_finished", "Jobs finished, by outcome",
-                                     ["job", "table", "outcome"], registry=r)
-        self.job_duration = Histogram("paimond_job_duration_seconds", "Job duration",
-                                      ["job", "table"], buckets=_DURATION_BUCKETS, registry=r)
-        self.read_bytes = Counter("paimond_read_bytes", "Bytes read by jobs", ["job", "table"],
-                                  registry=r)
-        self.written_bytes = Counter("paimond_written_bytes", "Bytes written by jobs",
-                                     ["job", "table"], registry=r)
-        self.read_rows = Counter("paimond_read_rows", "Rows read by jobs", ["job", "table"],
-                                 registry=r)
-        self.written_rows = Counter("paimond_written_rows", "Rows written by jobs",
-                                    ["job", "table"], registry=r)
+        # per job and table: runs, bytes, rows, seconds, the last success (daemon.job_tally)
+        self.tally = JobTally(self.clock)
+        r.register(self.tally)
+        self.job_duration = Histogram("paimond_job_duration_seconds", "Job duration, per job "
+                                      "(per table: paimond_job_seconds_total)", ["job"],
+                                      buckets=_DURATION_BUCKETS, registry=r)
         self.rows_superseded = Counter(
             "paimond_dv_rows_superseded", "Higher-level rows compaction marked in deletion "
             "vectors", ["table"], registry=r)
@@ -83,14 +75,6 @@ class Metrics:
         }
         self.table_gauges = {name: Gauge(f"paimond_table_{name}", help_text, ["table"], registry=r)
                              for name, help_text in gauges.items()}
-        since = Gauge("paimond_seconds_since_last_success", "Seconds since the last successful "
-                      "run of a job on a table", ["job", "table"], registry=r)
-        self._since = since
-        # wall-clock time of the last success: stays meaningful in a textfile written by a
-        # cron job's run-once, where a duration is frozen at the moment it was written
-        self._last_success_at = Gauge(
-            "paimond_last_success_timestamp_seconds", "Unix time of the last successful run "
-            "of a job on a table", ["job", "table"], registry=r)
         self._lag = Gauge("paimond_table_level0_lag_seconds", "Seconds since the oldest "
                           "level-0 file not yet compacted was written (0: none)", ["table"],
                           registry=r)
@@ -127,25 +111,15 @@ class Metrics:
                     self.lookup_cache_files.labels(table, result).inc(files)
 
     def job_started(self, job: str, table: str) -> None:
-        self.jobs_started.labels(job, table).inc()
-        if (job, table) not in self._last_success:
-            self._last_success[(job, table)] = self.clock.monotonic_s()
-            self._since.labels(job, table).set_function(
-                lambda: self.clock.monotonic_s() - self._last_success[(job, table)])
+        self.tally.started(job, table)
 
     def job_finished(self, job: str, table: str, outcome: str, duration_s: float) -> None:
-        self.jobs_finished.labels(job, table, outcome).inc()
-        self.job_duration.labels(job, table).observe(duration_s)
-        if outcome == "success":
-            self._last_success[(job, table)] = self.clock.monotonic_s()
-            self._last_success_at.labels(job, table).set(self.clock.wall_ms() / 1000)
+        self.tally.finished(job, table, outcome, duration_s)
+        self.job_duration.labels(job).observe(duration_s)
 
     def io(self, job: str, table: str, *, read_bytes: int = 0, written_bytes: int = 0,
            read_rows: int = 0, written_rows: int = 0) -> None:
-        self.read_bytes.labels(job, table).inc(read_bytes)
-        self.written_bytes.labels(job, table).inc(written_bytes)
-        self.read_rows.labels(job, table).inc(read_rows)
-        self.written_rows.labels(job, table).inc(written_rows)
+        self.tally.io(job, table, read_bytes, written_bytes, read_rows, written_rows)
 
     def set_table(self, table: str, **values: float) -> None:
         for name, value in values.items():

@@ -89,12 +89,13 @@ def render_metrics() -> str:
     from prometheus_client import CollectorRegistry
     from prometheus_client.metrics import MetricWrapperBase
 
+    from paimond.daemon.job_tally import LABELS
     from paimond.daemon.metrics import Metrics
     from paimond.errors import ErrorKind
 
     registry = CollectorRegistry()
     metrics = Metrics(registry)
-    labels: dict[str, tuple[str, ...]] = {}
+    labels: dict[str, tuple[str, ...]] = dict(LABELS)  # the job tally's (a custom collector)
     for value in vars(metrics).values():
         for wrapper in value.values() if isinstance(value, dict) else [value]:
             if isinstance(wrapper, MetricWrapperBase):

@@ -47,6 +47,7 @@ COUNTERS = {
     "paimond_written_bytes_total", "paimond_read_rows_total", "paimond_written_rows_total",
     "paimond_job_failures_total", "paimond_commit_conflicts_total", "paimond_commit_retries_total",
     "paimond_dv_rows_superseded_total", "paimond_lookup_cache_files_total",
+    "paimond_job_seconds_total",
 }
 HISTOGRAMS = {"paimond_job_duration_seconds"}
 GAUGES = {
