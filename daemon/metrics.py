@@ -7,13 +7,14 @@ never partition, bucket or file. Job figures arrive as job events (:meth:`Metric
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.daemon.events import CommitConflicted, JobEvent, JobFailed, JobFinished, JobStarted
 from paimond.daemon.job_tally import JobTally
+from paimond.daemon.table_gauges import CHANGELOG, LEVEL0, POSTPONE, TableGauges
 
 _DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
@@ -22,9 +23,6 @@ _DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 class Metrics:
     registry: CollectorRegistry
     clock: Clock = SYSTEM_CLOCK  # its monotonic reading times "seconds since last success"
-    _oldest_level0: dict[str, int | None] = field(default_factory=dict)  # local wall millis
-    _changelog_pending: dict[str, int | None] = field(default_factory=dict)  # local wall millis
-    _postpone_oldest: dict[str, int | None] = field(default_factory=dict)  # local wall millis
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -53,39 +51,9 @@ class Metrics:
                                         registry=r)
         self.table_quarantined = Gauge("paimond_table_quarantined", "1 if quarantined",
                                        ["table"], registry=r)
-        gauges = {
-            "level0_files": "Level-0 files of the table",
-            "max_sorted_runs": "Most sorted runs in any bucket",
-            "compaction_trigger": "num-sorted-run.compaction-trigger",
-            "stop_trigger": "num-sorted-run.stop-trigger",
-            "compaction_debt_bytes": "Bytes in buckets past the compaction trigger",
-            "snapshots": "Snapshots retained",
-            "manifest_files": "Manifest files of the latest snapshot",
-            "dv_cardinality": "Rows deleted by deletion vectors",
-            "deleted_row_ratio": "Rows deleted by deletion vectors among the live files' rows",
-            "small_files": "Data files under the compaction file size, beyond one per bucket",
-            "health": "Health figure, 100 (healthy) to 0: sorted runs vs stop trigger, small "
-                      "files, snapshots, manifests (table/status/health.py)",
-            "stale_index_files": "Live data files whose file index differs from the "
-                                 "file-index options, left for rewrite_index",
-            "buckets_missing_vectors": "Buckets of a deletion-vector table whose vectors are "
-                                       "missing, left for rebuild_dv",
-            "postpone_rows": "Rows in postpone buckets (bucket = -2), which no reader sees "
-                             "until compaction moves them into real buckets",
-        }
-        self.table_gauges = {name: Gauge(f"paimond_table_{name}", help_text, ["table"], registry=r)
-                             for name, help_text in gauges.items()}
-        self._lag = Gauge("paimond_table_level0_lag_seconds", "Seconds since the oldest "
-                          "level-0 file not yet compacted was written (0: none)", ["table"],
-                          registry=r)
-        self._changelog_latency = Gauge(
-            "paimond_table_changelog_latency_seconds", "Tables with changelog-producer lookup "
-            "or full-compaction: seconds since the oldest data file whose changelog compaction "
-            "has not produced yet was written (0: none)", ["table"], registry=r)
-        self._postpone_age = Gauge(
-            "paimond_table_postpone_age_seconds", "Postpone-bucket tables: seconds since the "
-            "oldest postpone file, whose rows no reader sees yet, was written (0: none)",
-            ["table"], registry=r)
+        # per table: its figures and the ages that grow with the clock (daemon.table_gauges)
+        self.tables = TableGauges(self.clock)
+        r.register(self.tables)
 
     def on_event(self, event: JobEvent) -> None:
         """The job events' subscriber."""
@@ -122,42 +90,22 @@ class Metrics:
         self.tally.io(job, table, read_bytes, written_bytes, read_rows, written_rows)
 
     def set_table(self, table: str, **values: float) -> None:
-        for name, value in values.items():
-            self.table_gauges[name].labels(table).set(value)
+        self.tables.set(table, **values)
 
     def set_level0_oldest(self, table: str, local_millis: int | None) -> None:
         """The creation time of the table's oldest level-0 file (data files record local
         wall-clock millis); the lag gauge ages with the clock between refreshes."""
-        if table not in self._oldest_level0:
-            self._lag.labels(table).set_function(lambda: self._level0_lag_s(table))
-        self._oldest_level0[table] = local_millis
-
-    def _level0_lag_s(self, table: str) -> float:
-        oldest = self._oldest_level0.get(table)
-        return 0.0 if oldest is None else max(0.0, (self.clock.local_ms() - oldest) / 1000)
+        self.tables.set_age(table, LEVEL0, local_millis)
 
     def set_changelog_pending(self, table: str, local_millis: int | None) -> None:
         """The creation time of the oldest file still waiting for its changelog
         (table/status/health.py); the latency gauge ages with the clock between refreshes."""
-        if table not in self._changelog_pending:
-            self._changelog_latency.labels(table).set_function(
-                lambda: self._changelog_latency_s(table))
-        self._changelog_pending[table] = local_millis
-
-    def _changelog_latency_s(self, table: str) -> float:
-        pending = self._changelog_pending.get(table)
-        return 0.0 if pending is None else max(0.0, (self.clock.local_ms() - pending) / 1000)
+        self.tables.set_age(table, CHANGELOG, local_millis)
 
     def set_postpone_oldest(self, table: str, local_millis: int | None) -> None:
         """The creation time of the table's oldest postpone file; the age gauge ages with the
         clock between refreshes."""
-        if table not in self._postpone_oldest:
-            self._postpone_age.labels(table).set_function(lambda: self._postpone_age_s(table))
-        self._postpone_oldest[table] = local_millis
-
-    def _postpone_age_s(self, table: str) -> float:
-        oldest = self._postpone_oldest.get(table)
-        return 0.0 if oldest is None else max(0.0, (self.clock.local_ms() - oldest) / 1000)
+        self.tables.set_age(table, POSTPONE, local_millis)
 
     def set_quarantine(self, quarantined: set[str], known: set[str]) -> None:
         self.quarantined_tables.set(len(quarantined))

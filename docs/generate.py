@@ -89,13 +89,14 @@ def render_metrics() -> str:
     from prometheus_client import CollectorRegistry
     from prometheus_client.metrics import MetricWrapperBase
 
-    from paimond.daemon.job_tally import LABELS
+    from paimond.daemon import job_tally, table_gauges
     from paimond.daemon.metrics import Metrics
     from paimond.errors import ErrorKind
 
     registry = CollectorRegistry()
     metrics = Metrics(registry)
-    labels: dict[str, tuple[str, ...]] = dict(LABELS)  # the job tally's (a custom collector)
+    # the custom collectors' label names
+    labels: dict[str, tuple[str, ...]] = {**job_tally.LABELS, **table_gauges.LABELS}
     for value in vars(metrics).values():
         for wrapper in value.values() if isinstance(value, dict) else [value]:
             if isinstance(wrapper, MetricWrapperBase):
