@@ -1,10 +1,10 @@
 """The daemon's long-lived objects kept out of the way of Python's cyclic garbage collector.
 
 A daemon over many tables holds millions of objects for as long as it runs: each table's
-state, schemas, figures, metric children, console history. CPython's oldest generation is
-collected whenever enough objects survived into it since the last time, and such a collection
-traverses every object in it: at 20,000 tables about 2 s of a core, several times an hour while
-the tables sit idle, which was most of the idle daemon's CPU.
+state, schemas, caches and console history. CPython's oldest generation is collected whenever
+enough objects survived into it since the last time, and such a collection traverses every
+object in it: at 20,000 tables 2 s of a core and more each, every few minutes while the tables'
+duties run.
 
 So the daemon settles its heap now and then: one full collection (the frozen objects back in,
 so cycles that died since are freed), then everything still alive is frozen (``gc.freeze``):
