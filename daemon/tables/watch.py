@@ -90,7 +90,7 @@ def _recheck(status: TableStatus, watch: Watch, found: WatchWindows) -> frozense
             or watch.changelog_pending_millis is not None
             or status.postpone_oldest_millis is not None):
         return None
-    return found.dv_paths
+    return found.dv_paths or frozenset()
 
 
 def unsettled(needs: Mapping[str, frozenset[str]], memory: RegenerationMemory

@@ -84,8 +84,9 @@ class WatchWindows:
     exists: Callable[[str], bool] | None = None
     stale: set[str] = field(default_factory=set)
     vectors: dict[str, BucketNeed] = field(default_factory=dict)
-    # the snapshot's DV index files: what can be lost with no new snapshot (vectored tables)
-    dv_paths: frozenset[str] = frozenset()
+    # the snapshot's DV index files: what can be lost with no new snapshot (vectored tables;
+    # None until the first batch is read)
+    dv_paths: frozenset[str] | None = None
     figures: FileFigures = NO_FILES
     _unvectored: dict[int, bool] = field(default_factory=dict)  # schema id -> no vectors
     _expects_index: dict[int, bool] = field(default_factory=dict)  # schema id -> configured
@@ -94,7 +95,7 @@ class WatchWindows:
         self.started, self.error, self.staleness = True, None, None
         self._expects_index = {}
         self.stale, self.vectors, self.figures = set(), {}, NO_FILES
-        self.dv_paths = frozenset()
+        self.dv_paths = None
         try:
             self.schema = self.table.latest_schema()
             options = TableOptions.of(self.schema)
@@ -187,7 +188,7 @@ class WatchWindows:
             except PaimondError:
                 self.staleness = None
         if self.vectored:
-            if not self.dv_paths:  # the whole snapshot's: taken from the first batch on
+            if self.dv_paths is None:  # the whole snapshot's, taken once
                 self.dv_paths = frozenset(
                     index_file_path(self.table, e.index_file) for e in live.index_entries
                     if e.index_file.index_type == INDEX_TYPE_DELETION_VECTORS)
