@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from paimond.clock import SYSTEM_CLOCK, Clock
 from paimond.config.settings import Settings
 from paimond.daemon.discovery import (
+    BRANCH_DISCOVERY_S,
     check_warehouses,
     find_tables,
     unready_reason,
@@ -31,7 +32,7 @@ from paimond.daemon.logging import get_logger
 from paimond.daemon.metrics import Metrics
 from paimond.daemon.runner import Runner, TableRun, skipped
 from paimond.daemon.table_runs import STOPPING, TableRuns
-from paimond.daemon.tables import duty_skip, evaluate, pace
+from paimond.daemon.tables import compact_skip, duty_skip, evaluate, pace
 from paimond.daemon.tables.admission import Admissions
 from paimond.daemon.tables.policy import Policies
 from paimond.daemon.tables.state import TableState
@@ -64,6 +65,7 @@ class Daemon:
         self._stopping = threading.Event()  # no new work
         self._cancelled = threading.Event()  # running jobs abandon before committing
         self._last_discovery = float("-inf")
+        self._branches_listed_at = float("-inf")
         # a table's quarantine or the set of tables changed since the gauges were last set:
         # only then are they set again (each run's end, else O(tables) per run)
         self._quarantine_changed = True
@@ -117,9 +119,16 @@ class Daemon:
     # ---------------------------------------------------------------- discovery
 
     def discover(self) -> None:
+        """Find the warehouses' tables: new ones are listed whole, a known one's branches
+        at most every :data:`BRANCH_DISCOVERY_S` (the listing of every table's ``branch/``
+        folder is most of an idle warehouse's discovery)."""
+        now = self.wall_s()
         with self.lock:
             known = set(self.tables)  # found before: their directories are not listed again
-        found = find_tables(self.storages, self.settings.wants, known)
+        branches = now - self._branches_listed_at >= BRANCH_DISCOVERY_S
+        found = find_tables(self.storages, self.settings.wants, known, known_branches=branches)
+        if branches:
+            self._branches_listed_at = now
         with self.lock:
             for name, (table, index) in found.items():
                 if name not in self.tables:
@@ -175,18 +184,21 @@ class Daemon:
             if unchanged is not None and not unchanged.holds(latest, state.watcher.schema_id,
                                                              now):
                 state.unchanged = unchanged = None
+            untold: compact_skip.Unchanged | None = None  # told once, not at each idle check
             if unchanged is not None:  # nothing its plan depends on changed since
                 jobs = tuple(job for job in jobs if job != "compact")
                 state.last_run["compact"] = now  # looked at again after its interval
+                untold = None if state.skip_told is unchanged else unchanged
+                state.skip_told = unchanged
             quiet = duty_skip.skipped_duties(state.quiet, jobs, latest,
                                              state.watcher.schema_id, now)
             if quiet:  # nothing they depend on changed since they did nothing
                 jobs = tuple(job for job in jobs if job not in quiet)
                 state.last_run.update(dict.fromkeys(quiet, now))
-        if unchanged is not None:
+        if untold is not None:
             log.debug("compaction_skipped", table=state.table.name,
-                      snapshot_id=unchanged.snapshot_id, until=unchanged.until,
-                      reason=unchanged.describe())
+                      snapshot_id=untold.snapshot_id, until=untold.until,
+                      reason=untold.describe())
         return () if self.policies.paused(state.table.name) else jobs
 
     def _refresh_gauges(self, state: TableState, latest: int | None) -> None:

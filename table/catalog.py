@@ -125,6 +125,12 @@ class Table:
         ids = (parse_numbered_name(s.name, SCHEMA_PREFIX) for s in listing if not s.is_dir)
         return sorted(i for i in ids if i is not None)
 
+    def has_schema_after(self, schema_id: int) -> bool:
+        """Whether a schema newer than ``schema_id`` was committed: one lookup of the next
+        id's file (Paimon numbers schemas one after the other), not a listing."""
+        return self.storage.is_file(
+            self.meta_file_path(SCHEMA_DIR, f"{SCHEMA_PREFIX}{schema_id + 1}"))
+
     def schema(self, schema_id: int) -> TableSchema:
         cached = self._schemas.get(schema_id)
         if cached is not None:
@@ -231,7 +237,8 @@ def check_warehouse(storage: Storage) -> None:
 
 def list_tables(storage: Storage, warehouse: str,
                 wants: Callable[[str], bool] | None = None,
-                known: Collection[str] = (), *, branches: bool = False) -> list[Table]:
+                known: Collection[str] = (), *, branches: bool = False,
+                known_branches: bool = True) -> list[Table]:
     """Every table of the warehouse (that ``wants`` its ``db.table`` name), sorted by name;
     with ``branches``, each table's branches too (``db.table$branch_b``, after the table).
 
@@ -239,8 +246,9 @@ def list_tables(storage: Storage, warehouse: str,
     table whose schema files were lost is still listed (and reported unreadable). A name
     ``wants`` declines is not listed at all, nor is a ``known`` table (one seen to be a table
     before: a watcher's) whose directory is still there: one request saved per table. A known
-    table's ``branch/`` folder is listed each time (a branch may have been created since);
-    a new table's only when it has one.
+    table's ``branch/`` folder is listed each time (a branch may have been created since)
+    unless not ``known_branches`` (its branches are then left out); a new table's only when
+    it has one.
 
     A warehouse of a catalog (``table.catalogs``) lists the catalog's tables instead, each
     where the catalog says (``<warehouse>/<database>.db/<table>`` but for a REST catalog's
@@ -260,7 +268,7 @@ def list_tables(storage: Storage, warehouse: str,
             table = Table(storage, candidate.path, name)
             if name in known:
                 tables.append(table)
-                if branches:
+                if branches and known_branches:
                     tables += [table.on_branch(b) for b in table.branches()]
                 continue
             children = {s.name for s in storage.list_dir(candidate.path) if s.is_dir}

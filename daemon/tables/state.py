@@ -47,6 +47,7 @@ class TableState:
     shown_needs: dict[str, float] | None = None  # its need gauges as last exported
     # its last compaction found nothing to do: skipped while this holds (daemon.tables.compact_skip)
     unchanged: compact_skip.Unchanged | None = None
+    skip_told: compact_skip.Unchanged | None = None  # the skip the debug log last told of
     # its duties that did nothing: skipped while each holds (daemon.tables.duty_skip)
     quiet: dict[str, compact_skip.Unchanged] = field(default_factory=dict)
 

@@ -2,9 +2,9 @@
 regenerating jobs have (stale file indexes, buckets missing vectors) and the lag and health
 figures (``table/status/health.py``), a window of partitions at a time
 (``daemon/tables/watch_windows.py``). Read again at a new snapshot, a new schema (options
-changed: metadata only, one listing of schema/ at most every minute), and when what can change
-without either did: looked for every :data:`RECHECK_MS` (a deletion-vector table's index
-files, one of which may be lost; nothing for most other tables)."""
+changed: metadata only, one lookup of the next schema file at most every minute), and when
+what can change without either did: looked for every :data:`RECHECK_MS` (a deletion-vector
+table's index files, one of which may be lost; nothing for most other tables)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from paimond.table.status.report import TableStatus, table_status
 # the gauge of each regenerating job's unsettled items (daemon/metrics.py)
 NEED_GAUGES = {"rewrite_index": "stale_index_files", "rebuild_dv": "buckets_missing_vectors"}
 RECHECK_MS = EXISTS_RECHECK_MS
-SCHEMA_CHECK_MS = 60_000  # a table's schema/ is listed at most this often (idle cost)
+SCHEMA_CHECK_MS = 60_000  # a table's next schema is looked up at most this often (idle cost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +127,10 @@ class Watcher:
         if self.schema_checked_ms is not None and now_ms - self.schema_checked_ms < SCHEMA_CHECK_MS:
             return False
         self.schema_checked_ms = now_ms
+        if self.schema_id is not None:
+            return table.has_schema_after(self.schema_id)
         ids = table.schema_ids()
-        return bool(ids) and ids[-1] != self.schema_id
+        return bool(ids)
 
     def read(self, table: Table, now_ms: int) -> TableStatus:
         """The table's status, with this watch's figures read from the same scan, a window
@@ -143,7 +145,7 @@ class Watcher:
 
     def _still_there(self, table: Table, path: str) -> bool:
         try:
-            if table.storage.exists(path):
+            if table.storage.is_file(path):
                 return True
         except PaimondError:
             return True  # unreachable is not lost: the next check decides

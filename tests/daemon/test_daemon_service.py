@@ -16,8 +16,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 from support.pypaimon_tables import build_pk_aggregation, build_pk_deduplicate
+from support.stepping_clock import SteppingClock
 
 from paimond.config.settings import load_settings
+from paimond.daemon import discovery
 from paimond.daemon import service as daemon_service
 from paimond.daemon.http.control import Control
 from paimond.daemon.lifecycle import Lifecycle
@@ -27,6 +29,9 @@ from paimond.daemon.service import Daemon
 from paimond.errors import CommitConflictError, CorruptFileError, JobCancelledError
 from paimond.maintenance import jobs as registry_module
 from paimond.maintenance.jobs import ROUTINE, ROUTINE_JOBS, CompactSettings, Job, JobReport
+from paimond.table.branches import create_branch, delete_branch
+from paimond.table.catalog import open_table
+from paimond.table.storage.interface import open_storage
 
 WAIT_S = 60
 
@@ -72,8 +77,8 @@ def test_discovery_races_runs_and_triggers(warehouse: tuple[str, list[str]],
     real_find = daemon_service.find_tables
     flips = itertools.count()
 
-    def flapping(*args: Any) -> Any:  # the flaky table vanishes on every other listing
-        found = real_find(*args)
+    def flapping(*args: Any, **kwargs: Any) -> Any:  # the flaky table vanishes every other time
+        found = real_find(*args, **kwargs)
         if next(flips) % 2:
             del found[flaky]
         return found
@@ -147,6 +152,42 @@ def _run_in_thread(lifecycle: Lifecycle) -> tuple[threading.Thread, list[bool]]:
     thread = threading.Thread(target=lambda: result.append(lifecycle.run()))
     thread.start()
     return thread, result
+
+
+def test_a_known_tables_branches_are_listed_every_five_minutes(
+        warehouse: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    path, names = warehouse
+    clock = SteppingClock()
+    settings = load_settings(None, env={"PAIMOND_WAREHOUSE": path, "PAIMOND_HTTP_PORT": "0"},
+                             jobs=ROUTINE)
+    daemon = Daemon(settings, Metrics(CollectorRegistry()), clock=clock)
+    listed: list[str] = []
+    real_list = discovery.list_tables
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        listed.append("branches" if kwargs.get("known_branches", True) else "tables")
+        return real_list(*args, **kwargs)
+
+    monkeypatch.setattr(discovery, "list_tables", counting)
+    daemon.discover()
+    table = open_table(open_storage(path), path, names[0])
+    create_branch(table, "b1")
+    branch = f"{names[0]}$branch_b1"
+    clock.at(60)
+    daemon.discover()
+    assert branch not in daemon.tables and set(daemon.tables) == set(names)
+    clock.at(300)
+    daemon.discover()
+    assert set(daemon.tables) == {*names, branch}
+    delete_branch(table, "b1")
+    create_branch(table, "b2")
+    clock.at(360)
+    daemon.discover()
+    assert branch in daemon.tables, "a known branch stays between listings of branch/"
+    clock.at(600)
+    daemon.discover()
+    assert set(daemon.tables) == {*names, f"{names[0]}$branch_b2"}
+    assert listed == ["branches", "tables", "branches", "tables", "branches"]
 
 
 def test_stop_lets_a_running_job_finish_within_the_grace_period(
