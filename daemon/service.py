@@ -368,6 +368,8 @@ class Daemon:
                 continue
             if jobs:
                 candidates.append((state, jobs))
+        if not candidates:  # most ticks of an idle warehouse, most watches
+            return []
         with self.lock:
             candidates.sort(key=lambda c: -c[0].urgency)
             running = [n for n, s in self.tables.items() if s.running]

@@ -112,6 +112,7 @@ class Watcher:
     schema_checked_ms: int | None = None
     # what can change with no new snapshot nor schema, looked for every RECHECK_MS (_recheck)
     recheck: frozenset[str] | None = None
+    needed: bool = False  # the last reading found regeneration items (handled or not)
 
     def due(self, table: Table, now_ms: int) -> bool:
         """Whether to read again although no snapshot came: options changed (looked for at
@@ -139,6 +140,7 @@ class Watcher:
         status = table_status(table, verify_files=False, parallelism=4, also=found)
         self.last = windowed_watch(table, status, found)
         self.recheck = _recheck(status, self.last, found)
+        self.needed = any(self.last.needs.values())
         self.schema_id, self.read_at_ms = status.schema_id, now_ms
         self.schema_checked_ms = now_ms
         return status
@@ -157,6 +159,8 @@ class Watcher:
 
     def has_unsettled(self) -> bool:
         """Whether some regeneration item is left (what every tick asks of every table)."""
+        if not self.needed:
+            return False
         handled = self.memory.handled
         return any(key not in handled for keys in self.last.needs.values() for key in keys)
 
