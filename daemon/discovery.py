@@ -4,6 +4,7 @@ settings' include/exclude patterns select."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from contextlib import suppress
 
 from paimond.daemon.logging import get_logger
 from paimond.errors import PaimondError, StorageUnavailableError, kind_of
@@ -24,7 +25,8 @@ def find_tables(storages: Sequence[Storage], wants: Callable[[str], bool],
     """``db.table`` (``db.table$branch_b`` for a branch) -> (table, index of its warehouse).
     A warehouse that cannot be listed is logged and skipped: its tables are simply not found
     this time. A ``known`` table whose directory is still there is not listed again; unless
-    ``known_branches``, neither is its ``branch/`` folder: its ``known`` branches are kept."""
+    ``known_branches``, neither is its ``branch/`` folder: its ``known`` branches whose
+    folders are still there are kept (one lookup per branch, not one listing per table)."""
     found: dict[str, tuple[Table, int]] = {}
     for index, storage in enumerate(storages):
         try:
@@ -39,7 +41,10 @@ def find_tables(storages: Sequence[Storage], wants: Callable[[str], bool],
             base, branch = split_branch(name)
             if branch != MAIN_BRANCH and base in found and name not in found:
                 table, index = found[base]
-                found[name] = (table.on_branch(branch), index)
+                on_branch = table.on_branch(branch)
+                with suppress(PaimondError):  # unreachable now: left out, as a listing would
+                    if on_branch.storage.exists(on_branch.meta_path):
+                        found[name] = (on_branch, index)
     return found
 
 
