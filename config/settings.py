@@ -292,7 +292,8 @@ KEYS = (
                  "(at most check_interval_s: every check)", minimum=0),
         attr="idle_check_interval_s"),
     Key("daemon.discovery_interval_s", float, 60.0,
-        Declared("seconds between two listings of the warehouses' tables", minimum=0.1),
+        Declared("seconds between two listings of the warehouses' tables (a known table's "
+                 "branches: at most every 300 s)", minimum=0.1),
         attr="discovery_interval_s"),
     Key("daemon.backoff_base_s", float, 30.0,
         Declared("seconds a failed table waits first (doubling per failure)", minimum=0),
