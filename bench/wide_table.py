@@ -9,7 +9,9 @@ rows it reads. One bucket unless ``--buckets``. Then, interleaved, ``--runs`` ti
 fresh process on a fresh copy of the warehouse:
   - paimond: the real command, ``python -m paimond.cli compact WH --table bench.t --full``
     (with one bucket ``--parallelism`` changes nothing: one task runs on a thread of the
-    command's process; with ``--buckets`` above 1 also ``paimond-p1``, ``--parallelism 1``);
+    command's process; with ``--buckets`` above 1 also ``paimond-p1``, ``--parallelism 1``;
+    with ``--memory-budget SIZE`` also ``paimond-budget``, the command held to that budget,
+    as the daemon's ``limits.memory_budget_mb`` holds it);
   - rewrite: pyarrow reads every data file of the table's snapshot (the same Parquet files the
     compaction reads, listed by pypaimon when the table is built) and writes them as one
     Parquet file in the table's compression (zstd, level 1): decoding and encoding the same
@@ -23,6 +25,7 @@ key once and the sampled keys carry the values their last commit wrote.
     .venv/bin/python bench/wide_table.py [--rows 1000000] [--columns 500] [--commits 20]
                                          [--updates 0.15] [--buckets 1] [--runs 3]
                                          [--only paimond,rewrite] [--keep DIR]
+                                         [--memory-budget '1 gb']
 
 ``--keep DIR`` keeps the built table there and reuses it on the next run with the same shape
 (building 1M x 500 with pypaimon takes minutes; its per-row Python fold is skipped, as each
@@ -225,10 +228,11 @@ def check(warehouse: Path, source: Path) -> str:
             f"{expected.num_rows} sampled keys carry their last-written values")
 
 
-def _argv(name: str, warehouse: Path, source: Path) -> list[str]:
+def _argv(name: str, warehouse: Path, source: Path, budget: str | None = None) -> list[str]:
     if name.startswith("paimond"):
         return [sys.executable, "-m", "paimond.cli", "compact", str(warehouse), "--table", TABLE,
-                "--full", *(["--parallelism", "1"] if name == "paimond-p1" else [])]
+                "--full", *(["--parallelism", "1"] if name == "paimond-p1" else []),
+                *(["--memory-budget", budget] if name == "paimond-budget" and budget else [])]
     return [sys.executable, __file__, "--child", name, str(warehouse), str(source / "files.json")]
 
 
@@ -247,13 +251,13 @@ def _measure(argv: list[str], env: dict[str, str] | None = None) -> dict[str, fl
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
 
-def _run_once(name: str, source: Path, scratch: Path, pyc: str, checked: set[str]
-              ) -> dict[str, float]:
+def _run_once(name: str, source: Path, scratch: Path, pyc: str, checked: set[str],
+              budget: str | None = None) -> dict[str, float]:
     copy = scratch / f"run-{name}"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(source / "warehouse", copy)
     try:
-        result = _measure(_argv(name, copy, source), environment(pyc, scratch))
+        result = _measure(_argv(name, copy, source, budget), environment(pyc, scratch))
         if name.startswith("paimond") and name not in checked:
             found = subprocess.run([sys.executable, __file__, "--check", str(copy), str(source)],
                                    check=True, capture_output=True, text=True)
@@ -294,6 +298,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", default="", help="comma-separated contenders")
     parser.add_argument("--keep", help="keep the built table in this directory, reuse it")
+    parser.add_argument("--memory-budget", metavar="SIZE",
+                        help="also run paimond held to this memory budget (paimond-budget)")
     parser.add_argument("--pyc", choices=("cached", "none"), default="cached",
                         help="byte code: cached (as installed) or none (compile every module)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -310,7 +316,8 @@ def main() -> None:
         generate(Path(args.generate), args.rows, args.columns, args.commits, args.updates,
                  args.buckets)
         return
-    contenders = ["paimond", "rewrite"] + (["paimond-p1"] if args.buckets > 1 else [])
+    contenders = ["paimond", "rewrite"] + (["paimond-p1"] if args.buckets > 1 else []) \
+        + (["paimond-budget"] if args.memory_budget else [])
     if args.only:
         contenders = [c for c in contenders if c in args.only.split(",")]
     with tempfile.TemporaryDirectory(prefix="paimond-bench-") as scratch_dir:
@@ -325,11 +332,11 @@ def main() -> None:
         if args.pyc == "cached":  # untimed: fills the byte-code cache (on a small table)
             small = _built(scratch, args, WARM_UP_ROWS)
             for name in contenders:
-                _run_once(name, small, scratch, args.pyc, {name})
+                _run_once(name, small, scratch, args.pyc, {name}, args.memory_budget)
         results: dict[str, list[dict[str, float]]] = {}
         for number in range(args.runs):
             for name in contenders:
-                result = _run_once(name, source, scratch, args.pyc, checked)
+                result = _run_once(name, source, scratch, args.pyc, checked, args.memory_budget)
                 results.setdefault(name, []).append(result)
                 print(f"  run {number + 1} {name:<10}  wall {result['wall']:7.2f} s  CPU "
                       f"{result['cpu']:7.2f} s  peak RSS {result['rss']:8.1f} MB", flush=True)

@@ -184,6 +184,14 @@ def _compact(args: argparse.Namespace) -> int:
             cache = LookupCacheSettings(args.lookup_cache, parse_memory_size(args.lookup_cache_size))
         except ValueError as error:
             raise ConfigError("--lookup-cache-size", str(error)) from None
+    budget = None
+    if args.memory_budget:
+        from paimond.maintenance.compact.memory import MemoryBudget
+
+        try:
+            budget = MemoryBudget(parse_memory_size(args.memory_budget))
+        except ValueError as error:
+            raise ConfigError("--memory-budget", str(error)) from None
     settings = {"full": args.full, "parallelism": args.parallelism or None,
                 "dry_run": args.dry_run,
                 "allow_unknown_options": tuple(args.allow_unknown_option)}
@@ -206,7 +214,8 @@ def _compact(args: argparse.Namespace) -> int:
         skip_pandas()
     with open_executor_of(args) as executor:
         return _compact_each(tables, args, lambda: _job_context(
-            SYSTEM_CLOCK, executor=executor, progress=progress, lookup_cache=cache), settings)
+            SYSTEM_CLOCK, executor=executor, progress=progress, lookup_cache=cache,
+            memory_budget=budget), settings)
 
 
 def _compact_each(tables: Sequence[Table], args: argparse.Namespace,
@@ -486,6 +495,11 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--lookup-cache-size", metavar="SIZE", default="1 gb",
                          help="the cache directory's budget (default '1 gb'); least recently "
                               "used files go first")
+    compact.add_argument("--memory-budget", metavar="SIZE",
+                         help="hold the bucket tasks running at once to this much memory "
+                              "(e.g. '1 gb'; default: no bound), as the daemon's "
+                              "limits.memory_budget_mb does: a task that does not fit runs "
+                              "with smaller batches and reads runs through local spill files")
     add_storage_option(compact)
     compact.set_defaults(run=_compact)
 

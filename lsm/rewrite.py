@@ -59,7 +59,7 @@ from paimond.lsm.merge.changelog import (
 )
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.pipeline import BackgroundWriter, SharedPrefetch, run_at_lower_priority
-from paimond.lsm.merge.spill import SpillDirectory, every_row
+from paimond.lsm.merge.spill import SpillDirectory, every_row, file_reader_bytes, plan_run_reading
 from paimond.lsm.merge.streaming import SLICE_ROWS, VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
@@ -72,6 +72,7 @@ from paimond.table.data_files.kv_layout import (
     retract_mask,
     thin_mode,
 )
+from paimond.table.data_files.parquet_groups import read_buffer_bytes
 from paimond.table.options.merge import MergeConfig
 from paimond.table.storage.interface import Storage
 
@@ -112,13 +113,17 @@ class _BucketRewrite:
     def __init__(self, task: CompactTask, table: Table, dvs: BucketDeletionVectors | None,
                  now_millis: Callable[[], int], batch_rows: int,
                  lookup_cache: LookupCache | None, max_runs: int | None = None,
-                 write_buffer_bytes: int | None = None) -> None:
+                 write_buffer_bytes: int | None = None, reading_bytes: int | None = None
+                 ) -> None:
         self.task, self.table, self.dvs = task, table, dvs
         self.max_runs = max_runs  # sorted runs merged at once, at most (None: all)
+        # what the file readers of the runs merged at once hold, at most (None: no bound)
+        self.reading_bytes = reading_bytes
         # the write queue's and a Parquet row group's bytes (None: their defaults)
         self.write_buffer_bytes = write_buffer_bytes
-        # rows one merge step sorts together: held to a few batches a run under a budget
-        self.slice_rows = SLICE_ROWS if max_runs is None else max(1, batch_rows * max_runs)
+        # rows one merge step sorts together; under a budget a batch's worth, as a spill pass
+        # writes each merged step as one batch of its file, which is read back whole
+        self.slice_rows = SLICE_ROWS if max_runs is None else max(1, batch_rows)
         self.schema: TableSchema = task.table.schema
         self.options = task.table.options
         self.directory = task.directory
@@ -141,6 +146,8 @@ class _BucketRewrite:
         self.user_sequence = [(name, order) for name in config.sequence_fields]
         thin = thin_mode(self.schema, self.options)
         self.output_columns = physical_row_type(self.schema, key_value=True, thin=thin).field_names
+        self.read_schema = physical_arrow_schema(physical_row_type(self.schema, key_value=True))
+        self.read_buffer = read_buffer_bytes(task.table.location.root)
         self.changelog_files = ChangelogFiles(table.storage, task, now_millis,
                                               self.output_columns, write_buffer_bytes)
         self.entries = {e.file.file_name: e for e in task.inputs}
@@ -342,24 +349,45 @@ class _BucketRewrite:
 
     def _section_inputs(self, section: Section, prefetch: SharedPrefetch,
                         stack: contextlib.ExitStack) -> list[Iterator[pa.RecordBatch]]:
-        """The section's runs as the merge reads them. More runs than ``max_runs``: merged
-        ``max_runs`` at a time, every row kept, into spilled runs (``lsm.merge.spill``) until
-        no more than that are left."""
-        if self.max_runs is None or len(section.runs) <= self.max_runs:
-            return self._open_runs(section.runs, prefetch, stack)
+        """The section's runs as the merge reads them, in their order. Runs whose readers do
+        not fit ``reading_bytes`` together, or more runs than ``max_runs``, are read
+        beforehand into spill files (``lsm.merge.spill.plan_run_reading``); spill files still
+        more than ``max_runs`` are merged ``max_runs`` at a time, every row kept."""
+        runs = section.runs
+        reading = plan_run_reading([self._reader_bytes(run) for run in runs],
+                                   self.reading_bytes, self.max_runs)
+        if not reading.spills:
+            return self._open_runs(runs, prefetch, stack)
         spills = stack.enter_context(SpillDirectory())
-        spilled = []
-        for group in _groups(section.runs, self.max_runs):
-            with contextlib.ExitStack() as reading:
-                spilled.append(spills.spill(self._every_row(
-                    self._open_runs(group, prefetch, reading))))
-        while len(spilled) > self.max_runs:
-            spilled = [spills.spill(self._every_row([r.batches() for r in group]))
-                       for group in _groups(spilled, self.max_runs)]
-        inputs = [r.batches() for r in spilled]
-        for batches in inputs:
-            stack.callback(batches.close)
-        return list(inputs)  # generators, as the merge's iterators
+        spilled = {}
+        for group in reading.spilled:
+            with contextlib.ExitStack() as opened:
+                read = self._open_runs([runs[i] for i in group], prefetch, opened)
+                spilled[group[0]] = spills.spill(
+                    (pa.Table.from_batches([b]) for b in read[0]) if len(group) == 1
+                    else self._every_row(read))
+        members = {i for group in reading.spilled for i in group}
+        if len(members) == len(runs) and self.max_runs is not None:
+            merged = [spilled[i] for i in sorted(spilled)]
+            while len(merged) > self.max_runs:
+                merged = [spills.spill(self._every_row([r.batches() for r in group]))
+                          for group in _groups(merged, self.max_runs)]
+            spilled = dict(enumerate(merged))
+        inputs: list[Iterator[pa.RecordBatch]] = []
+        for index, run in enumerate(runs):  # the runs read from their files opened last
+            if index in spilled:
+                batches = spilled[index].batches()
+                stack.callback(batches.close)
+                inputs.append(batches)
+            elif index not in members:
+                inputs.extend(self._open_runs([run], prefetch, stack))
+        return inputs
+
+    def _reader_bytes(self, run: Sequence[DataFileMeta]) -> int:
+        """What reading the run from its files holds besides its batches: its largest file's
+        reader (one file of a run is read at a time)."""
+        return file_reader_bytes(self.read_schema, max(m.row_count for m in run),
+                                 self.read_buffer)
 
     def _open_runs(self, runs: Sequence[Sequence[DataFileMeta]], prefetch: SharedPrefetch,
                    stack: contextlib.ExitStack) -> list[Iterator[pa.RecordBatch]]:
@@ -428,18 +456,21 @@ class _BucketRewrite:
 def execute_compaction(task: CompactTask, storage: Storage, *,
                        now_millis: Callable[[], int], batch_rows: int = BATCH_ROWS,
                        lookup_cache: LookupCache | None = None, max_runs: int | None = None,
-                       write_buffer_bytes: int | None = None) -> CompactResult:
+                       write_buffer_bytes: int | None = None,
+                       reading_bytes: int | None = None) -> CompactResult:
     """Run one bucket's task; returns what to commit. Deletes its own files on failure.
     ``lookup_cache`` answers the level-0 key lookups of deletion-vector and first-row tables
     from local cache files (default: read the key columns of the files above). ``max_runs``:
     the sorted runs merged at once, at most; a section with more is merged in passes through
     local spill files (``lsm.merge.spill``). ``write_buffer_bytes``: what the write queue and
-    a Parquet row group hold, at most (None: 16 MB each)."""
+    a Parquet row group hold, at most (None: 16 MB each). ``reading_bytes``: what the file
+    readers of the runs merged at once hold, at most; runs past it are read beforehand into
+    spill files (None: no bound)."""
     started = time.monotonic()
     table = Table(storage, task.table_path, task.table_name)
     dvs = load_deletion_vectors(task, table)
     rewrite = _BucketRewrite(task, table, dvs, now_millis, batch_rows, lookup_cache, max_runs,
-                             write_buffer_bytes)
+                             write_buffer_bytes, reading_bytes)
     try:
         rewrite.run()
         rewrite.changelog_files.finish()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -149,9 +149,10 @@ def _key_changes(sorted_keys: Sequence[pa.Array]) -> np.ndarray:
 
 
 SequenceRange = tuple[int, int]
+Piece: TypeAlias = pa.Table | pa.RecordBatch  # rows of one run for a slice
 
 
-def _sequence_range(table: pa.Table) -> SequenceRange | None:
+def _sequence_range(table: pa.Table | pa.RecordBatch) -> SequenceRange | None:
     """The lowest and highest ``_SEQUENCE_NUMBER`` of ``table`` (None if one is NULL)."""
     column = table.column(SEQUENCE_COLUMN)
     if column.null_count or not len(column):
@@ -160,7 +161,7 @@ def _sequence_range(table: pa.Table) -> SequenceRange | None:
     return low.as_py(), high.as_py()
 
 
-def _oldest_first(pieces: Sequence[pa.Table],
+def _oldest_first(pieces: Sequence[Piece],
                   bounds: Sequence[SequenceRange | None] | None = None) -> tuple[pa.Table, bool]:
     """The pieces concatenated by ascending first sequence number, and whether their
     sequence ranges are then disjoint and ascending (each piece's last below the next one's
@@ -172,16 +173,32 @@ def _oldest_first(pieces: Sequence[pa.Table],
     known = [b for b in bounds or () if b is not None]
     if len(known) == len(pieces) and _disjoint_ascending(sorted(known)):
         ranking = sorted(range(len(pieces)), key=lambda i: known[i][0])
-        return pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive"), True
+        return concat([pieces[i] for i in ranking]), True
     ranges = [_sequence_range(piece) for piece in pieces]
     ranking = sorted(range(len(pieces)), key=lambda i: _low(ranges[i], pieces[i]))
     ordered = [r for r in (ranges[i] for i in ranking) if r is not None]
     disjoint = len(ordered) == len(pieces) and _disjoint_ascending(ordered)
-    rows = pa.concat_tables([pieces[i] for i in ranking], promote_options="permissive")
+    rows = concat([pieces[i] for i in ranking])
     return rows, disjoint
 
 
-def _low(found: SequenceRange | None, piece: pa.Table) -> Any:
+def concat(pieces: Sequence[Piece]) -> pa.Table:
+    """The pieces as one table. Their schemas are nearly always the same, which is checked
+    once per column; unifying them (a piece of a file written before a column's type was
+    widened) costs as much for every piece, which adds up on a wide table cut into many."""
+    first = pieces[0].schema
+    if all(piece.schema.equals(first) for piece in pieces[1:]):
+        if all(isinstance(piece, pa.RecordBatch) for piece in pieces):
+            return pa.Table.from_batches(pieces)
+        return pa.concat_tables([_table(piece) for piece in pieces])
+    return pa.concat_tables([_table(piece) for piece in pieces], promote_options="permissive")
+
+
+def _table(piece: Piece) -> pa.Table:
+    return pa.Table.from_batches([piece]) if isinstance(piece, pa.RecordBatch) else piece
+
+
+def _low(found: SequenceRange | None, piece: Piece) -> Any:
     """A piece's lowest sequence number, for ordering (pieces with a NULL one: its min)."""
     return found[0] if found is not None else pc.min(piece.column(SEQUENCE_COLUMN)).as_py()
 
@@ -242,7 +259,7 @@ def _presorted(rows: pa.Table, key_columns: Sequence[str], disjoint: bool = Fals
     return order, changes
 
 
-def sort_slice(pieces: Sequence[pa.Table], key_columns: Sequence[str],
+def sort_slice(pieces: Sequence[Piece], key_columns: Sequence[str],
                user_sequence: Sequence[tuple[str, str]] = (),
                bounds: Sequence[SequenceRange | None] | None = None) -> SortedSlice:
     """Order the rows of ``pieces`` by key (NULL first), then user sequence fields, then
@@ -253,7 +270,7 @@ def sort_slice(pieces: Sequence[pa.Table], key_columns: Sequence[str],
         found = _presorted(rows, key_columns, disjoint)
         if found is not None:
             return _sorted_slice(rows, key_columns, *found)
-    rows = pa.concat_tables(pieces, promote_options="permissive")
+    rows = concat(pieces)
     if rows.num_rows == 0:
         empty = np.empty(0, np.int64)
         return SortedSlice(rows, key_columns, empty, empty)
@@ -299,7 +316,11 @@ def comparable_keys(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:
 
 class _RunCursor:
     """One sorted run's pending rows (and their keys in comparable form). A single integer
-    key without nulls is searched in numpy; other keys through ``sort_key`` row by row."""
+    key without nulls is searched in numpy; other keys through ``sort_key`` row by row.
+
+    The pending rows are the current batch from ``_start`` on: taking rows slices only what
+    is taken, as a batch (a slice costs per column, a table's three times a batch's, and a
+    wide table has hundreds), and a run ahead of the bound is left as it is."""
 
     def __init__(self, batches: Iterator[pa.RecordBatch], key_columns: Sequence[str],
                  sort_key: Callable[[Sequence[Any]], SortKey]) -> None:
@@ -307,11 +328,16 @@ class _RunCursor:
         self._key_columns = key_columns
         self._sort_key = sort_key
         self._plain_ints = sort_key([1]) == ((1, 1),) if len(key_columns) == 1 else False
-        self.pending = pa.table({})
-        self._keys = pa.table({})
-        self._ints: np.ndarray | None = None
+        self._batch: pa.RecordBatch | None = None
+        self._start = 0
+        self._keys = pa.table({})  # the pending rows' keys
+        self._ints: np.ndarray | None = None  # or, a plain integer key's, as numpy
         self.exhausted = False
         self.sequences: SequenceRange | None = None  # bounds the pending rows' sequences
+
+    @property
+    def pending_rows(self) -> int:
+        return 0 if self._batch is None else self._batch.num_rows - self._start
 
     def _key_at(self, index: int) -> SortKey:
         if self._ints is not None:
@@ -319,29 +345,31 @@ class _RunCursor:
         return self._sort_key([column[index].as_py() for column in self._keys.columns])
 
     def fill(self) -> None:
-        while not self.exhausted and self.pending.num_rows == 0:
+        while not self.exhausted and self.pending_rows == 0:
             batch = next(self._batches, None)
             if batch is None:
                 self.exhausted = True
             elif batch.num_rows:
-                self.pending = pa.Table.from_batches([batch])
-                self.sequences = _sequence_range(self.pending) \
-                    if SEQUENCE_COLUMN in self.pending.column_names else None
-                self._ints = _int_keys(self.pending, self._key_columns) if self._plain_ints \
-                    else None
+                self._batch, self._start = batch, 0
+                self.sequences = _sequence_range(batch) \
+                    if SEQUENCE_COLUMN in batch.schema.names else None
+                keys = pa.table([batch.column(k) for k in self._key_columns],
+                                names=list(self._key_columns))
+                self._ints = _int_keys(keys, self._key_columns) if self._plain_ints else None
                 if self._ints is None:
-                    self._keys = comparable_keys(self.pending, self._key_columns)
+                    self._keys = comparable_keys(keys, self._key_columns)
 
     def key_within(self, rows: int) -> SortKey | None:
         """Key of the last of the first ``rows`` pending rows (of the last, if fewer)."""
-        pending = self.pending.num_rows
+        pending = self.pending_rows
         return self._key_at(min(rows, pending) - 1) if pending else None
 
-    def take_up_to(self, bound: SortKey | None) -> pa.Table | None:
+    def take_up_to(self, bound: SortKey | None) -> pa.RecordBatch | None:
         """Remove and return the pending rows with key <= bound (all of them if None)."""
-        if self.pending.num_rows == 0:
+        pending = self.pending_rows
+        if pending == 0:
             return None
-        low, high = 0, self.pending.num_rows
+        low, high = 0, pending
         if bound is None:
             low = high
         elif self._ints is not None:
@@ -354,13 +382,18 @@ class _RunCursor:
                     low = middle + 1
                 else:
                     high = middle
-        taken = self.pending.slice(0, low)
-        self.pending = self.pending.slice(low)
-        if self._ints is not None:
+        if low == 0 or self._batch is None:
+            return None
+        whole = self._start == 0 and low == pending
+        taken = self._batch if whole else self._batch.slice(self._start, low)
+        self._start += low
+        if low == pending:  # the batch is done: let it go
+            self._batch, self._start, self._keys, self._ints = None, 0, pa.table({}), None
+        elif self._ints is not None:
             self._ints = self._ints[low:]
         else:
             self._keys = self._keys.slice(low)
-        return taken if taken.num_rows else None
+        return taken
 
 
 def merge_sorted_runs(runs: Sequence[Iterator[pa.RecordBatch]], key_columns: Sequence[str],

@@ -3,19 +3,22 @@ needs, estimated from its plan, and the admission that keeps the tasks running a
 the budget.
 
 A task's estimate (:func:`estimate_task_bytes`) follows what ``lsm.rewrite`` holds: per sorted
-run, the batch being merged, the one decoded ahead and the file's decoded page (about three
-batches; a small row group decoded whole, ``table.data_files.parquet_groups``, holds less than a
-streaming reader's page and buffers did); the merged tables queued for the writer and the
-Parquet row group it is building; the keys of the level-0 inputs a deletion-vector or
-first-row lookup keeps; and a fixed part per task (readers' buffers, threads), measured on
-pypaimon-written tables. Rows are as wide as the schema's fixed-width columns, plus an
-allowance per variable-width column, and never narrower than twice their compressed size in
-the input files.
+run, the batch being merged, the one decoded ahead and a third (a small row group decoded
+whole, ``table.data_files.parquet_groups``, is cut into batches); per run read from its files,
+its reader's pages, dictionaries and buffers (``lsm.merge.spill.file_reader_bytes``: on a wide
+table the larger part); the merged tables queued for the writer and the Parquet row group it
+is building; the keys of the level-0 inputs a deletion-vector or first-row lookup keeps; and a
+fixed part per task (threads, decompression), measured on pypaimon-written tables. Rows are as
+wide as the schema's fixed-width columns, plus an allowance per variable-width column, and
+never narrower than twice their compressed size in the input files.
 
 A task that does not fit the budget at the default batch size runs with smaller batches
-(:func:`fit_batch_rows`, halving down to :data:`MIN_BATCH_ROWS`); one that does not fit even
-then runs alone. :class:`MemoryBudget` is shared by every job of a process (the daemon's
-tables all draw from one), so the budget bounds the tasks running at once, not each job.
+(:func:`fit_batch_rows`, halving down to :data:`MIN_BATCH_ROWS`) until everything but its
+runs' readers fits with the largest one of them; its runs' readers then get what is left
+(``TaskMemory.reading_bytes``): the runs past it are read beforehand, one at a time, into
+local spill files (``lsm.merge.spill``). A task that does not fit even then runs alone.
+:class:`MemoryBudget` is shared by every job of a process (the daemon's tables all draw from
+one), so the budget bounds the tasks running at once, not each job.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from paimond.lsm.merge.spill import file_reader_bytes, value_width
 from paimond.lsm.task import CompactTask
 from paimond.table.data_files.kv_layout import key_fields, physical_arrow_schema, physical_row_type
+from paimond.table.data_files.parquet_groups import read_buffer_bytes
 
 MIN_BATCH_ROWS = 1024
 TASK_OVERHEAD_BYTES = 64 << 20  # RSS beyond Arrow's pool: decompression, numpy orders, threads
@@ -34,28 +39,22 @@ TASK_OVERHEAD_BYTES = 64 << 20  # RSS beyond Arrow's pool: decompression, numpy 
 # was 32 MB when this was measured)
 WRITER_BYTES = 48 << 20
 _BATCHES_PER_RUN = 3
-RUN_READER_BYTES = 1 << 20  # a run's file reader: its column pages and read buffers
+SPILLED_RUN_READER_BYTES = 1 << 20  # a spill file's reader, besides its batches
 MIN_MERGED_RUNS = 4  # a merge of fewer runs would spill most rows more than once
 MIN_WRITE_BUFFER_BYTES = 1 << 20
-_VARIABLE_WIDTH_BYTES = 32  # a string or binary value of unknown length
 _COMPRESSION_FACTOR = 2  # decoded bytes per compressed byte, at least
 _MB = 1 << 20
 
 
-def _width(data_type: pa.DataType) -> int:
-    if pa.types.is_struct(data_type):
-        return sum(_width(f.type) for f in data_type)
-    try:
-        return max(1, int(data_type.bit_width) // 8)
-    except ValueError:  # variable width: strings, binaries, lists, maps
-        return _VARIABLE_WIDTH_BYTES
+def _file_schema(task: CompactTask) -> pa.Schema:
+    """The columns of the task's files as Arrow decodes them (key-value layout for
+    primary-key tables)."""
+    return physical_arrow_schema(physical_row_type(task.table.schema, key_value=not task.append))
 
 
 def row_bytes(task: CompactTask) -> int:
     """Decoded bytes per row of the task's files (key-value layout for primary-key tables)."""
-    schema = task.table.schema
-    arrow = physical_arrow_schema(physical_row_type(schema, key_value=not task.append))
-    by_schema = sum(_width(f.type) for f in arrow) + 1  # + validity bits, rounded up
+    by_schema = sum(value_width(f.type) for f in _file_schema(task)) + 1  # + validity bits
     rows = sum(e.file.row_count for e in task.inputs)
     by_files = _COMPRESSION_FACTOR * task.input_bytes // rows if rows else 0
     return max(by_schema, by_files)
@@ -63,15 +62,49 @@ def row_bytes(task: CompactTask) -> int:
 
 def sorted_runs(task: CompactTask) -> int:
     """Runs merged at once, at most: each level-0 input is a run, each higher level one."""
-    level0 = sum(1 for e in task.inputs if e.file.level == 0)
-    return max(1, level0 + len({e.file.level for e in task.inputs if e.file.level > 0}))
+    return len(_run_rows(task))
+
+
+def _run_rows(task: CompactTask) -> list[int]:
+    """The rows of each sorted run's largest file (append inputs: one run, read one file
+    after another): each level-0 input is a run, each higher level one."""
+    if task.append:
+        return [max((e.file.row_count for e in task.inputs), default=0)]
+    largest: dict[int, int] = {}
+    level0 = []
+    for entry in task.inputs:
+        if entry.file.level == 0:
+            level0.append(entry.file.row_count)
+        else:
+            largest[entry.file.level] = max(largest.get(entry.file.level, 0),
+                                            entry.file.row_count)
+    return [*level0, *largest.values()] or [0]
+
+
+def reader_bytes(task: CompactTask) -> list[int]:
+    """What each sorted run's file reader holds besides its batches
+    (``lsm.merge.spill.file_reader_bytes``)."""
+    schema = _file_schema(task)
+    buffer = read_buffer_bytes(task.table.location.root)
+    return [file_reader_bytes(schema, rows, buffer) for rows in _run_rows(task)]
 
 
 def estimate_task_bytes(task: CompactTask, batch_rows: int, max_runs: int | None = None,
-                        write_buffer_bytes: int | None = None) -> int:
+                        write_buffer_bytes: int | None = None,
+                        reading_bytes: int | None = None) -> int:
     """Bytes the task holds at its peak when reading ``batch_rows`` rows per batch, merging
-    ``max_runs`` sorted runs at once, at most, and writing through buffers of
+    ``max_runs`` sorted runs at once, at most, their file readers holding ``reading_bytes``
+    at most (None: all of them at once), and writing through buffers of
     ``write_buffer_bytes`` (None: :data:`WRITER_BYTES` in all)."""
+    readers = sum(reader_bytes(task))
+    if reading_bytes is not None:
+        readers = min(readers, reading_bytes)
+    return _beside_readers(task, batch_rows, max_runs, write_buffer_bytes) + readers
+
+
+def _beside_readers(task: CompactTask, batch_rows: int, max_runs: int | None,
+                    write_buffer_bytes: int | None) -> int:
+    """The task's estimate but for its file readers."""
     width = row_bytes(task)
     input_rows = sum(e.file.row_count for e in task.inputs)
     largest_file = max((e.file.row_count for e in task.inputs), default=0)
@@ -82,7 +115,7 @@ def estimate_task_bytes(task: CompactTask, batch_rows: int, max_runs: int | None
     writing = min(buffers, input_rows * width)
     lookups = 0
     if task.deletion_vectors or task.lookup_files:
-        key_width = sum(_width(f.type) for f in physical_arrow_schema(
+        key_width = sum(value_width(f.type) for f in physical_arrow_schema(
             physical_row_type(task.table.schema, key_value=True).project(
                 [f.name for f in key_fields(task.table.schema)])))
         level0_rows = sum(e.file.row_count for e in task.inputs if e.file.level == 0)
@@ -122,43 +155,51 @@ def write_buffer_bytes(budget_bytes: int) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class TaskMemory:
-    """What the admission reserves for a task, the batch size it runs with, and the sorted
-    runs it merges at once (None: all of them)."""
+    """What the admission reserves for a task, the batch size it runs with, the sorted runs
+    it merges at once (None: all of them) and what their file readers hold at once (None:
+    all of them)."""
 
     estimate_bytes: int
     batch_rows: int
     max_runs: int | None = None
     write_buffer_bytes: int | None = None  # the write queue's and a row group's (None: default)
+    reading_bytes: int | None = None
 
 
 def fit_batch_rows(task: CompactTask, batch_rows: int, budget_bytes: int) -> TaskMemory:
-    """The largest batch size up to ``batch_rows`` (halving) whose estimate fits the budget,
-    or :data:`MIN_BATCH_ROWS` when none does; then, if the runs read together still do not
-    fit, as many runs as do (at least :data:`MIN_MERGED_RUNS`), the rest merged beforehand
-    through spill files; and writer buffers of a quarter of the budget each when their
-    defaults (:data:`WRITER_BYTES`) do not fit it."""
+    """The largest batch size up to ``batch_rows`` (halving) with which everything but the
+    runs' file readers fits the budget beside the largest reader, or :data:`MIN_BATCH_ROWS`
+    when none does; then, if the runs read together still do not fit, as many runs as do (at
+    least :data:`MIN_MERGED_RUNS`), the rest merged beforehand through spill files; writer
+    buffers of a quarter of the budget each when their defaults (:data:`WRITER_BYTES`) do not
+    fit it; and, when the readers of all runs do not fit beside the rest, what is left of the
+    budget for them (at least the largest one: a run read alone into a spill file)."""
+    readers = reader_bytes(task)
+    alone = max(readers)
     rows = batch_rows
-    estimate = estimate_task_bytes(task, rows)
-    while estimate > budget_bytes and rows > MIN_BATCH_ROWS:
+    while _beside_readers(task, rows, None, None) + alone > budget_bytes \
+            and rows > MIN_BATCH_ROWS:
         rows = max(MIN_BATCH_ROWS, rows // 2)
-        estimate = estimate_task_bytes(task, rows)
     buffers = write_buffer_bytes(budget_bytes)
     runs = 1 if task.append else sorted_runs(task)
     per_run = run_bytes(task, rows)
     max_runs = None
     if runs > MIN_MERGED_RUNS and runs * per_run > budget_bytes:
         max_runs = max(MIN_MERGED_RUNS, budget_bytes // per_run)
-    if max_runs is None and buffers is None:
-        return TaskMemory(estimate, rows)
-    return TaskMemory(estimate_task_bytes(task, rows, max_runs, buffers), rows, max_runs,
-                      buffers)
+    beside = _beside_readers(task, rows, max_runs, buffers)
+    reading = None
+    if not task.append and beside + sum(readers) > budget_bytes:
+        reading = max(alone, budget_bytes - beside)
+    estimate = beside + (sum(readers) if reading is None else min(sum(readers), reading))
+    return TaskMemory(estimate, rows, max_runs, buffers, reading)
 
 
 def run_bytes(task: CompactTask, batch_rows: int) -> int:
-    """What reading one sorted run holds: its batches in flight and its reader's buffers."""
+    """What merging one sorted run read back from a spill file holds: its batches in flight
+    and the file's reader."""
     largest_file = max((e.file.row_count for e in task.inputs), default=0)
     return _BATCHES_PER_RUN * min(batch_rows, max(1, largest_file)) * row_bytes(task) \
-        + RUN_READER_BYTES
+        + SPILLED_RUN_READER_BYTES
 
 
 class MemoryBudget:

@@ -31,6 +31,12 @@ READ_BUFFER_BYTES = 256 << 10
 LOCAL_READ_BUFFER_BYTES = 64 << 10
 
 
+def read_buffer_bytes(root: str) -> int:
+    """The read buffer of a streamed column chunk of a file under ``root``."""
+    local = "://" not in root or root.startswith("file://")
+    return LOCAL_READ_BUFFER_BYTES if local else READ_BUFFER_BYTES
+
+
 def read_parquet_batches(source: BinaryIO, columns: RowType, batch_rows: int
                          ) -> Iterator[pa.RecordBatch]:
     """The ``columns`` of a Parquet data file in batches of at most ``batch_rows`` rows,

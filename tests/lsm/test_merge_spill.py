@@ -1,7 +1,8 @@
 """A bucket merged in passes through spill files (``max_runs``: the memory budget lets it read
-only so many sorted runs at once) writes the same rows, sequence numbers, row kinds and
-changelog as the one merge of every run, for every merge engine; the spill files are gone
-afterwards."""
+only so many sorted runs at once), or with some of its runs read beforehand into spill files
+(``reading_bytes``: their file readers do not fit the budget together), writes the same rows,
+sequence numbers, row kinds and changelog as the one merge of every run, for every merge
+engine; the spill files are gone afterwards. Which runs are spilled: ``plan_run_reading``."""
 
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ from support.pypaimon_tables import (
 )
 
 from paimond.format.meta.manifest import ManifestEntry
-from paimond.lsm.merge.spill import SpillDirectory
+from paimond.lsm.merge.spill import RunReading, SpillDirectory, plan_run_reading
 from paimond.lsm.rewrite import execute_compaction, file_format_of
 from paimond.lsm.task import CompactResult, CompactTask
+from paimond.maintenance.compact.memory import reader_bytes
 from paimond.maintenance.compact.plan import plan_compaction
 from paimond.table.catalog import open_table
 from paimond.table.data_files.arrow_io import read_data_file
@@ -79,7 +81,15 @@ def _rows(storage: Storage, task: CompactTask, entries: tuple[ManifestEntry, ...
     return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
-def _compact(warehouse: Path, name: str, copy: Path, max_runs: int | None
+# how a merge is bounded: execute_compaction's arguments for a task
+BOUNDS: dict[str, Callable[[CompactTask], dict[str, int]]] = {
+    "two runs at once": lambda task: {"max_runs": 2},
+    "half the runs' readers": lambda task: {"reading_bytes": sum(reader_bytes(task)) // 2},
+}
+
+
+def _compact(warehouse: Path, name: str, copy: Path,
+             bound: Callable[[CompactTask], dict[str, int]] | None
              ) -> list[tuple[CompactResult, pa.Table, pa.Table]]:
     shutil.copytree(warehouse, copy)
     storage = open_storage(str(copy))
@@ -89,15 +99,16 @@ def _compact(warehouse: Path, name: str, copy: Path, max_runs: int | None
     done = []
     for task in sorted(tasks, key=lambda t: (t.partition_text or "", t.bucket)):
         result = execute_compaction(task, storage, now_millis=lambda: 0, batch_rows=16,
-                                    max_runs=max_runs)
+                                    **(bound(task) if bound else {}))
         done.append((result, _rows(storage, task, result.added),
                      _rows(storage, task, result.changelog)))
     return done
 
 
+@pytest.mark.parametrize("bound", sorted(BOUNDS))
 @pytest.mark.parametrize("kind", sorted(BUILDERS))
 def test_a_merge_in_passes_writes_what_one_merge_writes(
-        kind: str, built: dict[str, tuple[Path, str]], tmp_path: Path,
+        kind: str, bound: str, built: dict[str, tuple[Path, str]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     warehouse, name = built[kind]
     spills = tmp_path / "spills"
@@ -113,11 +124,11 @@ def test_a_merge_in_passes_writes_what_one_merge_writes(
     monkeypatch.setattr(SpillDirectory, "spill", counted_spill)
     whole = _compact(warehouse, name, tmp_path / "whole", None)
     assert not spilled
-    passes = _compact(warehouse, name, tmp_path / "passes", 2)
+    passes = _compact(warehouse, name, tmp_path / "passes", BOUNDS[bound])
     assert spilled
     runs = [len({e.file.level for e in r.task.inputs if e.file.level > 0})
             + sum(1 for e in r.task.inputs if e.file.level == 0) for r, _, _ in passes]
-    assert max(runs) > 4  # more than two passes somewhere: 3+ runs -> spills -> spills
+    assert max(runs) > 4  # two runs at once: more than two passes (3+ runs, spills, spills)
     assert len(whole) == len(passes)
     for (one, rows, changelog), (other, rows_p, changelog_p) in zip(whole, passes, strict=True):
         assert (one.rows_read, one.rows_written) == (other.rows_read, other.rows_written)
@@ -126,3 +137,24 @@ def test_a_merge_in_passes_writes_what_one_merge_writes(
     if kind == "lookup changelog":
         assert sum(c.num_rows for _, _, c in passes) > 0
     assert not list(spills.iterdir())  # every spill directory deleted
+
+
+def test_without_a_bound_or_within_it_no_run_is_spilled() -> None:
+    assert plan_run_reading([5, 9, 7], None, None) == RunReading()
+    assert plan_run_reading([5, 9, 7], 21, 3) == RunReading()
+    assert not RunReading().spills
+
+
+def test_the_runs_with_the_largest_readers_are_spilled_alone_until_the_rest_fit() -> None:
+    reading = plan_run_reading([5, 9, 7, 9, 1], 14, None)
+    assert reading == RunReading(((1,), (3,)))  # 31 -> 22 -> 13: both 9s, the first first
+    assert plan_run_reading([5, 9, 7, 9, 1], 12, None) == RunReading(((1,), (2,), (3,)))
+    assert reading.spills
+    assert plan_run_reading([50, 60], 10, None) == RunReading(((0,), (1,)))
+
+
+def test_more_runs_than_a_merge_reads_are_all_spilled_in_groups_that_fit() -> None:
+    assert plan_run_reading([1] * 5, None, 2) == RunReading(((0, 1), (2, 3), (4,)))
+    # a group closes at max_runs or where the next reader would pass the limit
+    assert plan_run_reading([4, 4, 4, 9, 1, 1], 8, 3) == RunReading(
+        ((0, 1), (2,), (3,), (4, 5)))

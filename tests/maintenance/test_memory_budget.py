@@ -22,8 +22,10 @@ from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.compact.memory import (
     MIN_BATCH_ROWS,
     MemoryBudget,
+    TaskMemory,
     estimate_task_bytes,
     fit_batch_rows,
+    reader_bytes,
 )
 from paimond.table.catalog import open_table
 from paimond.table.storage.interface import open_storage
@@ -87,12 +89,19 @@ def test_the_estimate_follows_batch_size_and_runs(warehouse: Path) -> None:
     assert estimate_task_bytes(fewer, 32768) < estimate_task_bytes(task, 32768)
 
 
-def test_a_task_too_big_for_the_budget_gets_smaller_batches(warehouse: Path) -> None:
+def test_a_task_too_big_for_the_budget_spills_runs_then_gets_smaller_batches(
+        warehouse: Path) -> None:
     task = _tasks(warehouse)[0]
     full = estimate_task_bytes(task, 32768)
-    fitted = fit_batch_rows(task, 32768, full - 1)
-    assert fitted.batch_rows < 32768 and fitted.estimate_bytes <= full - 1
-    assert fit_batch_rows(task, 32768, full).batch_rows == 32768
+    assert fit_batch_rows(task, 32768, full) == TaskMemory(full, 32768)  # fits as it is
+    spilling = fit_batch_rows(task, 32768, full - 1)  # first the runs' readers give way
+    assert spilling.batch_rows == 32768 and spilling.reading_bytes is not None
+    assert spilling.estimate_bytes <= full - 1
+    assert spilling.reading_bytes < sum(reader_bytes(task))
+    # not even the largest reader fits beside the batches: smaller batches
+    tight = estimate_task_bytes(task, 32768, reading_bytes=max(reader_bytes(task))) - 1
+    fitted = fit_batch_rows(task, 32768, tight)
+    assert fitted.batch_rows < 32768 and fitted.estimate_bytes <= tight
     floor = fit_batch_rows(task, 32768, 1)  # nothing fits: the smallest batches, alone
     assert floor.batch_rows == MIN_BATCH_ROWS
 
@@ -168,3 +177,18 @@ def test_peak_rss_of_a_compaction_stays_within_a_small_budget(pristine: Path,
     assert runs[0]["peak_mb"] > BUDGET_MB, runs
     assert runs[BUDGET_MB]["peak_mb"] <= BUDGET_MB, runs
     assert runs[0]["rows"] == runs[BUDGET_MB]["rows"]
+
+
+def test_the_compact_command_holds_its_tasks_to_a_memory_budget(
+        warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from paimond.cli.main import main
+
+    before = sort_rows(read_rows(str(warehouse), NAME, include_level0=True), ["id"])
+    argv = ["compact", str(warehouse), "--table", NAME, "--full", "--memory-budget", "8 mb"]
+    assert main(argv) == 0
+    table = open_table(open_storage(str(warehouse)), str(warehouse), NAME)
+    assert table.snapshots.latest().commit_kind == "COMPACT"
+    assert sort_rows(read_rows(str(warehouse), NAME), ["id"]) == before
+    capsys.readouterr()
+    assert main([*argv[:-1], "lots"]) == 2  # a usage error, naming the option
+    assert "--memory-budget" in capsys.readouterr().err
