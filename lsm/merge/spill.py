@@ -12,7 +12,7 @@ never straddle two batches of a run, which the merge's cut needs.
 A run's data-file reader holds more than its batches: per column the page it decodes (writers
 cut Parquet pages at about 1 MB, so a column chunk smaller than that is one page, held whole),
 a dictionary beside it and a read buffer (``table.data_files.parquet_groups``). On a wide table
-that is most of what a merge holds: 500 columns of 15,000-row files, about 100 MB per run. A
+that is most of what a merge holds: 500 columns of 15,000-row files, about 130 MB per run. A
 merge whose runs' readers do not fit its bound together (:func:`plan_run_reading`) reads the
 runs with the largest readers beforehand, each alone, into spill files, which hold no more than
 their batches when read back; the other runs it reads from their files as before.
