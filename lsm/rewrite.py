@@ -59,7 +59,13 @@ from paimond.lsm.merge.changelog import (
 )
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.pipeline import BackgroundWriter, SharedPrefetch, run_at_lower_priority
-from paimond.lsm.merge.spill import SpillDirectory, every_row, file_reader_bytes, plan_run_reading
+from paimond.lsm.merge.spill import (
+    SpillDirectory,
+    SpilledRun,
+    every_row,
+    file_reader_bytes,
+    plan_run_reading,
+)
 from paimond.lsm.merge.streaming import SLICE_ROWS, VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
@@ -367,21 +373,26 @@ class _BucketRewrite:
                     (pa.Table.from_batches([b]) for b in read[0]) if len(group) == 1
                     else self._every_row(read))
         members = {i for group in reading.spilled for i in group}
-        if len(members) == len(runs) and self.max_runs is not None:
+        if len(members) == len(runs):  # every run spilled: merged down to max_runs files
             merged = [spilled[i] for i in sorted(spilled)]
-            while len(merged) > self.max_runs:
+            while self.max_runs is not None and len(merged) > self.max_runs:
                 merged = [spills.spill(self._every_row([r.batches() for r in group]))
                           for group in _groups(merged, self.max_runs)]
-            spilled = dict(enumerate(merged))
+            return [self._spilled_input(run, stack) for run in merged]
         inputs: list[Iterator[pa.RecordBatch]] = []
         for index, run in enumerate(runs):  # the runs read from their files opened last
             if index in spilled:
-                batches = spilled[index].batches()
-                stack.callback(batches.close)
-                inputs.append(batches)
+                inputs.append(self._spilled_input(spilled[index], stack))
             elif index not in members:
                 inputs.extend(self._open_runs([run], prefetch, stack))
         return inputs
+
+    @staticmethod
+    def _spilled_input(run: SpilledRun, stack: contextlib.ExitStack
+                       ) -> Iterator[pa.RecordBatch]:
+        batches = run.batches()
+        stack.callback(batches.close)
+        return batches
 
     def _reader_bytes(self, run: Sequence[DataFileMeta]) -> int:
         """What reading the run from its files holds besides its batches: its largest file's
