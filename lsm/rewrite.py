@@ -58,6 +58,13 @@ from paimond.lsm.merge.changelog import (
     with_level,
 )
 from paimond.lsm.merge.engines import make_reducer
+from paimond.lsm.merge.key_first import (
+    KEY_FIRST_BYTES,
+    merge_key_first,
+    merges_key_first,
+    narrow_columns,
+    plan_key_first,
+)
 from paimond.lsm.merge.pipeline import BackgroundWriter, SharedPrefetch, run_at_lower_priority
 from paimond.lsm.merge.spill import (
     SpillDirectory,
@@ -66,7 +73,11 @@ from paimond.lsm.merge.spill import (
     file_reader_bytes,
     plan_run_reading,
 )
-from paimond.lsm.merge.streaming import SLICE_ROWS, VALUE_KIND_COLUMN, merge_sorted_runs
+from paimond.lsm.merge.streaming import (
+    SLICE_ROWS,
+    VALUE_KIND_COLUMN,
+    merge_sorted_runs,
+)
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files.arrow_io import RollingDataFileWriter, file_format_for_level, read_data_file
@@ -119,8 +130,8 @@ class _BucketRewrite:
     def __init__(self, task: CompactTask, table: Table, dvs: BucketDeletionVectors | None,
                  now_millis: Callable[[], int], batch_rows: int,
                  lookup_cache: LookupCache | None, max_runs: int | None = None,
-                 write_buffer_bytes: int | None = None, reading_bytes: int | None = None
-                 ) -> None:
+                 write_buffer_bytes: int | None = None, reading_bytes: int | None = None,
+                 key_first_bytes: int | None = None) -> None:
         self.task, self.table, self.dvs = task, table, dvs
         self.max_runs = max_runs  # sorted runs merged at once, at most (None: all)
         # what the file readers of the runs merged at once hold, at most (None: no bound)
@@ -175,6 +186,10 @@ class _BucketRewrite:
         self.rewritten_names: set[str] = set()
         self.index_added: tuple[IndexManifestEntry, ...] = ()
         self.index_paths: list[str] = []
+        # what a key-first merge (wide tables: ``lsm.merge.key_first``) holds, or None: the
+        # task's merges take whole rows
+        self.key_first_bytes = (key_first_bytes or KEY_FIRST_BYTES) \
+            if merges_key_first(task) else None
 
     # ------------------------------------------------------------- reading
 
@@ -197,10 +212,12 @@ class _BucketRewrite:
             return batches
         return filter_deleted(batches, self.dvs.positions_of(meta.file_name))
 
-    def _read_unexpired(self, meta: DataFileMeta, projection: Sequence[str] | None = None
-                        ) -> Iterator[pa.RecordBatch]:
+    def _read_unexpired(self, meta: DataFileMeta, projection: Sequence[str] | None = None,
+                        count_expired: bool | None = None) -> Iterator[pa.RecordBatch]:
         """The live rows of the file that are not past their TTL (Java wraps the compaction
-        reader with ``RecordLevelExpire``): what the merge and level-0 lookups see."""
+        reader with ``RecordLevelExpire``): what the merge and level-0 lookups see. The rows
+        dropped count as expired when ``count_expired`` (None: when every column is read, as
+        the merge of whole rows reads them)."""
         expiry = self.task.record_expiry
         if expiry is None:
             yield from self._read(meta, projection)
@@ -209,15 +226,16 @@ class _BucketRewrite:
             *projection, *([] if expiry.field_name in projection else [expiry.field_name])]
         for batch in self._read(meta, columns):
             kept = expiry.filter(batch)
-            if projection is None:  # the merge's read (level-0 key reads are not counted)
+            if count_expired or (count_expired is None and projection is None):
                 with self._expired_lock:
                     self.rows_expired += batch.num_rows - kept.num_rows
             yield kept if projection is None else kept.select(list(projection))
 
-    def _run_batches(self, run: Sequence[DataFileMeta]) -> Iterator[pa.RecordBatch]:
+    def _run_batches(self, run: Sequence[DataFileMeta], projection: Sequence[str] | None = None,
+                     count_expired: bool | None = None) -> Iterator[pa.RecordBatch]:
         for meta in run:
             if self.changelog_mode is None:
-                yield from self._read_unexpired(meta)
+                yield from self._read_unexpired(meta, projection, count_expired)
             else:
                 for batch in self._read_unexpired(meta):
                     yield with_level(batch, meta.level)
@@ -349,6 +367,9 @@ class _BucketRewrite:
     def _merge_sections(self, sections: Sequence[Section], background: BackgroundWriter,
                         prefetch: SharedPrefetch, write_data: bool) -> None:
         for section in sections:
+            if self.key_first_bytes is not None and write_data:
+                self._merge_key_first(section, background, prefetch)
+                continue
             with contextlib.ExitStack() as stack:
                 inputs = self._section_inputs(section, prefetch, stack)
                 self._merge_section(section, inputs, background, write_data)
@@ -429,12 +450,58 @@ class _BucketRewrite:
         # a last piece whose merged rows were all dropped (retractions at the max level)
         # yields no table, but its changelog (a -D of the before) stands
         self._write_changelog(existing)
-        if not write_data:
-            return
+        if write_data:
+            self._rewritten(section)
+
+    def _rewritten(self, section: Section) -> None:
         for meta in section.files:
             self.deleted.append(self.entries[meta.file_name])
             self.rewritten_names.add(meta.file_name)
             self.rewritten += 1
+
+    def _merge_key_first(self, section: Section, background: BackgroundWriter,
+                         prefetch: SharedPrefetch) -> None:
+        """Merge the section's keys first, then gather the survivors' values
+        (``lsm.merge.key_first``); the deletion vectors' superseded rows are one more run."""
+        assert self.key_first_bytes is not None
+        runs = list(section.runs)
+        superseded = self.level0.superseded_run(section)
+        existing = self.level0.existing_keys_of(section)
+        narrow = narrow_columns(self.task)
+        values = [name for name in self.output_columns if name not in narrow]
+        run_rows = [max(m.row_count for m in run) for run in runs]
+        if superseded is not None:
+            run_rows.append(superseded.num_rows)
+        layout = plan_key_first(self.read_schema, narrow, values, run_rows,
+                                self.key_first_bytes, self.read_buffer, self.batch_rows)
+
+        with contextlib.ExitStack() as stack:
+            def open_run(index: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+                if index == len(runs):
+                    assert superseded is not None
+                    return iter(superseded.select(list(columns)).to_batches(
+                        max_chunksize=layout.batch_rows))
+                # the narrow read is the one whose expired rows are counted
+                expired = list(columns) == narrow
+                read = prefetch.run(self._run_batches(runs[index], columns, expired))
+                stack.callback(read.close)
+                return read
+
+            def merge_keys(inputs: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.Table]:
+                counted = [self._counted(run) for run in inputs]
+                for merged in merge_sorted_runs(counted, self.key_columns, self.sort_key,
+                                                self.reducer, self.user_sequence,
+                                                slice_rows=layout.slice_rows):
+                    yield merged if existing is None else \
+                        without_keys(merged, existing, self.key_columns)
+
+            spills = stack.enter_context(SpillDirectory())
+            for merged in merge_key_first(open_run, len(runs) + (superseded is not None),
+                                          narrow, merge_keys, layout, self.output_columns,
+                                          spills):
+                background.put(merged)
+                self.rows_written += merged.num_rows
+        self._rewritten(section)
 
     def _write_changelog(self, existing: pa.Table | None) -> None:
         """The changelog of the last merged table (first-row: keys found above left out)."""
@@ -468,7 +535,8 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
                        now_millis: Callable[[], int], batch_rows: int = BATCH_ROWS,
                        lookup_cache: LookupCache | None = None, max_runs: int | None = None,
                        write_buffer_bytes: int | None = None,
-                       reading_bytes: int | None = None) -> CompactResult:
+                       reading_bytes: int | None = None,
+                       key_first_bytes: int | None = None) -> CompactResult:
     """Run one bucket's task; returns what to commit. Deletes its own files on failure.
     ``lookup_cache`` answers the level-0 key lookups of deletion-vector and first-row tables
     from local cache files (default: read the key columns of the files above). ``max_runs``:
@@ -476,12 +544,13 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
     local spill files (``lsm.merge.spill``). ``write_buffer_bytes``: what the write queue and
     a Parquet row group hold, at most (None: 16 MB each). ``reading_bytes``: what the file
     readers of the runs merged at once hold, at most; runs past it are read beforehand into
-    spill files (None: no bound)."""
+    spill files (None: no bound). ``key_first_bytes``: what a wide table's key-first merge
+    holds (``lsm.merge.key_first``; None: its default)."""
     started = time.monotonic()
     table = Table(storage, task.table_path, task.table_name)
     dvs = load_deletion_vectors(task, table)
     rewrite = _BucketRewrite(task, table, dvs, now_millis, batch_rows, lookup_cache, max_runs,
-                             write_buffer_bytes, reading_bytes)
+                             write_buffer_bytes, reading_bytes, key_first_bytes)
     try:
         rewrite.run()
         rewrite.changelog_files.finish()

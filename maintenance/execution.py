@@ -76,7 +76,8 @@ def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
                                   batch_rows=batch_rows, lookup_cache=cache,
                                   max_runs=memory.max_runs if memory else None,
                                   write_buffer_bytes=memory.write_buffer_bytes if memory else None,
-                                  reading_bytes=memory.reading_bytes if memory else None)
+                                  reading_bytes=memory.reading_bytes if memory else None,
+                                  key_first_bytes=memory.key_first_bytes if memory else None)
     except PaimondError:
         raise
     except Exception as error:  # a library's exception may not pickle back to the parent

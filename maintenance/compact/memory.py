@@ -28,6 +28,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from paimond.lsm.merge.key_first import (
+    KEY_FIRST_BYTES,
+    MIN_KEY_FIRST_BYTES,
+    key_pass_bytes,
+    merges_key_first,
+)
 from paimond.lsm.merge.spill import file_reader_bytes, value_width
 from paimond.lsm.task import CompactTask
 from paimond.table.data_files.kv_layout import key_fields, physical_arrow_schema, physical_row_type
@@ -112,14 +118,19 @@ def estimate_task_bytes(task: CompactTask, batch_rows: int, max_runs: int | None
 def _beside_readers(task: CompactTask, batch_rows: int, max_runs: int | None,
                     write_buffer_bytes: int | None) -> int:
     """The task's estimate but for its file readers."""
-    width = row_bytes(task)
-    input_rows = sum(e.file.row_count for e in task.inputs)
     largest_file = max((e.file.row_count for e in task.inputs), default=0)
     runs = 1 if task.append else sorted_runs(task)  # append inputs are read one after another
     runs = runs if max_runs is None else min(runs, max_runs)
-    reading = runs * _BATCHES_PER_RUN * min(batch_rows, max(1, largest_file)) * width
+    reading = runs * _BATCHES_PER_RUN * min(batch_rows, max(1, largest_file)) * row_bytes(task)
+    return _beside_merge(task, write_buffer_bytes) + reading
+
+
+def _beside_merge(task: CompactTask, write_buffer_bytes: int | None) -> int:
+    """The task's estimate but for its merge's runs: the fixed part, the writer's buffers and
+    the level-0 lookups' keys."""
+    input_rows = sum(e.file.row_count for e in task.inputs)
     buffers = WRITER_BYTES if write_buffer_bytes is None else 2 * write_buffer_bytes
-    writing = min(buffers, input_rows * width)
+    writing = min(buffers, input_rows * row_bytes(task))
     lookups = 0
     if task.deletion_vectors or task.lookup_files:
         key_width = sum(value_width(f.type) for f in physical_arrow_schema(
@@ -127,7 +138,7 @@ def _beside_readers(task: CompactTask, batch_rows: int, max_runs: int | None,
                 [f.name for f in key_fields(task.table.schema)])))
         level0_rows = sum(e.file.row_count for e in task.inputs if e.file.level == 0)
         lookups = 2 * level0_rows * key_width  # the keys, and the superseded rows' keys
-    return TASK_OVERHEAD_BYTES + reading + writing + lookups
+    return TASK_OVERHEAD_BYTES + writing + lookups
 
 
 def use_returning_memory_pool(decay_ms: int = 0) -> None:
@@ -172,6 +183,7 @@ class TaskMemory:
     write_buffer_bytes: int | None = None  # the write queue's and a row group's (None: default)
     reading_bytes: int | None = None
     decay_ms: int = 0  # freed memory goes back to the system after this long
+    key_first_bytes: int | None = None  # what a key-first merge holds (None: its default)
 
 
 def fit_batch_rows(task: CompactTask, batch_rows: int, budget_bytes: int) -> TaskMemory:
@@ -182,7 +194,11 @@ def fit_batch_rows(task: CompactTask, batch_rows: int, budget_bytes: int) -> Tas
     buffers of a quarter of the budget each when their defaults (:data:`WRITER_BYTES`) do not
     fit it; when the readers of all runs do not fit beside the rest, what is left of the
     budget for them (at least the largest one: a run read alone into a spill file); and how
-    soon freed memory goes back (:data:`LARGE_BUDGET_DECAY_MS`)."""
+    soon freed memory goes back (:data:`LARGE_BUDGET_DECAY_MS`). A wide table's task that
+    merges key first (``lsm.merge.key_first``) is planned by :func:`_fit_key_first`."""
+    decay = LARGE_BUDGET_DECAY_MS if budget_bytes >= LARGE_BUDGET_BYTES else 0
+    if not task.append and merges_key_first(task):
+        return _fit_key_first(task, batch_rows, budget_bytes, decay)
     readers = reader_bytes(task)
     alone = max(readers)
     rows = batch_rows
@@ -200,8 +216,25 @@ def fit_batch_rows(task: CompactTask, batch_rows: int, budget_bytes: int) -> Tas
     if not task.append and beside + sum(readers) > budget_bytes:
         reading = max(alone, budget_bytes - beside)
     estimate = beside + (sum(readers) if reading is None else min(sum(readers), reading))
-    decay = LARGE_BUDGET_DECAY_MS if budget_bytes >= LARGE_BUDGET_BYTES else 0
     return TaskMemory(estimate, rows, max_runs, buffers, reading, decay)
+
+
+def _fit_key_first(task: CompactTask, batch_rows: int, budget_bytes: int,
+                   decay_ms: int) -> TaskMemory:
+    """A key-first task: what the budget leaves beside the fixed part, the writer and the
+    lookups goes to the merge (up to ``lsm.merge.key_first.KEY_FIRST_BYTES``, at least
+    ``MIN_KEY_FIRST_BYTES``), whose keys' pass reads batches halved until it fits half of
+    that (the other half: a chunk of merged rows)."""
+    buffers = write_buffer_bytes(budget_bytes)
+    beside = _beside_merge(task, buffers)
+    merging = min(KEY_FIRST_BYTES, max(MIN_KEY_FIRST_BYTES, budget_bytes - beside))
+    run_rows = _run_rows(task)
+    buffer = read_buffer_bytes(task.table.location.root)
+    rows = batch_rows
+    while key_pass_bytes(task, run_rows, rows, buffer) > merging // 2 and rows > MIN_BATCH_ROWS:
+        rows = max(MIN_BATCH_ROWS, rows // 2)
+    return TaskMemory(beside + merging, rows, None, buffers, None, decay_ms,
+                      key_first_bytes=merging)
 
 
 def run_bytes(task: CompactTask, batch_rows: int) -> int:

@@ -1,0 +1,253 @@
+"""Merging wide rows key first: the keys, sequence numbers and kinds of every run are merged
+alone, and the value columns are then read for the rows that survive, a group of columns at
+a time.
+
+A merge of whole rows holds a batch of every run at once, so on a wide table (500 columns:
+about 4 KB a row) a memory budget leaves it batches of a thousand rows, and every step of
+the merge and of the Parquet decoder then costs per column, hundreds of times a batch. A
+merge engine that picks whole rows by key, sequence and kind alone (deduplicate, first-row)
+does not need the values to choose them:
+
+1. **Keys.** Every run is read with the narrow columns only (keys, user sequence fields,
+   ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``), each row tagged with its run and its position in
+   the run, and merged by the table's reducer as usual. The survivors (narrow columns and
+   origin, in key order) go to a local spill file in chunks of ``chunk_rows``.
+2. **Values.** For each group of value columns small enough that every run's batches of it
+   fit the working memory at full batch size, every run is read again with that group only,
+   and each chunk's rows are taken from the runs where they came from (a run's survivors are
+   in position order, so each run is read once, front to back). A chunk's columns of the group
+   go to a spill file of the group, one batch per chunk; the last group is not spilled.
+3. **Rows.** Chunk by chunk, the survivors' narrow columns and the groups' batches of the
+   chunk make the merged rows, in the output's column order.
+
+Every value column is decoded once, in batches as large as a narrow table's, and what is held
+at once is the working memory (:class:`KeyFirstLayout`), whatever the width. The price is a
+spill file of the merged values besides the survivors' and, per group, a read of each run's
+file footers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from paimond.lsm.merge.changelog import changelog_mode_of
+from paimond.lsm.merge.spill import SpillDirectory, SpilledRun, file_reader_bytes, value_width
+from paimond.lsm.merge.streaming import (
+    SEQUENCE_COLUMN,
+    SLICE_ROWS,
+    VALUE_KIND_COLUMN,
+    arrow_of,
+    concat,
+)
+from paimond.lsm.task import CompactTask
+from paimond.table.data_files.kv_layout import key_fields, physical_arrow_schema, physical_row_type
+from paimond.table.options.merge import MergeConfig
+
+RUN_COLUMN = "_PAIMOND_RUN"
+POSITION_COLUMN = "_PAIMOND_POSITION"
+# The engines that pick whole rows by key, sequence and kind (the others combine values).
+KEY_FIRST_ENGINES = ("deduplicate", "first-row")
+# Tables with this many physical columns or more are merged key first.
+KEY_FIRST_COLUMNS = 64
+# What a key-first merge holds at once without a memory budget.
+KEY_FIRST_BYTES = 512 << 20
+MIN_KEY_FIRST_BYTES = 4 << 20
+MIN_CHUNK_ROWS = 1024
+MAX_CHUNK_ROWS = 32768
+_BATCHES_PER_RUN = 3  # the batch taken from, the one decoded ahead and a row group's rest
+_ORIGIN_BYTES = 12  # a row's run (int32) and position (int64)
+
+# A run's batches of ``columns`` (physical names, in that order), front to back.
+OpenRun = Callable[[int, Sequence[str]], Iterator[pa.RecordBatch]]
+# The narrow runs merged and reduced into key-ordered tables.
+MergeKeys = Callable[[list[Iterator[pa.RecordBatch]]], Iterator[pa.Table]]
+
+
+def merges_key_first(task: CompactTask) -> bool:
+    """Whether the task's merges go key first: a wide table whose engine picks rows by key,
+    sequence and kind alone, merged without changelog (changelog rows carry the values
+    before and after)."""
+    schema = task.table.schema
+    engine = MergeConfig.of(schema).engine
+    if engine not in KEY_FIRST_ENGINES or changelog_mode_of(task, engine)[0] is not None:
+        return False
+    return len(physical_row_type(schema, key_value=True).fields) >= KEY_FIRST_COLUMNS
+
+
+def narrow_columns(task: CompactTask) -> list[str]:
+    """The columns the keys' merge reads: the ``_KEY_*`` ones, the user sequence fields,
+    ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``."""
+    keys = [field.name for field in key_fields(task.table.schema)]
+    sequence = [name for name in MergeConfig.of(task.table.schema).sequence_fields
+                if name not in keys]
+    return [*keys, *sequence, SEQUENCE_COLUMN, VALUE_KIND_COLUMN]
+
+
+def key_pass_bytes(task: CompactTask, run_rows: Sequence[int], batch_rows: int,
+                   buffer_bytes: int) -> int:
+    """What the keys' merge holds: per run (``run_rows``: its largest file's rows) a few
+    batches of ``batch_rows`` narrow rows and their file reader."""
+    schema = physical_arrow_schema(
+        physical_row_type(task.table.schema, key_value=True).project(narrow_columns(task)))
+    width = sum(value_width(field.type) for field in schema) + _ORIGIN_BYTES
+    return sum(_BATCHES_PER_RUN * min(batch_rows, max(1, rows)) * width
+               + file_reader_bytes(schema, rows, buffer_bytes) for rows in run_rows)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFirstLayout:
+    """How a key-first merge cuts its work: the merged rows a chunk holds, the rows a run's
+    batch holds, the narrow rows a step of the keys' merge sorts, and the groups of value
+    columns read together."""
+
+    chunk_rows: int
+    batch_rows: int
+    slice_rows: int
+    groups: tuple[tuple[str, ...], ...]
+
+
+def plan_key_first(schema: pa.Schema, narrow: Sequence[str], value_columns: Sequence[str],
+                   run_rows: Sequence[int], memory_bytes: int, buffer_bytes: int,
+                   batch_rows: int) -> KeyFirstLayout:
+    """The layout within ``memory_bytes``: half of it for a chunk of whole rows (read from
+    the groups' spill files and handed to the writer), half for reading a group of columns
+    from every run (``run_rows``: the rows of each run's largest file) at once, each run a
+    few batches of ``batch_rows`` and a file reader (``lsm.merge.spill.file_reader_bytes``),
+    and the chunk's columns of the group taken from them. A group holds one column at
+    least. A step of the keys' merge sorts a quarter of ``memory_bytes`` of ``narrow``
+    rows."""
+    widths = {field.name: value_width(field.type) for field in schema}
+    row_width = sum(widths.values()) + 1
+    chunk_rows = min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, memory_bytes // (4 * row_width)))
+    narrow_width = sum(widths[name] for name in narrow) + _ORIGIN_BYTES
+    slice_rows = min(SLICE_ROWS, max(MIN_CHUNK_ROWS, memory_bytes // (4 * narrow_width)))
+    half = memory_bytes // 2
+    groups: list[tuple[str, ...]] = []
+    group: list[str] = []
+    held = 0
+    for name in value_columns:
+        field = schema.field(name)
+        column = pa.schema([field])
+        cost = sum(_BATCHES_PER_RUN * min(batch_rows, max(1, rows)) * widths[name]
+                   + file_reader_bytes(column, rows, buffer_bytes) for rows in run_rows)
+        cost += 2 * chunk_rows * widths[name]
+        if group and held + cost > half:
+            groups.append(tuple(group))
+            group, held = [], 0
+        group.append(name)
+        held += cost
+    if group:
+        groups.append(tuple(group))
+    return KeyFirstLayout(chunk_rows, batch_rows, slice_rows, tuple(groups))
+
+
+def with_origin(batches: Iterator[pa.RecordBatch], run: int) -> Iterator[pa.RecordBatch]:
+    """The batches with each row's run and position in it (from 0) as two more columns."""
+    position = 0
+    for batch in batches:
+        count = batch.num_rows
+        yield pa.RecordBatch.from_arrays(
+            [*batch.columns, arrow_of(np.full(count, run, np.int32)),
+             arrow_of(np.arange(position, position + count, dtype=np.int64))],
+            names=[*batch.schema.names, RUN_COLUMN, POSITION_COLUMN])
+        position += count
+
+
+def merge_key_first(open_run: OpenRun, run_count: int, narrow_columns: Sequence[str],
+                    merge_keys: MergeKeys, layout: KeyFirstLayout,
+                    output_columns: Sequence[str], spills: SpillDirectory
+                    ) -> Iterator[pa.Table]:
+    """The merged rows of ``run_count`` runs (``open_run``), in key order, with
+    ``output_columns``: ``merge_keys`` reduces the runs' ``narrow_columns`` (each run
+    tagged with :func:`with_origin`), and the value columns of ``layout.groups`` are
+    gathered for its survivors. Spill files go to ``spills``."""
+    narrow = [with_origin(open_run(index, narrow_columns), index) for index in range(run_count)]
+    survivors = spills.spill(_rechunked(merge_keys(narrow), layout.chunk_rows))
+    if survivors.path is None or not layout.groups:
+        yield from _assembled(survivors, [], output_columns)
+        return
+    spilled = [spills.spill(_gathered(open_run, run_count, group, survivors))
+               for group in layout.groups[:-1]]
+    last = _gathered(open_run, run_count, layout.groups[-1], survivors)
+    yield from _assembled(survivors, [*(run.batches() for run in spilled), last],
+                          output_columns)
+
+
+def _rechunked(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """The rows of ``tables`` in tables of ``rows`` rows (the last one: the rest)."""
+    held: list[pa.Table] = []
+    count = 0
+    for table in tables:
+        held.append(table)
+        count += table.num_rows
+        while count >= rows:
+            whole = pa.concat_tables(held)
+            yield whole.slice(0, rows)
+            rest = whole.slice(rows)
+            held, count = [rest], rest.num_rows
+    if count:
+        yield pa.concat_tables(held)
+
+
+def _gathered(open_run: OpenRun, run_count: int, group: Sequence[str],
+              survivors: SpilledRun) -> Iterator[pa.Table]:
+    """Per chunk of ``survivors``, its rows' ``group`` columns, in its order."""
+    cursors = [_ValueCursor(open_run(index, group)) for index in range(run_count)]
+    for chunk in survivors.batches():
+        runs = np.asarray(chunk.column(RUN_COLUMN).to_numpy())
+        positions = np.asarray(chunk.column(POSITION_COLUMN).to_numpy())
+        order = np.argsort(runs, kind="stable")  # by run; within one, in position order
+        by_run = runs[order]
+        starts = np.flatnonzero(np.diff(by_run)) + 1
+        bounds = zip(np.concatenate(([0], starts)), np.append(starts, len(order)), strict=True)
+        pieces = [cursors[by_run[start]].take(positions[order[start:end]])
+                  for start, end in bounds]
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        yield concat(pieces).combine_chunks().take(arrow_of(inverse))
+
+
+class _ValueCursor:
+    """One run's batches of a group of columns, read front to back as positions are taken
+    (ascending across calls); the batches before the last position taken are let go."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch]) -> None:
+        self._batches = batches
+        self._held: list[pa.RecordBatch] = []
+        self._start = 0  # the position of the first held row
+        self._end = 0  # the position after the last held row
+
+    def take(self, positions: np.ndarray) -> pa.Table:
+        last = int(positions[-1])
+        while self._end <= last:
+            batch = next(self._batches, None)
+            if batch is None:
+                raise ValueError(f"a run ended at row {self._end} before row {last}: "
+                                 "its files changed between its reads")
+            self._held.append(batch)
+            self._end += batch.num_rows
+        pieces = []
+        offset = self._start
+        for batch in self._held:
+            low, high = np.searchsorted(positions, [offset, offset + batch.num_rows])
+            if high > low:
+                pieces.append(batch.take(arrow_of(positions[low:high] - offset)))
+            offset += batch.num_rows
+        while self._held and self._start + self._held[0].num_rows <= last + 1:
+            self._start += self._held.pop(0).num_rows
+        return concat(pieces)
+
+
+def _assembled(survivors: SpilledRun, groups: Sequence[Iterator[pa.Table | pa.RecordBatch]],
+               output_columns: Sequence[str]) -> Iterator[pa.Table]:
+    """Chunk by chunk, the survivors' narrow columns beside the groups' columns."""
+    for chunk in survivors.batches():
+        columns = dict(zip(chunk.schema.names, chunk.columns, strict=True))
+        for group in groups:
+            part = next(group)
+            columns.update(zip(part.schema.names, part.columns, strict=True))
+        yield pa.table([columns[name] for name in output_columns], names=list(output_columns))

@@ -1,0 +1,207 @@
+"""A bucket merged key first (``lsm.merge.key_first``: the keys' merge alone, then the
+survivors' value columns gathered group by group) writes the same rows, sequence numbers and
+row kinds, and counts the same rows, as the merge of whole rows, for every engine that picks
+rows by key: deduplicate (with -U/-D, with a sequence field, thin files), first-row and a
+deletion-vector table. The merge is
+forced onto narrow tables and cut as finely as it can be (a column per group, 4-row
+chunks), so that every run is read and taken from many times. Which tasks go key first, and
+how a layout is cut, are checked on their own."""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from support.pypaimon_tables import (
+    TableWriter,
+    build_pk_deduplicate,
+    build_pk_deletion_vectors,
+    build_pk_first_row,
+    build_pk_partial_update,
+    catalog_for,
+    seeded_rng,
+)
+
+from paimond.format.meta.manifest import ManifestEntry
+from paimond.lsm.merge import key_first
+from paimond.lsm.merge.key_first import KEY_FIRST_COLUMNS, merges_key_first, plan_key_first
+from paimond.lsm.merge.spill import file_reader_bytes, value_width
+from paimond.lsm.rewrite import execute_compaction, file_format_of
+from paimond.lsm.task import CompactResult, CompactTask
+from paimond.maintenance.compact.plan import plan_compaction
+from paimond.table.catalog import open_table
+from paimond.table.data_files.arrow_io import read_data_file
+from paimond.table.storage.interface import Storage, open_storage
+
+MOMENT = datetime.datetime(2026, 12, 1, 12)
+
+
+def _sequenced_thin(warehouse: str) -> Any:
+    """Deduplicate by a ``sequence.field`` (arriving out of order), thin data files, one
+    bucket, 8 overlapping commits."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64()),
+                        ("v", pa.string()), ("w", pa.float64())])
+    writer = TableWriter(catalog_for(warehouse), "db.sequenced", schema, primary_keys=("id",),
+                         options={"bucket": "1", "sequence.field": "ts",
+                                  "data-file.thin-mode": "true"})
+    for commit in range(8):
+        rng = seeded_rng(f"sequenced{commit}")
+        writer.commit([{"id": i, "ts": rng.randrange(50), "v": f"{commit}-{i}",
+                        "w": rng.random()} for i in sorted(rng.sample(range(400), 150))])
+    return type("Spec", (), {"name": "db.sequenced"})
+
+
+BUILDERS: dict[str, Callable[[str], Any]] = {
+    "deduplicate": build_pk_deduplicate, "first-row": build_pk_first_row,
+    "deletion vectors": build_pk_deletion_vectors, "sequence field, thin": _sequenced_thin,
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    root = tmp_path_factory.mktemp("key_first")
+    tables = {}
+    for kind, build in BUILDERS.items():
+        warehouse = root / kind.replace(" ", "_").replace(",", "")
+        tables[kind] = (warehouse, build(str(warehouse)).name)
+    return tables
+
+
+def _rows(storage: Storage, task: CompactTask, entries: tuple[ManifestEntry, ...]) -> pa.Table:
+    """The rows of ``entries``' files, every column, in file order."""
+    batches = []
+    for entry in entries:
+        meta = entry.file
+        path = meta.external_path or storage.join(task.directory, meta.file_name)
+        batches += read_data_file(storage, path, file_format=file_format_of(meta.file_name),
+                                  file_schema=task.table.schema_of(meta.schema_id),
+                                  read_schema=task.table.schema, key_value=True,
+                                  file_size=meta.file_size)
+    return pa.Table.from_batches(batches) if batches else pa.table({})
+
+
+def _compact(warehouse: Path, name: str, copy: Path, **bound: int
+             ) -> list[tuple[CompactResult, pa.Table]]:
+    shutil.copytree(warehouse, copy)
+    storage = open_storage(str(copy))
+    table = open_table(storage, str(copy), name)
+    tasks = plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks
+    assert tasks
+    return [(result, _rows(storage, task, result.added))
+            for task in sorted(tasks, key=lambda t: (t.partition_text or "", t.bucket))
+            for result in [execute_compaction(task, storage, now_millis=lambda: 0,
+                                              batch_rows=16, **bound)]]
+
+
+@pytest.mark.parametrize("kind", sorted(BUILDERS))
+def test_a_key_first_merge_writes_what_the_merge_of_whole_rows_writes(
+        kind: str, built: dict[str, tuple[Path, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    warehouse, name = built[kind]
+    whole = _compact(warehouse, name, tmp_path / "whole")
+    spills = tmp_path / "spills"
+    spills.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spills))
+    monkeypatch.setattr(key_first, "KEY_FIRST_COLUMNS", 1)  # every table is wide enough
+    monkeypatch.setattr(key_first, "MIN_CHUNK_ROWS", 4)
+    layouts: list[key_first.KeyFirstLayout] = []
+    real_plan = key_first.plan_key_first
+
+    def planned(*args: Any) -> key_first.KeyFirstLayout:
+        layouts.append(real_plan(*args))
+        return layouts[-1]
+
+    monkeypatch.setattr("paimond.lsm.rewrite.plan_key_first", planned)
+    # the least memory there is: a column per group, the smallest chunks and merge steps
+    first = _compact(warehouse, name, tmp_path / "key_first", key_first_bytes=1)
+    assert layouts and all(len(g) == 1 for layout in layouts for g in layout.groups)
+    assert all(layout.chunk_rows == 4 and layout.slice_rows == 4 for layout in layouts)
+    assert max(r.rows_written for r, _ in first) > 4  # more than one chunk
+    assert len(whole) == len(first)
+    for (one, rows), (other, rows_k) in zip(whole, first, strict=True):
+        assert (one.rows_read, one.rows_written, one.rows_expired, one.rows_superseded) == \
+            (other.rows_read, other.rows_written, other.rows_expired, other.rows_superseded)
+        assert (one.files_rewritten, one.files_upgraded) == \
+            (other.files_rewritten, other.files_upgraded)
+        assert rows_k.equals(rows)
+    assert not list(spills.iterdir())  # every spill directory deleted
+
+
+def _wide_task(tmp_path: Path, columns: int, options: dict[str, str]) -> CompactTask:
+    fields = [pa.field("id", pa.int64(), nullable=False)]
+    fields += [pa.field(f"c{i}", pa.int32()) for i in range(columns - 1)]
+    schema = pa.schema(fields)
+    writer = TableWriter(catalog_for(str(tmp_path)), "db.wide", schema, primary_keys=("id",),
+                         options={"bucket": "1"} | options)
+    for commit in range(2):
+        writer.commit([{"id": i, **{f"c{c}": commit for c in range(columns - 1)}}
+                       for i in range(10)])
+    table = open_table(open_storage(str(tmp_path)), str(tmp_path), "db.wide")
+    tasks = plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks
+    assert len(tasks) == 1
+    return tasks[0]
+
+
+@pytest.mark.parametrize(("columns", "options", "expected"), [
+    (KEY_FIRST_COLUMNS, {}, True),
+    (KEY_FIRST_COLUMNS, {"merge-engine": "first-row"}, True),
+    (KEY_FIRST_COLUMNS - 4, {}, False),  # + _KEY_id, _SEQUENCE_NUMBER, _VALUE_KIND: 63
+    (KEY_FIRST_COLUMNS, {"merge-engine": "partial-update"}, False),  # combines values
+    (KEY_FIRST_COLUMNS, {"changelog-producer": "lookup"}, False),  # changelog needs them
+], ids=["deduplicate", "first-row", "narrower", "partial-update", "lookup changelog"])
+def test_wide_tables_whose_engine_picks_rows_by_key_merge_key_first(
+        columns: int, options: dict[str, str], expected: bool, tmp_path: Path) -> None:
+    assert merges_key_first(_wide_task(tmp_path, columns, options)) is expected
+
+
+def test_partial_update_is_never_merged_key_first(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(key_first, "KEY_FIRST_COLUMNS", 1)
+    spec = build_pk_partial_update(str(tmp_path))
+    table = open_table(open_storage(str(tmp_path)), str(tmp_path), spec.name)
+    tasks = plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks
+    assert tasks and not any(merges_key_first(task) for task in tasks)
+
+
+SCHEMA = pa.schema([("_KEY_id", pa.int64()), ("_SEQUENCE_NUMBER", pa.int64()),
+                    ("_VALUE_KIND", pa.int8()), *((f"c{i}", pa.int64()) for i in range(40)),
+                    *((f"s{i}", pa.string()) for i in range(10))])
+NARROW = ["_KEY_id", "_SEQUENCE_NUMBER", "_VALUE_KIND"]
+VALUES = [name for name in SCHEMA.names if name not in NARROW]
+
+
+def _group_bytes(group: tuple[str, ...], run_rows: list[int], batch_rows: int,
+                 chunk_rows: int) -> int:
+    """What reading ``group`` holds, as the layout's doc says: per run three batches and a
+    file reader per column, and the chunk's columns twice."""
+    total = 0
+    for name in group:
+        width = value_width(SCHEMA.field(name).type)
+        total += sum(3 * min(batch_rows, rows) * width
+                     + file_reader_bytes(pa.schema([SCHEMA.field(name)]), rows, 65536)
+                     for rows in run_rows)
+        total += 2 * chunk_rows * width
+    return total
+
+
+@pytest.mark.parametrize("memory_mb", [1, 16, 64, 4096])
+def test_a_layout_puts_every_value_column_in_one_group_within_half_the_memory(
+        memory_mb: int) -> None:
+    run_rows = [20000] * 12
+    layout = plan_key_first(SCHEMA, NARROW, VALUES, run_rows, memory_mb << 20, 65536, 8192)
+    assert [name for group in layout.groups for name in group] == VALUES
+    for group in layout.groups:
+        held = _group_bytes(group, run_rows, 8192, layout.chunk_rows)
+        assert len(group) == 1 or held <= (memory_mb << 20) // 2, (group, held)
+    row_width = sum(value_width(field.type) for field in SCHEMA) + 1
+    assert layout.chunk_rows * row_width * 4 <= max(memory_mb << 20, 1024 * row_width * 4)
+    if memory_mb == 4096:
+        assert len(layout.groups) == 1 and layout.chunk_rows == key_first.MAX_CHUNK_ROWS
+    if memory_mb == 1:
+        assert len(layout.groups) == len(VALUES) and layout.chunk_rows == 1024
