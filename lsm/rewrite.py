@@ -89,7 +89,7 @@ from paimond.table.data_files.kv_layout import (
     retract_mask,
     thin_mode,
 )
-from paimond.table.data_files.parquet_groups import read_buffer_bytes
+from paimond.table.data_files.parquet_groups import FooterCache, read_buffer_bytes
 from paimond.table.options.merge import MergeConfig
 from paimond.table.storage.interface import Storage
 
@@ -190,6 +190,8 @@ class _BucketRewrite:
         # task's merges take whole rows
         self.key_first_bytes = (key_first_bytes or KEY_FIRST_BYTES) \
             if merges_key_first(task) else None
+        # a key-first merge reads each file again per group of columns: its footer once
+        self.footers: FooterCache | None = {} if self.key_first_bytes is not None else None
 
     # ------------------------------------------------------------- reading
 
@@ -202,7 +204,7 @@ class _BucketRewrite:
                               file_schema=self.task.table.schema_of(meta.schema_id),
                               read_schema=self.schema, key_value=True,
                               batch_rows=self.batch_rows, projection=projection,
-                              file_size=meta.file_size)
+                              file_size=meta.file_size, footers=self.footers)
 
     def _read(self, meta: DataFileMeta, projection: Sequence[str] | None = None
               ) -> Iterator[pa.RecordBatch]:

@@ -30,6 +30,7 @@ from paimond.maintenance.compact.memory import (
     MemoryBudget,
     TaskMemory,
     fit_batch_rows,
+    unbudgeted_decay_ms,
     use_returning_memory_pool,
 )
 from paimond.table.commit.job_records import JobJournal
@@ -58,7 +59,7 @@ def _run_task(task: CompactTask, batch_rows: int, clock: Clock,
     """Worker entry point: reopens the table's storage from the task (process pools share
     nothing); ``clock`` (the driver's, as data) stamps the files' creation time; ``journal``
     notes each file in the job's record before it is written."""
-    use_returning_memory_pool(memory.decay_ms if memory else 0)
+    use_returning_memory_pool(memory.decay_ms if memory else unbudgeted_decay_ms(task))
     try:
         storage = task.table.location.open()
         if journal is not None:

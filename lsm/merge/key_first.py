@@ -54,7 +54,7 @@ KEY_FIRST_ENGINES = ("deduplicate", "first-row")
 # Tables with this many physical columns or more are merged key first.
 KEY_FIRST_COLUMNS = 64
 # What a key-first merge holds at once without a memory budget.
-KEY_FIRST_BYTES = 512 << 20
+KEY_FIRST_BYTES = 1 << 30
 MIN_KEY_FIRST_BYTES = 4 << 20
 MIN_CHUNK_ROWS = 1024
 MAX_CHUNK_ROWS = 32768
@@ -195,25 +195,28 @@ def _rechunked(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
 
 def _gathered(open_run: OpenRun, run_count: int, group: Sequence[str],
               survivors: SpilledRun) -> Iterator[pa.Table]:
-    """Per chunk of ``survivors``, its rows' ``group`` columns, in its order."""
+    """Per chunk of ``survivors``, its rows' ``group`` columns, in its order: each run's
+    held rows from the first to the last position the chunk takes of it, side by side, and
+    one take from them all."""
     cursors = [_ValueCursor(open_run(index, group)) for index in range(run_count)]
     for chunk in survivors.batches():
         runs = np.asarray(chunk.column(RUN_COLUMN).to_numpy())
         positions = np.asarray(chunk.column(POSITION_COLUMN).to_numpy())
-        order = np.argsort(runs, kind="stable")  # by run; within one, in position order
-        by_run = runs[order]
-        starts = np.flatnonzero(np.diff(by_run)) + 1
-        bounds = zip(np.concatenate(([0], starts)), np.append(starts, len(order)), strict=True)
-        pieces = [cursors[by_run[start]].take(positions[order[start:end]])
-                  for start, end in bounds]
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        yield concat(pieces).combine_chunks().take(arrow_of(inverse))
+        first = np.full(run_count, np.iinfo(np.int64).max, np.int64)
+        last = np.full(run_count, -1, np.int64)
+        np.minimum.at(first, runs, positions)
+        np.maximum.at(last, runs, positions)
+        taken = np.flatnonzero(last >= 0)
+        windows = [cursors[run].window(int(first[run]), int(last[run])) for run in taken]
+        starts = np.zeros(run_count, np.int64)
+        starts[taken] = np.cumsum([0, *(w.num_rows for w in windows[:-1])])
+        rows = concat(windows)
+        yield rows.take(arrow_of(starts[runs] + positions - first[runs]))
 
 
 class _ValueCursor:
-    """One run's batches of a group of columns, read front to back as positions are taken
-    (ascending across calls); the batches before the last position taken are let go."""
+    """One run's batches of a group of columns, read front to back as windows of positions
+    are asked for (ascending across calls); the rows before a window's end are let go."""
 
     def __init__(self, batches: Iterator[pa.RecordBatch]) -> None:
         self._batches = batches
@@ -221,8 +224,8 @@ class _ValueCursor:
         self._start = 0  # the position of the first held row
         self._end = 0  # the position after the last held row
 
-    def take(self, positions: np.ndarray) -> pa.Table:
-        last = int(positions[-1])
+    def window(self, first: int, last: int) -> pa.Table:
+        """The rows at positions ``first`` to ``last``, both included."""
         while self._end <= last:
             batch = next(self._batches, None)
             if batch is None:
@@ -233,9 +236,9 @@ class _ValueCursor:
         pieces = []
         offset = self._start
         for batch in self._held:
-            low, high = np.searchsorted(positions, [offset, offset + batch.num_rows])
+            low, high = max(first, offset), min(last + 1, offset + batch.num_rows)
             if high > low:
-                pieces.append(batch.take(arrow_of(positions[low:high] - offset)))
+                pieces.append(batch.slice(low - offset, high - low))
             offset += batch.num_rows
         while self._held and self._start + self._held[0].num_rows <= last + 1:
             self._start += self._held.pop(0).num_rows

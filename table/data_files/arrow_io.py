@@ -46,7 +46,7 @@ from paimond.table.data_files.kv_layout import (
     physical_row_type,
     thin_mode,
 )
-from paimond.table.data_files.parquet_groups import read_parquet_batches
+from paimond.table.data_files.parquet_groups import FooterCache, read_parquet_batches
 from paimond.table.indexes.file_index_writer import DataFileIndexWriter, PlacedIndex
 from paimond.table.options.core import TableOptions
 from paimond.table.storage.interface import Storage
@@ -67,8 +67,8 @@ def file_format_for_level(options: TableOptions, level: int) -> str:
 def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema: TableSchema,
                    read_schema: TableSchema, key_value: bool, batch_rows: int = 65536,
                    projection: Sequence[str] | None = None, row_tracking: bool = False,
-                   file_row_tracking: bool = False, file_size: int | None = None
-                   ) -> Iterator[pa.RecordBatch]:
+                   file_row_tracking: bool = False, file_size: int | None = None,
+                   footers: FooterCache | None = None) -> Iterator[pa.RecordBatch]:
     """Batches of a data file written under ``file_schema`` in ``read_schema``'s physical
     layout (``projection``: the physical column names wanted, in that order). With
     ``row_tracking`` an append file's batches end with nullable ``_ROW_ID`` and
@@ -77,7 +77,8 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
 
     Streams: Parquet row groups (small ones decoded whole, :mod:`paimond.table.data_files.parquet_groups`),
     ORC stripes and Avro blocks are read one at a time. ``file_size``: the size its manifest
-    entry records (an object store then skips the HEAD before the first read).
+    entry records (an object store then skips the HEAD before the first read). ``footers``:
+    a Parquet file's parsed footer is taken from there, or kept there, by path.
     Raises CorruptFileError for a file that does not parse, UnsupportedError for a type
     change Arrow cannot cast."""
     file_row = physical_row_type(file_schema, key_value=key_value,
@@ -98,7 +99,7 @@ def read_data_file(storage: Storage, path: str, *, file_format: str, file_schema
         if not file_subset.fields:  # every read column is new: count rows from any column
             file_subset = RowType(fields=file_row.fields[:1])
         if file_format == "parquet":
-            batches = read_parquet_batches(stream, file_subset, batch_rows)
+            batches = read_parquet_batches(stream, file_subset, batch_rows, footers, path)
         else:
             batches = read_format_batches(
                 file_format, stream, file_row, file_subset, path=path,
