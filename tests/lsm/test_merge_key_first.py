@@ -5,7 +5,8 @@ rows by key: deduplicate (with -U/-D, with a sequence field, thin files), first-
 deletion-vector table. The merge is
 forced onto narrow tables and cut as finely as it can be (a column per group, 4-row
 chunks), so that every run is read and taken from many times. Which tasks go key first, and
-how a layout is cut, are checked on their own."""
+how a layout is cut and what the memory budget gives a key-first task, are checked on their
+own."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ from paimond.lsm.merge.key_first import KEY_FIRST_COLUMNS, merges_key_first, pla
 from paimond.lsm.merge.spill import file_reader_bytes, value_width
 from paimond.lsm.rewrite import execute_compaction, file_format_of
 from paimond.lsm.task import CompactResult, CompactTask
+from paimond.maintenance.compact.memory import (
+    LARGE_BUDGET_DECAY_MS,
+    MIN_BATCH_ROWS,
+    fit_batch_rows,
+    unbudgeted_decay_ms,
+)
 from paimond.maintenance.compact.plan import plan_compaction
 from paimond.table.catalog import open_table
 from paimond.table.data_files.arrow_io import read_data_file
@@ -205,3 +212,23 @@ def test_a_layout_puts_every_value_column_in_one_group_within_half_the_memory(
         assert len(layout.groups) == 1 and layout.chunk_rows == key_first.MAX_CHUNK_ROWS
     if memory_mb == 1:
         assert len(layout.groups) == len(VALUES) and layout.chunk_rows == 1024
+
+
+def test_a_key_first_task_merges_in_what_the_budget_leaves_beside_the_writer(
+        tmp_path: Path) -> None:
+    task = _wide_task(tmp_path, KEY_FIRST_COLUMNS, {})
+    assert unbudgeted_decay_ms(task) == LARGE_BUDGET_DECAY_MS
+    roomy = fit_batch_rows(task, 32768, 600 << 20)
+    assert roomy.max_runs is None and roomy.reading_bytes is None  # no run is spilled
+    assert roomy.batch_rows == 32768 and roomy.estimate_bytes == 600 << 20
+    assert 0 < roomy.key_first_bytes < 600 << 20  # type: ignore[operator]
+    assert fit_batch_rows(task, 32768, 64 << 30).key_first_bytes == key_first.KEY_FIRST_BYTES
+    tight = fit_batch_rows(task, 32768, 8 << 20)  # less than the fixed part alone
+    assert tight.key_first_bytes == key_first.MIN_KEY_FIRST_BYTES
+    run_rows = [e.file.row_count for e in task.inputs]
+    assert key_first.key_pass_bytes(task, run_rows, tight.batch_rows, 65536) \
+        <= key_first.MIN_KEY_FIRST_BYTES // 2 or tight.batch_rows == MIN_BATCH_ROWS
+
+
+def test_a_narrow_task_returns_freed_memory_at_once_without_a_budget(tmp_path: Path) -> None:
+    assert unbudgeted_decay_ms(_wide_task(tmp_path, 8, {})) == 0

@@ -386,9 +386,9 @@ def test_a_key_and_its_value_column_are_decoded_once(storage: Storage,
     decoded: list[list[str]] = []
     real = data_files.read_parquet_batches
 
-    def recording(source: Any, columns: RowType, batch_rows: int) -> Any:
+    def recording(source: Any, columns: RowType, batch_rows: int, *footers: Any) -> Any:
         decoded.append(list(columns.field_names))
-        return real(source, columns, batch_rows)
+        return real(source, columns, batch_rows, *footers)
 
     monkeypatch.setattr(data_files, "read_parquet_batches", recording)
     assert read_all(storage, meta, schema, key_value=True).equals(pa.Table.from_batches([batch]))
