@@ -32,9 +32,8 @@ key once and the sampled keys carry the values their last commit wrote.
 commit holds a key once). ``--pyc`` as in ``bench/compact_process.py``; with ``cached`` the
 untimed round that fills the byte-code cache runs on a 1,000-row table of the same columns.
 Develop with ``--rows 50000 --columns 100`` (about a minute in all). The default size is big:
-building it takes ~8 minutes (4.5 GB of Parquet, 2.4M rows), each process reads all of it
-(paimond ~2 CPU minutes, the rewrite ~3) and paimond's peak RSS passed 10 GB there; ``--rows
-300000`` keeps it near 4 GB.
+building it takes ~8 minutes (4.5 GB of Parquet, 2.4M rows) and each process reads all of it
+(the rewrite ~3 CPU minutes); ``--rows 300000`` keeps it near 1.4 GB of Parquet.
 """
 
 from __future__ import annotations
