@@ -34,7 +34,7 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
@@ -60,6 +60,7 @@ from paimond.lsm.merge.changelog import (
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.key_first import (
     KEY_FIRST_BYTES,
+    RunBatches,
     merge_key_first,
     merges_key_first,
     narrow_columns,
@@ -478,15 +479,14 @@ class _BucketRewrite:
                                 self.key_first_bytes, self.read_buffer, self.batch_rows)
 
         with contextlib.ExitStack() as stack:
-            def open_run(index: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+            def open_run(index: int, columns: Sequence[str]) -> RunBatches:
                 if index == len(runs):
                     assert superseded is not None
-                    return iter(superseded.select(list(columns)).to_batches(
-                        max_chunksize=layout.batch_rows))
+                    return _batches_of(superseded.select(list(columns)), layout.batch_rows)
                 # the narrow read is the one whose expired rows are counted
                 expired = list(columns) == narrow
                 read = prefetch.run(self._run_batches(runs[index], columns, expired))
-                stack.callback(read.close)
+                stack.callback(read.close)  # on an error
                 return read
 
             def merge_keys(inputs: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.Table]:
@@ -583,6 +583,10 @@ def execute_compaction(task: CompactTask, storage: Storage, *,
 
 def _groups(items: Sequence[_Item], size: int) -> list[Sequence[_Item]]:
     return [items[start:start + size] for start in range(0, len(items), size)]
+
+
+def _batches_of(table: pa.Table, batch_rows: int) -> Generator[pa.RecordBatch, None, None]:
+    yield from table.to_batches(max_chunksize=batch_rows)
 
 
 def _discard(batch: pa.RecordBatch) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -61,8 +62,20 @@ MAX_CHUNK_ROWS = 32768
 _BATCHES_PER_RUN = 3  # the batch taken from, the one decoded ahead and a row group's rest
 _ORIGIN_BYTES = 12  # a row's run (int32) and position (int64)
 
-# A run's batches of ``columns`` (physical names, in that order), front to back.
-OpenRun = Callable[[int, Sequence[str]], Iterator[pa.RecordBatch]]
+
+
+class RunBatches(Protocol):
+    """A run's batches, front to back; ``close`` lets its file and read-ahead go."""
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]: ...
+
+    def __next__(self) -> pa.RecordBatch: ...
+
+    def close(self) -> None: ...
+
+
+# A run's batches of ``columns`` (physical names, in that order).
+OpenRun = Callable[[int, Sequence[str]], RunBatches]
 # The narrow runs merged and reduced into key-ordered tables.
 MergeKeys = Callable[[list[Iterator[pa.RecordBatch]]], Iterator[pa.Table]]
 
@@ -165,8 +178,12 @@ def merge_key_first(open_run: OpenRun, run_count: int, narrow_columns: Sequence[
     ``output_columns``: ``merge_keys`` reduces the runs' ``narrow_columns`` (each run
     tagged with :func:`with_origin`), and the value columns of ``layout.groups`` are
     gathered for its survivors. Spill files go to ``spills``."""
-    narrow = [with_origin(open_run(index, narrow_columns), index) for index in range(run_count)]
-    survivors = spills.spill(_rechunked(merge_keys(narrow), layout.chunk_rows))
+    opened = [open_run(index, narrow_columns) for index in range(run_count)]
+    try:
+        narrow = [with_origin(run, index) for index, run in enumerate(opened)]
+        survivors = spills.spill(_rechunked(merge_keys(narrow), layout.chunk_rows))
+    finally:
+        _close(opened)
     if survivors.path is None or not layout.groups:
         yield from _assembled(survivors, [], output_columns)
         return
@@ -195,10 +212,24 @@ def _rechunked(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
 
 def _gathered(open_run: OpenRun, run_count: int, group: Sequence[str],
               survivors: SpilledRun) -> Iterator[pa.Table]:
-    """Per chunk of ``survivors``, its rows' ``group`` columns, in its order: each run's
-    held rows from the first to the last position the chunk takes of it, side by side, and
-    one take from them all."""
-    cursors = [_ValueCursor(open_run(index, group)) for index in range(run_count)]
+    """Per chunk of ``survivors``, its rows' ``group`` columns, in its order."""
+    opened = [open_run(index, group) for index in range(run_count)]
+    try:
+        yield from _taken(opened, survivors)
+    finally:  # a run's batch read ahead is let go with the group, not with the merge
+        _close(opened)
+
+
+def _close(runs: Sequence[RunBatches]) -> None:
+    for run in runs:
+        run.close()
+
+
+def _taken(opened: Sequence[RunBatches], survivors: SpilledRun) -> Iterator[pa.Table]:
+    """Per chunk, each run's rows from the first to the last position the chunk takes of
+    it, side by side, and one take from them all."""
+    run_count = len(opened)
+    cursors = [_ValueCursor(run) for run in opened]
     for chunk in survivors.batches():
         runs = np.asarray(chunk.column(RUN_COLUMN).to_numpy())
         positions = np.asarray(chunk.column(POSITION_COLUMN).to_numpy())
