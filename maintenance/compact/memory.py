@@ -16,7 +16,10 @@ A task that does not fit the budget at the default batch size runs with smaller 
 (:func:`fit_batch_rows`, halving down to :data:`MIN_BATCH_ROWS`) until everything but its
 runs' readers fits with the largest one of them; its runs' readers then get what is left
 (``TaskMemory.reading_bytes``): the runs past it are read beforehand, one at a time, into
-local spill files (``lsm.merge.spill``). A task that does not fit even then runs alone.
+local spill files (``lsm.merge.spill``). A task that does not fit even then runs alone. A
+wide table's task that merges key first (``lsm.merge.key_first``) holds no batch of whole
+rows per run: it gets what the budget leaves beside its fixed part and its writer, and cuts
+its work to fit that.
 :class:`MemoryBudget` is shared by every job of a process (the daemon's tables all draw from
 one), so the budget bounds the tasks running at once, not each job.
 """

@@ -6,11 +6,15 @@ deletion-vector table. The merge is
 forced onto narrow tables and cut as finely as it can be (a column per group, 4-row
 chunks), so that every run is read and taken from many times. Which tasks go key first, and
 how a layout is cut and what the memory budget gives a key-first task, are checked on their
-own."""
+own. A table wide enough to merge key first by itself (80 columns), compacted by the job, reads
+as an independent model says in pypaimon and in every Java release."""
 
 from __future__ import annotations
 
 import datetime
+import json
+import os
+import random
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -19,6 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.java_reader import unavailable_reason
+from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import (
     TableWriter,
     build_pk_deduplicate,
@@ -29,12 +35,14 @@ from support.pypaimon_tables import (
     seeded_rng,
 )
 
+from paimond.clock import Clock
 from paimond.format.meta.manifest import ManifestEntry
 from paimond.lsm.merge import key_first
 from paimond.lsm.merge.key_first import KEY_FIRST_COLUMNS, merges_key_first, plan_key_first
 from paimond.lsm.merge.spill import file_reader_bytes, value_width
 from paimond.lsm.rewrite import execute_compaction, file_format_of
 from paimond.lsm.task import CompactResult, CompactTask
+from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.compact.memory import (
     LARGE_BUDGET_DECAY_MS,
     MIN_BATCH_ROWS,
@@ -232,3 +240,59 @@ def test_a_key_first_task_merges_in_what_the_budget_leaves_beside_the_writer(
 
 def test_a_narrow_task_returns_freed_memory_at_once_without_a_budget(tmp_path: Path) -> None:
     assert unbudgeted_decay_ms(_wide_task(tmp_path, 8, {})) == 0
+
+
+@pytest.fixture
+def java_readers_here(request: pytest.FixtureRequest) -> list[Any]:
+    """A Java reader of each release where Java can run (always under CI=true, where a
+    missing one fails); none where there is no JDK."""
+    if unavailable_reason() is not None and os.environ.get("CI", "").lower() != "true":
+        return []
+    return request.getfixturevalue("java_readers").every()
+
+
+WIDE_COLUMNS = 80  # id and 79 values, int64 and string in turn, nullable
+
+
+def _wide_values(rng: random.Random, commit: int, key: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"id": key}
+    for column in range(WIDE_COLUMNS - 1):
+        value = None if rng.random() < 0.1 else rng.randrange(-10**12, 10**12)
+        row[f"c{column}"] = value if column % 2 or value is None else f"{commit}:{value}"
+    return row
+
+
+@pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"},
+                                     {"merge-engine": "first-row"}],
+                         ids=["deduplicate", "deletion vectors", "first-row"])
+def test_java_and_pypaimon_read_a_wide_table_merged_key_first_as_its_model_says(
+        options: dict[str, str], tmp_path: Path, java_readers_here: list[Any]) -> None:
+    fields = [pa.field("id", pa.int64(), nullable=False)]
+    fields += [pa.field(f"c{c}", pa.int64() if c % 2 else pa.string())
+               for c in range(WIDE_COLUMNS - 1)]
+    warehouse = str(tmp_path / "wh")
+    writer = TableWriter(catalog_for(warehouse), "db.wide", pa.schema(fields),
+                         primary_keys=("id",), options={"bucket": "1"} | options)
+    first_row = options.get("merge-engine") == "first-row"
+    model: dict[int, dict[str, Any]] = {}
+    for commit in range(6):
+        rng = seeded_rng(f"wide{commit}")
+        rows = [_wide_values(rng, commit, key) for key in sorted(rng.sample(range(3000), 1200))]
+        writer.commit(rows)
+        for row in rows:
+            if first_row:
+                model.setdefault(row["id"], row)
+            else:
+                model[row["id"]] = row
+    table = open_table(open_storage(warehouse), warehouse, "db.wide")
+    tasks = plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks
+    assert tasks and all(merges_key_first(task) for task in tasks)
+    summary = CompactJob(table, clock=Clock(fixed_ms=0), full=True, use_processes=False).run()
+    assert sum(r.rows_read for r in summary.results) == 6 * 1200
+    expected = [model[key] for key in sorted(model)]
+    assert read_rows(warehouse, "db.wide").to_pylist() == expected
+    names = [field.name for field in fields]
+    for reader in java_readers_here:
+        rows = reader.read_rows(table.path)
+        assert sorted((json.loads(r) for r in rows), key=lambda r: r[0]) == \
+            [[row[name] for name in names] for row in expected], reader.release
