@@ -74,11 +74,7 @@ from paimond.lsm.merge.spill import (
     file_reader_bytes,
     plan_run_reading,
 )
-from paimond.lsm.merge.streaming import (
-    SLICE_ROWS,
-    VALUE_KIND_COLUMN,
-    merge_sorted_runs,
-)
+from paimond.lsm.merge.streaming import SLICE_ROWS, VALUE_KIND_COLUMN, merge_sorted_runs
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files.arrow_io import RollingDataFileWriter, file_format_for_level, read_data_file

@@ -30,8 +30,10 @@ EAGER_BATCHES = 4
 READ_BUFFER_BYTES = 256 << 10
 LOCAL_READ_BUFFER_BYTES = 64 << 10
 # Parsed footers by file, kept by a reader that opens the same files again for other columns
-# (a 500-column file's footer costs about 2.5 ms to parse).
+# (a 500-column file's footer costs about 2.5 ms to parse), at most KEPT_FOOTERS of them (one
+# of 500 columns holds ~150 KB).
 FooterCache: TypeAlias = MutableMapping[str, pq.FileMetaData]
+KEPT_FOOTERS = 256
 
 
 def read_buffer_bytes(root: str) -> int:
@@ -74,7 +76,7 @@ def _batches(source: BinaryIO | pa.NativeFile, columns: RowType, batch_rows: int
     # pre_buffer off, as pyarrow < 20 had it: pre-buffering reads each column chunk whole before
     # decoding (about the compressed row group per open file: +6 MB per run of a merge)
     parquet = pq.ParquetFile(source, buffer_size=buffer_bytes, pre_buffer=False, metadata=known)
-    if footers is not None and known is None:
+    if footers is not None and known is None and len(footers) < KEPT_FOOTERS:
         footers[path] = parquet.metadata
     present = set(parquet.schema_arrow.names)
     names = [n for n in columns.field_names if n in present]
