@@ -1,6 +1,7 @@
 """Parquet reads by row group: small groups decoded whole and cut into batches, large ones
 streamed, give the rows pyarrow's own reader gives, in order, in batches of at most
-``batch_rows`` rows; a column the file lacks reads as null."""
+``batch_rows`` rows; a column the file lacks reads as null. A footer kept for a file that is
+read again is not read again, and footers are kept only within their bound."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from paimond.format.types.data_types import BigIntType, DataField, DoubleType, RowType, VarCharType
+from paimond.table.data_files import parquet_groups
 from paimond.table.data_files.kv_layout import physical_arrow_schema
 from paimond.table.data_files.parquet_groups import EAGER_BATCHES, read_parquet_batches
 
@@ -104,3 +106,24 @@ def test_a_python_stream_is_read_as_it_is(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(pa, "OSFile", no_osfile)
     got = pa.Table.from_batches(list(read_parquet_batches(io.BytesIO(data), COLUMNS, 64)))
     assert got.column("d").to_pylist() == expected.column("d").to_pylist()
+
+
+def test_a_kept_footer_is_read_once_and_footers_are_kept_within_their_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    data, expected = _file([120, 30], seed=4)
+    footers: dict[str, pq.FileMetaData] = {}
+    columns = RowType(fields=(COLUMNS.fields[0],))
+    first = pa.Table.from_batches(list(read_parquet_batches(
+        io.BytesIO(data), columns, 64, footers, "a.parquet")))
+    assert list(footers) == ["a.parquet"] and footers["a.parquet"].num_row_groups == 2
+    # read again, its footer is taken from what was kept, not from the file's end
+    truncated = data[:-8] + b"\0" * 8  # a footer read from the file would not parse
+    again = pa.Table.from_batches(list(read_parquet_batches(
+        io.BytesIO(truncated), COLUMNS, 64, footers, "a.parquet")))
+    assert again.column("k").equals(first.column("k"))
+    assert again.column("s").to_pylist() == expected.column("s").to_pylist()
+    with pytest.raises(Exception, match="[Pp]arquet|magic"):
+        list(read_parquet_batches(io.BytesIO(truncated), COLUMNS, 64))
+    monkeypatch.setattr(parquet_groups, "KEPT_FOOTER_CHUNKS", 3 * 2)  # a footer: 3 columns x 2
+    list(read_parquet_batches(io.BytesIO(data), columns, 64, footers, "b.parquet"))
+    assert list(footers) == ["a.parquet"]  # b's would pass the bound
