@@ -52,6 +52,9 @@ RUN_COLUMN = "_PAIMOND_RUN"
 POSITION_COLUMN = "_PAIMOND_POSITION"
 # The engines that pick whole rows by key, sequence and kind (the others combine values).
 KEY_FIRST_ENGINES = ("deduplicate", "first-row")
+# Formats that read a group of columns without decoding the others (Avro decodes whole rows,
+# so every group would cost a full read).
+COLUMNAR_FORMATS = ("parquet", "orc")
 # Tables with this many physical columns or more are merged key first.
 KEY_FIRST_COLUMNS = 64
 # What a key-first merge holds at once without a memory budget.
@@ -83,10 +86,13 @@ MergeKeys = Callable[[list[Iterator[pa.RecordBatch]]], Iterator[pa.Table]]
 def merges_key_first(task: CompactTask) -> bool:
     """Whether the task's merges go key first: a wide table whose engine picks rows by key,
     sequence and kind alone, merged without changelog (changelog rows carry the values
-    before and after)."""
+    before and after), from files of columnar formats only."""
     schema = task.table.schema
     engine = MergeConfig.of(schema).engine
     if engine not in KEY_FIRST_ENGINES or changelog_mode_of(task, engine)[0] is not None:
+        return False
+    if any(entry.file.file_name.rsplit(".", 1)[-1].lower() not in COLUMNAR_FORMATS
+           for entry in task.inputs):
         return False
     return len(physical_row_type(schema, key_value=True).fields) >= KEY_FIRST_COLUMNS
 

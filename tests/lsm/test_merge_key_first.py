@@ -1,8 +1,8 @@
 """A bucket merged key first (``lsm.merge.key_first``: the keys' merge alone, then the
 survivors' value columns gathered group by group) writes the same rows, sequence numbers and
 row kinds, and counts the same rows, as the merge of whole rows, for every engine that picks
-rows by key: deduplicate (with -U/-D, with a sequence field, thin files), first-row and a
-deletion-vector table. The merge is
+rows by key: deduplicate (with -U/-D, with a sequence field, thin files, ORC files),
+first-row and a deletion-vector table. The merge is
 forced onto narrow tables and cut as finely as it can be (a column per group, 4-row
 chunks), so that every run is read and taken from many times. Which tasks go key first, and
 how a layout is cut and what the memory budget gives a key-first task, are checked on their
@@ -28,6 +28,7 @@ from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import (
     TableWriter,
     build_pk_deduplicate,
+    build_pk_deduplicate_orc,
     build_pk_deletion_vectors,
     build_pk_first_row,
     build_pk_partial_update,
@@ -75,6 +76,7 @@ def _sequenced_thin(warehouse: str) -> Any:
 BUILDERS: dict[str, Callable[[str], Any]] = {
     "deduplicate": build_pk_deduplicate, "first-row": build_pk_first_row,
     "deletion vectors": build_pk_deletion_vectors, "sequence field, thin": _sequenced_thin,
+    "deduplicate, orc": build_pk_deduplicate_orc,
 }
 
 
@@ -169,7 +171,10 @@ def _wide_task(tmp_path: Path, columns: int, options: dict[str, str]) -> Compact
     (KEY_FIRST_COLUMNS - 4, {}, False),  # + _KEY_id, _SEQUENCE_NUMBER, _VALUE_KIND: 63
     (KEY_FIRST_COLUMNS, {"merge-engine": "partial-update"}, False),  # combines values
     (KEY_FIRST_COLUMNS, {"changelog-producer": "lookup"}, False),  # changelog needs them
-], ids=["deduplicate", "first-row", "narrower", "partial-update", "lookup changelog"])
+    (KEY_FIRST_COLUMNS, {"file.format": "orc"}, True),
+    (KEY_FIRST_COLUMNS, {"file.format": "avro"}, False),  # a group's read decodes every column
+], ids=["deduplicate", "first-row", "narrower", "partial-update", "lookup changelog", "orc",
+        "avro"])
 def test_wide_tables_whose_engine_picks_rows_by_key_merge_key_first(
         columns: int, options: dict[str, str], expected: bool, tmp_path: Path) -> None:
     assert merges_key_first(_wide_task(tmp_path, columns, options)) is expected
