@@ -7,7 +7,8 @@ forced onto narrow tables and cut as finely as it can be (a column per group, 4-
 chunks), so that every run is read and taken from many times. Which tasks go key first, and
 how a layout is cut and what the memory budget gives a key-first task, are checked on their
 own. A table wide enough to merge key first by itself (80 columns), compacted by the job, reads
-as an independent model says in pypaimon and in every Java release."""
+as an independent model says in pypaimon and in every Java release. A key-first merge that
+fails leaves no file behind."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from support.pypaimon_tables import (
 
 from paimond.clock import Clock
 from paimond.format.meta.manifest import ManifestEntry
+from paimond.lsm import rewrite
 from paimond.lsm.merge import key_first
 from paimond.lsm.merge.key_first import KEY_FIRST_COLUMNS, merges_key_first, plan_key_first
 from paimond.lsm.merge.spill import file_reader_bytes, value_width
@@ -301,3 +303,51 @@ def test_java_and_pypaimon_read_a_wide_table_merged_key_first_as_its_model_says(
         rows = reader.read_rows(table.path)
         assert sorted((json.loads(r) for r in rows), key=lambda r: r[0]) == \
             [[row[name] for name in names] for row in expected], reader.release
+
+
+@pytest.mark.parametrize("failure", ["keys", "values", "rows"])
+def test_a_key_first_merge_that_fails_leaves_no_file_behind(
+        failure: str, built: dict[str, tuple[Path, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure in the keys' merge, in a group's gathering or while rows are written (after
+    some files were finished): the error propagates, and neither a data file nor a spill file
+    is left."""
+    warehouse = tmp_path / "wh"
+    shutil.copytree(built["first-row"][0], warehouse)
+    spills = tmp_path / "spills"
+    spills.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spills))
+    monkeypatch.setattr(key_first, "KEY_FIRST_COLUMNS", 1)
+    monkeypatch.setattr(key_first, "MIN_CHUNK_ROWS", 4)
+    stage = {"keys": "_rechunked", "values": "_taken", "rows": "_assembled"}[failure]
+    real = getattr(key_first, stage)
+
+    def failing(*args: Any) -> Any:
+        for count, table in enumerate(real(*args)):
+            if count == 3:
+                raise OSError("disk full")
+            yield table
+
+    monkeypatch.setattr(key_first, stage, failing)
+    published: list[str] = []
+
+    class SmallFiles(rewrite.RollingDataFileWriter):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._target_bytes = 1  # a file per batch
+
+        def _roll(self) -> None:
+            super()._roll()
+            published.extend(m.file_name for m in self._written[len(published):])
+
+    monkeypatch.setattr(rewrite, "RollingDataFileWriter", SmallFiles)
+    before = {p for p in warehouse.rglob("bucket-*/*")}
+    storage = open_storage(str(warehouse))
+    table = open_table(storage, str(warehouse), built["first-row"][1])
+    task = max(plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks,
+               key=lambda t: sum(e.file.row_count for e in t.inputs))
+    with pytest.raises(OSError, match="disk full"):
+        execute_compaction(task, storage, now_millis=lambda: 0, batch_rows=4, key_first_bytes=1)
+    assert bool(published) is (failure == "rows")  # files were done before it failed
+    assert {p for p in warehouse.rglob("bucket-*/*")} == before
+    assert not list(spills.iterdir())
