@@ -249,7 +249,8 @@ def test_background_writer_holds_at_most_max_bytes_waiting() -> None:
     with BackgroundWriter(write, max_bytes=10) as writer:  # larger than the bound: one at a time
         for _ in range(5):
             writer.put(big)
-    assert len(held) == 45 and max(held[40:]) <= big.nbytes
+    # the one being written is counted until it is done, and one may wait beside it
+    assert len(held) == 45 and max(held[40:]) <= 2 * big.nbytes
 
 
 def _nice() -> int:
