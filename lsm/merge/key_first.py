@@ -22,8 +22,8 @@ does not need the values to choose them:
 
 Every value column is decoded once, in batches as large as a narrow table's, and what is held
 at once is the working memory (:class:`KeyFirstLayout`), whatever the width. The price is a
-spill file of the merged values besides the survivors' and, per group, a read of each run's
-file footers.
+spill file of the merged values besides the survivors', and per group an opening of each
+run's files (their Parquet footers are parsed once).
 """
 
 from __future__ import annotations
