@@ -471,8 +471,10 @@ class _BucketRewrite:
         run_rows = [max(m.row_count for m in run) for run in runs]
         if superseded is not None:
             run_rows.append(superseded.num_rows)
+        parquet = all(file_format_of(meta.file_name) == "parquet" for meta in section.files)
         layout = plan_key_first(self.read_schema, narrow, values, run_rows,
-                                self.key_first_bytes, self.read_buffer, self.batch_rows)
+                                self.key_first_bytes, self.read_buffer, self.batch_rows,
+                                parquet and superseded is None)
 
         with contextlib.ExitStack() as stack:
             def open_run(index: int, columns: Sequence[str]) -> RunBatches:

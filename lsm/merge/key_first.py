@@ -46,6 +46,7 @@ from paimond.lsm.merge.streaming import (
 )
 from paimond.lsm.task import CompactTask
 from paimond.table.data_files.kv_layout import key_fields, physical_arrow_schema, physical_row_type
+from paimond.table.data_files.parquet_groups import EAGER_BATCHES
 from paimond.table.options.merge import MergeConfig
 
 RUN_COLUMN = "_PAIMOND_RUN"
@@ -131,27 +132,31 @@ class KeyFirstLayout:
 
 def plan_key_first(schema: pa.Schema, narrow: Sequence[str], value_columns: Sequence[str],
                    run_rows: Sequence[int], memory_bytes: int, buffer_bytes: int,
-                   batch_rows: int) -> KeyFirstLayout:
+                   batch_rows: int, parquet: bool = False) -> KeyFirstLayout:
     """The layout within ``memory_bytes``: half of it for a chunk of whole rows (read from
     the groups' spill files and handed to the writer), half for reading a group of columns
     from every run (``run_rows``: the rows of each run's largest file) at once, each run a
     few batches of ``batch_rows`` and a file reader (``lsm.merge.spill.file_reader_bytes``),
     and the chunk's columns of the group taken from them. A group holds one column at
     least. A step of the keys' merge sorts a quarter of ``memory_bytes`` of ``narrow``
-    rows."""
+    rows. ``parquet``: every file is Parquet, whose small row groups are decoded whole
+    (``table.data_files.parquet_groups``): a run whose files are that small holds its
+    decoded row group and, read ahead, the next file's, and no streaming reader."""
     widths = {field.name: value_width(field.type) for field in schema}
     row_width = sum(widths.values()) + 1
     chunk_rows = min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, memory_bytes // (4 * row_width)))
     narrow_width = sum(widths[name] for name in narrow) + _ORIGIN_BYTES
     slice_rows = min(SLICE_ROWS, max(MIN_CHUNK_ROWS, memory_bytes // (4 * narrow_width)))
     half = memory_bytes // 2
+    eager_rows = EAGER_BATCHES * batch_rows
     groups: list[tuple[str, ...]] = []
     group: list[str] = []
     held = 0
     for name in value_columns:
         field = schema.field(name)
         column = pa.schema([field])
-        cost = sum(_BATCHES_PER_RUN * min(batch_rows, max(1, rows)) * widths[name]
+        cost = sum(2 * max(1, rows) * widths[name] if parquet and rows <= eager_rows
+                   else _BATCHES_PER_RUN * min(batch_rows, max(1, rows)) * widths[name]
                    + file_reader_bytes(column, rows, buffer_bytes) for rows in run_rows)
         cost += 2 * chunk_rows * widths[name]
         if group and held + cost > half:

@@ -199,28 +199,38 @@ VALUES = [name for name in SCHEMA.names if name not in NARROW]
 
 
 def _group_bytes(group: tuple[str, ...], run_rows: list[int], batch_rows: int,
-                 chunk_rows: int) -> int:
+                 chunk_rows: int, parquet: bool) -> int:
     """What reading ``group`` holds, as the layout's doc says: per run three batches and a
-    file reader per column, and the chunk's columns twice."""
+    file reader per column (Parquet files of at most four batches: their row group decoded
+    whole and the next one's), and the chunk's columns twice."""
     total = 0
     for name in group:
         width = value_width(SCHEMA.field(name).type)
-        total += sum(3 * min(batch_rows, rows) * width
-                     + file_reader_bytes(pa.schema([SCHEMA.field(name)]), rows, 65536)
-                     for rows in run_rows)
+        for rows in run_rows:
+            if parquet and rows <= 4 * batch_rows:
+                total += 2 * rows * width
+            else:
+                total += 3 * min(batch_rows, rows) * width + file_reader_bytes(
+                    pa.schema([SCHEMA.field(name)]), rows, 65536)
         total += 2 * chunk_rows * width
     return total
 
 
+@pytest.mark.parametrize("parquet", [False, True], ids=["any format", "parquet"])
 @pytest.mark.parametrize("memory_mb", [1, 16, 64, 4096])
 def test_a_layout_puts_every_value_column_in_one_group_within_half_the_memory(
-        memory_mb: int) -> None:
-    run_rows = [20000] * 12
-    layout = plan_key_first(SCHEMA, NARROW, VALUES, run_rows, memory_mb << 20, 65536, 8192)
+        memory_mb: int, parquet: bool) -> None:
+    run_rows = [20000] * 12 + [90000]  # small files, and a run read streaming
+    layout = plan_key_first(SCHEMA, NARROW, VALUES, run_rows, memory_mb << 20, 65536, 8192,
+                            parquet)
     assert [name for group in layout.groups for name in group] == VALUES
     for group in layout.groups:
-        held = _group_bytes(group, run_rows, 8192, layout.chunk_rows)
+        held = _group_bytes(group, run_rows, 8192, layout.chunk_rows, parquet)
         assert len(group) == 1 or held <= (memory_mb << 20) // 2, (group, held)
+        if group is not layout.groups[-1]:  # a group ends where the next column would not fit
+            more = (*group, VALUES[VALUES.index(group[-1]) + 1])
+            assert _group_bytes(more, run_rows, 8192, layout.chunk_rows, parquet) \
+                > (memory_mb << 20) // 2
     row_width = sum(value_width(field.type) for field in SCHEMA) + 1
     assert layout.chunk_rows * row_width * 4 <= max(memory_mb << 20, 1024 * row_width * 4)
     if memory_mb == 4096:
