@@ -15,7 +15,7 @@ from hypothesis import settings
 from support.browser import browser  # noqa: F401
 from support.hive_metastore import hive_java_maintainer, hive_metastore  # noqa: F401
 from support.java_maintainer import java_maintainer  # noqa: F401
-from support.java_reader import java_reader, java_readers  # noqa: F401
+from support.java_reader import java_reader, java_readers, java_readers_here  # noqa: F401
 from support.postgres import postgres  # noqa: F401
 from support.rest_catalog import rest_catalog, rest_server_classes  # noqa: F401
 from support.s3_endpoint import s3_endpoint, s3_storage  # noqa: F401

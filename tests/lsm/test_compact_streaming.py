@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.compaction_files import file_per_batch_writer
 from support.pypaimon_tables import build_pk_deduplicate
 
 from paimond.errors import CorruptFileError
@@ -212,18 +213,8 @@ def test_a_failing_task_leaves_no_file_behind(pristine: tuple[Path, Any], tmp_pa
         monkeypatch.setattr(data_files.DataFileWriter, "write", failing_write)
 
     published: list[str] = []
-
-    class SmallFiles(data_files.RollingDataFileWriter):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._target_bytes = 1  # a file per batch
-
-        def _roll(self) -> None:
-            super()._roll()
-            published.extend(m.file_name for m in self._written[len(published):])
-
     # Tiny batches and files: some files are done and one may be open when it fails.
-    monkeypatch.setattr(rewrite, "RollingDataFileWriter", SmallFiles)
+    monkeypatch.setattr(rewrite, "RollingDataFileWriter", file_per_batch_writer(published))
     task = max(plan_compaction(table, full=True, partitions=None,
                                moment=datetime.datetime(2026, 11, 22, 12)).tasks,
                key=lambda t: sum(e.file.row_count for e in t.inputs))

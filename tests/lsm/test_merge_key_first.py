@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import random
 import shutil
 import tempfile
@@ -24,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from support.java_reader import unavailable_reason
+from support.compaction_files import entry_rows, file_per_batch_writer
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import (
     TableWriter,
@@ -38,12 +37,11 @@ from support.pypaimon_tables import (
 )
 
 from paimond.clock import Clock
-from paimond.format.meta.manifest import ManifestEntry
 from paimond.lsm import rewrite
 from paimond.lsm.merge import key_first
 from paimond.lsm.merge.key_first import KEY_FIRST_COLUMNS, merges_key_first, plan_key_first
 from paimond.lsm.merge.spill import file_reader_bytes, value_width
-from paimond.lsm.rewrite import execute_compaction, file_format_of
+from paimond.lsm.rewrite import execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact.job import CompactJob
 from paimond.maintenance.compact.memory import (
@@ -54,8 +52,7 @@ from paimond.maintenance.compact.memory import (
 )
 from paimond.maintenance.compact.plan import plan_compaction
 from paimond.table.catalog import open_table
-from paimond.table.data_files.arrow_io import read_data_file
-from paimond.table.storage.interface import Storage, open_storage
+from paimond.table.storage.interface import open_storage
 
 MOMENT = datetime.datetime(2026, 12, 1, 12)
 
@@ -92,19 +89,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str
     return tables
 
 
-def _rows(storage: Storage, task: CompactTask, entries: tuple[ManifestEntry, ...]) -> pa.Table:
-    """The rows of ``entries``' files, every column, in file order."""
-    batches = []
-    for entry in entries:
-        meta = entry.file
-        path = meta.external_path or storage.join(task.directory, meta.file_name)
-        batches += read_data_file(storage, path, file_format=file_format_of(meta.file_name),
-                                  file_schema=task.table.schema_of(meta.schema_id),
-                                  read_schema=task.table.schema, key_value=True,
-                                  file_size=meta.file_size)
-    return pa.Table.from_batches(batches) if batches else pa.table({})
-
-
 def _compact(warehouse: Path, name: str, copy: Path, **bound: int
              ) -> list[tuple[CompactResult, pa.Table]]:
     shutil.copytree(warehouse, copy)
@@ -112,7 +96,7 @@ def _compact(warehouse: Path, name: str, copy: Path, **bound: int
     table = open_table(storage, str(copy), name)
     tasks = plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks
     assert tasks
-    return [(result, _rows(storage, task, result.added))
+    return [(result, entry_rows(storage, task, result.added))
             for task in sorted(tasks, key=lambda t: (t.partition_text or "", t.bucket))
             for result in [execute_compaction(task, storage, now_millis=lambda: 0,
                                               batch_rows=16, **bound)]]
@@ -259,15 +243,6 @@ def test_a_narrow_task_returns_freed_memory_at_once_without_a_budget(tmp_path: P
     assert unbudgeted_decay_ms(_wide_task(tmp_path, 8, {})) == 0
 
 
-@pytest.fixture
-def java_readers_here(request: pytest.FixtureRequest) -> list[Any]:
-    """A Java reader of each release where Java can run (always under CI=true, where a
-    missing one fails); none where there is no JDK."""
-    if unavailable_reason() is not None and os.environ.get("CI", "").lower() != "true":
-        return []
-    return request.getfixturevalue("java_readers").every()
-
-
 WIDE_COLUMNS = 80  # id and 79 values, int64 and string in turn, nullable
 
 
@@ -340,17 +315,7 @@ def test_a_key_first_merge_that_fails_leaves_no_file_behind(
 
     monkeypatch.setattr(key_first, stage, failing)
     published: list[str] = []
-
-    class SmallFiles(rewrite.RollingDataFileWriter):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._target_bytes = 1  # a file per batch
-
-        def _roll(self) -> None:
-            super()._roll()
-            published.extend(m.file_name for m in self._written[len(published):])
-
-    monkeypatch.setattr(rewrite, "RollingDataFileWriter", SmallFiles)
+    monkeypatch.setattr(rewrite, "RollingDataFileWriter", file_per_batch_writer(published))
     before = {p for p in warehouse.rglob("bucket-*/*")}
     storage = open_storage(str(warehouse))
     table = open_table(storage, str(warehouse), built["first-row"][1])

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.compaction_files import entry_rows
 from support.pypaimon_tables import (
     TableWriter,
     build_pk_aggregation,
@@ -26,15 +27,13 @@ from support.pypaimon_tables import (
     seeded_rng,
 )
 
-from paimond.format.meta.manifest import ManifestEntry
 from paimond.lsm.merge.spill import RunReading, SpillDirectory, plan_run_reading
-from paimond.lsm.rewrite import execute_compaction, file_format_of
+from paimond.lsm.rewrite import execute_compaction
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.maintenance.compact.memory import reader_bytes
 from paimond.maintenance.compact.plan import plan_compaction
 from paimond.table.catalog import open_table
-from paimond.table.data_files.arrow_io import read_data_file
-from paimond.table.storage.interface import Storage, open_storage
+from paimond.table.storage.interface import open_storage
 
 MOMENT = datetime.datetime(2026, 12, 1, 12)
 
@@ -68,19 +67,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str
     return tables
 
 
-def _rows(storage: Storage, task: CompactTask, entries: tuple[ManifestEntry, ...]) -> pa.Table:
-    """The rows of ``entries``' files, every column, in file order."""
-    schema = task.table.schema
-    batches = []
-    for entry in entries:
-        meta = entry.file
-        path = meta.external_path or storage.join(task.directory, meta.file_name)
-        batches += read_data_file(storage, path, file_format=file_format_of(meta.file_name),
-                                  file_schema=task.table.schema_of(meta.schema_id),
-                                  read_schema=schema, key_value=True, file_size=meta.file_size)
-    return pa.Table.from_batches(batches) if batches else pa.table({})
-
-
 # how a merge is bounded: execute_compaction's arguments for a task
 BOUNDS: dict[str, Callable[[CompactTask], dict[str, int]]] = {
     "two runs at once": lambda task: {"max_runs": 2},
@@ -100,8 +86,8 @@ def _compact(warehouse: Path, name: str, copy: Path,
     for task in sorted(tasks, key=lambda t: (t.partition_text or "", t.bucket)):
         result = execute_compaction(task, storage, now_millis=lambda: 0, batch_rows=16,
                                     **(bound(task) if bound else {}))
-        done.append((result, _rows(storage, task, result.added),
-                     _rows(storage, task, result.changelog)))
+        done.append((result, entry_rows(storage, task, result.added),
+                     entry_rows(storage, task, result.changelog)))
     return done
 
 

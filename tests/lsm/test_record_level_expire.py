@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pypaimon import Schema
-from support.java_reader import unavailable_reason
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import catalog_for
 
@@ -39,15 +37,6 @@ NOW_S = 1_767_225_600  # 2026-01-01T00:00:00Z
 NOW = Clock(fixed_ms=NOW_S * 1000)
 DAY_S = 86_400
 EPOCH = dt.datetime(1970, 1, 1)
-
-
-@pytest.fixture
-def java_readers_here(request: pytest.FixtureRequest) -> list[Any]:
-    """A Java reader of each release where Java can run (always under CI=true, where a
-    missing one fails); none where there is no JDK."""
-    if unavailable_reason() is not None and os.environ.get("CI", "").lower() != "true":
-        return []
-    return request.getfixturevalue("java_readers").every()
 
 
 # ---- the model ------------------------------------------------------------------------------

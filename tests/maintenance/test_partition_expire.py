@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pytest
 from pypaimon.schema.schema_change import SchemaChange
 from support.daily_partitions import DAYS, SCHEMA, commit_day, create_partitioned, daily_table
-from support.java_reader import canonical_rows, multiset_diff, unavailable_reason
+from support.java_reader import canonical_rows, multiset_diff
 from support.pypaimon_oracle import index_entries, live_files, read_rows
 from support.pypaimon_tables import build_append_deletion_vectors, catalog_for, sort_rows
 from support.table_history import tree
@@ -63,15 +63,6 @@ def copy(daily: tuple[Path, list[dict[str, Any]]], tmp_path: Path
          ) -> tuple[str, list[dict[str, Any]]]:
     shutil.copytree(daily[0], tmp_path / "wh")
     return str(tmp_path / "wh"), daily[1]
-
-
-@pytest.fixture
-def java_readers_here(request: pytest.FixtureRequest) -> list[Any]:
-    """A Java reader of each release where Java can run (always under CI=true, where a
-    missing one fails); none where there is no JDK."""
-    if unavailable_reason() is not None and os.environ.get("CI", "").lower() != "true":
-        return []
-    return request.getfixturevalue("java_readers").every()
 
 
 def _open(warehouse: str, name: str) -> Table:
