@@ -1,14 +1,13 @@
 """A bucket merged key first (``lsm.merge.key_first``: the keys' merge alone, then the
 survivors' value columns gathered group by group) writes the same rows, sequence numbers and
 row kinds, and counts the same rows, as the merge of whole rows, for every engine that picks
-rows by key: deduplicate (with -U/-D, with a sequence field, thin files, ORC files),
-first-row and a deletion-vector table. The merge is
-forced onto narrow tables and cut as finely as it can be (a column per group, 4-row
-chunks), so that every run is read and taken from many times. Which tasks go key first, and
-how a layout is cut and what the memory budget gives a key-first task, are checked on their
-own. A table wide enough to merge key first by itself (80 columns), compacted by the job, reads
-as an independent model says in pypaimon and in every Java release. A key-first merge that
-fails leaves no file behind."""
+rows by key: deduplicate (with -U/-D, with a sequence field, thin files, ORC files), first-row
+and a deletion-vector table. The merge is forced onto narrow tables and cut as finely as it
+can be (a column per group, 4-row chunks), so that every run is read and taken from many
+times. Which tasks go key first, how a layout is cut and what the memory budget gives a
+key-first task are checked on their own. A table wide enough to merge key first by itself (80
+columns), compacted by the job, reads as an independent model says in pypaimon and in every
+Java release. A key-first merge that fails leaves no file behind."""
 
 from __future__ import annotations
 
