@@ -212,11 +212,10 @@ class _BucketRewrite:
         return filter_deleted(batches, self.dvs.positions_of(meta.file_name))
 
     def _read_unexpired(self, meta: DataFileMeta, projection: Sequence[str] | None = None,
-                        count_expired: bool | None = None) -> Iterator[pa.RecordBatch]:
+                        count_expired: bool = False) -> Iterator[pa.RecordBatch]:
         """The live rows of the file that are not past their TTL (Java wraps the compaction
         reader with ``RecordLevelExpire``): what the merge and level-0 lookups see. The rows
-        dropped count as expired when ``count_expired`` (None: when every column is read, as
-        the merge of whole rows reads them)."""
+        dropped count as expired when ``count_expired`` (the merge's one read of them)."""
         expiry = self.task.record_expiry
         if expiry is None:
             yield from self._read(meta, projection)
@@ -225,18 +224,18 @@ class _BucketRewrite:
             *projection, *([] if expiry.field_name in projection else [expiry.field_name])]
         for batch in self._read(meta, columns):
             kept = expiry.filter(batch)
-            if count_expired or (count_expired is None and projection is None):
+            if count_expired:
                 with self._expired_lock:
                     self.rows_expired += batch.num_rows - kept.num_rows
             yield kept if projection is None else kept.select(list(projection))
 
     def _run_batches(self, run: Sequence[DataFileMeta], projection: Sequence[str] | None = None,
-                     count_expired: bool | None = None) -> Iterator[pa.RecordBatch]:
+                     count_expired: bool = True) -> Iterator[pa.RecordBatch]:
         for meta in run:
             if self.changelog_mode is None:
                 yield from self._read_unexpired(meta, projection, count_expired)
             else:
-                for batch in self._read_unexpired(meta):
+                for batch in self._read_unexpired(meta, count_expired=True):
                     yield with_level(batch, meta.level)
 
     def _counted(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

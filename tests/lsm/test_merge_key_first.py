@@ -234,8 +234,12 @@ def test_a_key_first_task_merges_in_what_the_budget_leaves_beside_the_writer(
     tight = fit_batch_rows(task, 32768, 8 << 20)  # less than the fixed part alone
     assert tight.key_first_bytes == key_first.MIN_KEY_FIRST_BYTES
     run_rows = [e.file.row_count for e in task.inputs]
-    assert key_first.key_pass_bytes(task, run_rows, tight.batch_rows, 65536) \
-        <= key_first.MIN_KEY_FIRST_BYTES // 2 or tight.batch_rows == MIN_BATCH_ROWS
+    half = key_first.MIN_KEY_FIRST_BYTES // 2
+    # the largest batch whose keys' pass fits half the merge's memory (or the smallest batch)
+    assert key_first.key_pass_bytes(task, run_rows, tight.batch_rows, 65536) <= half \
+        or tight.batch_rows == MIN_BATCH_ROWS
+    assert tight.batch_rows == 32768 \
+        or key_first.key_pass_bytes(task, run_rows, 2 * tight.batch_rows, 65536) > half
 
 
 def test_a_narrow_task_returns_freed_memory_at_once_without_a_budget(tmp_path: Path) -> None:
