@@ -60,11 +60,15 @@ from paimond.lsm.merge.changelog import (
 from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.key_first import (
     KEY_FIRST_BYTES,
+    Combining,
     RunBatches,
+    combines_versions,
     merge_key_first,
     merges_key_first,
     narrow_columns,
+    ordered_versions,
     plan_key_first,
+    version_reducer,
 )
 from paimond.lsm.merge.pipeline import BackgroundWriter, SharedPrefetch, run_at_lower_priority
 from paimond.lsm.merge.spill import (
@@ -74,7 +78,7 @@ from paimond.lsm.merge.spill import (
     file_reader_bytes,
     plan_run_reading,
 )
-from paimond.lsm.merge.streaming import SLICE_ROWS, VALUE_KIND_COLUMN, merge_sorted_runs
+from paimond.lsm.merge.streaming import SLICE_ROWS, VALUE_KIND_COLUMN, is_add, merge_sorted_runs
 from paimond.lsm.task import CompactResult, CompactTask
 from paimond.table.catalog import Table
 from paimond.table.data_files.arrow_io import RollingDataFileWriter, file_format_for_level, read_data_file
@@ -459,8 +463,9 @@ class _BucketRewrite:
 
     def _merge_key_first(self, section: Section, background: BackgroundWriter,
                          prefetch: SharedPrefetch) -> None:
-        """Merge the section's keys first, then gather the survivors' values
-        (``lsm.merge.key_first``); the deletion vectors' superseded rows are one more run."""
+        """Merge the section's keys first, then gather the survivors' values, or reduce
+        every version's a group of columns at a time (``lsm.merge.key_first``); the deletion
+        vectors' superseded rows are one more run."""
         assert self.key_first_bytes is not None
         runs = list(section.runs)
         superseded = self.level0.superseded_run(section)
@@ -474,6 +479,13 @@ class _BucketRewrite:
         layout = plan_key_first(self.read_schema, narrow, values, run_rows,
                                 self.key_first_bytes, self.read_buffer, self.batch_rows,
                                 parquet and superseded is None)
+        combining = None
+        if combines_versions(self.task):
+            combining = Combining(
+                version_reducer(MergeConfig.of(self.schema), self.key_columns),
+                tuple(name for name in narrow if name in self.schema.field_names))
+        reduce_keys = self.reducer if combining is None else ordered_versions
+        drop_deletes = combining is not None and self.task.drop_deletes
 
         with contextlib.ExitStack() as stack:
             def open_run(index: int, columns: Sequence[str]) -> RunBatches:
@@ -489,7 +501,7 @@ class _BucketRewrite:
             def merge_keys(inputs: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.Table]:
                 counted = [self._counted(run) for run in inputs]
                 for merged in merge_sorted_runs(counted, self.key_columns, self.sort_key,
-                                                self.reducer, self.user_sequence,
+                                                reduce_keys, self.user_sequence,
                                                 slice_rows=layout.slice_rows):
                     yield merged if existing is None else \
                         without_keys(merged, existing, self.key_columns)
@@ -497,7 +509,9 @@ class _BucketRewrite:
             spills = stack.enter_context(SpillDirectory())
             for merged in merge_key_first(open_run, len(runs) + (superseded is not None),
                                           narrow, merge_keys, layout, self.output_columns,
-                                          spills):
+                                          spills, combining):
+                if drop_deletes:  # a merged -U/-D at the max level
+                    merged = merged.filter(is_add(merged.column(VALUE_KIND_COLUMN)))
                 background.put(merged)
                 self.rows_written += merged.num_rows
         self._rewritten(section)

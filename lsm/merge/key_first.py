@@ -20,6 +20,15 @@ does not need the values to choose them:
 3. **Rows.** Chunk by chunk, the survivors' narrow columns and the groups' batches of the
    chunk make the merged rows, in the output's column order.
 
+Engines that combine a key's versions column by column (partial-update, aggregation: a
+column's merged value depends on that column, the versions' order and their kinds alone) go
+the same way with every version kept: the keys' merge orders the versions and marks each
+key's newest; the spill file holds them all, cut between keys; each group's columns are
+gathered for every version and reduced by the table's reducer over that group alone, and the
+narrow columns (the key's newest sequence number, the merged kind and any user sequence
+field) by the reducer over the narrow columns. Sequence groups tie columns together, so
+tables with them merge whole rows.
+
 Every value column is decoded once, in batches as large as a narrow table's, and what is held
 at once is the working memory (:class:`KeyFirstLayout`), whatever the width. The price is a
 spill file of the merged values besides the survivors', and per group an opening of each
@@ -36,11 +45,13 @@ import numpy as np
 import pyarrow as pa
 
 from paimond.lsm.merge.changelog import changelog_mode_of
+from paimond.lsm.merge.engines import make_reducer
 from paimond.lsm.merge.spill import SpillDirectory, SpilledRun, file_reader_bytes, value_width
 from paimond.lsm.merge.streaming import (
     SEQUENCE_COLUMN,
     SLICE_ROWS,
     VALUE_KIND_COLUMN,
+    SortedSlice,
     arrow_of,
     concat,
 )
@@ -51,8 +62,11 @@ from paimond.table.options.merge import MergeConfig
 
 RUN_COLUMN = "_PAIMOND_RUN"
 POSITION_COLUMN = "_PAIMOND_POSITION"
-# The engines that pick whole rows by key, sequence and kind (the others combine values).
-KEY_FIRST_ENGINES = ("deduplicate", "first-row")
+LAST_COLUMN = "_PAIMOND_LAST"  # a combining engine's version: is it its key's newest?
+# The engines that pick whole rows by key, sequence and kind: the keys' merge keeps survivors.
+PICKING_ENGINES = ("deduplicate", "first-row")
+# The engines that combine a key's versions column by column: the keys' merge keeps them all.
+COMBINING_ENGINES = ("partial-update", "aggregation")
 # Formats that read a group of columns without decoding the others (Avro decodes whole rows,
 # so every group would cost a full read).
 COLUMNAR_FORMATS = ("parquet", "orc")
@@ -83,15 +97,61 @@ class RunBatches(Protocol):
 OpenRun = Callable[[int, Sequence[str]], RunBatches]
 # The narrow runs merged and reduced into key-ordered tables.
 MergeKeys = Callable[[list[Iterator[pa.RecordBatch]]], Iterator[pa.Table]]
+# Versions of whole keys in order (``LAST_COLUMN`` marking each key's newest), reduced to a
+# row per key over the value columns given.
+ReduceVersions = Callable[[pa.Table, Sequence[str]], pa.Table]
+
+
+@dataclass(frozen=True, slots=True)
+class Combining:
+    """How a combining engine's versions become a row per key: ``reduce`` them, over
+    ``narrow_values`` (the narrow columns that are also value columns: user sequence fields)
+    for the narrow columns, over a group for the group's."""
+
+    reduce: ReduceVersions
+    narrow_values: tuple[str, ...]
+
+
+def combines_versions(task: CompactTask) -> bool:
+    """Whether the task's engine combines a key's versions (else it picks one of them)."""
+    return MergeConfig.of(task.table.schema).engine in COMBINING_ENGINES
+
+
+def ordered_versions(piece: SortedSlice) -> pa.Table:
+    """Every version of the slice in its order, each marked whether it is its key's newest:
+    what a combining engine's keys' merge keeps."""
+    newest = np.zeros(piece.num_rows, dtype=bool)
+    newest[piece.ends] = True
+    return piece.rows.take(arrow_of(piece.order)).append_column(LAST_COLUMN, arrow_of(newest))
+
+
+def version_reducer(config: MergeConfig, key_columns: Sequence[str]) -> ReduceVersions:
+    """The table's reducer over the value columns asked for (one per set of columns), on
+    versions in order; retractions are kept (the caller drops them once the row is whole)."""
+    reducers: dict[tuple[str, ...], Callable[[SortedSlice], pa.Table]] = {}
+
+    def reduce(versions: pa.Table, columns: Sequence[str]) -> pa.Table:
+        reducer = reducers.get(tuple(columns))
+        if reducer is None:
+            reducer = reducers[tuple(columns)] = make_reducer(config, columns, False)
+        ends = np.flatnonzero(np.asarray(versions.column(LAST_COLUMN).to_numpy()))
+        return reducer(SortedSlice.in_order(versions, key_columns, ends))
+
+    return reduce
 
 
 def merges_key_first(task: CompactTask) -> bool:
     """Whether the task's merges go key first: a wide table whose engine picks rows by key,
-    sequence and kind alone, merged without changelog (changelog rows carry the values
-    before and after), from files of columnar formats only."""
+    sequence and kind alone, or combines versions column by column (no sequence groups),
+    merged without changelog (changelog rows carry the values before and after), from files
+    of columnar formats only."""
     schema = task.table.schema
-    engine = MergeConfig.of(schema).engine
-    if engine not in KEY_FIRST_ENGINES or changelog_mode_of(task, engine)[0] is not None:
+    config = MergeConfig.of(schema)
+    engine = config.engine
+    if engine in COMBINING_ENGINES and config.sequence_groups:
+        return False
+    if engine not in (*PICKING_ENGINES, *COMBINING_ENGINES) \
+            or changelog_mode_of(task, engine)[0] is not None:
         return False
     if any(entry.file.file_name.rsplit(".", 1)[-1].lower() not in COLUMNAR_FORMATS
            for entry in task.inputs):
@@ -184,30 +244,36 @@ def with_origin(batches: Iterator[pa.RecordBatch], run: int) -> Iterator[pa.Reco
 
 def merge_key_first(open_run: OpenRun, run_count: int, narrow_columns: Sequence[str],
                     merge_keys: MergeKeys, layout: KeyFirstLayout,
-                    output_columns: Sequence[str], spills: SpillDirectory
-                    ) -> Iterator[pa.Table]:
+                    output_columns: Sequence[str], spills: SpillDirectory,
+                    combining: Combining | None = None) -> Iterator[pa.Table]:
     """The merged rows of ``run_count`` runs (``open_run``), in key order, with
     ``output_columns``: ``merge_keys`` reduces the runs' ``narrow_columns`` (each run
     tagged with :func:`with_origin`), and the value columns of ``layout.groups`` are
-    gathered for its survivors. Spill files go to ``spills``."""
+    gathered for its survivors. With ``combining``, ``merge_keys`` keeps every version
+    (:func:`ordered_versions`) and the versions of each key are reduced a group of columns
+    at a time. Spill files go to ``spills``."""
     opened = [open_run(index, narrow_columns) for index in range(run_count)]
     try:
         narrow = [with_origin(run, index) for index, run in enumerate(opened)]
-        survivors = spills.spill(_rechunked(merge_keys(narrow), layout.chunk_rows))
+        survivors = spills.spill(_rechunked(merge_keys(narrow), layout.chunk_rows,
+                                            whole_keys=combining is not None))
     finally:
         _close(opened)
     if survivors.path is None or not layout.groups:
-        yield from _assembled(survivors, [], output_columns)
+        yield from _assembled(survivors, [], output_columns, combining)
         return
-    spilled = [spills.spill(_gathered(open_run, run_count, group, survivors))
+    spilled = [spills.spill(_gathered(open_run, run_count, group, survivors, combining))
                for group in layout.groups[:-1]]
-    last = _gathered(open_run, run_count, layout.groups[-1], survivors)
+    last = _gathered(open_run, run_count, layout.groups[-1], survivors, combining)
     yield from _assembled(survivors, [*(run.batches() for run in spilled), last],
-                          output_columns)
+                          output_columns, combining)
 
 
-def _rechunked(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
-    """The rows of ``tables`` in tables of ``rows`` rows (the last one: the rest)."""
+def _rechunked(tables: Iterator[pa.Table], rows: int, whole_keys: bool = False
+               ) -> Iterator[pa.Table]:
+    """The rows of ``tables`` in tables of ``rows`` rows (the last one: the rest);
+    ``whole_keys``: cut after a key's newest version only (``LAST_COLUMN``), as close below
+    ``rows`` as there is one (a key of more versions is a chunk of its own)."""
     held: list[pa.Table] = []
     count = 0
     for table in tables:
@@ -215,19 +281,40 @@ def _rechunked(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
         count += table.num_rows
         while count >= rows:
             whole = pa.concat_tables(held)
-            yield whole.slice(0, rows)
-            rest = whole.slice(rows)
+            cut = _key_end(whole, rows) if whole_keys else rows
+            if not cut:  # no key ends yet
+                break
+            yield whole.slice(0, cut)
+            rest = whole.slice(cut)
             held, count = [rest], rest.num_rows
     if count:
         yield pa.concat_tables(held)
 
 
+def _key_end(versions: pa.Table, rows: int) -> int:
+    """The rows up to the last key's end within the first ``rows`` (or the first key's end
+    after them; 0 if no key ends)."""
+    ends = np.flatnonzero(np.asarray(versions.column(LAST_COLUMN).to_numpy()))
+    within = ends[ends < rows]
+    if len(within):
+        return int(within[-1]) + 1
+    return int(ends[0]) + 1 if len(ends) else 0
+
+
 def _gathered(open_run: OpenRun, run_count: int, group: Sequence[str],
-              survivors: SpilledRun) -> Iterator[pa.Table]:
-    """Per chunk of ``survivors``, its rows' ``group`` columns, in its order."""
+              survivors: SpilledRun, combining: Combining | None) -> Iterator[pa.Table]:
+    """Per chunk of ``survivors``, its rows' ``group`` columns, in its order (``combining``:
+    each key's versions reduced to one row)."""
     opened = [open_run(index, group) for index in range(run_count)]
     try:
-        yield from _taken(opened, survivors)
+        for chunk, rows in _taken(opened, survivors):
+            if combining is None:
+                yield rows
+            else:
+                versions = pa.Table.from_batches([chunk])
+                for name, column in zip(rows.schema.names, rows.columns, strict=True):
+                    versions = versions.append_column(name, column)
+                yield combining.reduce(versions, group).select(list(group))
     finally:  # a run's batch read ahead is let go with the group, not with the merge
         _close(opened)
 
@@ -237,9 +324,10 @@ def _close(runs: Sequence[RunBatches]) -> None:
         run.close()
 
 
-def _taken(opened: Sequence[RunBatches], survivors: SpilledRun) -> Iterator[pa.Table]:
-    """Per chunk, each run's rows from the first to the last position the chunk takes of
-    it, side by side, and one take from them all."""
+def _taken(opened: Sequence[RunBatches], survivors: SpilledRun
+           ) -> Iterator[tuple[pa.RecordBatch, pa.Table]]:
+    """Per chunk, the chunk and its rows of the runs: each run's rows from the first to the
+    last position the chunk takes of it, side by side, and one take from them all."""
     run_count = len(opened)
     cursors = [_ValueCursor(run) for run in opened]
     for chunk in survivors.batches():
@@ -254,7 +342,7 @@ def _taken(opened: Sequence[RunBatches], survivors: SpilledRun) -> Iterator[pa.T
         starts = np.zeros(run_count, np.int64)
         starts[taken] = np.cumsum([0, *(w.num_rows for w in windows[:-1])])
         rows = concat(windows)
-        yield rows.take(arrow_of(starts[runs] + positions - first[runs]))
+        yield chunk, rows.take(arrow_of(starts[runs] + positions - first[runs]))
 
 
 class _ValueCursor:
@@ -289,10 +377,14 @@ class _ValueCursor:
 
 
 def _assembled(survivors: SpilledRun, groups: Sequence[Iterator[pa.Table | pa.RecordBatch]],
-               output_columns: Sequence[str]) -> Iterator[pa.Table]:
-    """Chunk by chunk, the survivors' narrow columns beside the groups' columns."""
+               output_columns: Sequence[str], combining: Combining | None
+               ) -> Iterator[pa.Table]:
+    """Chunk by chunk, the survivors' narrow columns (``combining``: their versions reduced
+    to a row per key) beside the groups' columns."""
     for chunk in survivors.batches():
-        columns = dict(zip(chunk.schema.names, chunk.columns, strict=True))
+        narrow: pa.Table | pa.RecordBatch = chunk if combining is None else \
+            combining.reduce(pa.Table.from_batches([chunk]), combining.narrow_values)
+        columns = dict(zip(narrow.schema.names, narrow.columns, strict=True))
         for group in groups:
             part = next(group)
             columns.update(zip(part.schema.names, part.columns, strict=True))

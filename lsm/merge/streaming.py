@@ -69,7 +69,7 @@ class SortedSlice:
     positions in that order. ``ends`` holds the position of the last row of every key group
     (the newest version), ascending."""
 
-    __slots__ = ("_group_ids", "_sorted", "ends", "key_columns", "order", "rows")
+    __slots__ = ("_group_ids", "_in_order", "_sorted", "ends", "key_columns", "order", "rows")
 
     def __init__(self, rows: pa.Table, key_columns: Sequence[str], order: np.ndarray,
                  ends: np.ndarray) -> None:
@@ -77,6 +77,16 @@ class SortedSlice:
         self.order, self.ends = order, ends
         self._sorted: dict[str, pa.Array] = {}
         self._group_ids: np.ndarray | None = None
+        self._in_order = False
+
+    @classmethod
+    def in_order(cls, rows: pa.Table, key_columns: Sequence[str], ends: np.ndarray
+                 ) -> SortedSlice:
+        """A slice of ``rows`` that are in (key, sequence) order already: its columns are
+        ``rows``' own, not taken again."""
+        piece = cls(rows, key_columns, np.arange(rows.num_rows, dtype=np.int64), ends)
+        piece._in_order = True
+        return piece
 
     @property
     def num_rows(self) -> int:
@@ -104,7 +114,9 @@ class SortedSlice:
         """One column in sorted order (taken once, then kept)."""
         found = self._sorted.get(name)
         if found is None:
-            found = self._sorted[name] = _take(self.rows.column(name), self.order)
+            column = self.rows.column(name)
+            found = self._sorted[name] = _whole(column) if self._in_order \
+                else _take(column, self.order)
         return found
 
     def take(self, positions: np.ndarray) -> pa.Table:
@@ -112,10 +124,13 @@ class SortedSlice:
         return self.rows.take(arrow_of(self.order[positions]))
 
 
-def _take(column: pa.ChunkedArray, indices: np.ndarray) -> pa.Array:
+def _whole(column: pa.ChunkedArray) -> pa.Array:
     chunks = column.chunks
-    array = chunks[0] if len(chunks) == 1 else column.combine_chunks()
-    return array.take(arrow_of(indices))
+    return chunks[0] if len(chunks) == 1 else column.combine_chunks()
+
+
+def _take(column: pa.ChunkedArray, indices: np.ndarray) -> pa.Array:
+    return _whole(column).take(arrow_of(indices))
 
 
 def _int_keys(table: pa.Table, key_columns: Sequence[str]) -> np.ndarray | None:

@@ -1,8 +1,11 @@
 """A bucket merged key first (``lsm.merge.key_first``: the keys' merge alone, then the
-survivors' value columns gathered group by group) writes the same rows, sequence numbers and
-row kinds, and counts the same rows, as the merge of whole rows, for every engine that picks
-rows by key: deduplicate (with -U/-D, with a sequence field, thin files, ORC files), first-row
-and a deletion-vector table. The merge is forced onto narrow tables and cut as finely as it
+survivors' value columns gathered group by group, or every version's reduced group by group)
+writes the same rows, sequence numbers and row kinds, and counts the same rows, as the merge
+of whole rows, for every engine that picks rows by key: deduplicate (with -U/-D, with a
+sequence field, thin files, ORC files), first-row and a deletion-vector table; and for the
+engines that combine versions column by column: aggregation (retracting, removing a record
+on delete, ignoring retractions, with listagg) and partial-update (ignoring deletes, removing
+a record on delete), on the same kinds of tables. The merge is forced onto narrow tables and cut as finely as it
 can be (a column per group, 4-row chunks), so that every run is read and taken from many
 times. Which tasks go key first, how a layout is cut and what the memory budget gives a
 key-first task are checked on their own. A table wide enough to merge key first by itself (80
@@ -30,7 +33,6 @@ from support.pypaimon_tables import (
     build_pk_deduplicate_orc,
     build_pk_deletion_vectors,
     build_pk_first_row,
-    build_pk_partial_update,
     catalog_for,
     seeded_rng,
 )
@@ -51,6 +53,7 @@ from paimond.maintenance.compact.memory import (
 )
 from paimond.maintenance.compact.plan import plan_compaction
 from paimond.table.catalog import open_table
+from paimond.table.options.merge import MergeConfig
 from paimond.table.storage.interface import open_storage
 
 MOMENT = datetime.datetime(2026, 12, 1, 12)
@@ -71,10 +74,43 @@ def _sequenced_thin(warehouse: str) -> Any:
     return type("Spec", (), {"name": "db.sequenced"})
 
 
+def _recast(build: Callable[[str], Any], options: dict[str, str]) -> Callable[[str], Any]:
+    """The table ``build`` writes, its schema's options then changed by ``options``.
+    pypaimon writes no -U/-D row into a partial-update or aggregation table, so those tables
+    are written as deduplicate ones (their files are laid out alike) and recast."""
+    def recast(warehouse: str) -> Any:
+        spec = build(warehouse)
+        (schema_file,) = Path(warehouse).glob("*.db/*/schema/schema-*")
+        schema = json.loads(schema_file.read_text())
+        schema["options"] |= options
+        schema_file.write_text(json.dumps(schema))
+        return spec
+    return recast
+
+
 BUILDERS: dict[str, Callable[[str], Any]] = {
     "deduplicate": build_pk_deduplicate, "first-row": build_pk_first_row,
     "deletion vectors": build_pk_deletion_vectors, "sequence field, thin": _sequenced_thin,
     "deduplicate, orc": build_pk_deduplicate_orc,
+    "aggregation, retracting": _recast(build_pk_deduplicate, {
+        "merge-engine": "aggregation", "fields.score.aggregate-function": "sum",
+        "fields.v.aggregate-function": "last_value"}),
+    "aggregation, remove on delete": _recast(build_pk_deduplicate, {
+        "merge-engine": "aggregation", "fields.score.aggregate-function": "sum",
+        "aggregation.remove-record-on-delete": "true"}),
+    "aggregation, ignoring retractions, orc": _recast(build_pk_deduplicate_orc, {
+        "merge-engine": "aggregation", "fields.amount.aggregate-function": "sum",
+        "fields.name.aggregate-function": "listagg", "fields.name.ignore-retract": "true",
+        "fields.at.aggregate-function": "max", "fields.at.ignore-retract": "true"}),
+    "aggregation, sequence field, thin": _recast(_sequenced_thin, {
+        "merge-engine": "aggregation", "fields.w.aggregate-function": "sum",
+        "fields.v.aggregate-function": "listagg"}),
+    "aggregation, deletion vectors": _recast(build_pk_deletion_vectors, {
+        "merge-engine": "aggregation", "fields.v.aggregate-function": "last_value"}),
+    "partial-update, ignoring deletes": _recast(build_pk_deduplicate, {
+        "merge-engine": "partial-update", "ignore-delete": "true"}),
+    "partial-update, remove on delete": _recast(build_pk_deduplicate, {
+        "merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}),
 }
 
 
@@ -135,7 +171,11 @@ def test_a_key_first_merge_writes_what_the_merge_of_whole_rows_writes(
     assert not list(spills.iterdir())  # every spill directory deleted
 
 
-def _wide_task(tmp_path: Path, columns: int, options: dict[str, str]) -> CompactTask:
+def _wide_task(tmp_path: Path, columns: int, options: dict[str, str],
+               recast: dict[str, str] | None = None) -> CompactTask:
+    """A table of ``columns`` columns written with ``options`` (then ``recast`` by
+    :func:`_recast`, for options pypaimon cannot write with), and its full compaction's
+    one task."""
     fields = [pa.field("id", pa.int64(), nullable=False)]
     fields += [pa.field(f"c{i}", pa.int32()) for i in range(columns - 1)]
     schema = pa.schema(fields)
@@ -144,6 +184,8 @@ def _wide_task(tmp_path: Path, columns: int, options: dict[str, str]) -> Compact
     for commit in range(2):
         writer.commit([{"id": i, **{f"c{c}": commit for c in range(columns - 1)}}
                        for i in range(10)])
+    if recast:
+        _recast(lambda _: None, recast)(str(tmp_path))
     table = open_table(open_storage(str(tmp_path)), str(tmp_path), "db.wide")
     tasks = plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks
     assert len(tasks) == 1
@@ -154,24 +196,25 @@ def _wide_task(tmp_path: Path, columns: int, options: dict[str, str]) -> Compact
     (KEY_FIRST_COLUMNS, {}, True),
     (KEY_FIRST_COLUMNS, {"merge-engine": "first-row"}, True),
     (KEY_FIRST_COLUMNS - 4, {}, False),  # + _KEY_id, _SEQUENCE_NUMBER, _VALUE_KIND: 63
-    (KEY_FIRST_COLUMNS, {"merge-engine": "partial-update"}, False),  # combines values
+    (KEY_FIRST_COLUMNS, {"merge-engine": "partial-update"}, True),
+    (KEY_FIRST_COLUMNS, {"merge-engine": "aggregation"}, True),
     (KEY_FIRST_COLUMNS, {"changelog-producer": "lookup"}, False),  # changelog needs them
     (KEY_FIRST_COLUMNS, {"file.format": "orc"}, True),
     (KEY_FIRST_COLUMNS, {"file.format": "avro"}, False),  # a group's read decodes every column
-], ids=["deduplicate", "first-row", "narrower", "partial-update", "lookup changelog", "orc",
-        "avro"])
-def test_wide_tables_whose_engine_picks_rows_by_key_merge_key_first(
+], ids=["deduplicate", "first-row", "narrower", "partial-update", "aggregation",
+        "lookup changelog", "orc", "avro"])
+def test_wide_tables_merge_key_first_unless_a_column_depends_on_another(
         columns: int, options: dict[str, str], expected: bool, tmp_path: Path) -> None:
     assert merges_key_first(_wide_task(tmp_path, columns, options)) is expected
 
 
-def test_partial_update_is_never_merged_key_first(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(key_first, "KEY_FIRST_COLUMNS", 1)
-    spec = build_pk_partial_update(str(tmp_path))
-    table = open_table(open_storage(str(tmp_path)), str(tmp_path), spec.name)
-    tasks = plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks
-    assert tasks and not any(merges_key_first(task) for task in tasks)
+def test_a_wide_table_with_a_sequence_group_merges_whole_rows(tmp_path: Path) -> None:
+    """A sequence group's fields decide the values of its other columns: no column of the
+    group merges apart from the others."""
+    task = _wide_task(tmp_path, KEY_FIRST_COLUMNS, {"merge-engine": "partial-update"},
+                      recast={"fields.c0.sequence-group": "c1"})
+    assert MergeConfig.of(task.table.schema).sequence_groups
+    assert not merges_key_first(task)
 
 
 SCHEMA = pa.schema([("_KEY_id", pa.int64()), ("_SEQUENCE_NUMBER", pa.int64()),
@@ -257,9 +300,30 @@ def _wide_values(rng: random.Random, commit: int, key: int) -> dict[str, Any]:
     return row
 
 
-@pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"},
-                                     {"merge-engine": "first-row"}],
-                         ids=["deduplicate", "deletion vectors", "first-row"])
+SUMMED = {f"fields.c{c}.aggregate-function": "sum" for c in range(1, WIDE_COLUMNS - 1, 4)}
+
+
+def _folded(engine: str, old: dict[str, Any] | None, row: dict[str, Any]) -> dict[str, Any]:
+    """The model of a key's row once ``row`` is merged into ``old`` (None: its first)."""
+    if old is None or engine == "deduplicate":
+        return row
+    if engine == "first-row":
+        return old
+    folded = {}
+    for name, value in row.items():
+        before = old[name]
+        if f"fields.{name}.aggregate-function" in SUMMED and engine == "aggregation":
+            folded[name] = before if value is None else value if before is None \
+                else before + value
+        else:  # partial-update, and aggregation's default last_non_null_value
+            folded[name] = before if value is None else value
+    return folded
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"deletion-vectors.enabled": "true"}, {"merge-engine": "first-row"},
+    {"merge-engine": "partial-update"}, {"merge-engine": "aggregation"} | SUMMED,
+], ids=["deduplicate", "deletion vectors", "first-row", "partial-update", "aggregation"])
 def test_java_and_pypaimon_read_a_wide_table_merged_key_first_as_its_model_says(
         options: dict[str, str], tmp_path: Path, java_readers_here: list[Any]) -> None:
     fields = [pa.field("id", pa.int64(), nullable=False)]
@@ -268,17 +332,14 @@ def test_java_and_pypaimon_read_a_wide_table_merged_key_first_as_its_model_says(
     warehouse = str(tmp_path / "wh")
     writer = TableWriter(catalog_for(warehouse), "db.wide", pa.schema(fields),
                          primary_keys=("id",), options={"bucket": "1"} | options)
-    first_row = options.get("merge-engine") == "first-row"
+    engine = options.get("merge-engine", "deduplicate")
     model: dict[int, dict[str, Any]] = {}
     for commit in range(6):
         rng = seeded_rng(f"wide{commit}")
         rows = [_wide_values(rng, commit, key) for key in sorted(rng.sample(range(3000), 1200))]
         writer.commit(rows)
         for row in rows:
-            if first_row:
-                model.setdefault(row["id"], row)
-            else:
-                model[row["id"]] = row
+            model[row["id"]] = _folded(engine, model.get(row["id"]), row)
     table = open_table(open_storage(warehouse), warehouse, "db.wide")
     tasks = plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks
     assert tasks and all(merges_key_first(task) for task in tasks)
@@ -293,15 +354,16 @@ def test_java_and_pypaimon_read_a_wide_table_merged_key_first_as_its_model_says(
             [[row[name] for name in names] for row in expected], reader.release
 
 
+@pytest.mark.parametrize("kind", ["first-row", "aggregation, retracting"])
 @pytest.mark.parametrize("failure", ["keys", "values", "rows"])
 def test_a_key_first_merge_that_fails_leaves_no_file_behind(
-        failure: str, built: dict[str, tuple[Path, str]], tmp_path: Path,
+        failure: str, kind: str, built: dict[str, tuple[Path, str]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure in the keys' merge, in a group's gathering or while rows are written (after
     some files were finished): the error propagates, and neither a data file nor a spill file
     is left."""
     warehouse = tmp_path / "wh"
-    shutil.copytree(built["first-row"][0], warehouse)
+    shutil.copytree(built[kind][0], warehouse)
     spills = tmp_path / "spills"
     spills.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spills))
@@ -310,8 +372,8 @@ def test_a_key_first_merge_that_fails_leaves_no_file_behind(
     stage = {"keys": "_rechunked", "values": "_taken", "rows": "_assembled"}[failure]
     real = getattr(key_first, stage)
 
-    def failing(*args: Any) -> Any:
-        for count, table in enumerate(real(*args)):
+    def failing(*args: Any, **named: Any) -> Any:
+        for count, table in enumerate(real(*args, **named)):
             if count == 3:
                 raise OSError("disk full")
             yield table
@@ -321,7 +383,7 @@ def test_a_key_first_merge_that_fails_leaves_no_file_behind(
     monkeypatch.setattr(rewrite, "RollingDataFileWriter", file_per_batch_writer(published))
     before = {p for p in warehouse.rglob("bucket-*/*")}
     storage = open_storage(str(warehouse))
-    table = open_table(storage, str(warehouse), built["first-row"][1])
+    table = open_table(storage, str(warehouse), built[kind][1])
     task = max(plan_compaction(table, full=True, partitions=None, moment=MOMENT).tasks,
                key=lambda t: sum(e.file.row_count for e in t.inputs))
     with pytest.raises(OSError, match="disk full"):
