@@ -22,10 +22,17 @@ medians and paimond / rewrite, whose target is <= 1.0x CPU. The first paimond ru
 variant is checked: the new snapshot's files (pypaimon's scan, read with pyarrow) hold every
 key once and the sampled keys carry the values their last commit wrote.
 
+``--merge-engine partial-update`` or ``aggregation`` merges the same files under that engine
+(each run's copy of the table gets the option in its schema file; aggregation's columns keep
+their default function, ``last_non_null_value``): every version of a key is combined column
+by column instead of the newest one picked. The check then holds the sampled keys' non-null
+last-written values (where the last commit wrote NULL an older value stands).
+
     .venv/bin/python bench/wide_table.py [--rows 1000000] [--columns 500] [--commits 20]
                                          [--updates 0.15] [--buckets 1] [--runs 3]
                                          [--only paimond,rewrite] [--keep DIR]
                                          [--memory-budget '1 gb']
+                                         [--merge-engine partial-update]
 
 ``--keep DIR`` keeps the built table there and reuses it on the next run with the same shape
 (building 1M x 500 with pypaimon takes minutes; its per-row Python fold is skipped, as each
@@ -197,9 +204,18 @@ def run_rewrite(warehouse: Path, files_json: Path) -> None:
                 writer.write_batch(batch)
 
 
-def check(warehouse: Path, source: Path) -> str:
+def recast(warehouse: Path, engine: str) -> None:
+    """Give the table of ``warehouse`` the merge engine ``engine`` (its one schema file)."""
+    (schema_file,) = warehouse.glob("bench.db/t/schema/schema-*")
+    schema = json.loads(schema_file.read_text())
+    schema["options"]["merge-engine"] = engine
+    schema_file.write_text(json.dumps(schema))
+
+
+def check(warehouse: Path, source: Path, engine: str) -> str:
     """Raise unless the compacted snapshot holds every key once and the sampled keys'
-    last-written values; returns what it found."""
+    last-written values (an engine that combines versions: the non-null ones); returns what
+    it found."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -220,11 +236,19 @@ def check(warehouse: Path, source: Path) -> str:
     found = pa.concat_tables([
         pq.read_table(f, filters=pc.field("_KEY_id").isin(wanted)).select(expected.column_names)
         for f in files]).sort_by("id")
-    if not found.cast(expected.schema).equals(expected):
+    found = found.cast(expected.schema)
+    if engine != "deduplicate":  # where the last commit wrote NULL, an older value stands
+        if found.num_rows != expected.num_rows:
+            raise SystemExit(f"{found.num_rows} of {expected.num_rows} sampled keys found")
+        found = pa.table([pc.if_else(pc.is_null(want), want, got) for want, got in
+                          zip(expected.columns, found.columns, strict=True)],
+                         schema=expected.schema)
+    if not found.equals(expected):
         raise SystemExit(f"the sampled keys' values differ from the last written "
                          f"({found.num_rows} of {expected.num_rows} keys found)")
+    carry = "last-written" if engine == "deduplicate" else "non-null last-written"
     return (f"{kind} snapshot: {len(files)} files, {len(keys):,} rows = distinct keys; "
-            f"{expected.num_rows} sampled keys carry their last-written values")
+            f"{expected.num_rows} sampled keys carry their {carry} values")
 
 
 def _argv(name: str, warehouse: Path, source: Path, budget: str | None = None) -> list[str]:
@@ -251,14 +275,17 @@ def _measure(argv: list[str], env: dict[str, str] | None = None) -> dict[str, fl
 
 
 def _run_once(name: str, source: Path, scratch: Path, pyc: str, checked: set[str],
-              budget: str | None = None) -> dict[str, float]:
+              budget: str | None = None, engine: str = "deduplicate") -> dict[str, float]:
     copy = scratch / f"run-{name}"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(source / "warehouse", copy)
+    if engine != "deduplicate":
+        recast(copy, engine)
     try:
         result = _measure(_argv(name, copy, source, budget), environment(pyc, scratch))
         if name.startswith("paimond") and name not in checked:
-            found = subprocess.run([sys.executable, __file__, "--check", str(copy), str(source)],
+            found = subprocess.run([sys.executable, __file__, "--check", str(copy), str(source),
+                                    f"--merge-engine={engine}"],
                                    check=True, capture_output=True, text=True)
             print(f"  {name} checked: {found.stdout.strip()}", flush=True)
             checked.add(name)
@@ -299,6 +326,9 @@ def main() -> None:
     parser.add_argument("--keep", help="keep the built table in this directory, reuse it")
     parser.add_argument("--memory-budget", metavar="SIZE",
                         help="also run paimond held to this memory budget (paimond-budget)")
+    parser.add_argument("--merge-engine", default="deduplicate",
+                        choices=("deduplicate", "partial-update", "aggregation"),
+                        help="the engine the table is compacted under")
     parser.add_argument("--pyc", choices=("cached", "none"), default="cached",
                         help="byte code: cached (as installed) or none (compile every module)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -309,7 +339,7 @@ def main() -> None:
         run_rewrite(Path(args.child[1]), Path(args.child[2]))
         return
     if args.check:
-        print(check(Path(args.check[0]), Path(args.check[1])))
+        print(check(Path(args.check[0]), Path(args.check[1]), args.merge_engine))
         return
     if args.generate:
         generate(Path(args.generate), args.rows, args.columns, args.commits, args.updates,
@@ -331,16 +361,19 @@ def main() -> None:
         if args.pyc == "cached":  # untimed: fills the byte-code cache (on a small table)
             small = _built(scratch, args, WARM_UP_ROWS)
             for name in contenders:
-                _run_once(name, small, scratch, args.pyc, {name}, args.memory_budget)
+                _run_once(name, small, scratch, args.pyc, {name}, args.memory_budget,
+                          args.merge_engine)
         results: dict[str, list[dict[str, float]]] = {}
         for number in range(args.runs):
             for name in contenders:
-                result = _run_once(name, source, scratch, args.pyc, checked, args.memory_budget)
+                result = _run_once(name, source, scratch, args.pyc, checked, args.memory_budget,
+                                   args.merge_engine)
                 results.setdefault(name, []).append(result)
                 print(f"  run {number + 1} {name:<10}  wall {result['wall']:7.2f} s  CPU "
                       f"{result['cpu']:7.2f} s  peak RSS {result['rss']:8.1f} MB", flush=True)
-        print(f"\n== {args.commits} commits, medians of {args.runs} interleaved runs, each a "
-              f"whole process; byte code {args.pyc}; load average {os.getloadavg()[0]:.1f}")
+        print(f"\n== {args.merge_engine}, {args.commits} commits, medians of {args.runs} "
+              f"interleaved runs, each a whole process; byte code {args.pyc}; "
+              f"load average {os.getloadavg()[0]:.1f}")
         for name, runs in results.items():
             print(f"  {name:<10}  wall {_median(runs, 'wall'):7.2f} s  CPU "
                   f"{_median(runs, 'cpu'):7.2f} s  peak RSS {_median(runs, 'rss'):8.1f} MB")

@@ -57,6 +57,12 @@ def _valid(values: pa.Array) -> np.ndarray:
     return np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _valid_if_null(values: pa.Array) -> np.ndarray | None:
+    """Per row, is it valid; None when every row is (no mask needed: a key's last valid
+    value is its last value)."""
+    return _valid(values) if values.null_count else None
+
+
 def _group_pick(piece: SortedSlice, mask: np.ndarray | None, last: bool
                 ) -> tuple[np.ndarray, np.ndarray]:
     """(group, position) of the last (or first) row of each group among rows in ``mask``;
@@ -134,7 +140,7 @@ def _partial_update(piece: SortedSlice, config: MergeConfig, value_columns: Sequ
         return merge_rows(piece, config, value_columns)  # per key, in Python (Java's order)
     base = piece.take(piece.last_rows())
     for column in value_columns:
-        merged = _fill(piece, column, _valid(piece.column(column)), last=True)
+        merged = _fill(piece, column, _valid_if_null(piece.column(column)), last=True)
         base = base.set_column(base.schema.get_field_index(column), column, merged)
     return _keep_lone_kinds(piece, _with_inserts(base))
 
@@ -189,7 +195,7 @@ def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[
                                       retract if has_retract and rows_mask is None else None)
         else:
             skip_nulls = _ORDERED.get(function, _FIRST.get(function, False))
-            mask = _valid(piece.column(column)) if skip_nulls else None
+            mask = _valid_if_null(piece.column(column)) if skip_nulls else None
             if rows_mask is not None:
                 mask = rows_mask if mask is None else mask & rows_mask
             groups, positions = _group_pick(piece, mask, last=function not in _FIRST)

@@ -311,9 +311,8 @@ def _gathered(open_run: OpenRun, run_count: int, group: Sequence[str],
             if combining is None:
                 yield rows
             else:
-                versions = pa.Table.from_batches([chunk])
-                for name, column in zip(rows.schema.names, rows.columns, strict=True):
-                    versions = versions.append_column(name, column)
+                versions = pa.table([*chunk.columns, *rows.columns],
+                                    names=[*chunk.schema.names, *rows.schema.names])
                 yield combining.reduce(versions, group).select(list(group))
     finally:  # a run's batch read ahead is let go with the group, not with the merge
         _close(opened)
