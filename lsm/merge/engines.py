@@ -140,7 +140,10 @@ def _partial_update(piece: SortedSlice, config: MergeConfig, value_columns: Sequ
         return merge_rows(piece, config, value_columns)  # per key, in Python (Java's order)
     base = piece.take(piece.last_rows())
     for column in value_columns:
-        merged = _fill(piece, column, _valid_if_null(piece.column(column)), last=True)
+        mask = _valid_if_null(piece.column(column))
+        if mask is None:  # no NULL: every key's newest value, which ``base`` holds
+            continue
+        merged = _fill(piece, column, mask, last=True)
         base = base.set_column(base.schema.get_field_index(column), column, merged)
     return _keep_lone_kinds(piece, _with_inserts(base))
 
@@ -168,7 +171,7 @@ def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[
     has_retract = bool(retract.any())
     if config.aggregation_remove_record_on_delete and has_retract:
         return merge_rows(piece, config, value_columns)
-    base = piece.take(piece.last_rows())
+    newest = base = piece.take(piece.last_rows())
     row_columns = []
     for column in value_columns:
         function = config.aggregate_functions.get(column, "last_non_null_value")
@@ -196,6 +199,8 @@ def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[
         else:
             skip_nulls = _ORDERED.get(function, _FIRST.get(function, False))
             mask = _valid_if_null(piece.column(column)) if skip_nulls else None
+            if function in _ORDERED and mask is None and not has_retract:
+                continue  # every key's newest value, which ``base`` holds
             if rows_mask is not None:
                 mask = rows_mask if mask is None else mask & rows_mask
             groups, positions = _group_pick(piece, mask, last=function not in _FIRST)
@@ -209,7 +214,7 @@ def _aggregate(piece: SortedSlice, config: MergeConfig, value_columns: Sequence[
         base = base.set_column(base.schema.get_field_index(column), column, merged)
     base = _with_inserts(base)
     if lone.any():  # lone versions stay as written (kind, and values of a -U/-D)
-        original = piece.take(piece.last_rows())
+        original = newest
         restore = value_columns if not adds.all() else ()
         for name in (*restore, VALUE_KIND_COLUMN):
             if name not in row_columns:

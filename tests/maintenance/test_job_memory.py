@@ -3,11 +3,11 @@ Arrow holds them, are more than 10x the budget, compacted (or rescaled, or its p
 moved and compacted) in a child process (threads, one task at a time, so the whole job is in
 the one process) whose peak RSS over its starting point (modules imported, plan made) is
 measured (/proc VmHWM after clear_refs); the rows pypaimon reads afterwards are the rows
-written as a model merges them (a key's last version; every row of an append table). The wide
-table's runs hold more in their file readers (a page and a buffer per column) than in their
-batches: all of them read at once would pass the budget several times over. The sort
-compaction's own test, which also runs the job with a budget as large as its input:
-test_sort_memory.py."""
+written as a model merges them (a key's last version, which partial-update also gives rows
+without NULLs; every row of an append table). The wide tables' runs hold more in their file
+readers (a page and a buffer per column) than in their batches: all of them read at once
+would pass the budget several times over. The sort compaction's own test, which also runs
+the job with a budget as large as its input: test_sort_memory.py."""
 
 from __future__ import annotations
 
@@ -100,6 +100,10 @@ CASES: dict[str, tuple[pa.Schema, list[str], dict[str, str], str, dict[str, Any]
     "rescale": (PK_SCHEMA, ["k"], {"bucket": "1"}, "rescale", {}),
     "wide primary-key full compaction": (WIDE_SCHEMA, ["k"], {"bucket": "1"}, "compact",
                                          {"full": True}),
+    # every version kept and combined a group of columns at a time (no NULLs: the last wins)
+    "wide partial-update full compaction": (
+        WIDE_SCHEMA, ["k"], {"bucket": "1", "merge-engine": "partial-update"}, "compact",
+        {"full": True}),
 }
 
 _CHILD = """
