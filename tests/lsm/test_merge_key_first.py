@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from support.compaction_files import entry_rows, file_per_batch_writer
+from support.dv_scenarios import SCENARIOS, Live, Scenario
 from support.pypaimon_oracle import read_rows
 from support.pypaimon_tables import (
     TableWriter,
@@ -392,3 +393,36 @@ def test_a_key_first_merge_that_fails_leaves_no_file_behind(
     assert bool(published) is (failure == "rows")  # files were done before it failed
     assert {p for p in warehouse.rglob("bucket-*/*")} == before
     assert not list(spills.iterdir())
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS
+                                      if s.options.get("file.format") in ("parquet", "orc")],
+                         ids=lambda s: s.name)
+def test_compactions_merged_key_first_read_as_the_model_says_round_after_round(
+        scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commits and compactions in turn (deduplicate, by a sequence field, aggregation, with
+    deletion vectors; first-row), every compaction forced key first and cut as finely as it
+    goes: pypaimon reads what the model holds after each, and the deletion-vector tables'
+    level-0 keys found in the files above joined the merges (the aggregation's as one more
+    run)."""
+    monkeypatch.setattr(key_first, "KEY_FIRST_COLUMNS", 1)
+    monkeypatch.setattr(key_first, "MIN_CHUNK_ROWS", 4)
+    monkeypatch.setattr(rewrite, "KEY_FIRST_BYTES", 1)
+    planned = []
+    real_merge = rewrite.merge_key_first
+
+    def merged_key_first(*args: Any) -> Any:
+        planned.append(args[4])
+        return real_merge(*args)
+
+    monkeypatch.setattr(rewrite, "merge_key_first", merged_key_first)
+    live = Live(scenario, str(tmp_path / "wh"))
+    superseded = 0
+    for round_no in range(5):
+        live.write(30 if round_no else 50)
+        summaries = live.compact(full=round_no == 3)
+        superseded += sum(r.rows_superseded for s in summaries for r in s.results)
+        assert read_rows(live.warehouse, live.name).equals(live.expected()), round_no
+    assert planned and all(layout.chunk_rows == 4 for layout in planned)
+    if scenario.options.get("deletion-vectors.enabled") == "true":
+        assert superseded > 0, "no compaction looked up and superseded an older row"
