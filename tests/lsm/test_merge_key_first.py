@@ -4,13 +4,14 @@ writes the same rows, sequence numbers and row kinds, and counts the same rows, 
 of whole rows, for every engine that picks rows by key: deduplicate (with -U/-D, with a
 sequence field, thin files, ORC files), first-row and a deletion-vector table; and for the
 engines that combine versions column by column: aggregation (retracting, removing a record
-on delete, ignoring retractions, with listagg, with a function merged per key) and partial-
-update (ignoring deletes, removing a record on delete), on the same kinds of tables. The
-merge is forced onto narrow tables and cut as finely as it can be (a column per group, 4-row
-chunks), so that every run is read and taken from many times. Which tasks go key first, how
-a layout is cut and what the memory budget gives a key-first task are checked on their own.
-A table wide enough to merge key first by itself (80 columns), compacted by the job, reads
-as an independent model says in pypaimon and in every Java release. A key-first merge that
+on delete, ignoring retractions, with listagg, with a function merged per key) and
+partial-update (ignoring deletes, removing a record on delete), on the same kinds of tables.
+The merge is forced onto narrow tables and cut as finely as it can be (a column per group,
+4-row chunks), so that every run is read and taken from many times. Which tasks go key
+first, how a layout is cut and what the memory budget gives a key-first task are checked on
+their own. A table wide enough to merge key first by itself (80 columns), compacted by the
+job, reads as an independent model says in pypaimon and in every Java release; so do tables
+compacted round after round with every compaction forced key first. A key-first merge that
 fails leaves no file behind."""
 
 from __future__ import annotations
