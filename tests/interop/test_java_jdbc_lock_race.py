@@ -1,7 +1,7 @@
 """Java writers and paimond committing to one table on S3 at the same time, both under a JDBC
 catalog's lock (PostgreSQL, ``lock.enabled``): Java Paimon 1.4 (Hadoop's S3A through
 paimon-s3, on the loopback S3 endpoint) commits a write while paimond commits a full
-compaction, 50 rounds. On S3, Java's commit is "the snapshot file does not exist, then write
+compaction, 25 rounds. On S3, Java's commit is "the snapshot file does not exist, then write
 it" under the lock; paimond takes the same lock row, so neither can overwrite the other's
 snapshot: the ids are contiguous, every Java write and every paimond compaction has its own
 snapshot, and Java reads every row written. (Java 1.4: Maven Central serves no paimon-s3 2.x.)
@@ -25,7 +25,7 @@ from paimond.cli.main import main
 from paimond.format.meta.snapshot import decode_snapshot
 from paimond.table.storage.interface import open_storage
 
-ROUNDS = 50
+ROUNDS = 25
 pytestmark = [pytest.mark.crash_campaign, pytest.mark.jvm]
 
 
