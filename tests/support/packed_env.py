@@ -9,11 +9,19 @@ with the installed files of every distribution needed, read from their RECORDs, 
 downloaded. A zip, stored: Spark 4 unpacks a tar without its files' modes (``bin/python``
 would not run) and refuses links that leave the archive. Executors then run
 ``./<alias>/bin/python`` and import paimond from the zip the driver adds (``--py-files``).
+
+Each module goes with its byte code where this venv has it compiled (``make install`` does), as
+``venv-pack`` keeps ``__pycache__``: Spark starts a new Python worker after every failed task,
+and one that finds no ``.pyc`` compiles pyarrow's, pandas' and pyspark's modules again (where
+nothing may be written, ``PYTHONDONTWRITEBYTECODE=1``, none is ever saved). The ``.pyc`` goes in
+hash-based and unchecked (PEP 552): an unpacked source's modification time is the unpacker's,
+so a timestamp-based one would be judged stale.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import importlib.util
 import os
 import re
 import stat
@@ -71,10 +79,38 @@ def pack_environment(target: str, extra: Iterable[str] = ()) -> str:
                 if relative.startswith("..") or "__pycache__" in relative:
                     continue  # scripts outside site-packages, bytecode caches
                 source = Path(str(dist.locate_file(file)))
-                if source.is_file():
-                    _add(archive, f"{site}/{relative}", source.read_bytes(),
-                         stat.S_IMODE(source.stat().st_mode))
+                if not source.is_file():
+                    continue
+                data = source.read_bytes()
+                _add(archive, f"{site}/{relative}", data, stat.S_IMODE(source.stat().st_mode))
+                if source.suffix == ".py":
+                    compiled = _unchecked_pyc(source, data)
+                    if compiled is not None:
+                        cache = Path(importlib.util.cache_from_source(relative))
+                        _add(archive, f"{site}/{cache.as_posix()}", compiled, 0o644)
     return target
+
+
+def _unchecked_pyc(source: Path, data: bytes) -> bytes | None:
+    """The byte code this venv holds for ``source`` (whose bytes are ``data``), as an unchecked
+    hash-based ``.pyc``; None when there is none, or it was compiled from another version of
+    the file (the timestamp-based header names the source's modification time and size)."""
+    try:
+        cached = Path(importlib.util.cache_from_source(str(source))).read_bytes()
+    except OSError:
+        return None
+    if len(cached) < 16 or cached[:4] != importlib.util.MAGIC_NUMBER:
+        return None
+    flags = int.from_bytes(cached[4:8], "little")
+    if flags == 0:  # timestamp-based: mtime and size as the source had them when compiled
+        info = source.stat()
+        if (int.from_bytes(cached[8:12], "little") != int(info.st_mtime) & 0xFFFFFFFF
+                or int.from_bytes(cached[12:16], "little") != len(data) & 0xFFFFFFFF):
+            return None
+    elif cached[8:16] != importlib.util.source_hash(data):
+        return None
+    return (importlib.util.MAGIC_NUMBER + (0b01).to_bytes(4, "little")
+            + importlib.util.source_hash(data) + cached[16:])
 
 
 def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int) -> None:
