@@ -97,12 +97,14 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 JVM_FIXTURES = {"java_reader", "java_readers", "java_maintainer", "java_readers_here",
                 "rest_catalog", "hive_metastore", "hive_java_maintainer"}
 SPARK_FIXTURES = {"spark"}
-# Spark's local cluster (a master, two workers, two executor JVMs) runs once per session, on one
-# worker.
-GROUPS = (("spark", "spark"),)
-# A module whose last test reports on the others (module state): one worker, in file order;
-# the Java differential's report is `jvm` with the comparisons it reports on.
-ONE_WORKER_MODULES = {"interop/test_java_differential.py": ("java_differential", True)}
+# Tests that share one worker (`--dist loadgroup`), by the folder or module they live in: the
+# Spark tests (every one is under tests/spark/: Spark's local cluster, a master, two workers and
+# two executor JVMs, runs once per session, on one worker), and a module whose last test reports
+# on the others (module state), in file order; the Java differential's report is `jvm` with the
+# comparisons it reports on.
+GROUP_FOLDERS = {"spark": "spark"}
+GROUP_MODULES = {"interop/test_java_differential.py": "java_differential"}
+JVM_MODULES = {"interop/test_java_differential.py"}
 # `slow`: the tests that took 2.5 CPU seconds or more each (worker and reaped subprocesses) in
 # a -m "not jvm and not spark and not crash_campaign" run; all parameters of a listed test.
 SLOW = (
@@ -146,27 +148,25 @@ def _is_slow(item: pytest.Item) -> bool:
     return any(test_id == slow or test_id.startswith((slow + "[", slow + "::")) for slow in SLOW)
 
 
+def _worker_group(relative: str) -> str | None:
+    """The group of the test file at ``relative`` (to tests/, POSIX), or None."""
+    return GROUP_MODULES.get(relative) or GROUP_FOLDERS.get(relative.split("/", 1)[0])
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     spark_folder = TESTS / "spark"
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
-        if used & JVM_FIXTURES:
+        if used & JVM_FIXTURES or item.path.relative_to(TESTS).as_posix() in JVM_MODULES:
             item.add_marker(pytest.mark.jvm)
         if used & SPARK_FIXTURES or spark_folder in item.path.parents:
+            if spark_folder not in item.path.parents:
+                raise pytest.UsageError(f"{item.nodeid} asks for Spark: it belongs in "
+                                        "tests/spark/, whose tests share one worker")
             item.add_marker(pytest.mark.spark)
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
-        module = ONE_WORKER_MODULES.get(item.path.relative_to(TESTS).as_posix())
-        if module is not None:
-            group, jvm = module
-            item.add_marker(pytest.mark.xdist_group(group))
-            if jvm:
-                item.add_marker(pytest.mark.jvm)
-        for marker, group in GROUPS:
-            if item.get_closest_marker(marker) is not None:
-                item.add_marker(pytest.mark.xdist_group(group))
-                break
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the order the workers take
         items[:] = sorted(items, key=_start_rank)
 
@@ -176,11 +176,33 @@ def _start_rank(item: pytest.Item) -> int:
     goes to one worker), then single tests in collection order to whichever worker is free; a
     long test late in that order would keep one worker busy after the other ran out. Grouped
     tests keep their file order."""
-    if item.get_closest_marker("xdist_group") is not None:
+    if _worker_group(item.path.relative_to(TESTS).as_posix()) is not None:
         return 2
     if item.get_closest_marker("crash_campaign") is not None:
         return 0
     return 1 if item.get_closest_marker("slow") is not None else 2
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadgroup`` with the groups above, read from each test's path. pytest-xdist's
+    own grouping (an ``xdist_group`` mark, suffixed to the node id on the workers) has no effect
+    from pytest 9.2 on, where a node id is no longer the attribute xdist rewrites; the Spark
+    tests then went to both workers, each starting a local cluster."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class PathGroups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = (config.rootpath / nodeid.split("::", 1)[0]).resolve()
+            if TESTS in path.parents:
+                group = _worker_group(path.relative_to(TESTS).as_posix())
+                if group is not None:
+                    return group
+            return super()._split_scope(nodeid)
+
+    return PathGroups(config, log)  # type: ignore[arg-type]
 
 
 @pytest.fixture(autouse=True)

@@ -71,8 +71,25 @@ def _spark_home() -> str:
     return str(_find_spark_home())
 
 
+def _claim_the_cluster(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Under pytest-xdist every Spark test runs on one worker (tests/conftest.py's scheduler
+    groups tests/spark/): a second worker starting a cluster means that grouping broke, and
+    two clusters would run side by side on the machine's cores."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return
+    claim = tmp_path_factory.getbasetemp().parent / "spark-cluster-worker"
+    try:
+        with open(claim, "x") as file:
+            file.write(worker)
+    except FileExistsError:
+        pytest.fail(f"a Spark cluster already runs on worker {claim.read_text()}, and {worker} "
+                    "was given Spark tests: tests/conftest.py no longer groups them")
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    _claim_the_cluster(tmp_path_factory)
     saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")}
     try:
         archive = pack_environment(str(tmp_path_factory.mktemp("spark-env") / "env.zip"),
