@@ -42,7 +42,7 @@ run: install-demo
 	$(BIN)/python examples/demo.py $(DEMO_WAREHOUSE) $(DEMO_SECONDS)
 	$(BIN)/paimond status $(DEMO_WAREHOUSE)
 
-# make test: the whole suite on one pytest-xdist worker per core (PYTEST_WORKERS=auto; 2,600
+# make test: the whole suite on one pytest-xdist worker per core (PYTEST_WORKERS=auto; 2,700
 # tests). --dist loadgroup spreads the tests one by one, except the groups tests/conftest.py
 # gives: every Spark test on one worker (one local Spark cluster per run) and the Java
 # differential's module on one worker; the kill campaigns and the tests marked slow start first.
@@ -56,7 +56,7 @@ PYTEST := $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --dur
 test: install
 	$(PYTEST) $(PYTEST_ARGS)
 
-# make test-fast: what a contributor runs between edits (about 1,150 tests, a minute
+# make test-fast: what a contributor runs between edits (about 1,200 tests, 1.5 minutes
 # on 2 cores): the tests that need no oracle (PAIMOND_TESTS_WITHOUT_ORACLES: no pypaimon, no
 # pypaimon-rust), no JVM, no Spark, no S3 server, no kill campaign and no test marked slow,
 # property tests at 15 examples. tests/conftest.py puts the jvm and spark markers on from the
