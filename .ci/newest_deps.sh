@@ -8,8 +8,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 .tools/bin/uv venv --quiet --python "$python" "$work/venv"
-.tools/bin/uv pip install --quiet --python "$work/venv/bin/python" --resolution highest --compile-bytecode \
-    --group test-core .
+.tools/bin/uv pip install --quiet --python "$work/venv/bin/python" --resolution highest \
+    --compile-bytecode --group test-core .
 "$work/venv/bin/python" -c "import importlib.metadata as m; print('newest:', ', '.join(
     f'{d} {m.version(d)}' for d in ('pyarrow', 'numpy', 'fsspec', 's3fs', 'fastavro', 'structlog',
                                     'pyroaring', 'zstandard', 'apscheduler', 'prometheus-client')))"

@@ -187,8 +187,8 @@ def _start_rank(item: pytest.Item) -> int:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """``--dist loadgroup`` with the groups above, read from each test's path. pytest-xdist's
     own grouping (an ``xdist_group`` mark, suffixed to the node id on the workers) has no effect
-    from pytest 9.2 on, where a node id is no longer the attribute xdist rewrites; the Spark
-    tests then went to both workers, each starting a local cluster."""
+    with pytest 9.2, whose node id is no longer the attribute xdist 3.8 rewrites: the Spark
+    tests went to both workers, each starting a local cluster."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
