@@ -8,8 +8,9 @@ UV_VERSION := 0.13.9
 UV := .tools/bin/uv
 # Byte code compiled at install, as pip and the container image do: where nothing may be written
 # later (PYTHONDONTWRITEBYTECODE=1, set on CI's machines and in containers), a process that finds
-# no .pyc compiles every module it imports (pandas: 2.4 s instead of 0.7 s). COMPILE does paimond's own
-# modules (the checkout is the package): a module edited since is compiled again on import.
+# no .pyc compiles every module it imports (pandas: 2.4 s instead of 0.7 s). COMPILE does
+# paimond's own modules (the checkout is the package): a module edited since is compiled again
+# on import.
 SYNC := UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --locked --python $(PYTHON) --compile-bytecode
 COMPILE := $(BIN)/python -m compileall -q -x '/\.|/(site|build|dist)/' .
 DEMO_WAREHOUSE ?= demo-warehouse
